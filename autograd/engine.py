@@ -1,0 +1,258 @@
+"""The backward pass: walk the graph from the outputs and apply each node's derivative.
+
+Nodes run in decreasing creation order once all their consumers are done, as in
+PyTorch, so gradients become ready in (roughly) reverse order of the forward
+pass. Leaves accumulate into ``.grad``; ``autograd.grad`` captures instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import tensor
+from tensor import _dispatch
+from tensor._autograd_hooks import grad_mode
+
+from .graph import Node
+
+__all__ = ["run_backward", "grad"]
+
+
+def _make_root_grads(outputs, grad_outputs):
+    roots = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not _dispatch.is_tensor(out):
+            raise TypeError(f"expected a Tensor as output {i}, got {type(out).__name__}")
+        if not out._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = tensor.ones_like(out)
+        elif not _dispatch.is_tensor(g):
+            g = tensor.tensor(g, dtype=out.dtype, device=out.device)
+        if g.shape != out.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
+                f"output[{i}] has a shape of {list(out.shape)}."
+            )
+        roots.append((out, g))
+    return roots
+
+
+def _count_dependencies(root_nodes):
+    deps: dict = {}
+    seen = set()
+    stack = list(root_nodes)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for edge in node.next_edges:
+            if edge is not None and type(edge[0]) is Node:
+                target = edge[0]
+                deps[target] = deps.get(target, 0) + 1
+                stack.append(target)
+    return deps
+
+
+def _accumulate(buffers, key, nr, n_outputs, g):
+    slot = buffers.get(key)
+    if slot is None:
+        slot = buffers[key] = [None] * n_outputs
+    slot[nr] = g if slot[nr] is None else slot[nr] + g
+
+
+def _fit(g, meta):
+    # Gradients arrive in the shape and dtype of the op's computation; the input may
+    # have been broadcast or promoted.
+    shape, dtype = meta
+    if g._data.shape != shape:
+        g = g.sum_to_size(shape)
+    if g._data.dtype != dtype:
+        g = g.to(tensor._dtype.from_numpy_dtype(dtype))
+    return g
+
+
+def _run_hooks(hooks, g):
+    for hook in list(hooks.values()):
+        replaced = hook(g)
+        if replaced is not None:
+            g = replaced
+    return g
+
+
+def _accumulate_into_leaf(leaf, g, create_graph):
+    if leaf._hooks:
+        g = _run_hooks(leaf._hooks, g)
+    if leaf.grad is None:
+        # Own, writable, contiguous storage: the same gradient object may reach several
+        # leaves, and optimizers update .grad in place.
+        leaf.grad = g if create_graph else g.detach().clone()
+        if not leaf.grad.is_contiguous():
+            leaf.grad = leaf.grad.contiguous()
+    elif create_graph:
+        leaf.grad = leaf.grad + g
+    else:
+        leaf.grad._data += g._data
+    if leaf._post_accumulate_hooks:
+        for hook in list(leaf._post_accumulate_hooks.values()):
+            hook(leaf)
+
+
+def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=True):
+    """Propagate gradients from ``roots`` [(output, grad)].
+
+    ``capture`` maps id(tensor) -> slot for ``autograd.grad``: the gradient that
+    reaches each of those tensors is stored there instead of (or as well as)
+    being accumulated.
+    """
+    buffers: dict = {}
+    leaf_grads: dict = {}
+    root_nodes = []
+    for out, g in roots:
+        if out._grad_fn is None:
+            _accumulate(leaf_grads, out, 0, 1, g)
+        else:
+            _accumulate(buffers, out._grad_fn, out._output_nr, out._grad_fn.n_outputs, g)
+            root_nodes.append(out._grad_fn)
+    deps = _count_dependencies(root_nodes)
+    ready = [(-n.seq, id(n), n) for n in set(root_nodes) if deps.get(n, 0) == 0]
+    heapq.heapify(ready)
+    previous_mode = grad_mode.enabled
+    grad_mode.enabled = create_graph
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grads = buffers.pop(node)
+            _run_node(node, grads, buffers, leaf_grads, deps, ready, capture)
+            if not retain_graph:
+                node.release()
+        for leaf, (g,) in leaf_grads.items():
+            if capture is not None and id(leaf) in capture:
+                capture[id(leaf)][0] = g if capture[id(leaf)][0] is None else capture[id(leaf)][0] + g
+            if accumulate_leaves:
+                _accumulate_into_leaf(leaf, g, create_graph)
+    finally:
+        grad_mode.enabled = previous_mode
+
+
+def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
+    if node.pre_hooks:
+        grads[0] = _run_hooks(node.pre_hooks, grads[0])
+    if node.retained is not None:
+        owner = node.retained()
+        if owner is not None and grads[0] is not None:
+            owner.grad = grads[0] if owner.grad is None else owner.grad + grads[0]
+    if capture is not None:
+        for nr, g in enumerate(grads):
+            slot = capture.get((id(node), nr))
+            if slot is not None and g is not None:
+                slot[0] = g if slot[0] is None else slot[0] + g
+    if node.n_outputs == 1:
+        upstream = grads[0]
+    else:
+        upstream = tuple(grads)
+    input_grads = node.op.backward(node, upstream) if upstream is not None else ()
+    if len(input_grads) != len(node.next_edges) and upstream is not None:
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients "
+            f"(expected {len(node.next_edges)}, got {len(input_grads)})"
+        )
+    for edge, g, meta in zip(node.next_edges, input_grads, node.input_meta):
+        if edge is None or g is None:
+            continue
+        g = _fit(g, meta)
+        target, nr = edge
+        if type(target) is Node:
+            _accumulate(buffers, target, nr, target.n_outputs, g)
+        else:
+            _accumulate(leaf_grads, target, 0, 1, g)
+    for edge in node.next_edges:
+        if edge is not None and type(edge[0]) is Node:
+            target = edge[0]
+            deps[target] -= 1
+            if deps[target] == 0:
+                if target in buffers:
+                    heapq.heappush(ready, (-target.seq, id(target), target))
+                else:
+                    _skip(target, deps, ready, buffers)
+
+
+def _skip(node, deps, ready, buffers):
+    # No gradient reached this node: its inputs get none from it either.
+    for edge in node.next_edges:
+        if edge is not None and type(edge[0]) is Node:
+            target = edge[0]
+            deps[target] -= 1
+            if deps[target] == 0:
+                if target in buffers:
+                    heapq.heappush(ready, (-target.seq, id(target), target))
+                else:
+                    _skip(target, deps, ready, buffers)
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None) -> None:
+    """``Tensor.backward`` / ``autograd.backward``: accumulate into the leaves' ``.grad``."""
+    roots = _make_root_grads(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is None:
+        _execute(roots, retain_graph, create_graph)
+        return
+    inputs = [inputs] if _dispatch.is_tensor(inputs) else list(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    captured = grad(outputs, inputs, [g for _, g in roots], retain_graph, create_graph,
+                    allow_unused=True)
+    for leaf, g in zip(inputs, captured):
+        if g is not None:
+            _accumulate_into_leaf(leaf, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Raises:
+        RuntimeError: if an input does not require grad, or was not used in the graph
+            and ``allow_unused`` is False.
+    """
+    outputs = [outputs] if _dispatch.is_tensor(outputs) else list(outputs)
+    single_input = _dispatch.is_tensor(inputs)
+    inputs = [inputs] if single_input else list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif _dispatch.is_tensor(grad_outputs):
+        grad_outputs = [grad_outputs]
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    capture = {}
+    for i, t in enumerate(inputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+        key = id(t) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
+        capture.setdefault(key, [None])
+    roots = _make_root_grads(outputs, list(grad_outputs))
+    _execute(roots, retain_graph, create_graph, capture, accumulate_leaves=False)
+    results = []
+    for i, t in enumerate(inputs):
+        key = id(t) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
+        g = capture[key][0]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}) appears to not have been "
+                    "used in the graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = tensor.zeros_like(t)
+        elif not create_graph:
+            g = g.detach()
+        results.append(g)
+    return tuple(results)

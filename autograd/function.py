@@ -1,0 +1,139 @@
+"""``autograd.Function``: custom ops with a hand-written backward.
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    y = Exp.apply(x)
+"""
+
+from __future__ import annotations
+
+import tensor
+from tensor import _dispatch
+from tensor._autograd_hooks import grad_mode
+
+from .grad_mode import no_grad
+from .graph import Node
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward`` and ``backward``."""
+
+    def __init__(self, needs_input_grad: tuple) -> None:
+        self.needs_input_grad = needs_input_grad
+        self._saved = ()
+        self._versions = ()
+        self.non_differentiable = set()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep tensors for ``backward``; they are checked against in-place changes."""
+        self._saved = tensors
+        self._versions = tuple(t._version_box[0] if t is not None else None for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The tensors given to ``save_for_backward``.
+
+        Raises:
+            RuntimeError: if one was modified in place after it was saved.
+        """
+        for t, version in zip(self._saved, self._versions):
+            if t is not None and t._version_box[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: saved tensor is at version {t._version_box[0]}; "
+                    f"expected version {version} instead."
+                )
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that never get a gradient (e.g. indices)."""
+        self.non_differentiable.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether None output gradients become zeros before ``backward`` (default True)."""
+        self.materialize_grads = value
+
+
+class _FunctionOp:
+    """Adapts a Function subclass to the engine's op interface."""
+
+    saves = ()
+    saves_output = False
+
+    def __init__(self, cls) -> None:
+        self.cls = cls
+        self.name = cls.__name__
+
+    def backward(self, node, grads):
+        ctx = node.ctx
+        grads = grads if node.n_outputs > 1 else (grads,)
+        if ctx.materialize_grads:
+            grads = tuple(_zeros_like_output(node, i) if g is None else g for i, g in enumerate(grads))
+        result = self.cls.backward(ctx, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        expected = len(node.next_edges)
+        if len(result) < expected:
+            result = result + (None,) * (expected - len(result))
+        if len(result) > expected and any(r is not None for r in result[expected:]):
+            raise RuntimeError(
+                f"function {self.name}Backward returned an incorrect number of gradients "
+                f"(expected {expected}, got {len(result)})"
+            )
+        return result[:expected]
+
+
+def _zeros_like_output(node, i):
+    shape, dtype, device = node.params[i]
+    return tensor.zeros(shape, dtype=dtype, device=device)
+
+
+class Function:
+    """Base class for custom differentiable ops; subclass and define ``forward``/``backward``."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the outputs from the inputs (runs without recording)."""
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """Return one gradient per ``forward`` input (None for non-tensors)."""
+        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` and record a node whose derivative is ``backward``."""
+        is_tensor = _dispatch.is_tensor
+        needs = tuple(is_tensor(a) and a._requires_grad for a in args)
+        ctx = FunctionCtx(needs)
+        with no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        if not (grad_mode.enabled and any(needs)):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        node = Node(_FunctionOp(cls), None, args, n_outputs=len(outs))
+        node.ctx = ctx
+        node.params = tuple((o.shape, o.dtype, o.device) if is_tensor(o) else None for o in outs)
+        wrapped = []
+        for i, o in enumerate(outs):
+            if is_tensor(o) and id(o) not in ctx.non_differentiable and o.is_floating_point():
+                if o._grad_fn is not None or o._requires_grad or any(o is a for a in args):
+                    o = o.detach()
+                o._grad_fn, o._output_nr, o._requires_grad = node, i, True
+            wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)

@@ -1,0 +1,93 @@
+"""``no_grad``, ``enable_grad``, ``set_grad_enabled`` and ``inference_mode``.
+
+Each works as a context manager and as a decorator, and affects only the
+current thread, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from tensor._autograd_hooks import grad_mode
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled"]
+
+
+class _GradModeContext:
+    """Sets the thread's grad mode on enter and restores it on exit."""
+
+    _enabled = True
+    _inference = False
+
+    def __enter__(self):
+        self._saved = (grad_mode.enabled, grad_mode.inference)
+        grad_mode.enabled = self._enabled
+        grad_mode.inference = self._inference
+
+    def __exit__(self, *exc) -> None:
+        grad_mode.enabled, grad_mode.inference = self._saved
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        """A fresh context with the same setting (contexts are not re-entrant)."""
+        return type(self)()
+
+
+class no_grad(_GradModeContext):
+    """Disable recording: results of ops do not require grad."""
+
+    _enabled = False
+
+    def __init__(self) -> None:
+        self._inference = grad_mode.inference
+
+
+class enable_grad(_GradModeContext):
+    """Re-enable recording inside a ``no_grad`` block."""
+
+    _enabled = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """Turn recording on or off. Takes effect immediately, as in PyTorch, and also
+    works as a context manager that restores the previous mode."""
+
+    def __init__(self, mode: bool) -> None:
+        self._enabled = bool(mode)
+        self._saved = (grad_mode.enabled, grad_mode.inference)
+        grad_mode.enabled = self._enabled
+
+    def __enter__(self):
+        pass
+
+    def clone(self):
+        return set_grad_enabled(self._enabled)
+
+
+class inference_mode(_GradModeContext):
+    """Like ``no_grad``; tensors created inside report ``is_inference()``."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self._enabled = not mode
+        self._inference = bool(mode)
+        self._mode = mode
+
+    def clone(self):
+        return inference_mode(self._mode)
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops are recorded in this thread."""
+    return grad_mode.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether this thread is inside ``inference_mode``."""
+    return grad_mode.inference

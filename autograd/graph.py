@@ -1,0 +1,218 @@
+"""The recorded graph: nodes, how ops record them, and hooks on tensors.
+
+Each recorded op creates one ``Node``. It points to the nodes of its inputs
+through ``next_edges`` (``(node, output_nr)``, or ``(leaf_tensor, 0)`` for a leaf
+that accumulates into ``.grad``), and keeps only what the op's derivative rule
+reads: the saved inputs, and the output's storage when ``saves_output`` (kept as
+the raw array to avoid a reference cycle between the output and its node).
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from tensor import _dispatch
+from tensor.ops.shape import replay_view, view_scatter
+
+__all__ = ["Node", "record", "rebase_history", "register_hook",
+           "register_post_accumulate_grad_hook", "retain_grad", "RemovableHandle"]
+
+_sequence = itertools.count()
+_is_tensor = _dispatch.is_tensor
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved intermediate "
+    "values after calling backward."
+)
+
+
+class Node:
+    """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
+
+    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_edges",
+                 "input_meta", "seq", "n_outputs", "pre_hooks", "retained", "freed",
+                 "ctx", "__weakref__")
+
+    def __init__(self, op, params, inputs, n_outputs=1):
+        self.op = op
+        self.params = params
+        self.seq = next(_sequence)
+        self.n_outputs = n_outputs
+        self.pre_hooks = None
+        self.retained = None
+        self.freed = False
+        self._out = None
+        edges = []
+        meta = []
+        for t in inputs:
+            if _is_tensor(t) and t._requires_grad:
+                edges.append((t._grad_fn, t._output_nr) if t._grad_fn is not None else (t, 0))
+                meta.append((t._data.shape, t._data.dtype))
+            else:
+                edges.append(None)
+                meta.append(None)
+        self.next_edges = tuple(edges)
+        self.input_meta = tuple(meta)
+        saves = op.saves
+        saved = inputs if saves is None else tuple(inputs[i] for i in saves)
+        self._saved = saved
+        self._saved_versions = tuple(t._version_box[0] if _is_tensor(t) else None for t in saved)
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        """One bool per input: whether its gradient is needed."""
+        return tuple(e is not None for e in self.next_edges)
+
+    @property
+    def input_shapes(self) -> tuple:
+        """The shapes of the inputs that require grad (None for the others)."""
+        return tuple(m[0] if m is not None else None for m in self.input_meta)
+
+    @property
+    def saved(self) -> tuple:
+        """The inputs the derivative reads, checked against in-place modification.
+
+        Raises:
+            RuntimeError: if the graph was freed by an earlier backward, or a saved
+                tensor was modified in place since it was saved.
+        """
+        if self.freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        for i, (t, version) in enumerate(zip(self._saved, self._saved_versions)):
+            if version is not None and t._version_box[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {i} "
+                    f"saved by {self.name()}, is at version {t._version_box[0]}; expected version "
+                    f"{version} instead. Hint: clone() the tensor before modifying it in place."
+                )
+        return self._saved
+
+    @property
+    def output(self):
+        """The op's output, as a tensor that carries this node as its history."""
+        if self.freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        data, device, box, version = self._out
+        if box[0] != version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: output 0 of {self.name()} is at version {box[0]}; expected "
+                f"version {version} instead. Hint: clone() the tensor before modifying it in place."
+            )
+        out = _dispatch.make(data, device, box)
+        out._grad_fn = self
+        out._requires_grad = True
+        return out
+
+    def name(self) -> str:
+        """PyTorch-style name, e.g. ``MulBackward0``."""
+        return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
+
+    def register_prehook(self, hook) -> RemovableHandle:
+        """Run ``hook(grad)`` on this node's output gradient before its derivative."""
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        return RemovableHandle(self.pre_hooks, hook)
+
+    def release(self) -> None:
+        """Free what backward needed (called after a backward without ``retain_graph``)."""
+        self.freed = True
+        self._saved = ()
+        self._out = None
+        self.ctx = None
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+
+class RemovableHandle:
+    """Returned by hook registration; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, store: dict, hook) -> None:
+        self._store = store
+        self.id = next(self._ids)
+        store[self.id] = hook
+
+    def remove(self) -> None:
+        """Unregister the hook (idempotent)."""
+        self._store.pop(self.id, None)
+
+
+def record(op, out, inputs, params) -> Node:
+    """Attach a node for ``op`` to ``out``; called by the dispatcher when recording."""
+    node = Node(op, params, inputs)
+    if op.saves_output:
+        node._out = (out._data, out._device, out._version_box, out._version_box[0])
+    out._grad_fn = node
+    out._requires_grad = True
+    return node
+
+
+def rebase_history(tensor, result) -> None:
+    """Give ``tensor``, just modified in place with ``result``'s values, ``result``'s history.
+
+    For a view, the base's history is rewritten instead (the view region now
+    comes from ``result``), and the view is re-derived from the new base, as
+    PyTorch's CopySlices does.
+    """
+    base = tensor._base
+    if base is None:
+        tensor._grad_fn = result._grad_fn
+        tensor._output_nr = result._output_nr
+        tensor._requires_grad = True
+        return
+    chain = _view_chain(tensor)
+    old_base = _dispatch.make(base._data, base._device, base._version_box)
+    old_base._grad_fn, old_base._output_nr = base._grad_fn, base._output_nr
+    old_base._requires_grad = base._requires_grad
+    new_base = view_scatter(old_base, result, chain)
+    base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
+    new_view = replay_view(base, chain)
+    tensor._grad_fn, tensor._output_nr, tensor._requires_grad = new_view._grad_fn, 0, True
+
+
+def _view_chain(view) -> tuple:
+    chain = []
+    while view._view_src is not None:
+        parent, op, params = view._view_src
+        chain.append((op, params))
+        view = parent
+    return tuple(reversed(chain))
+
+
+def register_hook(tensor, hook) -> RemovableHandle:
+    """``Tensor.register_hook``: see there."""
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if tensor._grad_fn is None:
+        if tensor._hooks is None:
+            tensor._hooks = {}
+        return RemovableHandle(tensor._hooks, hook)
+    return tensor._grad_fn.register_prehook(hook)
+
+
+def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
+    """``Tensor.register_post_accumulate_grad_hook``: see there."""
+    if tensor._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not tensor._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if tensor._post_accumulate_hooks is None:
+        tensor._post_accumulate_hooks = {}
+    return RemovableHandle(tensor._post_accumulate_hooks, hook)
+
+
+def retain_grad(tensor) -> None:
+    """``Tensor.retain_grad``: see there."""
+    if not tensor._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if tensor._grad_fn is not None:
+        tensor._retains_grad = True
+        tensor._grad_fn.retained = weakref.ref(tensor)
+

@@ -1,0 +1,79 @@
+"""``tensor``: n-d arrays on CPU (numpy) or CUDA (CuPy), with autograd. Our ``torch``.
+
+    >>> import tensor
+    >>> x = tensor.ones(2, 3, requires_grad=True)
+    >>> (x * 2).sum().backward()
+    >>> x.grad
+    tensor([[2., 2., 2.],
+            [2., 2., 2.]])
+"""
+
+from ._tensor import Tensor  # first: the modules below build on the class
+
+from . import cuda  # noqa: I001
+from ._creation import (
+    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+    linspace, ones, ones_like, tensor, zeros, zeros_like,
+)
+from ._device import device, get_default_device, set_default_device
+from ._dtype import (
+    bool_ as bool,  # noqa: A004 - PyTorch's name, reachable only as tensor.bool
+    dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    promote_types, set_default_dtype, uint8,
+)
+from ._random import (
+    Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
+    multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
+    seed, set_rng_state,
+)
+from .ops import *  # noqa: F403 - the functional forms of every op
+from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
+from .serialization import load, save
+
+half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
+short, int, long = int16, int32, int64  # noqa: A001
+
+
+def is_tensor(obj) -> bool:
+    """True if ``obj`` is a Tensor (or Parameter)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of ``input``."""
+    return input.numel()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops are being recorded for autograd in this thread."""
+    from ._autograd_hooks import grad_mode
+
+    return grad_mode.enabled
+
+
+def no_grad():
+    """``autograd.no_grad``, re-exported as ``torch.no_grad`` is."""
+    from ._autograd_hooks import api
+
+    return api.no_grad()
+
+
+def enable_grad():
+    """``autograd.enable_grad``, re-exported."""
+    from ._autograd_hooks import api
+
+    return api.enable_grad()
+
+
+def set_grad_enabled(mode: bool):
+    """``autograd.set_grad_enabled``, re-exported."""
+    from ._autograd_hooks import api
+
+    return api.set_grad_enabled(mode)
+
+
+def inference_mode(mode: bool = True):
+    """``autograd.inference_mode``, re-exported."""
+    from ._autograd_hooks import api
+
+    return api.inference_mode(mode)

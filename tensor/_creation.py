@@ -1,0 +1,247 @@
+"""Creation ops: ``tensor``, ``zeros``, ``arange``, ``*_like``, ``from_numpy``, ``from_dlpack``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _autograd_hooks as hooks
+from . import _backend, _dispatch, _dtype
+from ._device import as_device, device_of_array
+
+__all__ = [
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
+    "zeros_like", "ones_like", "empty_like", "full_like", "from_numpy", "from_dlpack",
+]
+
+
+def _finish(array, device, requires_grad):
+    t = _dispatch.make(array, device)
+    if hooks.grad_mode.inference:
+        t._is_inference = True
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _place(host_array, dtype, device):
+    """Put a host array on ``device`` with ``dtype`` (numpy dtype or None)."""
+    device = as_device(device)
+    if device.type == "cpu":
+        return host_array if dtype is None else host_array.astype(dtype, copy=False), device
+    array = device.backend.asarray(host_array, dtype, device.index)
+    return array, device_of_array(array)
+
+
+def _sizes(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension or bad size: {list(size)}")
+    return tuple(size)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
+    """Make a tensor that owns a copy of ``data`` (numbers, nested lists, arrays or tensors).
+
+    Python floats give the default float dtype, ints give int64; numpy arrays keep theirs.
+
+    Raises:
+        TypeError: for data of an unsupported type (strings, objects, complex numbers).
+        ValueError: for ragged nested lists.
+    """
+    if _dispatch.is_tensor(data):
+        out = data.detach().to(device or data.device, dtype or data.dtype, copy=True)
+        return _finish(out._data, out._device, requires_grad)
+    array_like = hasattr(data, "__array_interface__") or hasattr(data, "__cuda_array_interface__")
+    if array_like and not isinstance(data, np.ndarray) and not isinstance(data, np.generic):
+        backend, _ = _backend.backend_for_array(data)
+        data = backend.to_numpy(data)
+    try:
+        host = np.array(data, copy=True)
+    except ValueError as exc:
+        raise ValueError(f"could not build a tensor from ragged or malformed data: {exc}") from None
+    if host.dtype.kind in "OUSV":
+        raise TypeError(f"Could not infer dtype of {type(data).__name__} (numpy parsed it as {host.dtype})")
+    if dtype is not None:
+        target = _dtype.as_dtype(dtype)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        target = _dtype.from_numpy_dtype(host.dtype)
+    else:
+        target = _dtype.infer_dtype(host.dtype)
+    array, dev = _place(host.astype(target.numpy, copy=False), None, device)
+    return _finish(array, dev, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory with a numpy array or tensor when it can."""
+    if _dispatch.is_tensor(data):
+        return data.to(device or data.device, dtype or data.dtype)
+    if isinstance(data, np.ndarray) and dtype is None and as_device(device).type == "cpu":
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def _filled(size, fill, dtype, device, requires_grad):
+    d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    device = as_device(device)
+    xp = device.backend.xp
+    with device.backend.device_guard(device.index):
+        if fill is None:
+            array = xp.empty(size, dtype=d.numpy)
+        else:
+            array = xp.full(size, fill, dtype=d.numpy)
+    return _finish(array, device_of_array(array) if device.type != "cpu" else device, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of zeros (default float dtype unless ``dtype``)."""
+    return _filled(_sizes(size), 0, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor of ones."""
+    return _filled(_sizes(size), 1, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False):
+    """An uninitialised tensor."""
+    return _filled(_sizes(size), None, dtype, device, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+    """A tensor filled with ``fill_value``; the dtype follows the value, as in PyTorch."""
+    if dtype is None:
+        dtype = _dtype.infer_dtype(np.asarray(fill_value).dtype)
+    return _filled(_sizes((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+                   dtype, device, requires_grad)
+
+
+def _like(input, dtype, device):
+    return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False):
+    """Zeros with ``input``'s shape, dtype and device."""
+    dtype, device = _like(input, dtype, device)
+    return _filled(input.shape, 0, dtype, device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False):
+    """Ones with ``input``'s shape, dtype and device."""
+    dtype, device = _like(input, dtype, device)
+    return _filled(input.shape, 1, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False):
+    """An uninitialised tensor like ``input``."""
+    dtype, device = _like(input, dtype, device)
+    return _filled(input.shape, None, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+    """``fill_value`` with ``input``'s shape, dtype and device."""
+    dtype, device = _like(input, dtype, device)
+    return _filled(input.shape, fill_value, dtype, device, requires_grad)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False):
+    """Zeros of ``size`` with this tensor's dtype and device."""
+    dtype, device = _like(self, dtype, device)
+    return _filled(_sizes(size), 0, dtype, device, requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False):
+    """Ones of ``size`` with this tensor's dtype and device."""
+    dtype, device = _like(self, dtype, device)
+    return _filled(_sizes(size), 1, dtype, device, requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False):
+    """An uninitialised tensor of ``size`` with this tensor's dtype and device."""
+    dtype, device = _like(self, dtype, device)
+    return _filled(_sizes(size), None, dtype, device, requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+    """``fill_value`` of ``size`` with this tensor's dtype and device."""
+    dtype, device = _like(self, dtype, device)
+    return _filled(_sizes((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+                   dtype, device, requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False):
+    """``tensor(data)`` with this tensor's dtype and device by default."""
+    dtype, device = _like(self, dtype, device)
+    return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
+    """Values ``start, start+step, ...`` below ``end``; int64 unless an argument is a float.
+
+    Raises:
+        RuntimeError: for a zero step or one whose sign cannot reach ``end``.
+    """
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"arange(): upper bound and larger bound inconsistent with step sign "
+            f"(start={start}, end={end}, step={step})"
+        )
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
+    d = _dtype.as_dtype(dtype)
+    count = max(math.ceil((end - start) / step), 0)
+    host = (start + step * np.arange(count, dtype=np.float64)).astype(d.numpy) if d.is_floating_point \
+        else np.arange(start, end, step, dtype=d.numpy)
+    array, dev = _place(host, None, device)
+    return _finish(array, dev, requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    Raises:
+        RuntimeError: for a negative ``steps``.
+    """
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    array, dev = _place(np.linspace(start, end, steps).astype(d.numpy), None, device)
+    return _finish(array, dev, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
+    """An ``n`` x ``m`` identity matrix."""
+    d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    array, dev = _place(np.eye(n, m, dtype=d.numpy), None, device)
+    return _finish(array, dev, requires_grad)
+
+
+def from_numpy(array: np.ndarray):
+    """A CPU tensor sharing memory with ``array``: changes to one show in the other.
+
+    Raises:
+        TypeError: for non-arrays or unsupported dtypes.
+    """
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    _dtype.from_numpy_dtype(array.dtype)
+    return _finish(array, as_device("cpu"), False)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any DLPack producer (numpy, cupy, torch, ...)."""
+    if _dispatch.is_tensor(ext_tensor):
+        return ext_tensor
+    kind, _ = ext_tensor.__dlpack_device__()
+    device = as_device("cpu" if kind == 1 else "cuda")
+    array = device.backend.from_dlpack(ext_tensor)
+    _dtype.from_numpy_dtype(array.dtype)
+    return _finish(array, device_of_array(array), False)

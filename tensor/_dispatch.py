@@ -1,0 +1,153 @@
+"""Running an op: check devices, promote dtypes, call the kernel, record the graph.
+
+This is the hot path of every op, so it is written for speed: no keyword
+arguments, no per-call allocation beyond the result, and the autograd hook is
+only touched when an input requires grad.
+"""
+
+from __future__ import annotations
+
+from . import _autograd_hooks as hooks
+from . import _dtype
+from . import _tensor
+
+_grad_mode = hooks.grad_mode
+_api = hooks.api
+_new = object.__new__
+
+
+def make(array, device, version=None) -> _tensor.Tensor:
+    """Wrap an array (already on ``device``) in a fresh Tensor without copying."""
+    t = _new(_tensor.Tensor)
+    t._data = array
+    t._device = device
+    t._version_box = [0] if version is None else version
+    return t
+
+
+def make_view(array, parent, op, params) -> _tensor.Tensor:
+    """Wrap ``array``, a view of ``parent``'s storage made by ``op``.
+
+    The view shares the parent's version counter and remembers how it was made,
+    so that an in-place op on it can update the base's history.
+    """
+    t = make(array, parent._device, parent._version_box)
+    t._base = parent._base if parent._base is not None else parent
+    t._view_src = (parent, op, params)
+    return t
+
+
+def is_tensor(obj) -> bool:
+    """True for a Tensor (or a subclass such as Parameter)."""
+    return isinstance(obj, _tensor.Tensor)
+
+
+def scalar_tensor(value, dtype, device):
+    """A 0-d tensor holding a Python number; ``dtype=None`` infers it like ``tensor.tensor``."""
+    np_dtype = None if dtype is None else dtype.numpy
+    if dtype is None and isinstance(value, float):
+        np_dtype = _dtype.get_default_dtype().numpy
+    return make(device.backend.asarray(value, np_dtype, device.index), device)
+
+
+def check_same_device(op_name, tensors):
+    """Raise RuntimeError naming both devices when ``tensors`` do not all share one."""
+    first = tensors[0]._device
+    for t in tensors[1:]:
+        if t._device is not first:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two "
+                f"devices, {first} and {t._device}! (when checking arguments for {op_name})"
+            )
+    return first
+
+
+def apply(op, inputs, params=()):
+    """Run ``op`` on Tensors ``inputs`` with non-tensor ``params``; return the output Tensor."""
+    device = inputs[0]._device
+    if len(inputs) > 1:
+        device = check_same_device(op.name, inputs)
+    backend = device._backend or device.backend
+    out = op.kernel(backend.xp, *[t._data for t in inputs], *params)
+    if type(out) is not backend.array_type:
+        out = backend.xp.asarray(out)
+    if op.is_view:
+        result = make_view(out, inputs[0], op, params)
+    else:
+        result = make(out, device)
+    if op.differentiable and _grad_mode.enabled:
+        for t in inputs:
+            if t._requires_grad:
+                _api.record(op, result, inputs, params)
+                break
+    return result
+
+
+def apply_unary(op, a, params=()):
+    """``apply`` for a single input; the hot path for unary ops and views."""
+    device = a._device
+    backend = device._backend or device.backend
+    out = op.kernel(backend.xp, a._data, *params)
+    if type(out) is not backend.array_type:
+        out = backend.xp.asarray(out)
+    if op.is_view:
+        result = make_view(out, a, op, params)
+    else:
+        result = make(out, device)
+    if a._requires_grad and op.differentiable and _grad_mode.enabled:
+        _api.record(op, result, (a,), params)
+    return result
+
+
+def apply_binary(op, a, b, float_result=False):
+    """Run a broadcasting binary op on a Tensor ``a`` and a Tensor or Python scalar ``b``.
+
+    Applies PyTorch's type promotion: tensors meet at ``result_type``; a Python
+    scalar never widens the tensor's dtype. With ``float_result`` integer
+    results become the default float dtype (true division).
+    """
+    device = a._device
+    ad = a._data
+    if isinstance(b, _tensor.Tensor):
+        if b._device is not device:
+            check_same_device(op.name, (a, b))
+        bd = b._data
+        if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
+            target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)
+            if float_result and not target.is_floating_point:
+                target = _dtype.get_default_dtype()
+            ad = ad.astype(target.numpy, copy=False)
+            bd = bd.astype(target.numpy, copy=False)
+        elif float_result and ad.dtype.kind not in "fc":
+            target = _dtype.get_default_dtype().numpy
+            ad = ad.astype(target)
+            bd = bd.astype(target)
+        b_grad = b._requires_grad
+    else:
+        bd = _check_scalar(op, b)
+        kind = ad.dtype.kind
+        if kind not in "fc":
+            if float_result or isinstance(bd, float):
+                ad = ad.astype(_dtype.get_default_dtype().numpy)
+            elif kind == "b" and type(bd) is int:
+                ad = ad.astype("int64")
+        b_grad = False
+    backend = device._backend or device.backend
+    out = op.kernel(backend.xp, ad, bd)
+    if type(out) is not backend.array_type:
+        out = backend.xp.asarray(out)
+    result = make(out, device)
+    if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
+        _api.record(op, result, (a, b), ())
+    return result
+
+
+def _check_scalar(op, value):
+    if isinstance(value, (bool, int, float)):
+        return value
+    if hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:  # numpy scalar
+        return value.item()
+    raise TypeError(
+        f"{op.name}(): expected a Tensor or a Python number as the second operand, "
+        f"got {type(value).__name__}"
+    )

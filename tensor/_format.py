@@ -1,0 +1,31 @@
+"""``repr`` of tensors, in PyTorch's style."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype
+
+
+def format_tensor(t) -> str:
+    """``tensor([[1., 2.]], dtype=tensor.float64, requires_grad=True)`` and the like."""
+    host = t._device.backend.to_numpy(t._data)
+    if host.dtype.kind == "f":
+        body = np.array2string(host, separator=", ", prefix="tensor(", precision=4,
+                               floatmode="maxprec_equal", suppress_small=True)
+    else:
+        body = np.array2string(host, separator=", ", prefix="tensor(")
+    extras = []
+    if t._device.type != "cpu":
+        extras.append(f"device='{t._device}'")
+    default = _dtype.get_default_dtype() if host.dtype.kind == "f" else (
+        _dtype.int64 if host.dtype.kind in "iu" else _dtype.bool_)
+    if t.dtype is not default or t.numel() == 0 and t.dtype is not _dtype.get_default_dtype():
+        extras.append(f"dtype={t.dtype!r}")
+    if t.numel() == 0 and t.ndim > 1:
+        extras.insert(0, f"size={tuple(t.shape)}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + ", ".join([body] + extras) + ")"

@@ -1,0 +1,133 @@
+"""In-place ops (``add_``, ``x[i] = v``, ...): an out-of-place op written back into storage.
+
+Every in-place op computes its result out of place, writes it into the tensor's
+storage (so views and the base see it), and bumps the shared version counter,
+which makes autograd refuse a stale saved tensor instead of returning a wrong
+gradient. When autograd is recording, the result's graph node becomes the
+tensor's history (see ``autograd.graph.rebase_history``).
+"""
+
+from __future__ import annotations
+
+from . import _dispatch, ops
+from ._autograd_hooks import api, grad_mode
+
+
+def _recording(tensor, args) -> bool:
+    if not grad_mode.enabled:
+        return False
+    if tensor._requires_grad:
+        return True
+    return any(_dispatch.is_tensor(a) and a._requires_grad for a in args)
+
+
+def _check_leaf(tensor) -> None:
+    if tensor._requires_grad and tensor._grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    base = tensor._base
+    if base is not None and base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
+
+
+def _write(tensor, result) -> None:
+    if result.shape != tensor.shape:
+        raise RuntimeError(
+            f"output with shape {list(tensor.shape)} doesn't match the broadcast shape "
+            f"{list(result.shape)}"
+        )
+    if result.dtype._category > tensor.dtype._category:
+        raise RuntimeError(
+            f"result type {result.dtype.name} can't be cast to the desired output type "
+            f"{tensor.dtype.name}"
+        )
+    _store(tensor, Ellipsis, result._data)
+
+
+def _store(tensor, index, value) -> None:
+    try:
+        tensor._data[index] = value
+    except ValueError as exc:
+        if "read-only" in str(exc):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation."
+            ) from None
+        raise
+    tensor._version_box[0] += 1
+
+
+def commit(tensor, compute, args, kwargs):
+    """Run ``compute(tensor, *args, **kwargs)`` and write the result into ``tensor``."""
+    if _recording(tensor, args):
+        _check_leaf(tensor)
+        # The op may save its input for backward; give it the old values, not the new ones.
+        result = compute(ops.clone(tensor), *args, **kwargs)
+        _write(tensor, result)
+        api.rebase_history(tensor, result)
+    else:
+        _write(tensor, compute(tensor, *args, **kwargs))
+    return tensor
+
+
+def inplace(fn):
+    """The in-place method form of the out-of-place op ``fn``."""
+    def method(self, *args, **kwargs):
+        return commit(self, fn, args, kwargs)
+
+    method.__name__ = method.__qualname__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place version of ``{fn.__name__}``; returns ``self``."
+    return method
+
+
+def setitem(tensor, index, value) -> None:
+    """``tensor[index] = value``, recorded by autograd when needed."""
+    if _recording(tensor, (value,)):
+        commit(tensor, ops.index_put, (index, value), {})
+        return
+    normalized, _ = ops.normalize_index(tensor, index)
+    if _dispatch.is_tensor(value):
+        if value._device is not tensor._device:
+            _dispatch.check_same_device("setitem", (tensor, value))
+        value = value._data
+    try:
+        _store(tensor, normalized, value)
+    except IndexError as exc:
+        raise IndexError(str(exc).replace("axis", "dimension")) from None
+
+
+def _filled(tensor, value):
+    mask = _dispatch.scalar_tensor(True, None, tensor._device)
+    return ops.masked_fill(tensor, mask, value).expand(tensor.shape)
+
+
+def fill_(tensor, value):
+    """Fill with ``value`` (a number or a 0-d tensor); returns ``tensor``."""
+    if not _recording(tensor, (value,)):
+        _store(tensor, Ellipsis, value._data if _dispatch.is_tensor(value) else value)
+        return tensor
+    return commit(tensor, _filled, (value,), {})
+
+
+def zero_(tensor):
+    """Fill with zeros; returns ``tensor``."""
+    return fill_(tensor, 0)
+
+
+def _copied(tensor, src):
+    src = src.to(tensor.device, tensor.dtype)
+    mask = _dispatch.scalar_tensor(True, None, tensor._device)
+    return ops.where(mask, src, tensor).expand(tensor.shape)
+
+
+def copy_(tensor, src, non_blocking: bool = False):
+    """Copy ``src`` (broadcast, cast and moved as needed) into ``tensor``; returns ``tensor``."""
+    if not _recording(tensor, (src,)):
+        moved = src.to(tensor.device)
+        _store(tensor, Ellipsis, moved._data)
+        return tensor
+    return commit(tensor, _copied, (src,), {})

@@ -1,0 +1,530 @@
+"""The Tensor class: an n-d array with a device, a dtype and an autograd history.
+
+Methods are thin: each forwards to the function of the same name in ``tensor.ops``,
+so the function and method forms can never disagree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _autograd_hooks as hooks
+from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _random, ops
+from ._device import device as _device_cls
+
+__all__ = ["Tensor"]
+
+_DEFAULT_DTYPE_FOR_KIND = {"i": _dtype.int64, "b": _dtype.bool_}
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd support.
+
+    Create tensors with ``tensor.tensor(data)``, ``tensor.zeros(...)`` and friends;
+    ``Tensor(data)`` also works and gives the default float dtype, as in PyTorch.
+    """
+
+    # Class-level defaults keep tensor creation cheap: a new tensor sets only
+    # _data, _device and _version_box.
+    _requires_grad = False
+    _grad_fn = None
+    _output_nr = 0
+    _base = None
+    _view_src = None
+    _hooks = None
+    _post_accumulate_hooks = None
+    _retains_grad = False
+    _is_inference = False
+    grad = None
+
+    def __init__(self, data=(), *, device=None) -> None:
+        t = _creation.tensor(data, dtype=_dtype.get_default_dtype(), device=device)
+        self._data, self._device, self._version_box = t._data, t._device, [0]
+
+    # ------------------------------------------------------------ attributes
+    @property
+    def shape(self) -> tuple:
+        """The sizes of the dims, as a tuple."""
+        return self._data.shape
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        """The element type, e.g. ``tensor.float32``."""
+        return _dtype._FROM_NUMPY[self._data.dtype]
+
+    @property
+    def device(self) -> _device_cls:
+        """The device the storage lives on."""
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return self._data.ndim
+
+    @property
+    def is_cuda(self) -> bool:
+        """True for tensors on a CUDA device."""
+        return self._device.type == "cuda"
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether autograd records ops on this tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    @property
+    def grad_fn(self):
+        """The graph node that produced this tensor (None for leaves)."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was produced by a recorded op."""
+        return self._grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._version_box[0]
+
+    @property
+    def data(self) -> Tensor:
+        """A detached alias of this tensor (same storage, no history)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+        self._device = value._device
+
+    @property
+    def T(self) -> Tensor:
+        """All dims reversed."""
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dims swapped (a batch of matrix transposes)."""
+        return self.transpose(-2, -1)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements this tensor addresses."""
+        return self._data.nbytes
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dim."""
+        if dim is None:
+            return self._data.shape
+        return self._data.shape[ops.reduction.wrap_dim(dim, self.ndim)] if self.ndim else 1
+
+    def dim(self) -> int:
+        """The number of dims."""
+        return self._data.ndim
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return self._data.size
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements (not bytes), as in PyTorch."""
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[ops.reduction.wrap_dim(dim, self.ndim)]
+
+    def is_contiguous(self) -> bool:
+        """True if the elements are laid out densely in row-major order."""
+        return bool(self._data.flags.c_contiguous)
+
+    def data_ptr(self) -> int:
+        """The address of the first element."""
+        return self._device.backend.data_ptr(self._data)
+
+    def is_floating_point(self) -> bool:
+        """True for float16/32/64 tensors."""
+        return self._data.dtype.kind == "f"
+
+    def is_inference(self) -> bool:
+        """True for tensors created under ``inference_mode``."""
+        return self._is_inference
+
+    # ------------------------------------------------------------ conversion
+    def item(self):
+        """The value of a one-element tensor as a Python number.
+
+        Raises:
+            RuntimeError: if the tensor has more than one element.
+        """
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        """The data as nested Python lists (a number for 0-d tensors)."""
+        return self._device.backend.to_numpy(self._data).tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a numpy array, sharing memory for CPU tensors.
+
+        Raises:
+            RuntimeError: for tensors that require grad (use ``detach()``), or GPU
+                tensors without ``force=True``.
+        """
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        if self._device.type != "cpu" and not force:
+            raise TypeError(
+                f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() "
+                "to copy the tensor to host memory first."
+            )
+        return self._device.backend.to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self._device.backend.to_numpy(self._data)
+        return array if dtype is None else array.astype(dtype, copy=False)
+
+    def __dlpack__(self, *args, **kwargs):
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't export tensors that require gradient, use tensor.detach()"
+            )
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """Copy to another device and/or dtype: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``,
+        or ``to(other_tensor)``. Returns ``self`` when nothing changes (unless ``copy=True``)."""
+        return _conversion.to(self, *args, **kwargs)
+
+    def cpu(self) -> Tensor:
+        """This tensor on the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Tensor:
+        """This tensor on a CUDA device (the current one by default)."""
+        return self.to("cuda" if device is None else _device_cls("cuda", device)
+                       if isinstance(device, int) else device)
+
+    def float(self) -> Tensor:
+        """Cast to float32."""
+        return self.to(_dtype.float32)
+
+    def double(self) -> Tensor:
+        """Cast to float64."""
+        return self.to(_dtype.float64)
+
+    def half(self) -> Tensor:
+        """Cast to float16."""
+        return self.to(_dtype.float16)
+
+    def long(self) -> Tensor:
+        """Cast to int64."""
+        return self.to(_dtype.int64)
+
+    def int(self) -> Tensor:
+        """Cast to int32."""
+        return self.to(_dtype.int32)
+
+    def short(self) -> Tensor:
+        """Cast to int16."""
+        return self.to(_dtype.int16)
+
+    def byte(self) -> Tensor:
+        """Cast to uint8."""
+        return self.to(_dtype.uint8)
+
+    def bool(self) -> Tensor:
+        """Cast to bool."""
+        return self.to(_dtype.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """Cast to ``other``'s dtype."""
+        return self.to(other.dtype)
+
+    # ------------------------------------------------------------ autograd
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Turn recording on or off for this leaf, in place.
+
+        Raises:
+            RuntimeError: for non-float dtypes, or to turn it off on a non-leaf.
+        """
+        if requires_grad and not self.is_floating_point():
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients "
+                f"(got {self.dtype.name})"
+            )
+        if not requires_grad and self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad:
+            hooks.ensure_autograd()
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self) -> Tensor:
+        """A new tensor sharing storage (and the version counter) with no history."""
+        out = _dispatch.make(self._data, self._device, self._version_box)
+        out._base = self._base if self._base is not None else self
+        return out
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from its history, in place."""
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf after backward."""
+        hooks.api.retain_grad(self)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new grad.
+
+        Returns a handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            RuntimeError: on a tensor that does not require grad.
+        """
+        return hooks.api.register_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a leaf's ``.grad`` has been accumulated.
+
+        Raises:
+            RuntimeError: on a non-leaf tensor or one that does not require grad.
+        """
+        return hooks.api.register_post_accumulate_grad_hook(self, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad``.
+
+        Raises:
+            RuntimeError: "grad can be implicitly created only for scalar outputs" without
+                ``gradient`` on a non-scalar, "element 0 of tensors does not require grad and
+                does not have a grad_fn", or a second backward without ``retain_graph``.
+        """
+        hooks.api.run_backward((self,), (gradient,), retain_graph, create_graph, inputs)
+
+    # ------------------------------------------------------------ python protocol
+    def __repr__(self) -> str:
+        return _format.format_tensor(self)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous "
+                f"(it has {self._data.size} elements)"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __reduce_ex__(self, protocol):
+        return _conversion.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        return _conversion.deepcopy_tensor(self, memo)
+
+    # ------------------------------------------------------------ operators
+    def __add__(self, other):
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        return ops.add(self, other)
+
+    def __sub__(self, other):
+        return ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return ops.sub(self._scalar_operand(other), self)
+
+    def __mul__(self, other):
+        return ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return ops.mul(self, other)
+
+    def __truediv__(self, other):
+        return ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return ops.div(self._scalar_operand(other), self)
+
+    def __floordiv__(self, other):
+        return ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return ops.floor_divide(self._scalar_operand(other), self)
+
+    def __mod__(self, other):
+        return ops.remainder(self, other)
+
+    def __pow__(self, other):
+        return ops.pow(self, other)
+
+    def __rpow__(self, other):
+        return ops.pow(self._scalar_operand(other), self)
+
+    def __matmul__(self, other):
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return ops.matmul(other, self)
+
+    def __neg__(self):
+        return ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ops.abs(self)
+
+    def __invert__(self):
+        return ops.logical_not(self) if self._data.dtype.kind == "b" else ops.bitwise_not(self)
+
+    def __and__(self, other):
+        return ops.bitwise_and(self, other)
+
+    def __or__(self, other):
+        return ops.bitwise_or(self, other)
+
+    def __xor__(self, other):
+        return ops.bitwise_xor(self, other)
+
+    def __eq__(self, other):
+        return ops.eq(self, other)
+
+    def __ne__(self, other):
+        return ops.ne(self, other)
+
+    def __lt__(self, other):
+        return ops.lt(self, other)
+
+    def __le__(self, other):
+        return ops.le(self, other)
+
+    def __gt__(self, other):
+        return ops.gt(self, other)
+
+    def __ge__(self, other):
+        return ops.ge(self, other)
+
+    def __getitem__(self, index):
+        return ops.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        _inplace.setitem(self, index, value)
+
+    def _scalar_operand(self, value) -> Tensor:
+        """A Python number as a 0-d tensor of the dtype it would give combined with ``self``."""
+        if isinstance(value, Tensor):
+            return value
+        return _dispatch.scalar_tensor(value, _dtype.scalar_result_type(self.dtype, value), self._device)
+
+
+    # ------------------------------------------------------------ op methods
+    # Each is the function of the same name in ``tensor.ops``; ``self`` is its first argument.
+    add, sub, mul, div, pow = ops.add, ops.sub, ops.mul, ops.div, ops.pow
+    maximum, minimum, remainder, floor_divide = ops.maximum, ops.minimum, ops.remainder, ops.floor_divide
+    neg, abs, exp, log, sqrt, rsqrt = ops.neg, ops.abs, ops.exp, ops.log, ops.sqrt, ops.rsqrt
+    sin, cos, tanh, sigmoid, relu = ops.sin, ops.cos, ops.tanh, ops.sigmoid, ops.relu
+    log1p, expm1, reciprocal, sign = ops.log1p, ops.expm1, ops.reciprocal, ops.sign
+    floor, ceil, round, trunc, clamp, clip = ops.floor, ops.ceil, ops.round, ops.trunc, ops.clamp, ops.clamp
+    eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
+    logical_and, logical_or, logical_xor, logical_not = (
+        ops.logical_and, ops.logical_or, ops.logical_xor, ops.logical_not)
+    isnan, isinf, isfinite = ops.isnan, ops.isinf, ops.isfinite
+    sum, mean, prod, var, std, logsumexp = ops.sum, ops.mean, ops.prod, ops.var, ops.std, ops.logsumexp
+    max, min, amax, amin, argmax, argmin = ops.max, ops.min, ops.amax, ops.amin, ops.argmax, ops.argmin
+    all, any, sum_to_size = ops.all, ops.any, ops.sum_to_size
+    matmul, mm, bmm, dot = ops.matmul, ops.mm, ops.bmm, ops.dot
+    softmax, log_softmax = ops.softmax, ops.log_softmax
+    view, reshape, permute, transpose, movedim = ops.view, ops.reshape, ops.permute, ops.transpose, ops.movedim
+    squeeze, unsqueeze, expand, flatten, contiguous = (
+        ops.squeeze, ops.unsqueeze, ops.expand, ops.flatten, ops.contiguous)
+    split, chunk, narrow, unbind = ops.split, ops.chunk, ops.narrow, ops.unbind
+    gather, scatter, scatter_add, index_select, index_add = (
+        ops.gather, ops.scatter, ops.scatter_add, ops.index_select, ops.index_add)
+    index_put, masked_fill, clone = ops.index_put, ops.masked_fill, ops.clone
+
+    def select(self, dim: int, index: int) -> Tensor:
+        """The slice at ``index`` along ``dim``, without that dim; a view."""
+        d = ops.reduction.wrap_dim(dim, self.ndim)
+        return self[(slice(None),) * d + (index,)]
+
+    def view_as(self, other: Tensor) -> Tensor:
+        """``view`` with ``other``'s shape."""
+        return self.view(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        """``reshape`` with ``other``'s shape."""
+        return self.reshape(other.shape)
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        """``expand`` to ``other``'s shape."""
+        return self.expand(other.shape)
+
+    def t(self) -> Tensor:
+        """Transpose a tensor of at most 2 dims."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self.T
+
+    new_zeros, new_ones, new_full = _creation.new_zeros, _creation.new_ones, _creation.new_full
+    new_empty, new_tensor = _creation.new_empty, _creation.new_tensor
+
+    # ------------------------------------------------------------ in-place ops
+    add_, sub_, mul_, div_ = (_inplace.inplace(ops.add), _inplace.inplace(ops.sub),
+                              _inplace.inplace(ops.mul), _inplace.inplace(ops.div))
+    pow_, clamp_, neg_, abs_ = (_inplace.inplace(ops.pow), _inplace.inplace(ops.clamp),
+                                _inplace.inplace(ops.neg), _inplace.inplace(ops.abs))
+    exp_, log_, sqrt_ = _inplace.inplace(ops.exp), _inplace.inplace(ops.log), _inplace.inplace(ops.sqrt)
+    relu_, sigmoid_, tanh_ = (_inplace.inplace(ops.relu), _inplace.inplace(ops.sigmoid),
+                              _inplace.inplace(ops.tanh))
+    masked_fill_, index_put_ = _inplace.inplace(ops.masked_fill), _inplace.inplace(ops.index_put)
+    scatter_, scatter_add_, index_add_ = (_inplace.inplace(ops.scatter), _inplace.inplace(ops.scatter_add),
+                                          _inplace.inplace(ops.index_add))
+    fill_, zero_, copy_ = _inplace.fill_, _inplace.zero_, _inplace.copy_
+    uniform_, normal_ = _random.uniform_, _random.normal_

@@ -1,0 +1,11 @@
+"""The op library: primitives with their derivatives (see ``registry``) and compositions."""
+
+from .elementwise import *  # noqa: F401,F403
+from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins
+from .indexing import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403
+from .reduction import all, any, max, min, sum  # noqa: F401
+from .registry import OPS  # noqa: F401
+from .shape import *  # noqa: F401,F403
+from .softmax import *  # noqa: F401,F403

@@ -1,0 +1,333 @@
+"""Elementwise ops: arithmetic, math functions, comparisons, logic and ``where``."""
+
+from __future__ import annotations
+
+from .. import _dispatch, _dtype
+from .registry import defop
+
+__all__ = [
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "floor_divide",
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "log1p", "expm1",
+    "reciprocal", "sign", "floor", "ceil", "round", "trunc", "sigmoid", "relu", "clamp",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "isnan", "isinf", "isfinite", "where", "clone",
+]
+
+# ---------------------------------------------------------------- binary arithmetic
+
+
+@defop("add")
+def _add(xp, a, b):
+    return xp.add(a, b)
+
+
+@_add.derivative
+def _(node, g):
+    return g, g
+
+
+@defop("sub")
+def _sub(xp, a, b):
+    return xp.subtract(a, b)
+
+
+@_sub.derivative
+def _(node, g):
+    return g, -g
+
+
+@defop("mul", saves=(0, 1))
+def _mul(xp, a, b):
+    return xp.multiply(a, b)
+
+
+@_mul.derivative
+def _(node, g):
+    a, b = node.saved
+    needs_a, needs_b = node.needs_input_grad
+    return (g * b if needs_a else None), (g * a if needs_b else None)
+
+
+@defop("div", saves=(0, 1))
+def _div(xp, a, b):
+    return xp.true_divide(a, b)
+
+
+@_div.derivative
+def _(node, g):
+    a, b = node.saved
+    needs_a, needs_b = node.needs_input_grad
+    return (g / b if needs_a else None), (-g * a / (b * b) if needs_b else None)
+
+
+@defop("pow", saves=(0, 1), saves_output=True)
+def _pow(xp, a, b):
+    return xp.power(a, b)
+
+
+@_pow.derivative
+def _(node, g):
+    a, b = node.saved
+    needs_a, needs_b = node.needs_input_grad
+    ga = g * b * a ** (b - 1) if needs_a else None
+    gb = g * node.output * log(a) if needs_b else None
+    return ga, gb
+
+
+@defop("maximum", saves=(0, 1))
+def _maximum(xp, a, b):
+    return xp.maximum(a, b)
+
+
+@defop("minimum", saves=(0, 1))
+def _minimum(xp, a, b):
+    return xp.minimum(a, b)
+
+
+def _minmax_derivative(node, g, a_wins):
+    # Ties split the gradient evenly between both inputs, as in PyTorch.
+    a, b = node.saved
+    share_a = where(a == b, 0.5, where(a_wins, 1.0, 0.0)).to(g.dtype)
+    return g * share_a, g * (1 - share_a)
+
+
+_maximum.derivative(lambda node, g: _minmax_derivative(node, g, node.saved[0] > node.saved[1]))
+_minimum.derivative(lambda node, g: _minmax_derivative(node, g, node.saved[0] < node.saved[1]))
+
+
+@defop("remainder", saves=(0, 1))
+def _remainder(xp, a, b):
+    return xp.remainder(a, b)
+
+
+@_remainder.derivative
+def _(node, g):
+    a, b = node.saved
+    return g, -g * floor_divide(a, b)
+
+
+@defop("floor_divide", differentiable=False)
+def _floor_divide(xp, a, b):
+    return xp.floor_divide(a, b)
+
+
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting and PyTorch type promotion."""
+    if alpha != 1:
+        other = other * alpha
+    return _dispatch.apply_binary(_add, input, other)
+
+
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other``."""
+    if alpha != 1:
+        other = other * alpha
+    return _dispatch.apply_binary(_sub, input, other)
+
+
+def mul(input, other):
+    """Elementwise product."""
+    return _dispatch.apply_binary(_mul, input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """True division (integers give the default float dtype), or floor/trunc division.
+
+    Raises:
+        ValueError: for an unknown ``rounding_mode``.
+    """
+    if rounding_mode is None:
+        return _dispatch.apply_binary(_div, input, other, True)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return trunc(_dispatch.apply_binary(_div, input, other, True)).to(
+            _dispatch.apply_binary(_floor_divide, input, other).dtype)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+
+
+def pow(input, exponent):
+    """``input ** exponent``; ``exponent`` is a Tensor or a Python number."""
+    return _dispatch.apply_binary(_pow, input, exponent)
+
+
+def maximum(input, other):
+    """Elementwise maximum of two tensors."""
+    return _dispatch.apply_binary(_maximum, input, other)
+
+
+def minimum(input, other):
+    """Elementwise minimum of two tensors."""
+    return _dispatch.apply_binary(_minimum, input, other)
+
+
+def remainder(input, other):
+    """Python-style modulus (the result has the sign of ``other``)."""
+    return _dispatch.apply_binary(_remainder, input, other)
+
+
+def floor_divide(input, other):
+    """Division rounded towards negative infinity."""
+    return _dispatch.apply_binary(_floor_divide, input, other)
+
+
+# ---------------------------------------------------------------- unary math
+
+
+def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_only=True):
+    op = defop(name, saves=saves, saves_output=saves_output,
+               differentiable=derivative is not None)(kernel)
+    if derivative is not None:
+        op.derivative(derivative)
+
+    def run(input):
+        if floats_only and not input._data.dtype.kind == "f":
+            input = input.to(_dtype.get_default_dtype())
+        return _dispatch.apply_unary(op, input)
+
+    run.__name__ = name
+    run.__qualname__ = name
+    run.__doc__ = f"Elementwise ``{name}``."
+    return run
+
+
+neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: (-g,), floats_only=False)
+abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: (g * sign(n.saved[0]),),
+             saves=(0,), floats_only=False)
+exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: (g * n.output,), saves_output=True)
+log = _unary("log", lambda xp, a: xp.log(a), lambda n, g: (g / n.saved[0],), saves=(0,))
+sqrt = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda n, g: (g / (2 * n.output),),
+              saves_output=True)
+rsqrt = _unary("rsqrt", lambda xp, a: 1 / xp.sqrt(a),
+               lambda n, g: (-0.5 * g * n.output ** 3,), saves_output=True)
+sin = _unary("sin", lambda xp, a: xp.sin(a), lambda n, g: (g * cos(n.saved[0]),), saves=(0,))
+cos = _unary("cos", lambda xp, a: xp.cos(a), lambda n, g: (-g * sin(n.saved[0]),), saves=(0,))
+tanh = _unary("tanh", lambda xp, a: xp.tanh(a),
+              lambda n, g: (g * (1 - n.output * n.output),), saves_output=True)
+log1p = _unary("log1p", lambda xp, a: xp.log1p(a), lambda n, g: (g / (1 + n.saved[0]),),
+               saves=(0,))
+expm1 = _unary("expm1", lambda xp, a: xp.expm1(a), lambda n, g: (g * (n.output + 1),),
+               saves_output=True)
+reciprocal = _unary("reciprocal", lambda xp, a: xp.reciprocal(a),
+                    lambda n, g: (-g * n.output * n.output,), saves_output=True)
+clone = _unary("clone", lambda xp, a: a.copy(order="K"), lambda n, g: (g,), floats_only=False)
+clone.__doc__ = "A copy with its own storage; gradients flow back to the input."
+sign = _unary("sign", lambda xp, a: xp.sign(a), floats_only=False)
+floor = _unary("floor", lambda xp, a: xp.floor(a), floats_only=False)
+ceil = _unary("ceil", lambda xp, a: xp.ceil(a), floats_only=False)
+round = _unary("round", lambda xp, a: xp.round(a), floats_only=False)
+trunc = _unary("trunc", lambda xp, a: xp.trunc(a), floats_only=False)
+
+
+def _sigmoid_kernel(xp, a):
+    # exp(-|a|) never overflows; pick the matching branch per sign.
+    e = xp.exp(-xp.abs(a))
+    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
+
+
+sigmoid = _unary("sigmoid", _sigmoid_kernel,
+                 lambda n, g: (g * n.output * (1 - n.output),), saves_output=True)
+relu = _unary("relu", lambda xp, a: xp.maximum(a, 0),
+              lambda n, g: (g * (n.output > 0),), saves_output=True, floats_only=False)
+
+
+@defop("clamp", saves=(0,))
+def _clamp(xp, a, low, high):
+    return xp.clip(a, low, high)
+
+
+@_clamp.derivative
+def _(node, g):
+    (a,) = node.saved
+    low, high = node.params
+    if low is not None:
+        g = g * (a >= low)
+    if high is not None:
+        g = g * (a <= high)
+    return (g,)
+
+
+def clamp(input, min=None, max=None):
+    """Clamp every element into ``[min, max]``; either bound may be None.
+
+    Raises:
+        ValueError: if both bounds are None.
+    """
+    if min is None and max is None:
+        raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
+    if input._data.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+        input = input.to(_dtype.get_default_dtype())
+    return _dispatch.apply_unary(_clamp, input, (min, max))
+
+
+# ---------------------------------------------------------------- comparisons and logic
+
+
+def _compare(name, ufunc_name):
+    op = defop(name, differentiable=False)(lambda xp, a, b: getattr(xp, ufunc_name)(a, b))
+
+    def run(input, other):
+        return _dispatch.apply_binary(op, input, other)
+
+    run.__name__ = name
+    run.__qualname__ = name
+    run.__doc__ = f"Elementwise ``{ufunc_name}``; returns a bool tensor."
+    return run
+
+
+eq = _compare("eq", "equal")
+ne = _compare("ne", "not_equal")
+lt = _compare("lt", "less")
+le = _compare("le", "less_equal")
+gt = _compare("gt", "greater")
+ge = _compare("ge", "greater_equal")
+logical_and = _compare("logical_and", "logical_and")
+logical_or = _compare("logical_or", "logical_or")
+logical_xor = _compare("logical_xor", "logical_xor")
+bitwise_and = _compare("bitwise_and", "bitwise_and")
+bitwise_or = _compare("bitwise_or", "bitwise_or")
+bitwise_xor = _compare("bitwise_xor", "bitwise_xor")
+logical_not = _unary("logical_not", lambda xp, a: xp.logical_not(a), floats_only=False)
+bitwise_not = _unary("bitwise_not", lambda xp, a: xp.invert(a), floats_only=False)
+isnan = _unary("isnan", lambda xp, a: xp.isnan(a), floats_only=False)
+isinf = _unary("isinf", lambda xp, a: xp.isinf(a), floats_only=False)
+isfinite = _unary("isfinite", lambda xp, a: xp.isfinite(a), floats_only=False)
+
+
+@defop("where", saves=(0,))
+def _where(xp, cond, a, b):
+    return xp.where(cond, a, b)
+
+
+@_where.derivative
+def _(node, g):
+    cond = node.saved[0]
+    zero = g.new_zeros(())
+    return None, where(cond, g, zero), where(cond, zero, g)
+
+
+def where(condition, input, other):
+    """Pick ``input`` where ``condition`` holds and ``other`` elsewhere (numbers allowed).
+
+    Raises:
+        TypeError: if ``condition`` is not a bool tensor.
+    """
+    if condition.dtype is not _dtype.bool_:
+        raise TypeError(
+            "where expected condition to be a boolean tensor, but got a tensor with "
+            f"dtype {condition.dtype.name}"
+        )
+    device = condition._device
+    if not _dispatch.is_tensor(input):
+        like = other if _dispatch.is_tensor(other) else None
+        dt = _dtype.scalar_result_type(like.dtype, input) if like is not None else None
+        input = _dispatch.scalar_tensor(input, dt, device)
+    if not _dispatch.is_tensor(other):
+        other = _dispatch.scalar_tensor(other, _dtype.scalar_result_type(input.dtype, other), device)
+    target = _dtype.result_type(input.dtype, input.ndim, other.dtype, other.ndim)
+    if input.dtype is not target:
+        input = input.to(target)
+    if other.dtype is not target:
+        other = other.to(target)
+    return _dispatch.apply(_where, (condition, input, other))

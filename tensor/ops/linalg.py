@@ -1,0 +1,161 @@
+"""Matrix products: matmul (``@``), mm, bmm, dot and einsum."""
+
+from __future__ import annotations
+
+from .. import _dispatch, _dtype
+from .registry import defop
+
+__all__ = ["matmul", "mm", "bmm", "dot", "einsum"]
+
+
+@defop("matmul", saves=(0, 1))
+def _matmul(xp, a, b):
+    return xp.matmul(a, b)
+
+
+@_matmul.derivative
+def _(node, g):
+    a, b = node.saved
+    needs_a, needs_b = node.needs_input_grad
+    ga = gb = None
+    if a.ndim == 1 and b.ndim == 1:
+        ga, gb = g * b, g * a
+    elif a.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+        ga = (g.unsqueeze(-2) @ b.mT).squeeze(-2) if needs_a else None
+        gb = a.unsqueeze(-1) @ g.unsqueeze(-2) if needs_b else None
+    elif b.ndim == 1:  # (..., m, k) @ (k) -> (..., m)
+        ga = g.unsqueeze(-1) @ b.unsqueeze(-2) if needs_a else None
+        gb = (a.mT @ g.unsqueeze(-1)).squeeze(-1) if needs_b else None
+    else:
+        ga = g @ b.mT if needs_a else None
+        gb = a.mT @ g if needs_b else None
+    return ga, gb
+
+
+def _check_float_pair(name, a, b):
+    if a.dtype is not b.dtype:
+        raise RuntimeError(
+            f"{name}: expected both operands to have the same dtype, but got {a.dtype.name} "
+            f"and {b.dtype.name}"
+        )
+
+
+def matmul(input, other):
+    """Matrix product with numpy/PyTorch broadcasting of batch dims (``input @ other``).
+
+    Raises:
+        RuntimeError: naming both shapes when the inner dims differ, or for 0-d operands.
+    """
+    if input.ndim == 0 or other.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D "
+            f"and {other.ndim}D"
+        )
+    _check_float_pair("matmul", input, other)
+    k_a = input.shape[-1]
+    k_b = other.shape[-2] if other.ndim > 1 else other.shape[0]
+    if k_a != k_b:
+        a_shape = "x".join(map(str, input.shape[-2:] if input.ndim > 1 else (1,) + input.shape))
+        b_shape = "x".join(map(str, other.shape[-2:] if other.ndim > 1 else other.shape + (1,)))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
+    return _dispatch.apply(_matmul, (input, other))
+
+
+def mm(input, mat2):
+    """2-D matrix product.
+
+    Raises:
+        RuntimeError: if either operand is not 2-D.
+    """
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    """Batched matrix product of two 3-D tensors with equal batch sizes.
+
+    Raises:
+        RuntimeError: if the operands are not 3-D or the batch sizes differ.
+    """
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}D and {mat2.ndim}D)")
+    if input.shape[0] != mat2.shape[0]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}]."
+        )
+    return matmul(input, mat2)
+
+
+def dot(input, other):
+    """Inner product of two 1-D tensors of equal length."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return matmul(input, other)
+
+
+@defop("einsum", saves=None)
+def _einsum(xp, *arrays_and_equation):
+    *arrays, equation = arrays_and_equation
+    return xp.einsum(equation, *arrays, optimize=len(arrays) > 2)
+
+
+@_einsum.derivative
+def _(node, g):
+    (equation,) = node.params
+    operands = node.saved
+    inputs, output = equation.split("->")
+    subscripts = inputs.split(",")
+    grads = []
+    for i, (sub, needed) in enumerate(zip(subscripts, node.needs_input_grad)):
+        if not needed:
+            grads.append(None)
+            continue
+        if len(set(sub)) != len(sub):
+            raise NotImplementedError(
+                f"einsum backward for an operand with a repeated index ({sub!r}) is not supported"
+            )
+        others = [s for j, s in enumerate(subscripts) if j != i]
+        available = set(output).union(*others)
+        kept = "".join(c for c in sub if c in available)
+        grad = einsum(f"{','.join([output] + others)}->{kept}", g,
+                      *[t for j, t in enumerate(operands) if j != i])
+        if kept != sub:  # letters summed away inside this operand alone: broadcast back
+            grad = grad.reshape([grad.shape[kept.index(c)] if c in kept else 1 for c in sub])
+            grad = grad.expand(operands[i].shape)
+        grads.append(grad)
+    return tuple(grads)
+
+
+def _explicit_equation(equation: str) -> str:
+    equation = equation.replace(" ", "")
+    if "..." in equation:
+        raise NotImplementedError("einsum with '...' is not supported yet; spell out the dims")
+    if "->" in equation:
+        return equation
+    letters = equation.replace(",", "")
+    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return f"{equation}->{output}"
+
+
+def einsum(equation: str, *operands):
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``.
+
+    Raises:
+        RuntimeError: if the number of operands does not match the equation.
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = _explicit_equation(equation)
+    n_subscripts = len(equation.split("->")[0].split(","))
+    if n_subscripts != len(operands):
+        raise RuntimeError(
+            f"einsum(): more operands were provided than specified in the equation "
+            f"({len(operands)} operands for {n_subscripts} subscripts in {equation!r})"
+        )
+    dtype = operands[0].dtype
+    for t in operands[1:]:
+        dtype = _dtype.promote_types(dtype, t.dtype)
+    operands = tuple(t if t.dtype is dtype else t.to(dtype) for t in operands)
+    return _dispatch.apply(_einsum, operands, (equation,))

@@ -1,0 +1,279 @@
+"""Reductions over dimensions: sum, mean, prod, max/min, arg-reductions, var/std, logsumexp."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .. import _dispatch, _dtype
+from . import elementwise
+from .registry import defop
+
+__all__ = [
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+    "var", "std", "logsumexp", "all", "any", "normalize_dims", "sum_to_size",
+]
+
+_builtin_all = all
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def normalize_dims(dim, ndim: int, op_name: str) -> tuple:
+    """Turn ``dim`` (None, an int or a sequence) into a sorted tuple of non-negative dims.
+
+    Raises:
+        IndexError: naming the bad dim and the valid range, as PyTorch does.
+    """
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """Map a possibly negative dim into ``range(ndim)`` (0-d tensors accept -1 and 0).
+
+    Raises:
+        IndexError: "Dimension out of range (expected to be in range of [-n, n-1], but got d)".
+    """
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    span = ndim if ndim > 0 else 1
+    if not -span <= dim < span:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-span}, {span - 1}], but got {dim})"
+        )
+    return dim % span
+
+
+def _expand_back(g, shape, dims, keepdim):
+    # The gradient of a reduction is broadcast back over the reduced dims.
+    if not keepdim:
+        kept = list(shape)
+        for d in dims:
+            kept[d] = 1
+        g = g.reshape(tuple(kept))
+    return g.expand(shape)
+
+
+@defop("sum")
+def _sum(xp, a, dims, keepdim, np_dtype):
+    return xp.sum(a, axis=dims, keepdims=keepdim, dtype=np_dtype)
+
+
+@_sum.derivative
+def _(node, g):
+    dims, keepdim, _ = node.params
+    return (_expand_back(g, node.input_shapes[0], dims, keepdim),)
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """Sum over ``dim`` (all dims if None). Integer and bool inputs sum to int64, as in PyTorch."""
+    dims = normalize_dims(dim, input.ndim, "sum")
+    if dtype is not None:
+        np_dtype = _dtype.as_dtype(dtype).numpy
+    elif input._data.dtype.kind in "biu":
+        np_dtype = _dtype.int64.numpy
+    else:
+        np_dtype = None
+    return _dispatch.apply_unary(_sum, input, (dims, keepdim, np_dtype))
+
+
+def sum_to_size(input, shape):
+    """Sum ``input`` down to ``shape`` (the reverse of broadcasting it to ``input.shape``).
+
+    Raises:
+        RuntimeError: if ``shape`` does not broadcast to the input's shape.
+    """
+    shape = tuple(shape)
+    if input.shape == shape:
+        return input
+    lead = input.ndim - len(shape)
+    if lead < 0 or not _builtin_all(s in (1, t) for s, t in zip(shape, input.shape[lead:])):
+        raise RuntimeError(f"size {list(shape)} is not expandable to size {list(input.shape)}")
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and input.shape[lead + i] != 1
+    )
+    out = sum(input, dims, keepdim=True) if dims else input
+    return out.reshape(shape)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """Arithmetic mean over ``dim``.
+
+    Raises:
+        RuntimeError: for integer inputs without a floating ``dtype``, as PyTorch does.
+    """
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {input.dtype.name}"
+        )
+    dims = normalize_dims(dim, input.ndim, "mean")
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    return sum(input, dims, keepdim) / count
+
+
+@defop("prod", saves=(0,), saves_output=True)
+def _prod(xp, a, dims, keepdim, np_dtype):
+    return xp.prod(a, axis=dims, keepdims=keepdim, dtype=np_dtype)
+
+
+@_prod.derivative
+def _(node, g):
+    (a,) = node.saved
+    dims, keepdim, _ = node.params
+    g = _expand_back(g, a.shape, dims, keepdim)
+    out = _expand_back(node.output, a.shape, dims, keepdim)
+    if not bool((a == 0).any()):
+        return (g * out / a,)
+    # With zeros, the product of the other elements cannot come from out / a.
+    others = _dispatch.make(_prod_of_others(a._device.backend.xp, a._data, dims), a._device)
+    return (g * others,)
+
+
+def _prod_of_others(xp, a, dims):
+    moved = xp.moveaxis(a, dims, tuple(range(len(dims))))
+    flat = moved.reshape((-1,) + moved.shape[len(dims):])
+    left = xp.cumprod(xp.concatenate([xp.ones_like(flat[:1]), flat[:-1]]), axis=0)
+    right = xp.cumprod(xp.concatenate([xp.ones_like(flat[:1]), flat[::-1][:-1]]), axis=0)[::-1]
+    others = (left * right).reshape(moved.shape)
+    return xp.moveaxis(others, tuple(range(len(dims))), dims)
+
+
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """Product over ``dim`` (a single int, or all dims when None)."""
+    dims = normalize_dims(dim, input.ndim, "prod")
+    if dtype is not None:
+        np_dtype = _dtype.as_dtype(dtype).numpy
+    elif input._data.dtype.kind in "biu":
+        np_dtype = _dtype.int64.numpy
+    else:
+        np_dtype = None
+    return _dispatch.apply_unary(_prod, input, (dims, keepdim, np_dtype))
+
+
+def _extremum(name, reducer):
+    op = defop(name, saves=(0,), saves_output=True)(
+        lambda xp, a, dims, keepdim: getattr(xp, reducer)(a, axis=dims, keepdims=keepdim))
+
+    @op.derivative
+    def _(node, g):
+        # Ties share the gradient evenly, as PyTorch's amax/amin do.
+        (a,) = node.saved
+        dims, keepdim = node.params
+        hit = a == _expand_back(node.output, a.shape, dims, keepdim)
+        count = _expand_back(sum(hit, dims, keepdim), a.shape, dims, keepdim)
+        return (_expand_back(g, a.shape, dims, keepdim) * hit / count,)
+
+    def run(input, dim=(), keepdim: bool = False):
+        dims = normalize_dims(None if dim == () else dim, input.ndim, name)
+        if input.numel() == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        return _dispatch.apply_unary(op, input, (dims, keepdim))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"The {reducer} over ``dim`` (all dims by default); ties share the gradient."
+    return run
+
+
+amax = _extremum("amax", "amax")
+amin = _extremum("amin", "amin")
+
+
+def _arg_reduction(name, reducer):
+    op = defop(name, differentiable=False)(
+        lambda xp, a, dim, keepdim: getattr(xp, reducer)(a, axis=dim, keepdims=keepdim))
+
+    def run(input, dim=None, keepdim: bool = False):
+        if dim is None:
+            return _dispatch.apply_unary(op, input.reshape(-1), (0, False)).reshape(
+                (1,) * input.ndim if keepdim else ())
+        dim = wrap_dim(dim, input.ndim)
+        if input.ndim and input.shape[dim] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+        return _dispatch.apply_unary(op, input, (dim, keepdim))
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Indices of the {reducer[3:]} along ``dim`` (of the flattened input if None)."
+    return run
+
+
+argmax = _arg_reduction("argmax", "argmax")
+argmin = _arg_reduction("argmin", "argmin")
+
+
+def _max_or_min(amaxmin, argmaxmin, binary, name):
+    def run(input, dim=None, keepdim: bool = False):
+        if dim is None:
+            return amaxmin(input)
+        if _dispatch.is_tensor(dim):
+            return binary(input, dim)
+        indices = argmaxmin(input, dim, keepdim=True)
+        values = input.gather(dim, indices)
+        if not keepdim:
+            values, indices = values.squeeze(dim), indices.squeeze(dim)
+        return values_indices(values, indices)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = (f"``{name}(input)`` is the {name} element; ``{name}(input, dim)`` returns "
+                   f"(values, indices); ``{name}(input, other)`` is elementwise.")
+    return run
+
+
+max = _max_or_min(amax, argmax, elementwise.maximum, "max")
+min = _max_or_min(amin, argmin, elementwise.minimum, "min")
+
+
+def var(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as in PyTorch)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = normalize_dims(dim, input.ndim, "var")
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    centered = input - mean(input, dims, keepdim=True)
+    return sum(centered * centered, dims, keepdim) / builtin_max(count - correction, 0)
+
+
+def builtin_max(a, b):
+    """Python's max (shadowed in this module by the tensor reduction)."""
+    return a if a > b else b
+
+
+def std(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
+    """Standard deviation over ``dim``: the square root of ``var``."""
+    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+
+def logsumexp(input, dim, keepdim: bool = False):
+    """``log(sum(exp(input), dim))`` computed without overflow."""
+    dims = normalize_dims(dim, input.ndim, "logsumexp")
+    shift = amax(input, dims, keepdim=True).detach()
+    shift = shift.masked_fill(shift.isinf(), 0)
+    out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
+    return out if keepdim else out.squeeze(dims)
+
+
+@defop("all", differentiable=False)
+def _all(xp, a, dims, keepdim):
+    return xp.all(a, axis=dims, keepdims=keepdim)
+
+
+@defop("any", differentiable=False)
+def _any(xp, a, dims, keepdim):
+    return xp.any(a, axis=dims, keepdims=keepdim)
+
+
+def all(input, dim=None, keepdim: bool = False):
+    """True where every element along ``dim`` is non-zero."""
+    return _dispatch.apply_unary(_all, input, (normalize_dims(dim, input.ndim, "all"), keepdim))
+
+
+def any(input, dim=None, keepdim: bool = False):
+    """True where some element along ``dim`` is non-zero."""
+    return _dispatch.apply_unary(_any, input, (normalize_dims(dim, input.ndim, "any"), keepdim))

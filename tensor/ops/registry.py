@@ -1,0 +1,68 @@
+"""The op table: every op's forward kernel and derivative rule, side by side.
+
+An op is defined once, as in PyTorch's ``derivatives.yaml`` beside its kernels::
+
+    @defop("mul", saves=(0, 1))
+    def mul(xp, a, b):
+        return xp.multiply(a, b)
+
+    @mul.derivative
+    def _(node, grad):
+        a, b = node.saved
+        return grad * b, grad * a
+
+* The kernel takes the array module ``xp`` (numpy or cupy), the input arrays,
+  then the op's non-tensor parameters, and returns one array.
+* The derivative takes the graph node and the output gradient (a Tensor) and
+  returns one gradient per tensor input (None where there is none). It is
+  written with Tensor ops, so it is itself differentiable: double backward
+  works for free.
+* ``saves`` lists the inputs the derivative reads (``node.saved``); with
+  ``saves_output`` it may read ``node.output``. Only those are kept alive and
+  checked against in-place modification.
+* Ops whose output can never carry a gradient (comparisons, argmax, ...)
+  are declared with ``differentiable=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+__all__ = ["OpDef", "defop", "OPS"]
+
+OPS: dict[str, OpDef] = {}
+
+
+class OpDef:
+    """One primitive op: its name, kernel and derivative rule."""
+
+    __slots__ = ("name", "kernel", "backward", "saves", "saves_output", "differentiable", "is_view")
+
+    def __init__(self, name, kernel, saves, saves_output, differentiable, is_view):
+        self.name = name
+        self.kernel = kernel
+        self.backward = None
+        self.saves = saves
+        self.saves_output = saves_output
+        self.differentiable = differentiable
+        self.is_view = is_view
+
+    def derivative(self, fn: Callable) -> Callable:
+        """Register ``fn(node, grad) -> tuple of input grads`` as this op's derivative."""
+        self.backward = fn
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def defop(name: str, *, saves: tuple = (), saves_output: bool = False,
+          differentiable: bool = True, is_view: bool = False) -> Callable[[Callable], OpDef]:
+    """Register a kernel under ``name``; use the returned OpDef's ``.derivative`` for its rule."""
+    def register(kernel: Callable) -> OpDef:
+        if name in OPS:
+            raise ValueError(f"op {name!r} is registered twice")
+        op = OpDef(name, kernel, saves, saves_output, differentiable, is_view)
+        OPS[name] = op
+        return op
+    return register

@@ -1,0 +1,356 @@
+"""Views and shape ops. Views share storage (and the version counter) with their base."""
+
+from __future__ import annotations
+
+import math
+
+from .. import _backend, _dispatch
+from .._dtype import promote_types
+from .reduction import wrap_dim
+from .registry import defop
+
+__all__ = [
+    "reshape", "view", "permute", "transpose", "squeeze", "unsqueeze", "expand", "flatten",
+    "contiguous", "cat", "stack", "split", "chunk", "narrow", "unbind", "movedim",
+]
+
+
+def _infer_shape(shape, numel: int) -> tuple:
+    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if any(not isinstance(s, int) or s < -1 for s in shape):
+        raise RuntimeError(f"invalid shape dimension in {list(shape)}")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@defop("view", is_view=True)
+def _view(xp, a, shape):
+    return _backend.reshape_view(a, shape)
+
+
+@_view.derivative
+def _(node, g):
+    return (g.reshape(node.input_shapes[0]),)
+
+
+def view(input, *shape):
+    """A view with a new shape (one dim may be -1).
+
+    Raises:
+        RuntimeError: if the sizes do not match, or the strides cannot be viewed that way
+            (use ``reshape``).
+    """
+    shape = _infer_shape(shape, input.numel())
+    try:
+        return _dispatch.apply_unary(_view, input, (shape,))
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+
+
+def reshape(input, *shape):
+    """Like ``view`` when the strides allow it; otherwise a contiguous copy."""
+    shape = _infer_shape(shape, input.numel())
+    if shape == input.shape:
+        return view(input, shape)
+    try:
+        return _dispatch.apply_unary(_view, input, (shape,))
+    except ValueError:
+        return _dispatch.apply_unary(_view, contiguous(input), (shape,))
+
+
+@defop("contiguous")
+def _contiguous(xp, a):
+    return xp.ascontiguousarray(a)
+
+
+@_contiguous.derivative
+def _(node, g):
+    return (g,)
+
+
+def contiguous(input):
+    """The input itself if C-contiguous, else a C-contiguous copy."""
+    if input._data.flags.c_contiguous:
+        return input
+    return _dispatch.apply_unary(_contiguous, input)
+
+
+@defop("permute", is_view=True)
+def _permute(xp, a, dims):
+    return xp.transpose(a, dims)
+
+
+@_permute.derivative
+def _(node, g):
+    (dims,) = node.params
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return (g.permute(*inverse),)
+
+
+def permute(input, *dims):
+    """Reorder the dims; a view.
+
+    Raises:
+        RuntimeError: if ``dims`` is not a permutation of the input's dims.
+    """
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    wrapped = tuple(wrap_dim(d, input.ndim) for d in dims)
+    if sorted(wrapped) != list(range(input.ndim)):
+        raise RuntimeError(
+            f"permute(): dims {list(dims)} are not a permutation of the {input.ndim} dims "
+            f"of a tensor of shape {list(input.shape)}"
+        )
+    return _dispatch.apply_unary(_permute, input, (wrapped,))
+
+
+def transpose(input, dim0: int, dim1: int):
+    """Swap two dims; a view."""
+    order = list(range(input.ndim))
+    if input.ndim == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
+        return input.view(())
+    d0, d1 = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
+    order[d0], order[d1] = order[d1], order[d0]
+    return _dispatch.apply_unary(_permute, input, (tuple(order),))
+
+
+def movedim(input, source: int, destination: int):
+    """Move dim ``source`` to position ``destination``; a view."""
+    src, dst = wrap_dim(source, input.ndim), wrap_dim(destination, input.ndim)
+    order = [d for d in range(input.ndim) if d != src]
+    order.insert(dst, src)
+    return permute(input, order)
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all of them, or only those in ``dim``); a view."""
+    if dim is None:
+        dims = [i for i, s in enumerate(input.shape) if s == 1]
+    else:
+        dims = [wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
+    return view(input, shape)
+
+
+def unsqueeze(input, dim: int):
+    """Insert a size-1 dim at ``dim``; a view."""
+    d = wrap_dim(dim, input.ndim + 1)
+    shape = input.shape[:d] + (1,) + input.shape[d:]
+    return view(input, shape)
+
+
+@defop("expand", is_view=True)
+def _expand(xp, a, shape):
+    return xp.broadcast_to(a, shape)
+
+
+@_expand.derivative
+def _(node, g):
+    return (g.sum_to_size(node.input_shapes[0]),)
+
+
+def expand(input, *sizes):
+    """Broadcast to ``sizes`` without copying (-1 keeps a dim); a read-only view.
+
+    Raises:
+        RuntimeError: naming both shapes when they do not broadcast.
+    """
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    lead = len(sizes) - input.ndim
+    if lead < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal "
+            f"to the number of dimensions in the tensor ({input.ndim})"
+        )
+    shape = []
+    for i, s in enumerate(sizes):
+        own = input.shape[i - lead] if i >= lead else None
+        if s == -1:
+            if own is None:
+                raise RuntimeError(f"expand: -1 is not allowed in a leading, new dimension ({list(sizes)})")
+            s = own
+        elif own is not None and own != s and own != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({own}) "
+                f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                f"Tensor sizes: {list(input.shape)}"
+            )
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == input.shape:
+        return input.view(shape)
+    return _dispatch.apply_unary(_expand, input, (shape,))
+
+
+def flatten(input, start_dim: int = 0, end_dim: int = -1):
+    """Merge dims ``start_dim..end_dim`` into one."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
+    return reshape(input, shape)
+
+
+@defop("cat")
+def _cat(xp, *arrays_and_params):
+    *arrays, dim, _sizes = arrays_and_params
+    return xp.concatenate(arrays, axis=dim)
+
+
+@_cat.derivative
+def _(node, g):
+    dim, sizes = node.params
+    return tuple(g.split(list(sizes), dim))
+
+
+def cat(tensors, dim: int = 0):
+    """Concatenate along ``dim``; dtypes are promoted.
+
+    Raises:
+        RuntimeError: if the list is empty or the shapes differ outside ``dim``.
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    d = wrap_dim(dim, tensors[0].ndim)
+    first = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != first.ndim or t.shape[:d] + t.shape[d + 1:] != first.shape[:d] + first.shape[d + 1:]:
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected shape "
+                f"{list(first.shape)} (apart from dim {d}) but got {list(t.shape)} for tensor "
+                f"number {i} in the list."
+            )
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = promote_types(dtype, t.dtype)
+    tensors = [t if t.dtype is dtype else t.to(dtype) for t in tensors]
+    sizes = tuple(t.shape[d] for t in tensors)
+    return _dispatch.apply(_cat, tuple(tensors), (d, sizes))
+
+
+def stack(tensors, dim: int = 0):
+    """Stack same-shaped tensors along a new dim.
+
+    Raises:
+        RuntimeError: naming the first shape that differs.
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
+                f"at entry 0 and {list(t.shape)} at entry {i}"
+            )
+    d = wrap_dim(dim, tensors[0].ndim + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+def narrow(input, dim: int, start: int, length: int):
+    """The slice ``start:start+length`` along ``dim``; a view."""
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    index = (slice(None),) * d + (slice(start, start + length),)
+    return input[index]
+
+
+def split(input, split_size_or_sections, dim: int = 0):
+    """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes.
+
+    Raises:
+        RuntimeError: if explicit sizes do not add up to the dim's size.
+    """
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={sizes}"
+            )
+    parts, start = [], 0
+    for length in sizes:
+        parts.append(narrow(input, d, start, length))
+        start += length
+    return tuple(parts)
+
+
+def chunk(input, chunks: int, dim: int = 0):
+    """Split into ``chunks`` nearly equal pieces (fewer if the dim is small)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input.shape[wrap_dim(dim, input.ndim)]
+    return split(input, max(-(-size // chunks), 1), dim)
+
+
+def unbind(input, dim: int = 0):
+    """The slices along ``dim``, each without that dim."""
+    d = wrap_dim(dim, input.ndim)
+    return tuple(input.select(d, i) for i in range(input.shape[d]))
+
+
+def replay_view(base, chain):
+    """Re-derive a view from ``base`` by replaying ``chain``, a sequence of (view op, params)."""
+    out = base
+    for op, params in chain:
+        out = _dispatch.apply_unary(op, out, params)
+    return out
+
+
+@defop("copy_slices")
+def _view_scatter(xp, base, value, chain):
+    out = base.copy()
+    region = out
+    for op, params in chain:
+        region = op.kernel(xp, region, *params)
+    region[...] = value
+    return out
+
+
+@_view_scatter.derivative
+def _(node, g):
+    (chain,) = node.params
+    needs_base, needs_value = node.needs_input_grad
+    g_base = g_value = None
+    if needs_base:
+        g_base = view_scatter(g, g.new_zeros(()), chain)
+    if needs_value:
+        g_value = replay_view(g, chain)
+    return g_base, g_value
+
+
+def view_scatter(base, value, chain):
+    """A copy of ``base`` whose region ``replay_view(base, chain)`` holds ``value``."""
+    if value.dtype is not base.dtype:
+        value = value.to(base.dtype)
+    return _dispatch.apply(_view_scatter, (base, value), (chain,))
