@@ -44,18 +44,19 @@ def _make_root_grads(outputs, grad_outputs):
 
 def _count_dependencies(root_nodes):
     deps: dict = {}
-    seen = set()
     stack = list(root_nodes)
+    seen = set(stack)
     while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for edge in node.next_edges:
-            if edge is not None and type(edge[0]) is Node:
+        for edge in stack.pop().next_edges:
+            if edge is not None:
                 target = edge[0]
-                deps[target] = deps.get(target, 0) + 1
-                stack.append(target)
+                if type(target) is Node:
+                    if target in seen:
+                        deps[target] = deps.get(target, 0) + 1
+                    else:
+                        deps[target] = 1
+                        seen.add(target)
+                        stack.append(target)
     return deps
 
 
@@ -63,16 +64,25 @@ def _accumulate(buffers, key, nr, n_outputs, g):
     slot = buffers.get(key)
     if slot is None:
         slot = buffers[key] = [None] * n_outputs
-    slot[nr] = g if slot[nr] is None else slot[nr] + g
+    slot[nr] = g if slot[nr] is None else _sum(slot[nr], g)
+
+
+def _sum(a, b):
+    # Both already have the input's shape and dtype. Outside create_graph the sum
+    # needs no history, so skip the dispatcher.
+    if grad_mode.enabled:
+        return a + b
+    return _dispatch.make(a._data + b._data, a._device)
 
 
 def _fit(g, meta):
     # Gradients arrive in the shape and dtype of the op's computation; the input may
     # have been broadcast or promoted.
     shape, dtype = meta
-    if g._data.shape != shape:
+    data = g._data
+    if data.shape != shape:
         g = g.sum_to_size(shape)
-    if g._data.dtype != dtype:
+    if data.dtype != dtype:
         g = g.to(tensor._dtype.from_numpy_dtype(dtype))
     return g
 
@@ -156,30 +166,34 @@ def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
         upstream = grads[0]
     else:
         upstream = tuple(grads)
-    input_grads = node.op.backward(node, upstream) if upstream is not None else ()
-    if len(input_grads) != len(node.next_edges) and upstream is not None:
+    if upstream is None:
+        input_grads = (None,) * len(node.next_edges)
+    else:
+        input_grads = node.op.backward(node, upstream)
+    if len(input_grads) != len(node.next_edges):
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients "
             f"(expected {len(node.next_edges)}, got {len(input_grads)})"
         )
     for edge, g, meta in zip(node.next_edges, input_grads, node.input_meta):
-        if edge is None or g is None:
+        if edge is None:
             continue
-        g = _fit(g, meta)
         target, nr = edge
         if type(target) is Node:
-            _accumulate(buffers, target, nr, target.n_outputs, g)
-        else:
-            _accumulate(leaf_grads, target, 0, 1, g)
-    for edge in node.next_edges:
-        if edge is not None and type(edge[0]) is Node:
-            target = edge[0]
+            if g is not None:
+                g = _fit(g, meta)
+                slot = buffers.get(target)
+                if slot is None:
+                    slot = buffers[target] = [None] * target.n_outputs
+                slot[nr] = g if slot[nr] is None else _sum(slot[nr], g)
             deps[target] -= 1
             if deps[target] == 0:
                 if target in buffers:
                     heapq.heappush(ready, (-target.seq, id(target), target))
                 else:
                     _skip(target, deps, ready, buffers)
+        elif g is not None:
+            _accumulate(leaf_grads, target, 0, 1, _fit(g, meta))
 
 
 def _skip(node, deps, ready, buffers):

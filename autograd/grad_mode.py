@@ -67,6 +67,11 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self):
         pass
 
+    def __call__(self, fn):
+        # Used as a decorator: the mode set by __init__ must not leak past decoration.
+        grad_mode.enabled, grad_mode.inference = self._saved
+        return super().__call__(fn)
+
     def clone(self):
         return set_grad_enabled(self._enabled)
 

@@ -114,10 +114,12 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
 
     def first_derivative(*args):
         ins, vs = args[:n_inputs], args[n_inputs:]
-        outs = _differentiable_outputs(fn, ins)
-        diff_targets = [t for t in ins if _dispatch.is_tensor(t) and t.requires_grad]
-        grads = grad(outs, diff_targets, list(vs), create_graph=True, allow_unused=True,
-                     materialize_grads=True)
+        # The numerical Jacobian evaluates this under no_grad; the inner gradient still needs a graph.
+        with tensor.enable_grad():
+            outs = _differentiable_outputs(fn, ins)
+            diff_targets = [t for t in ins if _dispatch.is_tensor(t) and t.requires_grad]
+            grads = grad(outs, diff_targets, list(vs), create_graph=True, allow_unused=True,
+                         materialize_grads=True)
         return tuple(grads)
 
     del targets

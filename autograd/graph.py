@@ -12,14 +12,13 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from tensor import _dispatch
+from tensor import Tensor, _dispatch
 from tensor.ops.shape import replay_view, view_scatter
 
 __all__ = ["Node", "record", "rebase_history", "register_hook",
            "register_post_accumulate_grad_hook", "retain_grad", "RemovableHandle"]
 
 _sequence = itertools.count()
-_is_tensor = _dispatch.is_tensor
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -33,38 +32,41 @@ class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
     __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_edges",
-                 "input_meta", "seq", "n_outputs", "pre_hooks", "retained", "freed",
-                 "ctx", "__weakref__")
+                 "input_meta", "needs_input_grad", "seq", "n_outputs", "pre_hooks", "retained",
+                 "freed", "ctx", "__weakref__")
 
     def __init__(self, op, params, inputs, n_outputs=1):
+        # This runs for every recorded op, so it is written for speed.
         self.op = op
         self.params = params
         self.seq = next(_sequence)
         self.n_outputs = n_outputs
-        self.pre_hooks = None
-        self.retained = None
+        self.pre_hooks = self.retained = self._out = self.ctx = None
         self.freed = False
-        self._out = None
-        edges = []
-        meta = []
+        edges, meta, needs = [], [], []
         for t in inputs:
-            if _is_tensor(t) and t._requires_grad:
-                edges.append((t._grad_fn, t._output_nr) if t._grad_fn is not None else (t, 0))
-                meta.append((t._data.shape, t._data.dtype))
+            if isinstance(t, Tensor) and t._requires_grad:
+                fn = t._grad_fn
+                edges.append((t, 0) if fn is None else (fn, t._output_nr))
+                data = t._data
+                meta.append((data.shape, data.dtype))
+                needs.append(True)
             else:
                 edges.append(None)
                 meta.append(None)
-        self.next_edges = tuple(edges)
-        self.input_meta = tuple(meta)
+                needs.append(False)
+        self.next_edges = edges
+        self.input_meta = meta
+        self.needs_input_grad = needs
         saves = op.saves
-        saved = inputs if saves is None else tuple(inputs[i] for i in saves)
+        if saves is None:
+            saved = inputs
+        elif saves:
+            saved = [inputs[i] for i in saves]
+        else:
+            saved = ()
         self._saved = saved
-        self._saved_versions = tuple(t._version_box[0] if _is_tensor(t) else None for t in saved)
-
-    @property
-    def needs_input_grad(self) -> tuple:
-        """One bool per input: whether its gradient is needed."""
-        return tuple(e is not None for e in self.next_edges)
+        self._saved_versions = [t._version_box[0] if isinstance(t, Tensor) else None for t in saved]
 
     @property
     def input_shapes(self) -> tuple:

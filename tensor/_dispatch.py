@@ -133,13 +133,40 @@ def apply_binary(op, a, b, float_result=False):
                 ad = ad.astype("int64")
         b_grad = False
     backend = device._backend or device.backend
-    out = op.kernel(backend.xp, ad, bd)
+    try:
+        out = op.kernel(backend.xp, ad, bd)
+    except (ValueError, OverflowError) as exc:
+        # Off the hot path: only reached when numpy refuses the operands.
+        out = _retry_binary(op, backend.xp, ad, bd, exc)
     if type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
     result = make(out, device)
     if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
         _api.record(op, result, (a, b), ())
     return result
+
+
+def _retry_binary(op, xp, ad, bd, exc):
+    """Handle the operands numpy refused in ``apply_binary``, with PyTorch's errors and semantics.
+
+    * Shapes that do not broadcast raise PyTorch's RuntimeError naming both sizes.
+    * A Python int out of range for an integer tensor wraps around, as in PyTorch
+      (``uint8 + -1`` is ``uint8 + 255``), where numpy 2 raises OverflowError.
+    * Any other ValueError (e.g. integers to negative integer powers) becomes a RuntimeError.
+    """
+    a_shape, b_shape = getattr(ad, "shape", ()), getattr(bd, "shape", ())
+    for i in range(1, min(len(a_shape), len(b_shape)) + 1):
+        sa, sb = a_shape[-i], b_shape[-i]
+        if sa != sb and sa != 1 and sb != 1:
+            dim = max(len(a_shape), len(b_shape)) - i
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) "
+                f"at non-singleton dimension {dim}"
+            ) from None
+    if isinstance(exc, OverflowError) and type(bd) is int and ad.dtype.kind in "iu":
+        wrapped = xp.asarray(bd & 0xFFFFFFFFFFFFFFFF, dtype="uint64").astype(ad.dtype)
+        return op.kernel(xp, ad, wrapped)
+    raise RuntimeError(str(exc)) from exc
 
 
 def _check_scalar(op, value):

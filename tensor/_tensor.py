@@ -367,92 +367,56 @@ class Tensor:
         return _conversion.deepcopy_tensor(self, memo)
 
     # ------------------------------------------------------------ operators
-    def __add__(self, other):
-        return ops.add(self, other)
-
-    def __radd__(self, other):
-        return ops.add(self, other)
-
-    def __sub__(self, other):
-        return ops.sub(self, other)
+    __add__ = ops.add
+    __radd__ = ops.add
+    __sub__ = ops.sub
 
     def __rsub__(self, other):
         return ops.sub(self._scalar_operand(other), self)
 
-    def __mul__(self, other):
-        return ops.mul(self, other)
-
-    def __rmul__(self, other):
-        return ops.mul(self, other)
-
-    def __truediv__(self, other):
-        return ops.div(self, other)
+    __mul__ = ops.mul
+    __rmul__ = ops.mul
+    __truediv__ = ops.div
 
     def __rtruediv__(self, other):
         return ops.div(self._scalar_operand(other), self)
 
-    def __floordiv__(self, other):
-        return ops.floor_divide(self, other)
+    __floordiv__ = ops.floor_divide
 
     def __rfloordiv__(self, other):
         return ops.floor_divide(self._scalar_operand(other), self)
 
-    def __mod__(self, other):
-        return ops.remainder(self, other)
-
-    def __pow__(self, other):
-        return ops.pow(self, other)
+    __mod__ = ops.remainder
+    __pow__ = ops.pow
 
     def __rpow__(self, other):
         return ops.pow(self._scalar_operand(other), self)
 
-    def __matmul__(self, other):
-        return ops.matmul(self, other)
+    __matmul__ = ops.matmul
 
     def __rmatmul__(self, other):
         return ops.matmul(other, self)
 
-    def __neg__(self):
-        return ops.neg(self)
+    __neg__ = ops.neg
 
     def __pos__(self):
         return self
 
-    def __abs__(self):
-        return ops.abs(self)
+    __abs__ = ops.abs
 
     def __invert__(self):
         return ops.logical_not(self) if self._data.dtype.kind == "b" else ops.bitwise_not(self)
 
-    def __and__(self, other):
-        return ops.bitwise_and(self, other)
-
-    def __or__(self, other):
-        return ops.bitwise_or(self, other)
-
-    def __xor__(self, other):
-        return ops.bitwise_xor(self, other)
-
-    def __eq__(self, other):
-        return ops.eq(self, other)
-
-    def __ne__(self, other):
-        return ops.ne(self, other)
-
-    def __lt__(self, other):
-        return ops.lt(self, other)
-
-    def __le__(self, other):
-        return ops.le(self, other)
-
-    def __gt__(self, other):
-        return ops.gt(self, other)
-
-    def __ge__(self, other):
-        return ops.ge(self, other)
-
-    def __getitem__(self, index):
-        return ops.getitem(self, index)
+    __and__ = ops.bitwise_and
+    __or__ = ops.bitwise_or
+    __xor__ = ops.bitwise_xor
+    __eq__ = ops.eq
+    __ne__ = ops.ne
+    __lt__ = ops.lt
+    __le__ = ops.le
+    __gt__ = ops.gt
+    __ge__ = ops.ge
+    __getitem__ = ops.getitem
 
     def __setitem__(self, index, value):
         _inplace.setitem(self, index, value)
@@ -528,3 +492,5 @@ class Tensor:
                                           _inplace.inplace(ops.index_add))
     fill_, zero_, copy_ = _inplace.fill_, _inplace.zero_, _inplace.copy_
     uniform_, normal_ = _random.uniform_, _random.normal_
+    # ``w -= lr * w.grad`` must update ``w`` itself (a leaf stays a leaf), as in PyTorch.
+    __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Benchmarks, side by side with the peer (PyTorch CPU, or raw numpy) in one run.
+
+    .venv/bin/python scripts/bench.py              # every workload
+    .venv/bin/python scripts/bench.py --only core  # one group
+
+Each row prints our figure, the peer's, and the ratio ours/peer for times
+(lower is better), with the issue's target. Timings are medians of repeated
+runs after a warm-up. Machines are noisy: compare ratios, not absolute times.
+Torch rows are skipped when torch is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+
+import tensor  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the peer is optional
+    torch = None
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def paired_times(ours, peer, repeat: int, warmup: int = 3) -> tuple[float, float | None]:
+    """Median wall times (s) of ``ours()`` and ``peer()``, run alternately so that load
+    changes on a shared machine hit both alike. ``peer`` may be None."""
+    for _ in range(warmup):
+        ours()
+        if peer is not None:
+            peer()
+    ours_times, peer_times = [], []
+    for _ in range(repeat):
+        ours_times.append(_timed(ours))
+        if peer is not None:
+            peer_times.append(_timed(peer))
+    return statistics.median(ours_times), (statistics.median(peer_times) if peer_times else None)
+
+
+def _small_op_chain(lib, steps=100):
+    a = lib.randn(10, requires_grad=True)
+    b = lib.full((10,), 0.5, requires_grad=True)
+
+    def run():
+        x = lib.randn(10)
+        for _ in range(steps):
+            x = x * b + a
+        x.sum().backward()
+    return run
+
+
+def bench_core(repeat: int):
+    """Issue 2: per-op overhead vs torch; large ops vs raw numpy."""
+    rows = []
+    ops_per_run = 200  # 100 x (mul + add)
+    ours, peer = paired_times(_small_op_chain(tensor), _small_op_chain(torch) if torch else None, repeat)
+    rows.append(("small-op overhead, recorded op + backward (us/op)", ours / ops_per_run * 1e6,
+                 peer / ops_per_run * 1e6 if peer else None, "torch", "<= 1.5x"))
+
+    n = 1024
+    rng = np.random.default_rng(0)
+    a_np = rng.standard_normal((n, n), dtype=np.float32)
+    b_np = rng.standard_normal((n, n), dtype=np.float32)
+    a_t, b_t = tensor.from_numpy(a_np), tensor.from_numpy(b_np)
+    ours, peer = paired_times(lambda: a_t @ b_t, lambda: a_np @ b_np, repeat)
+    rows.append(("matmul 1024x1024 float32 (ms)", ours * 1e3, peer * 1e3, "numpy", "<= 1.1x"))
+    if torch:
+        a_th, b_th = torch.from_numpy(a_np), torch.from_numpy(b_np)
+        ours, peer = paired_times(lambda: a_t @ b_t, lambda: a_th @ b_th, repeat)
+        rows.append(("matmul 1024x1024 float32 (ms)", ours * 1e3, peer * 1e3, "torch", "info"))
+
+    m = 4 * 1024 * 1024
+    x_np = rng.standard_normal(m, dtype=np.float32)
+    y_np = rng.standard_normal(m, dtype=np.float32)
+    x_t, y_t = tensor.from_numpy(x_np), tensor.from_numpy(y_np)
+    for name, ours_fn, numpy_fn in [
+        ("add", lambda: x_t + y_t, lambda: x_np + y_np),
+        ("mul", lambda: x_t * y_t, lambda: x_np * y_np),
+        ("exp", lambda: x_t.exp(), lambda: np.exp(x_np)),
+        ("sum", lambda: x_t.sum(), lambda: x_np.sum()),
+    ]:
+        ours, peer = paired_times(ours_fn, numpy_fn, repeat)
+        rows.append((f"{name} on 4M float32 (ms)", ours * 1e3, peer * 1e3, "numpy", "<= 1.1x"))
+    return rows
+
+
+GROUPS = {"core": bench_core}
+
+
+def print_table(rows) -> None:
+    """Print rows of (workload, ours, peer, peer name, target) with the ratio ours/peer."""
+    header = f"{'workload':<52} {'ours':>10} {'peer':>10} {'peer is':>8} {'ratio':>7}  target"
+    print(header)
+    print("-" * len(header))
+    for name, ours, peer, peer_name, target in rows:
+        peer_text = f"{peer:10.3f}" if peer is not None else f"{'n/a':>10}"
+        ratio = f"{ours / peer:6.2f}x" if peer else f"{'n/a':>7}"
+        print(f"{name:<52} {ours:10.3f} {peer_text} {peer_name:>8} {ratio}  {target}")
+
+
+def main(argv=None) -> int:
+    """Run the selected benchmark groups and print one table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=sorted(GROUPS), action="append",
+                        help="run only this group (repeatable)")
+    parser.add_argument("--repeat", type=int, default=30, help="timed runs per workload (default 30)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be >= 1, got {args.repeat}")
+    if torch is None:
+        print("note: torch is not installed; torch columns show n/a", file=sys.stderr)
+    else:
+        torch.set_num_threads(os.cpu_count() or 1)
+    rows = []
+    for group in args.only or sorted(GROUPS):
+        print(f"running {group} ...", file=sys.stderr, flush=True)
+        rows.extend(GROUPS[group](args.repeat))
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

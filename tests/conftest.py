@@ -1,0 +1,45 @@
+"""Shared fixtures: the device matrix and the optional torch oracle.
+
+Every test that takes the ``device`` fixture runs on the CPU and, where a CUDA
+device exists, again on ``cuda`` (those runs carry the ``gpu`` marker and are
+skipped, with the reason shown, elsewhere).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tensor
+
+
+def _cuda_skip_reason() -> str | None:
+    if tensor.cuda.is_available():
+        return None
+    try:
+        tensor._backend.check_cuda_available()
+    except RuntimeError as exc:
+        return str(exc).split(". help:")[0]
+    return "CUDA is not available"
+
+
+CUDA_SKIP_REASON = _cuda_skip_reason()
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request) -> str:
+    """The device to run on: 'cpu', and 'cuda' where a GPU exists."""
+    if request.param == "cuda" and CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    return request.param
+
+
+@pytest.fixture
+def torch():
+    """The torch module, when installed as a test oracle (skips otherwise)."""
+    return pytest.importorskip("torch", reason="torch is not installed (optional test oracle)")
+
+
+@pytest.fixture(autouse=True)
+def _fixed_seed():
+    tensor.manual_seed(0)
+    yield
