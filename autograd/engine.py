@@ -13,7 +13,7 @@ import tensor
 from tensor import _dispatch
 from tensor._autograd_hooks import grad_mode
 
-from .graph import Node
+from .graph import Node, refresh_view
 
 __all__ = ["run_backward", "grad"]
 
@@ -27,6 +27,8 @@ def _make_root_grads(outputs, grad_outputs):
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
+        if out._grad_version is not None and out._grad_version != out._version_box[0]:
+            refresh_view(out)  # a view whose base was modified in place since it was made
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -125,7 +127,8 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
     root_nodes = []
     for out, g in roots:
         if out._grad_fn is None:
-            _accumulate(leaf_grads, out, 0, 1, g)
+            previous = leaf_grads.get(out)
+            leaf_grads[out] = g if previous is None else previous + g
         else:
             _accumulate(buffers, out._grad_fn, out._output_nr, out._grad_fn.n_outputs, g)
             root_nodes.append(out._grad_fn)
@@ -141,7 +144,7 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             _run_node(node, grads, buffers, leaf_grads, deps, ready, capture)
             if not retain_graph:
                 node.release()
-        for leaf, (g,) in leaf_grads.items():
+        for leaf, g in leaf_grads.items():
             if capture is not None and id(leaf) in capture:
                 capture[id(leaf)][0] = g if capture[id(leaf)][0] is None else capture[id(leaf)][0] + g
             if accumulate_leaves:
@@ -152,11 +155,14 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
 
 def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
     if node.pre_hooks:
-        grads[0] = _run_hooks(node.pre_hooks, grads[0])
+        for nr, hooks in node.pre_hooks.items():
+            if hooks and grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr])
     if node.retained is not None:
-        owner = node.retained()
-        if owner is not None and grads[0] is not None:
-            owner.grad = grads[0] if owner.grad is None else owner.grad + grads[0]
+        for nr, ref in node.retained.items():
+            owner, g = ref(), grads[nr]
+            if owner is not None and g is not None:
+                owner.grad = g if owner.grad is None else owner.grad + g
     if capture is not None:
         for nr, g in enumerate(grads):
             slot = capture.get((id(node), nr))
@@ -175,13 +181,15 @@ def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
             f"function {node.name()} returned an incorrect number of gradients "
             f"(expected {len(node.next_edges)}, got {len(input_grads)})"
         )
-    for edge, g, meta in zip(node.next_edges, input_grads, node.input_meta):
+    for edge, g in zip(node.next_edges, input_grads):
         if edge is None:
             continue
         target, nr = edge
         if type(target) is Node:
             if g is not None:
-                g = _fit(g, meta)
+                meta = target.out_meta[nr]
+                if g._data.shape != meta[0] or g._data.dtype != meta[1]:
+                    g = _fit(g, meta)
                 slot = buffers.get(target)
                 if slot is None:
                     slot = buffers[target] = [None] * target.n_outputs
@@ -193,7 +201,11 @@ def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
                 else:
                     _skip(target, deps, ready, buffers)
         elif g is not None:
-            _accumulate(leaf_grads, target, 0, 1, _fit(g, meta))
+            data = target._data
+            if g._data.shape != data.shape or g._data.dtype != data.dtype:
+                g = _fit(g, (data.shape, data.dtype))
+            previous = leaf_grads.get(target)
+            leaf_grads[target] = g if previous is None else _sum(previous, g)
 
 
 def _skip(node, deps, ready, buffers):

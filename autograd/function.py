@@ -129,6 +129,7 @@ class Function:
         node = Node(_FunctionOp(cls), None, args, n_outputs=len(outs))
         node.ctx = ctx
         node.params = tuple((o.shape, o.dtype, o.device) if is_tensor(o) else None for o in outs)
+        node.out_meta = tuple((o._data.shape, o._data.dtype) if is_tensor(o) else None for o in outs)
         wrapped = []
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx.non_differentiable and o.is_floating_point():

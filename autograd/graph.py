@@ -31,9 +31,8 @@ _FREED_MESSAGE = (
 class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
-    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_edges",
-                 "input_meta", "needs_input_grad", "seq", "n_outputs", "pre_hooks", "retained",
-                 "freed", "ctx", "__weakref__")
+    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_edges", "out_meta",
+                 "seq", "n_outputs", "pre_hooks", "retained", "freed", "ctx", "__weakref__")
 
     def __init__(self, op, params, inputs, n_outputs=1):
         # This runs for every recorded op, so it is written for speed.
@@ -43,35 +42,40 @@ class Node:
         self.n_outputs = n_outputs
         self.pre_hooks = self.retained = self._out = self.ctx = None
         self.freed = False
-        edges, meta, needs = [], [], []
+        edges = []
         for t in inputs:
             if isinstance(t, Tensor) and t._requires_grad:
+                if t._grad_version is not None and t._grad_version != t._version_box[0]:
+                    refresh_view(t)
                 fn = t._grad_fn
                 edges.append((t, 0) if fn is None else (fn, t._output_nr))
-                data = t._data
-                meta.append((data.shape, data.dtype))
-                needs.append(True)
             else:
                 edges.append(None)
-                meta.append(None)
-                needs.append(False)
         self.next_edges = edges
-        self.input_meta = meta
-        self.needs_input_grad = needs
         saves = op.saves
         if saves is None:
-            saved = inputs
-        elif saves:
+            saves = range(len(inputs))
+        if saves:
             saved = [inputs[i] for i in saves]
+            self._saved = saved
+            self._saved_versions = [t._version_box[0] if isinstance(t, Tensor) else None for t in saved]
         else:
-            saved = ()
-        self._saved = saved
-        self._saved_versions = [t._version_box[0] if isinstance(t, Tensor) else None for t in saved]
+            self._saved = self._saved_versions = ()
 
     @property
-    def input_shapes(self) -> tuple:
+    def needs_input_grad(self) -> list:
+        """One bool per input: whether its gradient is needed."""
+        return [e is not None for e in self.next_edges]
+
+    @property
+    def input_meta(self) -> list:
+        """(shape, numpy dtype) of each input that requires grad (None for the others)."""
+        return [None if e is None else edge_meta(e) for e in self.next_edges]
+
+    @property
+    def input_shapes(self) -> list:
         """The shapes of the inputs that require grad (None for the others)."""
-        return tuple(m[0] if m is not None else None for m in self.input_meta)
+        return [None if e is None else edge_meta(e)[0] for e in self.next_edges]
 
     @property
     def saved(self) -> tuple:
@@ -112,13 +116,15 @@ class Node:
 
     def name(self) -> str:
         """PyTorch-style name, e.g. ``MulBackward0``."""
+        if getattr(self.op, "cls", None) is not None:  # a custom autograd.Function, as in PyTorch
+            return self.op.name + "Backward"
         return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
 
-    def register_prehook(self, hook) -> RemovableHandle:
-        """Run ``hook(grad)`` on this node's output gradient before its derivative."""
+    def register_prehook(self, hook, output_nr: int = 0) -> RemovableHandle:
+        """Run ``hook(grad)`` on the gradient of output ``output_nr`` before the derivative."""
         if self.pre_hooks is None:
             self.pre_hooks = {}
-        return RemovableHandle(self.pre_hooks, hook)
+        return RemovableHandle(self.pre_hooks.setdefault(output_nr, {}), hook)
 
     def release(self) -> None:
         """Free what backward needed (called after a backward without ``retain_graph``)."""
@@ -146,9 +152,22 @@ class RemovableHandle:
         self._store.pop(self.id, None)
 
 
+def edge_meta(edge) -> tuple:
+    """(shape, numpy dtype) of the tensor an edge leads to: a leaf, or a node's output."""
+    target, nr = edge
+    if type(target) is Node:
+        return target.out_meta[nr]
+    data = target._data
+    return data.shape, data.dtype
+
+
 def record(op, out, inputs, params) -> Node:
     """Attach a node for ``op`` to ``out``; called by the dispatcher when recording."""
     node = Node(op, params, inputs)
+    data = out._data
+    node.out_meta = ((data.shape, data.dtype),)
+    if op.is_view:
+        out._grad_version = out._version_box[0]
     if op.saves_output:
         node._out = (out._data, out._device, out._version_box, out._version_box[0])
     out._grad_fn = node
@@ -177,6 +196,20 @@ def rebase_history(tensor, result) -> None:
     base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
     new_view = replay_view(base, chain)
     tensor._grad_fn, tensor._output_nr, tensor._requires_grad = new_view._grad_fn, 0, True
+    tensor._grad_version = tensor._version_box[0]
+
+
+def refresh_view(view) -> None:
+    """Re-derive the history of a view whose base was modified in place after the view was made.
+
+    The view's values changed with its base (they share storage), so its old history is stale;
+    as in PyTorch, it is regenerated from the base's current history.
+    """
+    fresh = replay_view(view._base, _view_chain(view))
+    if fresh._grad_fn is None:  # not recording (no_grad): keep the old history
+        return
+    view._grad_fn, view._output_nr = fresh._grad_fn, 0
+    view._grad_version = view._version_box[0]
 
 
 def _view_chain(view) -> tuple:
@@ -196,7 +229,7 @@ def register_hook(tensor, hook) -> RemovableHandle:
         if tensor._hooks is None:
             tensor._hooks = {}
         return RemovableHandle(tensor._hooks, hook)
-    return tensor._grad_fn.register_prehook(hook)
+    return tensor._grad_fn.register_prehook(hook, tensor._output_nr)
 
 
 def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
@@ -216,5 +249,8 @@ def retain_grad(tensor) -> None:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     if tensor._grad_fn is not None:
         tensor._retains_grad = True
-        tensor._grad_fn.retained = weakref.ref(tensor)
+        fn = tensor._grad_fn
+        if fn.retained is None:
+            fn.retained = {}
+        fn.retained[tensor._output_nr] = weakref.ref(tensor)
 

@@ -63,12 +63,14 @@ class device:
         return (device, (str(self),))
 
     def __enter__(self) -> device:
-        self._previous.append(_defaults.device)
+        # The stack of previous defaults is per thread, like the default itself: devices
+        # are interned, so a stack on the device object would be shared between threads.
+        _defaults.previous.append(_defaults.device)
         _defaults.device = self
         return self
 
     def __exit__(self, *exc) -> None:
-        _defaults.device = self._previous.pop()
+        _defaults.device = _defaults.previous.pop()
 
 
 def _parse(spec, index):
@@ -96,6 +98,9 @@ def _parse(spec, index):
 
 class _Defaults(threading.local):
     device = None  # None means the process-wide default
+
+    def __init__(self) -> None:
+        self.previous = []  # saved defaults of the enclosing ``with device(...)`` blocks
 
 
 _defaults = _Defaults()

@@ -11,8 +11,12 @@ def format_tensor(t) -> str:
     """``tensor([[1., 2.]], dtype=tensor.float64, requires_grad=True)`` and the like."""
     host = t._device.backend.to_numpy(t._data)
     if host.dtype.kind == "f":
+        # PyTorch: "1., 2." for whole numbers, else 4 fixed decimals ("0.3000"), switching
+        # to scientific notation for very small or widely spread magnitudes.
+        finite = host[np.isfinite(host)]
+        whole = bool(np.all(finite == np.round(finite)))
         body = np.array2string(host, separator=", ", prefix="tensor(", precision=4,
-                               floatmode="maxprec_equal", suppress_small=True)
+                               floatmode="maxprec_equal" if whole else "fixed")
     else:
         body = np.array2string(host, separator=", ", prefix="tensor(")
     extras = []

@@ -31,6 +31,7 @@ class Tensor:
     _output_nr = 0
     _base = None
     _view_src = None
+    _grad_version = None  # for a recorded view: the version its _grad_fn was derived at
     _hooks = None
     _post_accumulate_hooks = None
     _retains_grad = False
@@ -195,8 +196,14 @@ class Tensor:
         return self._device.backend.to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
+        # numpy 2 passes copy=True for np.array(t) and trusts us to honour it.
         array = self._device.backend.to_numpy(self._data)
-        return array if dtype is None else array.astype(dtype, copy=False)
+        if copy is False and (self._device.type != "cpu" or (dtype is not None and array.dtype != dtype)):
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        if dtype is not None:
+            array = array.astype(dtype, copy=False)
+        on_host = self._device.type == "cpu"  # to_numpy already copied a GPU tensor
+        return array.copy() if copy and on_host and np.may_share_memory(array, self._data) else array
 
     def __dlpack__(self, *args, **kwargs):
         if self._requires_grad:
@@ -283,9 +290,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new tensor sharing storage (and the version counter) with no history."""
-        out = _dispatch.make(self._data, self._device, self._version_box)
-        out._base = self._base if self._base is not None else self
-        return out
+        return _dispatch.make(self._data, self._device, self._version_box)
 
     def detach_(self) -> Tensor:
         """Cut this tensor from its history, in place."""
@@ -387,6 +392,10 @@ class Tensor:
         return ops.floor_divide(self._scalar_operand(other), self)
 
     __mod__ = ops.remainder
+
+    def __rmod__(self, other):
+        return ops.remainder(self._scalar_operand(other), self)
+
     __pow__ = ops.pow
 
     def __rpow__(self, other):
@@ -410,6 +419,9 @@ class Tensor:
     __and__ = ops.bitwise_and
     __or__ = ops.bitwise_or
     __xor__ = ops.bitwise_xor
+    __rand__ = ops.bitwise_and
+    __ror__ = ops.bitwise_or
+    __rxor__ = ops.bitwise_xor
     __eq__ = ops.eq
     __ne__ = ops.ne
     __lt__ = ops.lt

@@ -9,3 +9,5 @@ from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401
 from .shape import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
+from .window import *  # noqa: F401,F403

@@ -70,9 +70,23 @@ def _pow(xp, a, b):
 def _(node, g):
     a, b = node.saved
     needs_a, needs_b = node.needs_input_grad
-    ga = g * b * a ** (b - 1) if needs_a else None
-    gb = g * node.output * log(a) if needs_b else None
+    # PyTorch's conventions at the singular points: x ** 0 has zero gradient everywhere,
+    # and 0 ** b (b >= 0) has zero gradient with respect to b.
+    ga = gb = None
+    if needs_a:
+        ga = g * b * a ** (b - 1)
+        if _dispatch.is_tensor(b):
+            ga = where(b == 0, 0.0, ga)
+        elif b == 0:
+            ga = zeros_like_grad(ga)
+    if needs_b:
+        gb = where((a == 0) & (b >= 0), 0.0, g * node.output * log(a))
     return ga, gb
+
+
+def zeros_like_grad(g):
+    """Zeros shaped like ``g``: the derivative of piecewise-constant ops, as in PyTorch."""
+    return g.new_zeros(g.shape)
 
 
 @defop("maximum", saves=(0, 1))
@@ -107,9 +121,24 @@ def _(node, g):
     return g, -g * floor_divide(a, b)
 
 
-@defop("floor_divide", differentiable=False)
+@defop("floor_divide")
 def _floor_divide(xp, a, b):
     return xp.floor_divide(a, b)
+
+
+_floor_divide.derivative(lambda node, g: (zeros_like_grad(g), zeros_like_grad(g)))
+
+
+@defop("trunc_divide")
+def _trunc_divide(xp, a, b):
+    if a.dtype.kind == "f":  # apply_binary has already brought both operands to one kind
+        return xp.trunc(xp.true_divide(a, b))
+    # Exact for integers (true division through a float would round large values).
+    q = xp.floor_divide(a, b)
+    return q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+
+
+_trunc_divide.derivative(lambda node, g: (zeros_like_grad(g), zeros_like_grad(g)))
 
 
 def add(input, other, *, alpha=1):
@@ -120,10 +149,25 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
-    """``input - alpha * other``."""
+    """``input - alpha * other``.
+
+    Raises:
+        RuntimeError: for bool operands, as PyTorch does (use ``~`` or ``logical_xor``).
+    """
+    if input._data.dtype.kind == "b" or other.__class__ is bool or (
+            _dispatch.is_tensor(other) and other._data.dtype.kind == "b"):
+        _bool_sub_error(input, other)
     if alpha != 1:
         other = other * alpha
     return _dispatch.apply_binary(_sub, input, other)
+
+
+def _bool_sub_error(input, other):
+    if input._data.dtype.kind == "b" and _dispatch.is_tensor(other) and other._data.dtype.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                       "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def mul(input, other):
@@ -135,16 +179,15 @@ def div(input, other, *, rounding_mode=None):
     """True division (integers give the default float dtype), or floor/trunc division.
 
     Raises:
-        ValueError: for an unknown ``rounding_mode``.
+        RuntimeError: for an unknown ``rounding_mode``.
     """
     if rounding_mode is None:
         return _dispatch.apply_binary(_div, input, other, True)
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
-        return trunc(_dispatch.apply_binary(_div, input, other, True)).to(
-            _dispatch.apply_binary(_floor_divide, input, other).dtype)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+        return _dispatch.apply_binary(_trunc_divide, input, other)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
 
 
 def pow(input, exponent):
@@ -176,6 +219,9 @@ def floor_divide(input, other):
 
 
 def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_only=True):
+    if derivative == "zero":
+        # Piecewise constant: differentiable with a zero gradient, as in PyTorch.
+        derivative = lambda n, g: (zeros_like_grad(g),)  # noqa: E731
     op = defop(name, saves=saves, saves_output=saves_output,
                differentiable=derivative is not None)(kernel)
     if derivative is not None:
@@ -213,11 +259,11 @@ reciprocal = _unary("reciprocal", lambda xp, a: xp.reciprocal(a),
                     lambda n, g: (-g * n.output * n.output,), saves_output=True)
 clone = _unary("clone", lambda xp, a: a.copy(order="K"), lambda n, g: (g,), floats_only=False)
 clone.__doc__ = "A copy with its own storage; gradients flow back to the input."
-sign = _unary("sign", lambda xp, a: xp.sign(a), floats_only=False)
-floor = _unary("floor", lambda xp, a: xp.floor(a), floats_only=False)
-ceil = _unary("ceil", lambda xp, a: xp.ceil(a), floats_only=False)
-round = _unary("round", lambda xp, a: xp.round(a), floats_only=False)
-trunc = _unary("trunc", lambda xp, a: xp.trunc(a), floats_only=False)
+sign = _unary("sign", lambda xp, a: xp.sign(a), "zero", floats_only=False)
+floor = _unary("floor", lambda xp, a: xp.floor(a), "zero", floats_only=False)
+ceil = _unary("ceil", lambda xp, a: xp.ceil(a), "zero", floats_only=False)
+round = _unary("round", lambda xp, a: xp.round(a), "zero", floats_only=False)
+trunc = _unary("trunc", lambda xp, a: xp.trunc(a), "zero", floats_only=False)
 
 
 def _sigmoid_kernel(xp, a):
@@ -252,10 +298,10 @@ def clamp(input, min=None, max=None):
     """Clamp every element into ``[min, max]``; either bound may be None.
 
     Raises:
-        ValueError: if both bounds are None.
+        RuntimeError: if both bounds are None.
     """
     if min is None and max is None:
-        raise ValueError("clamp(): at least one of 'min' or 'max' must not be None")
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if input._data.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
         input = input.to(_dtype.get_default_dtype())
     return _dispatch.apply_unary(_clamp, input, (min, max))
@@ -311,10 +357,10 @@ def where(condition, input, other):
     """Pick ``input`` where ``condition`` holds and ``other`` elsewhere (numbers allowed).
 
     Raises:
-        TypeError: if ``condition`` is not a bool tensor.
+        RuntimeError: if ``condition`` is not a bool tensor.
     """
     if condition.dtype is not _dtype.bool_:
-        raise TypeError(
+        raise RuntimeError(
             "where expected condition to be a boolean tensor, but got a tensor with "
             f"dtype {condition.dtype.name}"
         )

@@ -28,6 +28,8 @@ def normalize_index(tensor, index) -> tuple[tuple, bool]:
     parts, basic = [], True
     for item in index:
         if item is None or item is Ellipsis or isinstance(item, slice):
+            if isinstance(item, slice) and item.step is not None and item.step <= 0:
+                raise ValueError("step must be greater than zero")
             parts.append(item)
         elif isinstance(item, bool) or (isinstance(item, int)):
             parts.append(item)
@@ -219,6 +221,12 @@ def _(node, g):
         ga = g if accumulate else scatter(g, dim, index, 0.0)
     if needs_src:
         gs = g.gather(dim, index)
+        src_shape = node.input_shapes[1]
+        if len(src_shape) == 0:  # a 0-d src was broadcast to the index's shape
+            gs = gs.sum()
+        elif tuple(src_shape) != tuple(index.shape):  # only src's leading corner was read
+            corner = tuple(slice(0, s) for s in index.shape)
+            gs = _index_put_normalized(g.new_zeros(src_shape), corner, gs, False)
     return ga, gs, None
 
 

@@ -58,6 +58,14 @@ def matmul(input, other):
         a_shape = "x".join(map(str, input.shape[-2:] if input.ndim > 1 else (1,) + input.shape))
         b_shape = "x".join(map(str, other.shape[-2:] if other.ndim > 1 else other.shape + (1,)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
+    batch_a, batch_b = input.shape[:-2], other.shape[:-2]
+    for i in range(1, min(len(batch_a), len(batch_b)) + 1):
+        sa, sb = batch_a[-i], batch_b[-i]
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                f"non-singleton dimension {max(len(batch_a), len(batch_b)) - i}"
+            )
     return _dispatch.apply(_matmul, (input, other))
 
 

@@ -20,13 +20,23 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 def normalize_dims(dim, ndim: int, op_name: str) -> tuple:
     """Turn ``dim`` (None, an int or a sequence) into a sorted tuple of non-negative dims.
 
+    An empty sequence means every dim, as in PyTorch. A 0-d tensor accepts dims 0 and -1
+    and has no dims to reduce.
+
     Raises:
         IndexError: naming the bad dim and the valid range, as PyTorch does.
+        RuntimeError: if a dim appears twice.
     """
     if dim is None:
         return tuple(range(ndim))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(sorted({wrap_dim(d, ndim) for d in dims}))
+    if not dims:
+        return tuple(range(ndim))
+    wrapped = [wrap_dim(d, ndim) for d in dims]
+    if len(set(wrapped)) != len(wrapped):
+        repeated = next(d for d in wrapped if wrapped.count(d) > 1)
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
+    return tuple(sorted(wrapped)) if ndim else ()
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -78,18 +88,20 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _dispatch.apply_unary(_sum, input, (dims, keepdim, np_dtype))
 
 
-def sum_to_size(input, shape):
-    """Sum ``input`` down to ``shape`` (the reverse of broadcasting it to ``input.shape``).
+def sum_to_size(input, *size):
+    """Sum ``input`` down to ``size`` (the reverse of broadcasting it to ``input.shape``).
+
+    ``size`` is a shape (``sum_to_size((2, 1))``) or its sizes (``sum_to_size(2, 1)``).
 
     Raises:
-        RuntimeError: if ``shape`` does not broadcast to the input's shape.
+        RuntimeError: if ``size`` does not broadcast to the input's shape.
     """
-    shape = tuple(shape)
+    shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
     if input.shape == shape:
         return input
     lead = input.ndim - len(shape)
     if lead < 0 or not _builtin_all(s in (1, t) for s, t in zip(shape, input.shape[lead:])):
-        raise RuntimeError(f"size {list(shape)} is not expandable to size {list(input.shape)}")
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.shape)}}}.")
     dims = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and input.shape[lead + i] != 1
     )
@@ -170,9 +182,8 @@ def _extremum(name, reducer):
         return (_expand_back(g, a.shape, dims, keepdim) * hit / count,)
 
     def run(input, dim=(), keepdim: bool = False):
-        dims = normalize_dims(None if dim == () else dim, input.ndim, name)
-        if input.numel() == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        dims = normalize_dims(dim, input.ndim, name)
+        check_nonempty_reduction(name, input, dim, dims)
         return _dispatch.apply_unary(op, input, (dims, keepdim))
 
     run.__name__ = run.__qualname__ = name
@@ -184,12 +195,26 @@ amax = _extremum("amax", "amax")
 amin = _extremum("amin", "amin")
 
 
+def check_nonempty_reduction(name, input, dim, dims):
+    """Raise PyTorch's errors for a max/min-style reduction over an empty dim."""
+    if input.numel() != 0:
+        return
+    if dim is None or dim == () or dim == []:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if input.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def _arg_reduction(name, reducer):
     op = defop(name, differentiable=False)(
         lambda xp, a, dim, keepdim: getattr(xp, reducer)(a, axis=dim, keepdims=keepdim))
 
     def run(input, dim=None, keepdim: bool = False):
         if dim is None:
+            if input.numel() == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
             return _dispatch.apply_unary(op, input.reshape(-1), (0, False)).reshape(
                 (1,) * input.ndim if keepdim else ())
         dim = wrap_dim(dim, input.ndim)
@@ -212,6 +237,10 @@ def _max_or_min(amaxmin, argmaxmin, binary, name):
             return amaxmin(input)
         if _dispatch.is_tensor(dim):
             return binary(input, dim)
+        if input.ndim == 0:
+            wrap_dim(dim, 0)
+            return values_indices(elementwise.clone(input), argmaxmin(input, dim))
+        check_nonempty_reduction(name, input, dim, (wrap_dim(dim, input.ndim),))
         indices = argmaxmin(input, dim, keepdim=True)
         values = input.gather(dim, indices)
         if not keepdim:
@@ -232,6 +261,8 @@ def var(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as in PyTorch)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     dims = normalize_dims(dim, input.ndim, "var")
     count = 1
     for d in dims:
@@ -270,10 +301,12 @@ def _any(xp, a, dims, keepdim):
 
 
 def all(input, dim=None, keepdim: bool = False):
-    """True where every element along ``dim`` is non-zero."""
-    return _dispatch.apply_unary(_all, input, (normalize_dims(dim, input.ndim, "all"), keepdim))
+    """True where every element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch)."""
+    out = _dispatch.apply_unary(_all, input, (normalize_dims(dim, input.ndim, "all"), keepdim))
+    return out.to(_dtype.uint8) if input.dtype is _dtype.uint8 else out
 
 
 def any(input, dim=None, keepdim: bool = False):
-    """True where some element along ``dim`` is non-zero."""
-    return _dispatch.apply_unary(_any, input, (normalize_dims(dim, input.ndim, "any"), keepdim))
+    """True where some element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch)."""
+    out = _dispatch.apply_unary(_any, input, (normalize_dims(dim, input.ndim, "any"), keepdim))
+    return out.to(_dtype.uint8) if input.dtype is _dtype.uint8 else out

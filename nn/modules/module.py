@@ -1,0 +1,467 @@
+"""``nn.Module``: the base class of every layer and model."""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, NamedTuple
+
+import tensor
+from autograd.graph import RemovableHandle
+from tensor import Tensor
+
+from ..parameter import Buffer, Parameter
+
+__all__ = ["Module", "IncompatibleKeys"]
+
+
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict`` returns: the keys it missed and the ones it did not expect."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+class Module:
+    """Base class for layers: holds parameters, buffers and submodules, registered by attribute
+    assignment, and runs ``forward`` (with hooks) when called."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        """Define the computation; subclasses override this."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    # ------------------------------------------------------------ registration
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign attributes before Module.__init__() call")
+        params, buffers, modules = self._parameters, self._buffers, self._modules
+        if isinstance(value, Parameter):
+            self._discard(name)
+            self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            self._discard(name)
+            self.register_buffer(name, value, persistent=value.persistent)
+        elif isinstance(value, Module):
+            self._discard(name)
+            modules[name] = value
+        elif name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(nn.Parameter or None expected)"
+                )
+            params[name] = None
+        elif name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    "(nn.Module or None expected)"
+                )
+            modules[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)"
+                )
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _discard(self, name: str) -> None:
+        for store in (self.__dict__, self._parameters, self._buffers, self._modules):
+            store.pop(name, None)
+        self._non_persistent_buffers.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        state = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            found = state.get(store)
+            if found is not None and name in found:
+                return found[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def _check_name(self, name: str, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f'{kind} name can\'t be empty or contain ".", got: "{name}"')
+        if name in self.__dict__ or hasattr(type(self), name):
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or None, a declared but absent one) under ``name``.
+
+        Raises:
+            KeyError: for an empty or dotted name, or one already used by another attribute.
+            TypeError: if ``param`` is not a Parameter.
+        """
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(nn.Parameter or None required)"
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, buffer: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer: state that is not a parameter (e.g. running statistics).
+
+        Non-persistent buffers are left out of ``state_dict``.
+
+        Raises:
+            KeyError: for an empty or dotted name, or one already used by another attribute.
+            TypeError: if ``buffer`` is neither a Tensor nor None.
+        """
+        self._check_name(name, "buffer")
+        if buffer is not None and not isinstance(buffer, Tensor):
+            raise TypeError(f"cannot assign '{type(buffer).__name__}' object to buffer '{name}' "
+                            "(Tensor or None required)")
+        self._buffers[name] = buffer
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module under ``name``.
+
+        Raises:
+            TypeError: if ``module`` is not a Module.
+        """
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # ------------------------------------------------------------ traversal
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True):
+        """Yield (qualified name, module) for this module and every descendant."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every descendant."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        """Yield (name, module) for the direct children."""
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in seen:
+                seen.add(module)
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        """The direct children."""
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """Yield (qualified name, parameter); shared parameters appear once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter, in registration order."""
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """Yield (qualified name, buffer)."""
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer."""
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def get_submodule(self, target: str) -> Module:
+        """The descendant at the dotted path ``target`` ("" is this module).
+
+        Raises:
+            AttributeError: naming the missing part of the path.
+        """
+        module = self
+        for part in target.split(".") if target else []:
+            child = module._modules.get(part)
+            if child is None:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
+            module = child
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target``.
+
+        Raises:
+            AttributeError: if there is none.
+        """
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._parameters:
+            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
+        return module._parameters[name]
+
+    # ------------------------------------------------------------ modes and transforms
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (affects Dropout, BatchNorm, ...) on this module and descendants."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Set evaluation mode: ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Turn gradient recording on or off for every parameter."""
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's ``.grad`` (to None by default, or to zeros)."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = param.grad.detach()
+                param.grad.zero_()
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every descendant, then on this module; returns ``self``."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_to_tensors(self, convert: Callable[[Tensor], Tensor]) -> Module:
+        with tensor.no_grad():
+            for module in self.modules():
+                for param in module._parameters.values():
+                    if param is None:
+                        continue
+                    moved = convert(param)
+                    param._data, param._device = moved._data, moved._device
+                    if param.grad is not None:
+                        grad = convert(param.grad)
+                        param.grad = grad
+                for name, buffer in module._buffers.items():
+                    if buffer is not None:
+                        module._buffers[name] = convert(buffer)
+        return self
+
+    def to(self, *args, **kwargs) -> Module:
+        """Move (in place) parameters and buffers to a device and/or cast floating ones to a dtype."""
+        device, dtype = _parse_to(args, kwargs)
+
+        def convert(t: Tensor) -> Tensor:
+            target_dtype = dtype if dtype is not None and t.is_floating_point() else None
+            return t.to(device=device, dtype=target_dtype)
+        return self._apply_to_tensors(convert)
+
+    def cpu(self) -> Module:
+        """Move everything to the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> Module:
+        """Move everything to a CUDA device."""
+        return self.to("cuda" if device is None else device)
+
+    def float(self) -> Module:
+        """Cast floating parameters and buffers to float32."""
+        return self.to(dtype=tensor.float32)
+
+    def double(self) -> Module:
+        """Cast floating parameters and buffers to float64."""
+        return self.to(dtype=tensor.float64)
+
+    def half(self) -> Module:
+        """Cast floating parameters and buffers to float16."""
+        return self.to(dtype=tensor.float16)
+
+    def share_memory(self) -> Module:
+        """Move every parameter and buffer into shared memory (see ``Tensor.share_memory_``)."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            t.share_memory_()
+        return self
+
+    # ------------------------------------------------------------ hooks
+    def register_forward_pre_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, args)`` before ``forward``; it may return replacement args."""
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, args, output)`` after ``forward``; it may return a new output."""
+        return RemovableHandle(self._forward_hooks, hook)
+
+    # ------------------------------------------------------------ state
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by qualified name (detached unless ``keep_vars``)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers:
+                destination[prefix + name] = buffer if keep_vars else buffer.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
+        """Copy tensors from ``state_dict`` into this module's parameters and buffers.
+
+        Returns the missing and unexpected keys.
+
+        Raises:
+            RuntimeError: "Error(s) in loading state_dict for <Class>" listing every missing
+                and unexpected key (when ``strict``) and every shape mismatch.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        expected = self.state_dict(keep_vars=True)
+        missing = [k for k in expected if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in expected]
+        errors = []
+        with tensor.no_grad():
+            for key, target in expected.items():
+                if key not in state_dict:
+                    continue
+                source = state_dict[key]
+                if not isinstance(source, Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected a Tensor '
+                                  f"but got {type(source).__name__}.")
+                elif source.shape != target.shape:
+                    errors.append(
+                        f"size mismatch for {key}: copying a param with shape {list(source.shape)} "
+                        f"from checkpoint, the shape in current model is {list(target.shape)}."
+                    )
+                elif assign:
+                    self._assign(key, source)
+                else:
+                    target.copy_(source)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
+            )
+        return IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key: str, source: Tensor) -> None:
+        module_path, _, name = key.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name in module._parameters:
+            module._parameters[name] = Parameter(source, module._parameters[name].requires_grad)
+        else:
+            module._buffers[name] = source
+
+    # ------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """Extra text for ``repr`` (e.g. layer sizes); subclasses override this."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines.extend(extra.split("\n"))
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        if not lines:
+            return f"{type(self).__name__}()"
+        if len(lines) == 1 and not self._modules:
+            return f"{type(self).__name__}({lines[0]})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _parse_to(args, kwargs):
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, tensor.dtype):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            device, dtype = arg.device, arg.dtype
+        else:
+            device = arg
+    if dtype is not None and not dtype.is_floating_point:
+        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+    return device, dtype

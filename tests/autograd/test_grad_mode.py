@@ -1,0 +1,153 @@
+"""Grad modes: no_grad, enable_grad, set_grad_enabled and inference_mode as context
+managers and decorators, their nesting, and their thread-locality."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import autograd
+import tensor
+
+
+def _records(device) -> bool:
+    """Whether an op on a tensor that requires grad is recorded right now."""
+    x = tensor.ones(1, device=device, requires_grad=True)
+    return (x * 2).requires_grad
+
+
+@pytest.fixture(autouse=True)
+def _grad_mode_restored():
+    yield
+    assert tensor.is_grad_enabled(), "a test leaked a disabled grad mode"
+    assert not autograd.is_inference_mode_enabled()
+
+
+# Each factory makes a fresh context; `expected` is whether ops record inside it.
+CONTEXTS = [
+    ("no_grad", lambda: tensor.no_grad(), False),
+    ("autograd.no_grad", lambda: autograd.no_grad(), False),
+    ("set_grad_enabled(False)", lambda: tensor.set_grad_enabled(False), False),
+    ("set_grad_enabled(True)", lambda: tensor.set_grad_enabled(True), True),
+    ("inference_mode()", lambda: tensor.inference_mode(), False),
+    ("inference_mode(False)", lambda: tensor.inference_mode(False), True),
+    ("enable_grad", lambda: tensor.enable_grad(), True),
+]
+
+
+@pytest.mark.parametrize(("name", "make", "expected"), CONTEXTS, ids=[c[0] for c in CONTEXTS])
+def test_context_manager_sets_and_restores_mode(device, name, make, expected):
+    with make():
+        assert _records(device) is expected
+        assert tensor.is_grad_enabled() is expected
+    assert _records(device)
+
+
+@pytest.mark.parametrize(("name", "make", "expected"), CONTEXTS, ids=[c[0] for c in CONTEXTS])
+def test_decorator_sets_mode_inside_the_function_only(device, name, make, expected):
+    @make()
+    def inner(a, *, scale):
+        """Docstring kept by functools.wraps."""
+        return _records(device), a * scale
+
+    recorded, value = inner(2, scale=3)
+    assert recorded is expected
+    assert value == 6
+    assert inner.__doc__ == "Docstring kept by functools.wraps."
+    assert _records(device)
+
+
+@pytest.mark.parametrize("make", [tensor.no_grad, autograd.no_grad])
+def test_decorator_instance_is_reusable(device, make):
+    context = make()
+
+    @context
+    def f():
+        return _records(device)
+
+    assert f() is False
+    assert f() is False, "the decorator must be reusable (a fresh context per call)"
+
+
+def test_enable_grad_inside_no_grad(device):
+    with tensor.no_grad():
+        assert not _records(device)
+        with tensor.enable_grad():
+            assert _records(device)
+        assert not _records(device)
+    assert _records(device)
+
+
+def test_mode_restored_when_body_raises(device):
+    with pytest.raises(ValueError, match="boom"):
+        with tensor.no_grad():
+            raise ValueError("boom")
+    assert _records(device)
+
+
+def test_set_grad_enabled_as_a_function_takes_effect_immediately(device):
+    try:
+        tensor.set_grad_enabled(False)
+        assert not _records(device)
+    finally:
+        tensor.set_grad_enabled(True)
+    assert _records(device)
+
+
+def test_inference_mode_marks_created_tensors(device):
+    with tensor.inference_mode():
+        assert autograd.is_inference_mode_enabled()
+        t = tensor.ones(2, device=device)
+        assert t.is_inference()
+    assert not tensor.ones(2, device=device).is_inference()
+
+
+def test_no_grad_inside_inference_mode_keeps_inference(device):
+    with tensor.inference_mode():
+        with tensor.no_grad():
+            assert autograd.is_inference_mode_enabled()
+        assert autograd.is_inference_mode_enabled()
+
+
+def test_grad_mode_is_thread_local(device):
+    """A thread started inside no_grad runs with the default (recording) mode."""
+    results = {}
+
+    def worker():
+        results["records"] = _records(device)
+        with tensor.no_grad():
+            results["inner"] = _records(device)
+
+    with tensor.no_grad():
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert not _records(device), "the worker's no_grad exit must not re-enable the main thread"
+    assert results == {"records": True, "inner": False}
+
+
+def test_no_grad_in_a_thread_does_not_affect_main_thread(device):
+    entered, release = threading.Event(), threading.Event()
+    results = {}
+
+    def worker():
+        with tensor.no_grad():
+            entered.set()
+            release.wait(timeout=30)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    entered.wait(timeout=30)
+    results["main"] = _records(device)
+    release.set()
+    thread.join()
+    assert results["main"] is True
+
+
+def test_backward_works_after_no_grad_forward_of_constants(device):
+    w = tensor.tensor([2.0], device=device, requires_grad=True)
+    with tensor.no_grad():
+        c = w * 10  # a constant: no history
+    (w * c).sum().backward()
+    assert w.grad.item() == 20.0

@@ -1,0 +1,200 @@
+"""Creation functions: tensor() dtype inference, zeros/ones/empty/full/arange/linspace/eye,
+the *_like and new_* families, and the default dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensor
+from tests.helpers import assert_close
+
+# (data, expected dtype, expected shape) -- tensor() infers like torch.tensor.
+INFERENCE_CASES = [
+    ([1.0, 2.0], tensor.float32, (2,)),
+    ([1, 2], tensor.int64, (2,)),
+    ([1, 2.5], tensor.float32, (2,)),
+    ([True, False], tensor.bool, (2,)),
+    (1.5, tensor.float32, ()),
+    (3, tensor.int64, ()),
+    (True, tensor.bool, ()),
+    ([], tensor.float32, (0,)),
+    ([[], []], tensor.float32, (2, 0)),
+    (np.array([1.0, 2.0]), tensor.float64, (2,)),
+    (np.array([1, 2], dtype=np.int32), tensor.int32, (2,)),
+    (np.array([1.0], dtype=np.float16), tensor.float16, (1,)),
+    (np.array([1, 2], dtype=np.uint8), tensor.uint8, (2,)),
+    (np.float64(1.5), tensor.float64, ()),
+    ([[1, 2], [3, 4]], tensor.int64, (2, 2)),
+]
+
+
+@pytest.mark.parametrize(("data", "dtype", "shape"), INFERENCE_CASES)
+def test_tensor_infers_dtype_like_torch(device, data, dtype, shape):
+    t = tensor.tensor(data, device=device)
+    assert t.dtype is dtype
+    assert t.shape == shape
+    assert t.device == tensor.device(device)
+
+
+@pytest.mark.parametrize(("data", "dtype", "shape"), INFERENCE_CASES)
+def test_tensor_dtype_inference_agrees_with_torch(torch, data, dtype, shape):
+    assert str(torch.tensor(data).dtype) == f"torch.{dtype.name}"
+
+
+def test_tensor_copies_its_input():
+    source = np.array([1.0, 2.0])
+    t = tensor.tensor(source)
+    source[0] = 100.0
+    assert t[0].item() == 1.0
+
+
+def test_tensor_from_tensor_copies_and_casts(device):
+    a = tensor.tensor([1.5, 2.5], device=device, requires_grad=True)
+    b = tensor.tensor(a, dtype=tensor.int32)
+    assert b.dtype is tensor.int32 and not b.requires_grad
+    assert_close(b, np.array([1, 2], np.int32))
+    c = tensor.tensor(a)
+    assert c.data_ptr() != a.data_ptr()
+
+
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    ([[1, 2], [3]], ValueError, "ragged"),
+    ("abc", TypeError, "Could not infer dtype of str"),
+    ([object()], TypeError, "Could not infer dtype"),
+])
+def test_tensor_rejects_bad_data(bad, error, message):
+    with pytest.raises(error, match=message):
+        tensor.tensor(bad)
+
+
+def test_explicit_dtype_and_requires_grad(device):
+    t = tensor.tensor([1, 2], dtype=tensor.float64, device=device, requires_grad=True)
+    assert t.dtype is tensor.float64 and t.requires_grad and t.is_leaf
+
+
+# ------------------------------------------------------------ filled tensors
+FILLED_CASES = [
+    ("zeros", lambda d: tensor.zeros(2, 3, device=d), np.zeros((2, 3), np.float32)),
+    ("zeros-tuple", lambda d: tensor.zeros((2, 3), device=d), np.zeros((2, 3), np.float32)),
+    ("ones-int", lambda d: tensor.ones(4, dtype=tensor.int64, device=d), np.ones(4, np.int64)),
+    ("ones-0d", lambda d: tensor.ones((), device=d), np.ones((), np.float32)),
+    ("zeros-empty", lambda d: tensor.zeros(0, 5, device=d), np.zeros((0, 5), np.float32)),
+    ("full-float", lambda d: tensor.full((2,), 1.5, device=d), np.full(2, 1.5, np.float32)),
+    ("full-int", lambda d: tensor.full((2,), 7, device=d), np.full(2, 7, np.int64)),
+    ("full-bool", lambda d: tensor.full((2,), True, device=d), np.full(2, True)),
+    ("full-dtype", lambda d: tensor.full((1, 2), 3, dtype=tensor.float64, device=d), np.full((1, 2), 3.0)),
+    ("eye", lambda d: tensor.eye(3, device=d), np.eye(3, dtype=np.float32)),
+    ("eye-rect", lambda d: tensor.eye(2, 3, dtype=tensor.int32, device=d), np.eye(2, 3, dtype=np.int32)),
+    ("linspace", lambda d: tensor.linspace(0, 1, 5, device=d), np.linspace(0, 1, 5, dtype=np.float32)),
+    ("linspace-1", lambda d: tensor.linspace(2, 3, 1, device=d), np.array([2.0], np.float32)),
+    ("linspace-0", lambda d: tensor.linspace(2, 3, 0, device=d), np.zeros(0, np.float32)),
+    ("arange-int", lambda d: tensor.arange(5, device=d), np.arange(5)),
+    ("arange-start", lambda d: tensor.arange(2, 6, device=d), np.arange(2, 6)),
+    ("arange-neg-step", lambda d: tensor.arange(5, 0, -2, device=d), np.array([5, 3, 1])),
+    ("arange-float", lambda d: tensor.arange(0.0, 1.0, 0.25, device=d), np.arange(0, 1, 0.25, dtype=np.float32)),
+    ("arange-float-neg", lambda d: tensor.arange(1.0, -1.0, -0.5, device=d),
+     np.array([1.0, 0.5, 0.0, -0.5], np.float32)),
+    ("arange-dtype", lambda d: tensor.arange(3, dtype=tensor.float64, device=d), np.arange(3.0)),
+    ("arange-empty", lambda d: tensor.arange(3, 3, device=d), np.arange(0)),
+]
+
+
+@pytest.mark.parametrize(("name", "make", "expected"), FILLED_CASES, ids=[c[0] for c in FILLED_CASES])
+def test_filled_creation(device, name, make, expected):
+    t = make(device)
+    assert t.device == tensor.device(device)
+    assert_close(t, expected)
+
+
+def test_arange_float_step_length_matches_torch(torch):
+    for args in [(0, 1, 0.1), (0.0, 2.0, 0.3), (-1.0, 1.0, 0.7), (1, 2.5, 0.5)]:
+        assert tensor.arange(*args).shape == tuple(torch.arange(*args).shape), args
+        assert_close(tensor.arange(*args), torch.arange(*args).numpy())
+
+
+def test_empty_has_shape_and_dtype(device):
+    t = tensor.empty(2, 3, dtype=tensor.int32, device=device)
+    assert t.shape == (2, 3) and t.dtype is tensor.int32
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((0, 5, 0), "arange\\(\\): step must be nonzero"),
+    ((0, 5, -1), "upper bound and larger bound inconsistent with step sign"),
+    ((5, 0, 1), "upper bound and larger bound inconsistent with step sign"),
+])
+def test_arange_bad_step_raises(args, message):
+    with pytest.raises(RuntimeError, match=message):
+        tensor.arange(*args)
+
+
+def test_negative_size_raises():
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        tensor.zeros(2, -1)
+
+
+def test_negative_linspace_steps_raises():
+    with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+        tensor.linspace(0, 1, -1)
+
+
+# ------------------------------------------------------------ *_like and new_*
+def test_like_functions_copy_shape_dtype_device(device):
+    base = tensor.ones(2, 3, dtype=tensor.float64, device=device)
+    for fn, fill in [(tensor.zeros_like, 0.0), (tensor.ones_like, 1.0)]:
+        out = fn(base)
+        assert_close(out, np.full((2, 3), fill))
+        assert out.device == base.device
+    assert_close(tensor.full_like(base, 4), np.full((2, 3), 4.0))
+    empty = tensor.empty_like(base)
+    assert empty.shape == (2, 3) and empty.dtype is tensor.float64
+    assert tensor.zeros_like(base, dtype=tensor.int32).dtype is tensor.int32
+    assert tensor.ones_like(base, requires_grad=True).requires_grad
+
+
+def test_like_functions_do_not_inherit_requires_grad(device):
+    base = tensor.ones(2, device=device, requires_grad=True)
+    assert not tensor.zeros_like(base).requires_grad
+
+
+def test_new_functions_use_self_dtype_and_device(device):
+    base = tensor.ones(1, dtype=tensor.float64, device=device)
+    assert_close(base.new_zeros(2, 3), np.zeros((2, 3)))
+    assert_close(base.new_ones((2,)), np.ones(2))
+    assert_close(base.new_full((2,), 7), np.full(2, 7.0))
+    assert_close(base.new_tensor([1, 2]), np.array([1.0, 2.0]))
+    assert base.new_empty(4).shape == (4,)
+    assert base.new_zeros(2, dtype=tensor.int64).dtype is tensor.int64
+    for t in (base.new_zeros(1), base.new_ones(1), base.new_tensor([1])):
+        assert t.device == base.device
+
+
+# ------------------------------------------------------------ default dtype
+def test_set_default_dtype_changes_float_creation():
+    assert tensor.get_default_dtype() is tensor.float32
+    try:
+        tensor.set_default_dtype(tensor.float64)
+        assert tensor.get_default_dtype() is tensor.float64
+        assert tensor.tensor([1.5]).dtype is tensor.float64
+        assert tensor.zeros(2).dtype is tensor.float64
+        assert tensor.arange(0.0, 1.0, 0.5).dtype is tensor.float64
+        assert tensor.rand(2).dtype is tensor.float64
+        assert tensor.tensor([1]).dtype is tensor.int64, "ints are unaffected"
+        assert (tensor.tensor([1]) / 2).dtype is tensor.float64
+    finally:
+        tensor.set_default_dtype(tensor.float32)
+    assert tensor.tensor([1.5]).dtype is tensor.float32
+
+
+def test_set_default_dtype_rejects_non_float():
+    with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+        tensor.set_default_dtype(tensor.int64)
+    assert tensor.get_default_dtype() is tensor.float32
+
+
+def test_as_tensor_shares_numpy_memory():
+    source = np.array([1.0, 2.0])
+    t = tensor.as_tensor(source)
+    source[0] = 5.0
+    assert t[0].item() == 5.0
+    assert tensor.as_tensor(source, dtype=tensor.float32).dtype is tensor.float32

@@ -1,0 +1,338 @@
+"""Binary elementwise arithmetic and the Python operators.
+
+Forward values, dtypes and shapes are checked against numpy on every device (function,
+method and operator forms; broadcasting, non-contiguous, empty and 0-d inputs), gradients
+with float64 ``gradcheck`` (``gradgradcheck`` for a subset), and a table against torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd
+import tensor
+from tests.helpers import assert_close, to_numpy
+
+RNG = np.random.default_rng(7)
+
+
+def _values(shape, domain):
+    """Random float64 values in a domain that keeps each op smooth and well defined."""
+    if domain == "positive":
+        return RNG.uniform(0.5, 2.0, shape)
+    if domain == "away0":  # |x| in [0.5, 2], either sign: safe divisors
+        return RNG.uniform(0.5, 2.0, shape) * RNG.choice([-1.0, 1.0], shape)
+    return RNG.uniform(-2.0, 2.0, shape)
+
+
+# (name, function, numpy reference, domain of a, domain of b)
+BINARY_CASES = [
+    ("add", tensor.add, np.add, "any", "any"),
+    ("sub", tensor.sub, np.subtract, "any", "any"),
+    ("mul", tensor.mul, np.multiply, "any", "any"),
+    ("div", tensor.div, np.divide, "any", "away0"),
+    ("pow", tensor.pow, np.power, "positive", "any"),
+    ("maximum", tensor.maximum, np.maximum, "any", "any"),
+    ("minimum", tensor.minimum, np.minimum, "any", "any"),
+    ("remainder", tensor.remainder, np.remainder, "any", "away0"),
+    ("floor_divide", tensor.floor_divide, np.floor_divide, "any", "away0"),
+]
+BINARY_IDS = [c[0] for c in BINARY_CASES]
+
+# (a shape, b shape): equal, broadcast both ways, 0-d on either side, empty.
+SHAPE_PAIRS = [
+    ((2, 3), (2, 3)),
+    ((2, 3), (3,)),
+    ((4, 1, 3), (2, 1)),
+    ((), (2, 3)),
+    ((2, 3), ()),
+    ((), ()),
+    ((0, 3), (3,)),
+    ((0, 3), (1, 3)),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+@pytest.mark.parametrize("shapes", SHAPE_PAIRS, ids=str)
+def test_binary_forward_matches_numpy(device, name, fn, ref, dom_a, dom_b, shapes):
+    a = _values(shapes[0], dom_a).astype(np.float32)
+    b = _values(shapes[1], dom_b).astype(np.float32)
+    ta, tb = tensor.tensor(a, device=device), tensor.tensor(b, device=device)
+    expected = ref(a, b)
+    assert_close(fn(ta, tb), expected)
+    assert_close(getattr(ta, name)(tb), expected)  # method form
+
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+def test_binary_non_contiguous_input(device, name, fn, ref, dom_a, dom_b):
+    a = _values((3, 2), dom_a)
+    b = _values((2, 3), dom_b)
+    ta = tensor.tensor(a, device=device).T
+    assert not ta.is_contiguous()
+    assert_close(fn(ta, tensor.tensor(b, device=device)), ref(a.T, b))
+
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+@pytest.mark.parametrize("scalar", [2, -1.5], ids=["int", "float"])
+def test_binary_with_python_scalar(device, name, fn, ref, dom_a, dom_b, scalar):
+    if name == "pow":
+        scalar = abs(scalar)
+    a = _values((2, 3), dom_a).astype(np.float32)
+    assert_close(fn(tensor.tensor(a, device=device), scalar), ref(a, np.float32(scalar)))
+
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2))], ids=str)
+def test_binary_gradcheck(device, name, fn, ref, dom_a, dom_b, shapes):
+    a = tensor.tensor(_values(shapes[0], dom_a), device=device, requires_grad=True)
+    b = tensor.tensor(_values(shapes[1], dom_b), device=device, requires_grad=True)
+    assert autograd.gradcheck(fn, (a, b))
+
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+def test_binary_gradcheck_non_contiguous(device, name, fn, ref, dom_a, dom_b):
+    a = tensor.tensor(_values((3, 2), dom_a), device=device, requires_grad=True)
+    b = tensor.tensor(_values((2, 3), dom_b), device=device, requires_grad=True)
+    assert autograd.gradcheck(lambda x, y: fn(x.T, y), (a, b))
+
+
+@pytest.mark.parametrize("name", ["mul", "div", "pow", "maximum", "sub"])
+def test_binary_gradgradcheck(device, name):
+    fn, _, dom_a, dom_b = next(c[1:] for c in BINARY_CASES if c[0] == name)
+    a = tensor.tensor(_values((2, 3), dom_a), device=device, requires_grad=True)
+    b = tensor.tensor(_values((3,), dom_b), device=device, requires_grad=True)
+    assert autograd.gradgradcheck(fn, (a, b))
+
+
+def test_add_sub_alpha(device):
+    a, b = _values((2, 3), "any"), _values((2, 3), "any")
+    ta, tb = tensor.tensor(a, device=device), tensor.tensor(b, device=device)
+    assert_close(tensor.add(ta, tb, alpha=2), a + 2 * b)
+    assert_close(ta.sub(tb, alpha=-3), a + 3 * b)
+
+
+# ---------------------------------------------------------------- division and rounding
+
+DIV_A = np.array([-7, -6, -1, 0, 1, 6, 7])
+DIV_B = np.array([2, -2, 3, -3, 4, 2, -4])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "float64"])
+@pytest.mark.parametrize("mode", [None, "floor", "trunc"])
+def test_div_rounding_modes(device, dtype, mode):
+    a, b = DIV_A.astype(dtype), DIV_B.astype(dtype)
+    out = tensor.div(tensor.tensor(a, device=device), tensor.tensor(b, device=device), rounding_mode=mode)
+    if mode is None:
+        expected_dtype = np.float32 if dtype.startswith("int") else dtype
+        expected = (a / b).astype(expected_dtype)
+    elif mode == "floor":
+        expected = np.floor_divide(a, b)
+    else:
+        expected = np.trunc(a / b).astype(dtype)
+    assert_close(out, expected)
+
+
+def test_div_trunc_is_exact_for_large_integers(device):
+    a = np.array([2**24 + 1, -(2**53) - 3, 2**62 + 5])
+    out = tensor.tensor(a, device=device).div(3, rounding_mode="trunc")
+    assert to_numpy(out).tolist() == [x // 3 if x >= 0 else -(-x // 3) for x in a.tolist()]
+    assert_close(tensor.div(tensor.tensor(a, device=device), 1, rounding_mode="trunc"), a)
+
+
+def test_div_rounding_mode_has_zero_gradient(device):
+    x = tensor.tensor([1.5, -2.5, 3.0], dtype=tensor.float64, device=device, requires_grad=True)
+    for mode in ("floor", "trunc"):
+        (g,) = autograd.grad(tensor.div(x, 2, rounding_mode=mode).sum(), x)
+        assert_close(g, np.zeros(3))
+
+
+def test_div_rounding_mode_bad_value_raises(device):
+    x = tensor.ones(3, device=device)
+    with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or 'floor' but found 'up'"):
+        tensor.div(x, 2, rounding_mode="up")
+
+
+def test_remainder_and_floor_divide_follow_the_divisor_sign(device):
+    a, b = tensor.tensor(DIV_A, device=device), tensor.tensor(DIV_B, device=device)
+    assert_close(a % b, np.remainder(DIV_A, DIV_B))
+    assert_close(a // b, np.floor_divide(DIV_A, DIV_B))
+    assert_close(tensor.remainder(a.double(), b.double()), np.remainder(DIV_A, DIV_B).astype(float))
+
+
+# ---------------------------------------------------------------- pow
+
+EXPONENTS = np.array([2.0, 0.5, -1.0])
+
+# (name, expression on our tensors, the same on numpy arrays)
+POW_CASES = [
+    ("tensor_exp", lambda x: x ** tensor.tensor(EXPONENTS, device=x.device), lambda x: x ** EXPONENTS),
+    ("square", lambda x: x ** 2, lambda x: x ** 2),
+    ("sqrt", lambda x: x ** 0.5, lambda x: x ** 0.5),
+    ("inverse", lambda x: x ** -1, lambda x: x ** -1.0),
+    ("zero", lambda x: x ** 0, lambda x: x ** 0),
+    ("scalar_base", lambda x: 2 ** x, lambda x: 2 ** x),
+    ("method", lambda x: x.pow(3), lambda x: x ** 3),
+    ("function", lambda x: tensor.pow(x, 1.5), lambda x: x ** 1.5),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", POW_CASES, ids=[c[0] for c in POW_CASES])
+def test_pow_forward_and_gradcheck(device, name, fn, ref):
+    x = np.array([0.5, 1.5, 2.0])
+    assert_close(fn(tensor.tensor(x, device=device)), ref(x))
+    assert autograd.gradcheck(fn, tensor.tensor(x, device=device, requires_grad=True))
+    assert autograd.gradgradcheck(fn, tensor.tensor(x, device=device, requires_grad=True))
+
+
+def test_pow_gradient_at_zero_base_matches_torch(device, torch):
+    x = tensor.tensor([0.0, 1.0, 2.0], dtype=tensor.float64, device=device, requires_grad=True)
+    e = tensor.tensor([0.0, 2.0, 0.0], dtype=tensor.float64, device=device, requires_grad=True)
+    tx = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    te = torch.tensor([0.0, 2.0, 0.0], dtype=torch.float64, requires_grad=True)
+    with np.errstate(all="ignore"):
+        for ours, theirs in [((x ** e), (tx ** te)), (x ** 0, tx ** 0), (0 ** e, 0 ** te)]:
+            ours_grads = autograd.grad(ours.sum(), [x, e], allow_unused=True, materialize_grads=True)
+            theirs_grads = torch.autograd.grad(theirs.sum(), [tx, te], allow_unused=True,
+                                               materialize_grads=True)
+            for g, tg in zip(ours_grads, theirs_grads):
+                assert_close(g, tg.numpy())
+
+
+def test_integer_pow_negative_exponent_raises(device):
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        tensor.tensor([1, 2], device=device) ** -1
+
+
+# ---------------------------------------------------------------- maximum / minimum ties
+
+def test_maximum_minimum_ties_share_the_gradient(device):
+    a = tensor.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    b = tensor.tensor([1.0, 0.0, 5.0], device=device, requires_grad=True)
+    ga, gb = autograd.grad(tensor.maximum(a, b).sum(), [a, b])
+    assert_close(ga, np.array([0.5, 1.0, 0.0], np.float32))
+    assert_close(gb, np.array([0.5, 0.0, 1.0], np.float32))
+    ga, gb = autograd.grad(tensor.minimum(a, b).sum(), [a, b])
+    assert_close(ga, np.array([0.5, 0.0, 1.0], np.float32))
+    assert_close(gb, np.array([0.5, 1.0, 0.0], np.float32))
+
+
+# ---------------------------------------------------------------- torch oracle
+
+TORCH_BINARY = [
+    ("add", lambda m, a, b: m.add(a, b, alpha=2)),
+    ("sub", lambda m, a, b: m.sub(a, b)),
+    ("mul", lambda m, a, b: a * b),
+    ("div", lambda m, a, b: a / b),
+    ("pow", lambda m, a, b: a.abs() ** b),
+    ("maximum_ties", lambda m, a, b: m.maximum(a, a.round())),
+    ("minimum", lambda m, a, b: m.minimum(a, b)),
+    ("remainder", lambda m, a, b: m.remainder(a, b)),
+    ("div_floor", lambda m, a, b: m.div(a, b, rounding_mode="floor") * a),
+    ("div_trunc", lambda m, a, b: m.div(a, b, rounding_mode="trunc") + a),
+    ("rsub", lambda m, a, b: 2 - a * b),
+    ("rdiv", lambda m, a, b: 2 / b),
+    ("rpow", lambda m, a, b: 2 ** a),
+]
+
+
+@pytest.mark.parametrize("name,fn", TORCH_BINARY, ids=[c[0] for c in TORCH_BINARY])
+def test_binary_values_and_grads_match_torch(device, torch, name, fn):
+    a = np.array([[0.5, -1.0, 2.0], [1.5, -2.5, 3.0]])
+    b = np.array([1.5, -0.75, 2.0])
+    ta = tensor.tensor(a, device=device, requires_grad=True)
+    tb = tensor.tensor(b, device=device, requires_grad=True)
+    pa = torch.tensor(a, requires_grad=True)
+    pb = torch.tensor(b, requires_grad=True)
+    ours, theirs = fn(tensor, ta, tb), fn(torch, pa, pb)
+    assert_close(ours, theirs.detach().numpy())
+    seed = RNG.standard_normal(theirs.shape)
+    ours_grads = autograd.grad(ours, [ta, tb], tensor.tensor(seed, device=device), allow_unused=True,
+                               materialize_grads=True)
+    theirs_grads = torch.autograd.grad(theirs, [pa, pb], torch.tensor(seed), allow_unused=True,
+                                       materialize_grads=True)
+    for g, tg in zip(ours_grads, theirs_grads):
+        assert_close(g, tg.numpy())
+
+
+# ---------------------------------------------------------------- Python operators
+
+# (name, expression): each works the same on numpy arrays, which are the reference.
+OPERATOR_CASES = [
+    ("add", lambda x: x + 2), ("radd", lambda x: 2 + x),
+    ("sub", lambda x: x - 2), ("rsub", lambda x: 2 - x),
+    ("mul", lambda x: x * 3), ("rmul", lambda x: 3 * x),
+    ("truediv", lambda x: x / 4), ("rtruediv", lambda x: 2 / x),
+    ("floordiv", lambda x: x // 2), ("rfloordiv", lambda x: 7 // x),
+    ("mod", lambda x: x % 2), ("rmod", lambda x: 7 % x),
+    ("pow", lambda x: x ** 2), ("rpow", lambda x: 2 ** x),
+    ("neg", lambda x: -x), ("pos", lambda x: +x), ("abs", lambda x: abs(x)),
+    ("float_rsub", lambda x: 2.5 - x), ("float_rtruediv", lambda x: 1.5 / x),
+    ("tensor_tensor", lambda x: x * x - x / (x + 10)),
+]
+OPERATOR_IDS = [c[0] for c in OPERATOR_CASES]
+
+
+@pytest.mark.parametrize("name,expr", OPERATOR_CASES, ids=OPERATOR_IDS)
+@pytest.mark.parametrize("shape", [(2, 3), (), (0,)], ids=str)
+def test_operators_on_float_tensors_match_numpy(device, name, expr, shape):
+    x = _values(shape, "away0").astype(np.float32)
+    assert_close(expr(tensor.tensor(x, device=device)), expr(x))
+
+
+@pytest.mark.parametrize("name,expr", OPERATOR_CASES, ids=OPERATOR_IDS)
+def test_operators_on_int_tensors_match_torch(device, torch, name, expr):
+    x = np.array([[1, 2, 3], [4, 5, 6]])
+    ours, theirs = expr(tensor.tensor(x, device=device)), expr(torch.tensor(x))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs.numpy())
+
+
+def test_bitwise_operators_reflected(device):
+    m = tensor.tensor([True, False, True], device=device)
+    assert to_numpy(True & m).tolist() == [True, False, True]
+    assert to_numpy(False | m).tolist() == [True, False, True]
+    assert to_numpy(True ^ m).tolist() == [False, True, False]
+
+
+def test_int_scalar_out_of_range_wraps_like_torch(device, torch):
+    x = np.array([1, 200], np.uint8)
+    for expr in (lambda t: t + (-1), lambda t: t * 300, lambda t: t - 2**40):
+        ours, theirs = expr(tensor.tensor(x, device=device)), expr(torch.tensor(x))
+        assert_close(ours, theirs.numpy())
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
+def test_shape_mismatch_names_both_sizes(device, name, fn, ref, dom_a, dom_b):
+    a, b = tensor.ones(2, 3, device=device), tensor.ones(2, 4, device=device)
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(4\) "
+                                           r"at non-singleton dimension 1"):
+        fn(a, b)
+
+
+def test_shape_mismatch_in_operator_and_comparison(device):
+    a, b = tensor.ones(5, 3, device=device), tensor.ones(2, 1, 4, device=device)
+    msg = r"size of tensor a \(3\) must match the size of tensor b \(4\) at non-singleton dimension 2"
+    with pytest.raises(RuntimeError, match=msg):
+        a + b
+    with pytest.raises(RuntimeError, match=msg):
+        a == b  # noqa: B015
+
+
+@pytest.mark.parametrize("expr,msg", [
+    (lambda m: m - m, "with two bool tensors is not supported"),
+    (lambda m: m - 1, "with a bool tensor is not supported"),
+    (lambda m: 1 - m, "with a bool tensor is not supported"),
+    (lambda m: m.float() - m, "with a bool tensor is not supported"),
+], ids=["bool-bool", "bool-int", "int-bool", "float-bool"])
+def test_bool_subtraction_raises_like_torch(device, expr, msg):
+    mask = tensor.tensor([True, False], device=device)
+    with pytest.raises(RuntimeError, match=msg):
+        expr(mask)
+
+
+def test_binary_op_rejects_non_numbers(device):
+    with pytest.raises(TypeError, match=r"add\(\): expected a Tensor or a Python number .* got str"):
+        tensor.ones(2, device=device) + "a"

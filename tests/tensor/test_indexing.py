@@ -1,0 +1,346 @@
+"""Indexing: ``t[index]`` (basic and advanced), ``t[index] = v``, and the gather/scatter family.
+
+Forward values are checked against numpy on every device, gradients with float64 ``gradcheck``
+(``gradgradcheck`` for a subset), and a table of index expressions against torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd
+import tensor
+from tests.helpers import assert_close
+
+RNG = np.random.default_rng(1)
+A34 = RNG.standard_normal((3, 4))
+A234 = RNG.standard_normal((2, 3, 4))
+MASK34 = A34 > 0
+
+# (name, array, index): every index is valid numpy and torch indexing with identical meaning.
+GETITEM_CASES = [
+    ("int", A34, 1),
+    ("neg_int", A34, -1),
+    ("int_int", A34, (2, -3)),
+    ("slice", A34, slice(1, None)),
+    ("slice_step", A34, (slice(None), slice(None, None, 2))),
+    ("slice_step_start", A234, (slice(None), slice(1, 3), slice(1, None, 2))),
+    ("slice_past_end", A34, slice(2, 10)),
+    ("empty_slice", A34, slice(2, 1)),
+    ("none", A34, (None, 1)),
+    ("none_middle", A34, (slice(None), None, slice(1, 3))),
+    ("ellipsis", A234, (Ellipsis, 1)),
+    ("ellipsis_none", A234, (0, Ellipsis, None)),
+    ("bool_mask", A34, MASK34),
+    ("bool_row_mask", A34, np.array([True, False, True])),
+    ("bool_mask_dim1", A34, (slice(None), np.array([True, False, False, True]))),
+    ("int_list", A34, [2, 0]),
+    ("int_list_repeat", A34, [1, 1, 0]),
+    ("int_array_neg", A34, np.array([-1, 0])),
+    ("int_array_2d", A34, np.array([[0, 2], [1, 1]])),
+    ("two_arrays", A34, (np.array([0, 2, 2]), np.array([3, 0, 0]))),
+    ("array_slice", A234, (np.array([1, 0]), slice(None), 2)),
+    ("slice_array", A234, (slice(None), np.array([2, 0, 2]))),
+    ("separated_arrays", A234, (np.array([0, 1]), slice(None), np.array([3, 2]))),
+    ("0d_array_ellipsis", A234, (Ellipsis, np.array(2))),
+]
+
+
+def _as_index(index, device):
+    """The index with numpy arrays turned into tensors (so the tensor-index path is exercised)."""
+    if isinstance(index, tuple):
+        return tuple(_as_index(i, device) for i in index)
+    if isinstance(index, np.ndarray):
+        return tensor.tensor(index, device=device)
+    return index
+
+
+@pytest.mark.parametrize("name,array,index", GETITEM_CASES, ids=[c[0] for c in GETITEM_CASES])
+def test_getitem_matches_numpy(device, name, array, index):
+    x = tensor.tensor(array, device=device)
+    assert_close(x[_as_index(index, device)], array[index])
+    assert_close(x.float()[_as_index(index, device)], array.astype(np.float32)[index])
+
+
+@pytest.mark.parametrize("name,array,index", GETITEM_CASES, ids=[c[0] for c in GETITEM_CASES])
+def test_getitem_gradcheck(name, array, index):
+    x = tensor.tensor(array, requires_grad=True)
+    assert autograd.gradcheck(lambda t: t[_as_index(index, "cpu")] * 2, (x,))
+
+
+@pytest.mark.parametrize("name", ["int_list_repeat", "two_arrays", "bool_mask", "slice_step"])
+def test_getitem_gradgradcheck(name):
+    _, array, index = next(c for c in GETITEM_CASES if c[0] == name)
+    x = tensor.tensor(array, requires_grad=True)
+    assert autograd.gradgradcheck(lambda t: t[_as_index(index, "cpu")] ** 2, (x,))
+
+
+def test_repeated_indices_accumulate_gradient(device):
+    x = tensor.zeros(4, dtype=tensor.float64, device=device, requires_grad=True)
+    x[tensor.tensor([0, 2, 0, 0], device=device)].sum().backward()
+    assert_close(x.grad, np.array([3.0, 0.0, 1.0, 0.0]))
+
+
+def test_getitem_of_non_contiguous_and_0d(device):
+    x = tensor.tensor(A34, device=device).T
+    assert_close(x[1:, [0, 2]], A34.T[1:, [0, 2]])
+    assert_close(x[..., ::2], A34.T[..., ::2])
+    s = tensor.tensor(5.0, device=device)
+    assert_close(s[None], np.array([5.0], dtype=np.float32))
+    assert_close(s[...], np.array(5.0, dtype=np.float32))
+
+
+def test_basic_index_is_view_and_advanced_is_copy(device):
+    x = tensor.zeros(3, 4, device=device)
+    x[1][::2].fill_(1.0)
+    x[[2]].fill_(5.0)
+    assert_close(x, np.array([[0] * 4, [1, 0, 1, 0], [0] * 4], dtype=np.float32))
+
+
+@pytest.mark.parametrize("index,pattern", [
+    (5, r"index 5 is out of bounds for dimension 0 with size 3"),
+    (-4, r"index -4 is out of bounds for dimension 0 with size 3"),
+    ((0, 4), r"index 4 is out of bounds for dimension 1 with size 4"),
+    ([0, 3], r"index 3 is out of bounds for dimension 0 with size 3"),
+])
+def test_getitem_out_of_range(device, index, pattern):
+    with pytest.raises(IndexError, match=pattern):
+        tensor.zeros(3, 4, device=device)[index]
+
+
+def test_getitem_bad_index_types(device):
+    x = tensor.zeros(3, device=device)
+    with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
+        x[tensor.tensor([0.0], device=device)]
+    with pytest.raises(TypeError, match="only integers, slices"):
+        x["a"]
+
+
+def test_negative_slice_step_is_rejected(device):
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        tensor.arange(4, device=device)[::-1]
+
+
+# (name, index, value): x = zeros(3, 4); x[index] = value, same as numpy.
+SETITEM_CASES = [
+    ("int_scalar", 1, 7.0),
+    ("slice_scalar", (slice(None), slice(1, None, 2)), -2.0),
+    ("row_broadcast", slice(0, 2), np.arange(4.0)),
+    ("col_broadcast", (slice(None), slice(0, 2)), np.array([[1.0], [2.0], [3.0]])),
+    ("mask_scalar", MASK34, 3.0),
+    ("mask_values", MASK34, np.arange(float(MASK34.sum()))),
+    ("int_array", np.array([2, 0]), np.array([[1.0, 2, 3, 4], [5, 6, 7, 8]])),
+    ("two_arrays", (np.array([0, 2]), np.array([3, 1])), np.array([9.0, 8.0])),
+    ("ellipsis_0d", (Ellipsis, 0), np.array(4.0)),
+    ("int_value_cast", 0, 2),
+]
+
+
+@pytest.mark.parametrize("name,index,value", SETITEM_CASES, ids=[c[0] for c in SETITEM_CASES])
+def test_setitem_matches_numpy(device, name, index, value):
+    x = tensor.zeros(3, 4, dtype=tensor.float64, device=device)
+    expected = np.zeros((3, 4))
+    expected[index] = value
+    version = x._version
+    value = tensor.tensor(value, device=device) if isinstance(value, np.ndarray) else value
+    x[_as_index(index, device)] = value
+    assert_close(x, expected)
+    assert x._version > version
+
+
+@pytest.mark.parametrize("name,index,value", SETITEM_CASES, ids=[c[0] for c in SETITEM_CASES])
+def test_setitem_gradcheck(name, index, value):
+    value = np.asarray(value, dtype=np.float64)
+
+    def fn(base, v):
+        out = base * 1.0
+        out[_as_index(index, "cpu")] = v
+        return out
+
+    base = tensor.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    v = tensor.tensor(value, requires_grad=True)
+    assert autograd.gradcheck(fn, (base, v))
+
+
+def test_setitem_non_contiguous_target(device):
+    x = tensor.zeros(4, 3, dtype=tensor.float64, device=device)
+    x.T[1] = tensor.tensor([1.0, 2.0, 3.0, 4.0], dtype=tensor.float64, device=device)
+    assert_close(x[:, 1], np.array([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_setitem_out_of_range(device):
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        tensor.zeros(3, device=device)[3] = 1.0
+
+
+def _np_gather(a, dim, index):
+    grids = list(np.ogrid[tuple(slice(0, s) for s in index.shape)])
+    grids[dim] = index
+    return a[tuple(grids)]
+
+
+GATHER_INDEX = np.array([[0, 2, 1], [3, 3, 0]])
+
+
+@pytest.mark.parametrize("dim,index", [
+    (1, GATHER_INDEX),                  # index smaller than the input along both dims
+    (0, np.array([[2, 0, 1, 1]])),
+    (-1, np.array([[1], [0], [3]])),
+    (1, np.zeros((3, 0), dtype=np.int64)),
+])
+def test_gather(device, dim, index):
+    x = tensor.tensor(A34, device=device)
+    idx = tensor.tensor(index, device=device)
+    assert_close(x.gather(dim, idx), _np_gather(A34, dim % 2, index))
+    assert_close(tensor.gather(x.T.contiguous().T, dim, idx), _np_gather(A34, dim % 2, index))
+    leaf = tensor.tensor(A34, requires_grad=True)
+    assert autograd.gradcheck(lambda t: t.gather(dim, tensor.tensor(index)), (leaf,))
+
+
+def test_gather_gradgradcheck():
+    leaf = tensor.tensor(A34, requires_grad=True)
+    assert autograd.gradgradcheck(lambda t: t.gather(1, tensor.tensor(GATHER_INDEX)) ** 2, (leaf,))
+
+
+def test_gather_errors(device):
+    x = tensor.zeros(3, 4, device=device)
+    with pytest.raises(RuntimeError, match="Expected dtype int64 for index"):
+        x.gather(1, tensor.zeros(3, 4, device=device))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        x.gather(1, tensor.tensor([0], device=device))
+    with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 with size 4"):
+        x.gather(1, tensor.tensor([[4]], device=device))
+
+
+SCATTER_INDEX = np.array([[1, 0, 2, 0], [2, 1, 0, 2]])
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add"])
+def test_scatter_matches_torch(torch, op):
+    # (torch's backward rejects a src larger than the index; our gradcheck below covers that case)
+    base, src = RNG.standard_normal((3, 4)), RNG.standard_normal((2, 4))
+    index = np.array([[1, 0, 2, 0], [0, 1, 2, 1]])  # distinct targets per column for scatter
+    ours = [tensor.tensor(base, requires_grad=True), tensor.tensor(src, requires_grad=True)]
+    theirs = [torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)]
+    out = getattr(ours[0] * 1, op)(0, tensor.tensor(index), ours[1])
+    ref = getattr(theirs[0] * 1, op)(0, torch.tensor(index), theirs[1])
+    assert_close(out, ref.detach().numpy())
+    weights = RNG.standard_normal((3, 4))
+    (out * tensor.tensor(weights)).sum().backward()
+    (ref * torch.tensor(weights)).sum().backward()
+    for a, b in zip(ours, theirs):
+        assert_close(a.grad, b.grad.numpy())
+
+
+def test_scatter_values(device):
+    x = tensor.zeros(3, 4, device=device)
+    idx = tensor.tensor(SCATTER_INDEX[:1], device=device)
+    src = tensor.arange(1.0, 9.0, device=device).reshape(2, 4)
+    assert_close(x.scatter(0, idx, src), np.array([[0, 2, 0, 4], [1, 0, 0, 0], [0, 0, 3, 0]], np.float32))
+    assert_close(x.scatter(1, tensor.tensor([[3], [0], [1]], device=device), 2.5),
+                 np.array([[0, 0, 0, 2.5], [2.5, 0, 0, 0], [0, 2.5, 0, 0]], np.float32))
+    added = x.scatter_add(0, tensor.tensor(SCATTER_INDEX, device=device), tensor.ones(2, 4, device=device))
+    expected = np.zeros((3, 4), np.float32)
+    np.add.at(expected, (SCATTER_INDEX, np.arange(4)[None]), 1.0)
+    assert_close(added, expected)
+    assert x.sum().item() == 0  # out of place
+
+
+def test_scatter_gradcheck():
+    # src (3, 5) is larger than the index (2, 4): only its leading corner is read
+    base, src = tensor.tensor(A34, requires_grad=True), tensor.tensor(RNG.standard_normal((3, 5)),
+                                                                      requires_grad=True)
+    idx = tensor.tensor(SCATTER_INDEX)
+    assert autograd.gradcheck(lambda b, s: b.scatter_add(0, idx, s), (base, src))
+    assert autograd.gradcheck(lambda b: b.scatter(0, idx[:1], 0.5), (base,))
+    assert autograd.gradgradcheck(lambda b, s: b.scatter_add(0, idx, s * s), (base, src))
+
+
+@pytest.mark.parametrize("dim,index", [(0, [2, 0, 2]), (1, [3]), (-1, [1, 0, 1, 3]), (1, [])])
+def test_index_select(device, dim, index):
+    x = tensor.tensor(A34, device=device)
+    idx = tensor.tensor(index, dtype=tensor.int64, device=device)
+    assert_close(x.index_select(dim, idx), np.take(A34, np.array(index, dtype=np.int64), axis=dim))
+    assert_close(tensor.index_select(x.T, dim - 1 if dim >= 0 else 0, idx),
+                 np.take(A34.T, np.array(index, dtype=np.int64), axis=dim - 1 if dim >= 0 else 0))
+    assert autograd.gradcheck(lambda t: t.index_select(dim, tensor.tensor(index, dtype=tensor.int64)),
+                              (tensor.tensor(A34, requires_grad=True),))
+
+
+def test_index_select_errors(device):
+    x = tensor.zeros(3, device=device)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x.index_select(0, tensor.tensor([3], device=device))
+    with pytest.raises(IndexError, match="Index is supposed to be a vector"):
+        x.index_select(0, tensor.tensor([[0]], device=device))
+
+
+def test_index_add(device):
+    x = tensor.tensor(A34, device=device)
+    src = tensor.tensor(A234[0][:, :2], device=device)  # (3, 2)
+    out = x.index_add(1, tensor.tensor([3, 3], device=device), src, alpha=2)
+    expected = A34.copy()
+    expected[:, 3] += 2 * (A234[0][:, 0] + A234[0][:, 1])
+    assert_close(out, expected)
+    base, s = tensor.tensor(A34, requires_grad=True), tensor.tensor(A234[0][:, :2], requires_grad=True)
+    assert autograd.gradcheck(lambda b, v: b.index_add(1, tensor.tensor([3, 0]), v), (base, s))
+
+
+@pytest.mark.parametrize("mask", [MASK34, MASK34[0], MASK34[:, :1], np.array(True)],
+                         ids=["full", "row_broadcast", "col_broadcast", "0d"])
+def test_masked_fill(device, mask):
+    x = tensor.tensor(A34, device=device)
+    out = x.masked_fill(tensor.tensor(mask, device=device), -1.5)
+    assert_close(out, np.where(mask, -1.5, A34))
+    ints = tensor.tensor(A34 * 10, dtype=tensor.int64, device=device)
+    assert ints.masked_fill(tensor.tensor(mask, device=device), 3).dtype is tensor.int64
+    assert autograd.gradcheck(lambda t: t.masked_fill(tensor.tensor(mask), 2.0),
+                              (tensor.tensor(A34, requires_grad=True),))
+
+
+def test_masked_fill_non_0d_value(device):
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        tensor.zeros(2, device=device).masked_fill(tensor.tensor([True, False], device=device),
+                                                   tensor.zeros(2, device=device))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put(device, accumulate):
+    x = tensor.tensor(A34, device=device)
+    rows, cols = np.array([0, 2, 0]), np.array([1, 3, 1])
+    vals = np.array([10.0, 20.0, 30.0])
+    out = x.index_put((tensor.tensor(rows, device=device), tensor.tensor(cols, device=device)),
+                      tensor.tensor(vals, device=device), accumulate=accumulate)
+    expected = A34.copy()
+    if accumulate:
+        np.add.at(expected, (rows, cols), vals)
+    else:
+        expected[rows[1:], cols[1:]] = vals[1:]
+    assert_close(out, expected)
+    base, v = tensor.tensor(A34, requires_grad=True), tensor.tensor(vals[:2], requires_grad=True)
+    idx = (tensor.tensor(rows[:2]), tensor.tensor(cols[:2]))
+    assert autograd.gradcheck(lambda b, w: b.index_put(idx, w, accumulate=accumulate), (base, v))
+
+
+# Index expressions compared with torch, forward and gradient (the lambda runs on either library).
+TORCH_CASES = [
+    ("mixed", lambda m, t: t[1:, m.tensor([0, 2, 2])]),
+    ("mask", lambda m, t: t[t > 0]),
+    ("repeat_rows", lambda m, t: t[[0, 0, 2]] * 2),
+    ("gather", lambda m, t: t.gather(1, m.tensor([[0, 0], [1, 3], [2, 2]]))),
+    ("index_select", lambda m, t: t.index_select(0, m.tensor([2, 2, 1]))),
+    ("masked_fill", lambda m, t: t.masked_fill(t < 0, 0.0)),
+    ("index_add", lambda m, t: t.index_add(0, m.tensor([1, 1]), t[:2] * 3)),
+    ("index_put", lambda m, t: t.index_put((m.tensor([0, 1]),), t[1:] * 2, accumulate=True)),
+]
+
+
+@pytest.mark.parametrize("name,fn", TORCH_CASES, ids=[c[0] for c in TORCH_CASES])
+def test_indexing_matches_torch(torch, name, fn):
+    ours, theirs = tensor.tensor(A34, requires_grad=True), torch.tensor(A34, requires_grad=True)
+    out, ref = fn(tensor, ours), fn(torch, theirs)
+    assert_close(out, ref.detach().numpy())
+    (out * out).sum().backward()
+    (ref * ref).sum().backward()
+    assert_close(ours.grad, theirs.grad.numpy())
