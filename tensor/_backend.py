@@ -147,6 +147,18 @@ def scatter_add(xp, target, index, values):
         cupyx.scatter_add(target, index, values)
 
 
+def as_strided(xp, array, shape, strides):
+    """A view of ``array`` with the given shape and byte strides (e.g. sliding windows).
+
+    Nothing is copied or checked: the caller keeps every view inside the array's memory.
+    """
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(array, shape, strides, writeable=False)
+    import cupy  # noqa: PLC0415 - only reached with the CuPy backend loaded
+
+    return cupy.lib.stride_tricks.as_strided(array, shape, strides)
+
+
 @functools.lru_cache(maxsize=1)
 def _load_cupy():
     try:

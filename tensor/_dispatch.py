@@ -8,8 +8,7 @@ only touched when an input requires grad.
 from __future__ import annotations
 
 from . import _autograd_hooks as hooks
-from . import _dtype
-from . import _tensor
+from . import _dtype, _tensor
 
 _grad_mode = hooks.grad_mode
 _api = hooks.api
@@ -47,7 +46,11 @@ def scalar_tensor(value, dtype, device):
     np_dtype = None if dtype is None else dtype.numpy
     if dtype is None and isinstance(value, float):
         np_dtype = _dtype.get_default_dtype().numpy
-    return make(device.backend.asarray(value, np_dtype, device.index), device)
+    try:
+        array = device.backend.asarray(value, np_dtype, device.index)
+    except OverflowError:  # an int out of range of an integer dtype wraps around, as in PyTorch
+        array = device.backend.asarray(value & 0xFFFFFFFFFFFFFFFF, "uint64", device.index).astype(np_dtype)
+    return make(array, device)
 
 
 def check_same_device(op_name, tensors):

@@ -26,7 +26,7 @@ import zlib
 
 import numpy as np
 
-from . import _creation, _dispatch, _dtype
+from . import _backend, _creation, _dispatch, _dtype
 from ._device import device as _device_cls
 
 __all__ = ["save", "load"]
@@ -224,6 +224,12 @@ class _Decoder:
         if callable(target):
             t = target(t, entry.get("device", "cpu"))
         elif target != "cpu":
+            if target.startswith("cuda") and not _backend.cuda_available():
+                raise RuntimeError(
+                    f"{self.name}: attempting to deserialize a tensor saved on {entry.get('device')} "
+                    "but CUDA is not available. On a CPU-only machine, load it with "
+                    "map_location='cpu'."
+                )
             t = t.to(target)
         if entry.get("requires_grad"):
             t.requires_grad_(True)

@@ -1,3 +1,130 @@
-"""Placeholder: filled in by the nn work."""
+"""Activation functions: relu, leaky_relu, gelu, silu, tanh, sigmoid, softmax, log_softmax, ..."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import warnings
+
+import tensor
+from tensor import Tensor
+from tensor.ops import special
+
+__all__ = [
+    "relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "tanh", "sigmoid", "softmax",
+    "log_softmax", "softplus", "elu", "hardtanh", "relu6", "mish", "logsigmoid", "softsign",
+]
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``max(x, 0)`` elementwise; ``inplace=True`` overwrites ``input``."""
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    """In-place ``relu``."""
+    return input.relu_()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    out = tensor.where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit ``x * Phi(x)`` (``approximate='tanh'`` for the tanh form).
+
+    Raises:
+        RuntimeError: for an unknown ``approximate``.
+    """
+    return special.gelu(input, approximate)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)`` (swish)."""
+    out = input * input.sigmoid()
+    return input.copy_(out) if inplace else out
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+    return input.tanh()
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid."""
+    return input.sigmoid()
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    scaled = input * beta
+    soft = (scaled.abs().neg().exp().log1p() + scaled.relu()) / beta
+    return tensor.where(scaled > threshold, input, soft)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """``log(sigmoid(x))``, computed stably."""
+    return -softplus(-input)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    out = tensor.where(input > 0, input, input.clamp(max=0).expm1() * alpha)
+    return input.copy_(out) if inplace else out
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """Clamp into ``[min_val, max_val]``."""
+    out = input.clamp(min_val, max_val)
+    return input.copy_(out) if inplace else out
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    out = input * softplus(input).tanh()
+    return input.copy_(out) if inplace else out
+
+
+def softsign(input: Tensor) -> Tensor:
+    """``x / (1 + |x|)``."""
+    return input / (input.abs() + 1)
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+        "as an argument.", stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim`` (one fused, numerically stable op).
+
+    Raises:
+        IndexError: if ``dim`` is out of range.
+    """
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+    return special.softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """``log(softmax(x))`` along ``dim``, computed as ``x - logsumexp(x)``.
+
+    Raises:
+        IndexError: if ``dim`` is out of range.
+    """
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return special.log_softmax(input, dim, dtype)

@@ -1,3 +1,61 @@
-"""Placeholder: filled in by the nn work."""
+"""Embedding lookups."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import tensor
+from tensor import Tensor
+from tensor.ops import special
+
+__all__ = ["embedding"]
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer tensor ``input`` (any shape).
+
+    The row ``padding_idx`` gets no gradient. With ``max_norm``, the referenced rows whose
+    ``norm_type``-norm exceeds it are renormalized in place first, as in PyTorch.
+
+    Raises:
+        RuntimeError: for a non-integer ``input`` or ``sparse=True``.
+        IndexError: naming an index out of range.
+        AssertionError: for a ``padding_idx`` out of range (PyTorch's behaviour).
+    """
+    if input._data.dtype.kind not in "iu":
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)"
+        )
+    if weight.ndim != 2:
+        raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+            padding_idx = num + padding_idx
+    if sparse:
+        raise RuntimeError("embedding(): sparse gradients are not supported; use sparse=False")
+    if input.numel():
+        low, high = int(input._data.min()), int(input._data.max())
+        if low < 0 or high >= num:
+            raise IndexError(f"index {high if high >= num else low} is out of range for embedding of size {num}")
+    if max_norm is not None:
+        _renorm_(weight, input, max_norm, norm_type)
+    return special.embedding(weight, input, padding_idx, scale_grad_by_freq)
+
+
+def _renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of ``weight`` referenced by ``input`` down to ``max_norm`` (in place)."""
+    xp = weight.device.backend.xp
+    rows = xp.unique(input._data.reshape(-1))
+    with tensor.no_grad():
+        data = weight._data
+        picked = data[rows]
+        norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        over = norms > max_norm
+        if over.any():
+            scale = max_norm / (norms[over] + 1e-7)
+            data[rows[over]] = picked[over] * scale[:, None].astype(data.dtype)
+            weight._version_box[0] += 1

@@ -1,3 +1,521 @@
-"""Placeholder: filled in by the nn work."""
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their single-step cells.
 
-__all__: list[str] = []
+Parameter names, shapes, gate order and initialisation follow PyTorch, so a
+PyTorch ``state_dict`` loads unchanged. Each layer and direction computes the
+input projection for every time step with one matrix product; only the
+recurrent part loops over time.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import tensor
+from autograd.function import Function
+from tensor import Tensor
+
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+class _Unbind(Function):
+    """Split along ``dim`` into views; the backward stacks the gradients in one copy
+    (slicing step by step would allocate a full-size gradient per step)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        return tuple(x.unbind(dim))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return tensor.stack(grads, ctx.dim), None
+
+
+def _unbind(x: Tensor, dim: int) -> tuple:
+    if x.shape[dim] == 1 or not x.requires_grad:
+        return tuple(x.unbind(dim))
+    return _Unbind.apply(x, dim)
+
+
+# ---------------------------------------------------------------- one time step
+# ``xg`` is the input projection (with its bias), ``hg`` the recurrent one.
+
+def _rnn_step(xg, hg, h, c, mode, hidden):
+    pre = xg + hg
+    return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
+
+
+def _lstm_step(xg, hg, h, c, mode, hidden):
+    gates = xg + hg
+    act = gates.sigmoid()  # i, f, o (g's share is unused)
+    i, f, o = act[:, :hidden], act[:, hidden:2 * hidden], act[:, 3 * hidden:]
+    g = gates[:, 2 * hidden:3 * hidden].tanh()
+    c = f * c + i * g
+    return o * c.tanh(), c
+
+
+def _gru_step(xg, hg, h, c, mode, hidden):
+    rz = (xg[:, :2 * hidden] + hg[:, :2 * hidden]).sigmoid()
+    r, z = rz[:, :hidden], rz[:, hidden:]
+    n = (xg[:, 2 * hidden:] + r * hg[:, 2 * hidden:]).tanh()
+    return n + z * (h - n), None
+
+
+_STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}
+
+
+def _check_args(input_size, hidden_size, bias):
+    if not isinstance(bias, bool):
+        raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+    if not isinstance(input_size, int) or isinstance(input_size, bool):
+        raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+    if input_size <= 0:
+        raise ValueError("input_size must be greater than zero")
+    if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+        raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+    if hidden_size <= 0:
+        raise ValueError("hidden_size must be greater than zero")
+
+
+def _new_param(shape, dtype, device) -> Parameter:
+    return Parameter(tensor.empty(*shape, dtype=dtype, device=device))
+
+
+def _reset_uniform(module: Module, hidden_size: int) -> None:
+    bound = 1.0 / math.sqrt(hidden_size)
+    with tensor.no_grad():
+        for weight in module.parameters():
+            weight.uniform_(-bound, bound)
+
+
+class RNNBase(Module):
+    """Shared machinery of ``RNN``, ``LSTM`` and ``GRU`` (``mode`` picks the cell).
+
+    Raises:
+        ValueError: for a dropout outside [0, 1], non-positive sizes, a bad ``proj_size``
+            or an unknown mode.
+        TypeError: for a non-bool ``bias``/``batch_first`` or non-int sizes.
+    """
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0, device=None, dtype=None) -> None:
+        super().__init__()
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+        if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of "
+                             "an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero "
+                          f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+                          f"num_layers={num_layers}", stacklevel=2)
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        _check_args(input_size, hidden_size, bias)
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        self.mode = mode
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = bidirectional, proj_size
+        directions = 2 if bidirectional else 1
+        gate_size = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else out_size * directions
+            for direction in range(directions):
+                shapes = [(gate_size, layer_input), (gate_size, out_size)]
+                names = ["weight_ih_l{}{}", "weight_hh_l{}{}"]
+                if bias:
+                    shapes += [(gate_size,), (gate_size,)]
+                    names += ["bias_ih_l{}{}", "bias_hh_l{}{}"]
+                if proj_size > 0:
+                    shapes.append((proj_size, hidden_size))
+                    names.append("weight_hr_l{}{}")
+                suffix = "_reverse" if direction == 1 else ""
+                names = [n.format(layer, suffix) for n in names]
+                for name, shape in zip(names, shapes):
+                    setattr(self, name, _new_param(shape, dtype, device))
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        _reset_uniform(self, self.hidden_size)
+
+    def flatten_parameters(self) -> None:
+        """No-op kept for PyTorch compatibility (there is no cuDNN weight buffer here)."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters, one list per layer and direction."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    # ------------------------------------------------------------ checks
+    def _check_input(self, input: Tensor) -> None:
+        weight = self.weight_ih_l0
+        if input.dtype is not weight.dtype:
+            raise ValueError(
+                f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
+                f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {input.shape[-1]}")
+
+    def _expected_hidden(self, batch: int, cell: bool = False) -> tuple:
+        size = self.hidden_size if cell or not self.proj_size else self.proj_size
+        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
+
+    @staticmethod
+    def _check_hidden(hx: Tensor, expected: tuple, msg: str = "Expected hidden size {}, got {}") -> None:
+        if tuple(hx.shape) != expected:
+            raise RuntimeError(msg.format(expected, list(hx.shape)))
+
+    def _prepare(self, input: Tensor, hx, name: str):
+        """Validate; return (batched input, batched hx or None, is_batched)."""
+        if input.ndim not in (2, 3):
+            tail = "tensor instead" if name == "RNN" else "instead"
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.ndim}D {tail}")
+        batched = input.ndim == 3
+        if not batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        if hx is not None:
+            dims = 3 if batched else 2
+            if isinstance(hx, tuple):
+                if hx[0].ndim != dims or hx[1].ndim != dims:
+                    kind = "batched 3-D" if batched else "unbatched 2-D"
+                    raise RuntimeError(f"For {kind} input, hx and cx should also be {dims}-D but got "
+                                       f"({hx[0].ndim}-D, {hx[1].ndim}-D) tensors")
+                if not batched:
+                    hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+            else:
+                if hx.ndim != dims:
+                    kind = "batched 3-D" if batched else "unbatched 2-D"
+                    raise RuntimeError(f"For {kind} input, hx should also be {dims}-D but got {hx.ndim}-D tensor")
+                if not batched:
+                    hx = hx.unsqueeze(1)
+        self._check_input(input)
+        return input, hx, batched
+
+    # ------------------------------------------------------------ computation
+    def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None):
+        """The stacked (bi)directional recurrence on batched input; returns (output, h_n, c_n)."""
+        from .. import functional as F
+
+        time_dim = 1 if self.batch_first else 0
+        steps = input.shape[time_dim]
+        directions = 2 if self.bidirectional else 1
+        hidden = self.hidden_size
+        step = _STEPS[self.mode]
+        fold_bias = self.mode != "GRU"  # b_hh sits inside r * (W_hn h + b_hn) for GRU
+        h_n, c_n = [], []
+        layer_input = input
+        for layer in range(self.num_layers):
+            outputs = []
+            flat = layer_input.reshape(-1, layer_input.shape[-1])
+            for direction in range(directions):
+                names = self._all_weights[layer * directions + direction]
+                params = [getattr(self, n) for n in names]
+                w_ih, w_hh = params[0], params[1]
+                b_ih = b_hh = None
+                if self.bias:
+                    b_ih, b_hh = params[2], params[3]
+                w_hr = params[-1] if self.proj_size else None
+                projected = flat @ w_ih.T
+                if b_ih is not None:
+                    projected = projected + (b_ih + b_hh if fold_bias else b_ih)
+                projected = projected.reshape(layer_input.shape[:2] + (projected.shape[-1],))
+                xs = _unbind(projected, time_dim) if steps else ()
+                index = layer * directions + direction
+                h = h0[index]
+                c = c0[index] if c0 is not None else None
+                w_hh_t = w_hh.T
+                w_hr_t = w_hr.T if w_hr is not None else None
+                out = [None] * steps
+                for t in (range(steps - 1, -1, -1) if direction else range(steps)):
+                    hg = h @ w_hh_t
+                    if b_hh is not None and not fold_bias:
+                        hg = hg + b_hh
+                    h, c = step(xs[t], hg, h, c, self.mode, hidden)
+                    if w_hr_t is not None:
+                        h = h @ w_hr_t
+                    out[t] = h
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+                if steps:
+                    outputs.append(tensor.stack(out, time_dim))
+                else:
+                    shape = list(layer_input.shape)
+                    shape[-1] = h.shape[-1]
+                    outputs.append(layer_input.new_zeros(shape))
+            layer_input = outputs[0] if directions == 1 else tensor.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, tensor.stack(h_n), (tensor.stack(c_n) if c_n else None)
+
+    def _zeros_hidden(self, input: Tensor, cell: bool = False) -> Tensor:
+        batch = input.shape[0 if self.batch_first else 1]
+        return tensor.zeros(*self._expected_hidden(batch, cell), dtype=input.dtype, device=input.device)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` with act tanh or relu.
+
+    ``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True, batch_first=False,
+    dropout=0.0, bidirectional=False)``; ``forward(input, hx=None) -> (output, h_n)``.
+
+    Raises:
+        ValueError: for an unknown nonlinearity, ``proj_size``, or the RNNBase argument errors;
+            in forward, for input that is not 2-D or 3-D or has the wrong dtype.
+        RuntimeError: in forward, for a wrong feature size or hidden shape.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.__dict__["nonlinearity"] = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.__dict__["nonlinearity"] = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__("RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None):
+        """Run the sequence; returns ``(output, h_n)``."""
+        batched_input, hx, batched = self._prepare(input, hx, "RNN")
+        batch = batched_input.shape[0 if self.batch_first else 1]
+        if hx is None:
+            hx = self._zeros_hidden(batched_input)
+        self._check_hidden(hx, self._expected_hidden(batch))
+        output, h_n, _ = self._run(batched_input, hx, None)
+        if not batched:
+            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
+        return output, h_n
+
+    def extra_repr(self) -> str:
+        s = super().extra_repr()
+        return s if self.nonlinearity == "tanh" else s + f", nonlinearity={self.nonlinearity}"
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (gate order i, f, g, o as in PyTorch), optionally with ``proj_size``.
+
+    ``forward(input, (h_0, c_0)=None) -> (output, (h_n, c_n))``.
+
+    Raises:
+        ValueError: for the RNNBase argument errors; in forward, for input that is not 2-D or 3-D.
+        RuntimeError: in forward, for a wrong feature size or hidden/cell shape.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__("LSTM", *args, **kwargs)
+
+    def forward(self, input: Tensor, hx: tuple | None = None):
+        """Run the sequence; returns ``(output, (h_n, c_n))``."""
+        batched_input, hx, batched = self._prepare(input, hx, "LSTM")
+        batch = batched_input.shape[0 if self.batch_first else 1]
+        if hx is None:
+            hx = (self._zeros_hidden(batched_input), self._zeros_hidden(batched_input, cell=True))
+        self._check_hidden(hx[0], self._expected_hidden(batch), "Expected hidden[0] size {}, got {}")
+        self._check_hidden(hx[1], self._expected_hidden(batch, cell=True), "Expected hidden[1] size {}, got {}")
+        output, h_n, c_n = self._run(batched_input, hx[0], hx[1])
+        if not batched:
+            output, h_n, c_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1), c_n.squeeze(1)
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (gate order r, z, n; ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``).
+
+    ``forward(input, hx=None) -> (output, h_n)``.
+
+    Raises:
+        ValueError: for ``proj_size`` or the RNNBase argument errors; in forward, for input that
+            is not 2-D or 3-D.
+        RuntimeError: in forward, for a wrong feature size or hidden shape.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None):
+        """Run the sequence; returns ``(output, h_n)``."""
+        batched_input, hx, batched = self._prepare(input, hx, "GRU")
+        batch = batched_input.shape[0 if self.batch_first else 1]
+        if hx is None:
+            hx = self._zeros_hidden(batched_input)
+        self._check_hidden(hx, self._expected_hidden(batch))
+        output, h_n, _ = self._run(batched_input, hx, None)
+        if not batched:
+            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
+        return output, h_n
+
+
+# ---------------------------------------------------------------- cells
+
+class RNNCellBase(Module):
+    """Shared parameters of the single-step cells: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``.
+
+    Raises:
+        TypeError / ValueError: for non-int or non-positive sizes, or a non-bool ``bias``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        _check_args(input_size, hidden_size, bias)
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        self.weight_ih = _new_param((num_chunks * hidden_size, input_size), dtype, device)
+        self.weight_hh = _new_param((num_chunks * hidden_size, hidden_size), dtype, device)
+        if bias:
+            self.bias_ih = _new_param((num_chunks * hidden_size,), dtype, device)
+            self.bias_hh = _new_param((num_chunks * hidden_size,), dtype, device)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+        _reset_uniform(self, self.hidden_size)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        nonlinearity = self.__dict__.get("nonlinearity", "tanh")
+        if nonlinearity != "tanh":
+            s += f", nonlinearity={nonlinearity}"
+        return s
+
+    def _step(self, name: str, input: Tensor, hx: tuple, mode: str, fold_bias: bool):
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        batched = input.ndim == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
+                               f"{self.input_size}")
+        hx = tuple(input.new_zeros((input.shape[0], self.hidden_size)) if h is None
+                   else (h if batched else h.unsqueeze(0)) for h in hx)
+        for h in hx:
+            if tuple(h.shape) != (input.shape[0], self.hidden_size):
+                raise RuntimeError(f"Expected hidden size {(input.shape[0], self.hidden_size)}, "
+                                   f"got {list(h.shape)}")
+        xg = input @ self.weight_ih.T
+        hg = hx[0] @ self.weight_hh.T
+        if self.bias:
+            if fold_bias:
+                xg = xg + (self.bias_ih + self.bias_hh)
+            else:
+                xg, hg = xg + self.bias_ih, hg + self.bias_hh
+        h, c = _STEPS[mode](xg, hg, hx[0], hx[1] if len(hx) > 1 else None, mode, self.hidden_size)
+        if not batched:
+            h = h.squeeze(0)
+            c = c.squeeze(0) if c is not None else None
+        return h, c
+
+
+def _check_hidden_dims(name: str, hx, label: str = "hidden") -> None:
+    if hx is not None and hx.ndim not in (1, 2):
+        raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {hx.ndim}D instead")
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``.
+
+    Raises:
+        ValueError: for an unknown nonlinearity; in forward, for input/hidden not 1-D or 2-D.
+        RuntimeError: in forward, for a wrong input or hidden size.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """The next hidden state."""
+        _check_hidden_dims("RNNCell", hx)
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        return self._step("RNNCell", input, (hx,), mode, True)[0]
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; ``forward(input, (h, c)=None) -> (h', c')``.
+
+    Raises:
+        ValueError: in forward, for input or hx parts not 1-D or 2-D.
+        RuntimeError: in forward, for a wrong input or hidden size.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:
+        """The next (hidden, cell) state."""
+        if hx is None:
+            hx = (None, None)
+        for i, h in enumerate(hx):
+            _check_hidden_dims("LSTMCell", h, f"hx[{i}]")
+        return self._step("LSTMCell", input, tuple(hx), "LSTM", True)
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step: ``forward(input, hx=None) -> h'``.
+
+    Raises:
+        ValueError: in forward, for input/hidden not 1-D or 2-D.
+        RuntimeError: in forward, for a wrong input or hidden size.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """The next hidden state."""
+        _check_hidden_dims("GRUCell", hx)
+        return self._step("GRUCell", input, (hx,), "GRU", False)[0]

@@ -63,7 +63,9 @@ def _(node, g):
 
 @defop("pow", saves=(0, 1), saves_output=True)
 def _pow(xp, a, b):
-    return xp.power(a, b)
+    out = xp.power(a, b)
+    # numpy widens bool ** bool to int8; PyTorch keeps bool.
+    return out.astype(bool) if a.dtype.kind == "b" and out.dtype.kind != "b" else out
 
 
 @_pow.derivative
@@ -187,7 +189,8 @@ def div(input, other, *, rounding_mode=None):
         return floor_divide(input, other)
     if rounding_mode == "trunc":
         return _dispatch.apply_binary(_trunc_divide, input, other)
-    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
 
 
 def pow(input, exponent):

@@ -14,6 +14,8 @@ def _shifted(input, dim, dtype):
     elif not input.dtype.is_floating_point:
         input = input.to(_dtype.get_default_dtype())
     d = wrap_dim(dim, input.ndim)
+    if input.numel() == 0:  # nothing to shift (and no max of an empty dim)
+        return input, d
     # Subtracting the (constant) max keeps exp() from overflowing; it cancels in the gradient.
     shift = amax(input, d, keepdim=True).detach()
     return input - shift.masked_fill(shift.isinf(), 0), d

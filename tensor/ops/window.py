@@ -1,3 +1,208 @@
-"""Placeholder: filled in by the nn work."""
+"""Sliding-window primitives over the trailing (spatial) dims: the building blocks of
+convolution and pooling.
 
-__all__: list[str] = []
+* ``unfold_windows`` (im2col) copies every window of a padded input into an array of
+  shape ``(N, C, *kernel, *out)``, through a strided view of the input (no Python
+  loop over pixels). Its derivative is ``fold_windows``.
+* ``fold_windows`` (col2im) scatter-adds such windows back into an ``(N, C, *spatial)``
+  array, one strided slice per kernel offset. Its derivative is ``unfold_windows``, so
+  double backward works through both.
+* ``max_pool_indices`` finds, per window, the flat index (within its ``(N, C)`` plane)
+  of the largest element, as PyTorch's ``return_indices`` reports it. ``take_flat`` reads
+  those elements (its derivative ``put_flat`` scatters the gradient back; the derivative
+  of ``put_flat`` is ``take_flat``).
+
+Geometry arguments are tuples with one entry per spatial dim; ``padding`` holds one
+``(before, after)`` pair per dim. The caller validates them (``nn.functional`` does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from .. import _backend, _dispatch
+from .._dtype import int64
+from .registry import defop
+
+__all__ = ["unfold_windows", "fold_windows", "max_pool_indices", "take_flat", "put_flat",
+           "window_output_shape"]
+
+
+def window_output_shape(spatial, kernel, dilation, padding, stride) -> tuple:
+    """The number of window positions along each spatial dim (may be <= 0 for a bad geometry)."""
+    return tuple((s + lo + hi - d * (k - 1) - 1) // t + 1
+                 for s, k, d, (lo, hi), t in zip(spatial, kernel, dilation, padding, stride))
+
+
+def _pad(xp, a, padding, value):
+    if not any(lo or hi for lo, hi in padding):
+        return a
+    nd = len(padding)
+    spatial = a.shape[a.ndim - nd:]
+    shape = a.shape[:a.ndim - nd] + tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
+    out = xp.full(shape, value, dtype=a.dtype)
+    out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))] = a
+    return out
+
+
+def _windows(xp, padded, kernel, dilation, stride, out_shape):
+    # A read-only view (N, C, *kernel, *out) of a padded array: element [.., k.., o..] is
+    # padded[.., o * stride + k * dilation, ..].
+    nd = len(kernel)
+    lead = padded.ndim - nd
+    spatial_strides = padded.strides[lead:]
+    shape = padded.shape[:lead] + tuple(kernel) + tuple(out_shape)
+    strides = (padded.strides[:lead] + tuple(s * d for s, d in zip(spatial_strides, dilation))
+               + tuple(s * t for s, t in zip(spatial_strides, stride)))
+    return _backend.as_strided(xp, padded, shape, strides)
+
+
+def _offsets(kernel):
+    return itertools.product(*(range(k) for k in kernel))
+
+
+@defop("unfold_windows")
+def _unfold(xp, a, kernel, dilation, padding, stride):
+    out_shape = window_output_shape(a.shape[a.ndim - len(kernel):], kernel, dilation, padding, stride)
+    view = _windows(xp, _pad(xp, a, padding, 0), kernel, dilation, stride, out_shape)
+    return xp.ascontiguousarray(view)
+
+
+@_unfold.derivative
+def _(node, g):
+    kernel, dilation, padding, stride = node.params
+    spatial = node.input_shapes[0][-len(kernel):]
+    return (fold_windows(g, spatial, kernel, dilation, padding, stride),)
+
+
+@defop("fold_windows")
+def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
+    nd = len(kernel)
+    lead = cols.shape[:cols.ndim - 2 * nd]
+    out_shape = cols.shape[cols.ndim - nd:]
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
+    out = xp.zeros(lead + padded, dtype=cols.dtype)
+    keep = (slice(None),) * len(lead)
+    for offsets in _offsets(kernel):
+        region = tuple(slice(o * d, o * d + t * (n - 1) + 1, t)
+                       for o, d, t, n in zip(offsets, dilation, stride, out_shape))
+        out[keep + region] += cols[keep + offsets]
+    if padded != tuple(spatial):
+        out = out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
+    return out
+
+
+@_fold.derivative
+def _(node, g):
+    _, kernel, dilation, padding, stride = node.params
+    return (unfold_windows(g, kernel, dilation, padding, stride),)
+
+
+def unfold_windows(input, kernel_size, dilation, padding, stride):
+    """Every window of ``input`` (zero-padded), as a tensor of shape ``(*lead, *kernel, *out)``.
+
+    ``input`` has shape ``(*lead, *spatial)`` with ``len(kernel_size)`` spatial dims; the
+    window at output position ``o`` holds ``padded[o * stride + k * dilation]`` for each
+    kernel offset ``k``.
+    """
+    params = (tuple(kernel_size), tuple(dilation), tuple(tuple(p) for p in padding), tuple(stride))
+    return _dispatch.apply_unary(_unfold, input, params)
+
+
+def fold_windows(cols, output_size, kernel_size, dilation, padding, stride):
+    """The adjoint of ``unfold_windows``: sum windows ``(*lead, *kernel, *out)`` back into an
+    array of shape ``(*lead, *output_size)`` (overlapping contributions add up)."""
+    params = (tuple(output_size), tuple(kernel_size), tuple(dilation),
+              tuple(tuple(p) for p in padding), tuple(stride))
+    return _dispatch.apply_unary(_fold, cols, params)
+
+
+@defop("max_pool_indices", differentiable=False)
+def _max_pool_indices(xp, a, kernel, dilation, padding, stride):
+    nd = len(kernel)
+    spatial = a.shape[a.ndim - nd:]
+    out_shape = window_output_shape(spatial, kernel, dilation, padding, stride)
+    low = -xp.inf if a.dtype.kind == "f" else xp.iinfo(a.dtype).min
+    view = _windows(xp, _pad(xp, a, padding, low), kernel, dilation, stride, out_shape)
+    # Scan the kernel offsets (not the pixels): keep the first maximum, and let NaN win,
+    # as PyTorch does.
+    plane_strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
+    offsets = list(_offsets(kernel))
+    best = view[(Ellipsis,) + offsets[0] + (slice(None),) * nd].copy()
+    where = xp.zeros(best.shape, dtype=xp.int64)
+    for offsets_k in offsets[1:]:
+        value = view[(Ellipsis,) + offsets_k + (slice(None),) * nd]
+        hit = value > best
+        hit |= value != value
+        xp.copyto(best, value, where=hit)
+        flat = sum(o * d * s for o, d, s in zip(offsets_k, dilation, plane_strides))
+        xp.copyto(where, flat, where=hit)
+    # Add each window's top-left corner (in unpadded coordinates).
+    for i, (n, t, (lo, _), s) in enumerate(zip(out_shape, stride, padding, plane_strides)):
+        corner = (xp.arange(n, dtype=xp.int64) * t - lo) * s
+        where += corner.reshape((n,) + (1,) * (nd - 1 - i))
+    return where
+
+
+def max_pool_indices(input, kernel_size, dilation, padding, stride):
+    """For each window of ``input`` padded with ``-inf``, the flat index of its maximum within
+    its ``(N, C)`` plane (the first one on ties; NaN counts as the maximum)."""
+    params = (tuple(kernel_size), tuple(dilation), tuple(tuple(p) for p in padding), tuple(stride))
+    out = _dispatch.apply_unary(_max_pool_indices, input, params)
+    return out if out.dtype is int64 else out.to(int64)
+
+
+def _global_index(xp, indices, spatial_numel):
+    # Flat indices within each (N, C) plane -> flat indices into the whole array.
+    planes = indices.shape[0] * indices.shape[1]
+    base = xp.arange(planes, dtype=xp.int64) * spatial_numel
+    return indices.reshape(planes, -1) + base[:, None]
+
+
+@defop("take_flat", saves=(1,))
+def _take_flat(xp, a, indices, unique):
+    index = _global_index(xp, indices, math.prod(a.shape[2:]))
+    return a.reshape(-1).take(index).reshape(indices.shape)
+
+
+@_take_flat.derivative
+def _(node, g):
+    (indices,) = node.saved
+    (unique,) = node.params
+    return put_flat(g, indices, node.input_shapes[0][2:], unique), None
+
+
+@defop("put_flat", saves=(1,))
+def _put_flat(xp, g, indices, spatial, unique):
+    spatial_numel = math.prod(spatial)
+    size = g.shape[0] * g.shape[1] * spatial_numel
+    index = _global_index(xp, indices, spatial_numel).reshape(-1)
+    values = g.reshape(-1)
+    if unique:
+        out = xp.zeros(size, dtype=g.dtype)
+        out[index] = values
+    else:
+        out = xp.bincount(index, weights=values, minlength=size).astype(g.dtype, copy=False)
+    return out.reshape(g.shape[:2] + tuple(spatial))
+
+
+@_put_flat.derivative
+def _(node, g):
+    (indices,) = node.saved
+    (_, unique) = node.params
+    return take_flat(g, indices, unique), None
+
+
+def take_flat(input, indices, unique: bool = False):
+    """``out[n, c, o] = input[n, c].flatten()[indices[n, c, o]]``: read elements by their flat
+    index within each ``(N, C)`` plane (``indices`` has the same two leading dims).
+    ``unique`` promises no index repeats within a plane (a faster backward)."""
+    return _dispatch.apply(_take_flat, (input, indices), (bool(unique),))
+
+
+def put_flat(values, indices, spatial_size, unique: bool = False):
+    """The adjoint of ``take_flat``: an ``(N, C, *spatial_size)`` array of zeros plus each value
+    added at its flat index within its plane. ``unique`` promises no index repeats within a
+    plane (a plain assignment instead of a scatter-add)."""
+    return _dispatch.apply(_put_flat, (values, indices), (tuple(spatial_size), bool(unique)))

@@ -83,7 +83,9 @@ def test_second_backward_without_retain_graph_raises(device):
 
 def test_backward_on_tensor_without_grad_raises(device):
     y = tensor.ones(3, device=device).sum()
-    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"):
+    with pytest.raises(
+        RuntimeError, match="element 0 of tensors does not require grad and does not have a grad_fn"
+    ):
         y.backward()
 
 
@@ -94,7 +96,9 @@ def test_gradient_of_wrong_shape_raises(device):
 
 
 def test_requires_grad_on_int_tensor_raises(device):
-    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
+    with pytest.raises(
+        RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"
+    ):
         tensor.tensor([1, 2], device=device).requires_grad_()
     with pytest.raises(RuntimeError, match="only Tensors of floating point"):
         tensor.zeros(2, dtype=tensor.int64, device=device, requires_grad=True)
@@ -181,7 +185,9 @@ def test_grad_materialize_grads_gives_zeros_for_unused(device):
 def test_grad_wrt_input_that_does_not_require_grad_raises(device):
     x = _leaf([1.0], device)
     c = tensor.tensor([1.0], device=device)
-    with pytest.raises(RuntimeError, match=r"One of the differentiated Tensors \(input 1\) does not require grad"):
+    with pytest.raises(
+        RuntimeError, match=r"One of the differentiated Tensors \(input 1\) does not require grad"
+    ):
         autograd.grad((x * c).sum(), [x, c])
 
 

@@ -45,7 +45,8 @@ SECOND_ORDER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "ours", "theirs"), SECOND_ORDER_CASES, ids=[c[0] for c in SECOND_ORDER_CASES])
+@pytest.mark.parametrize(("name", "ours", "theirs"), SECOND_ORDER_CASES,
+                         ids=[c[0] for c in SECOND_ORDER_CASES])
 def test_second_derivative_matches_torch(device, torch, name, ours, theirs):
     x = _x(device)
     (g,) = autograd.grad(ours(x).sum(), x, create_graph=True)

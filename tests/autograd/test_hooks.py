@@ -78,7 +78,9 @@ def test_removed_non_leaf_hook_is_not_called(device):
 
 
 def test_hook_on_tensor_without_grad_raises(device):
-    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+    with pytest.raises(
+        RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"
+    ):
         tensor.ones(2, device=device).register_hook(lambda g: g)
 
 
@@ -144,9 +146,13 @@ def test_post_accumulate_grad_hooks_fire_in_reverse_creation_order_for_a_chain(d
 
 def test_post_accumulate_grad_hook_errors(device):
     x = _leaf([1.0], device)
-    with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"):
+    with pytest.raises(
+        RuntimeError, match="post accumulate grad hooks cannot be registered on non-leaf tensors"
+    ):
         (x * 2).register_post_accumulate_grad_hook(lambda t: None)
-    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+    with pytest.raises(
+        RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"
+    ):
         tensor.ones(1, device=device).register_post_accumulate_grad_hook(lambda t: None)
 
 

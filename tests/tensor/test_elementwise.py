@@ -82,8 +82,11 @@ def test_binary_with_python_scalar(device, name, fn, ref, dom_a, dom_b, scalar):
     assert_close(fn(tensor.tensor(a, device=device), scalar), ref(a, np.float32(scalar)))
 
 
+GRAD_SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2))]
+
+
 @pytest.mark.parametrize("name,fn,ref,dom_a,dom_b", BINARY_CASES, ids=BINARY_IDS)
-@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2))], ids=str)
+@pytest.mark.parametrize("shapes", GRAD_SHAPE_PAIRS, ids=str)
 def test_binary_gradcheck(device, name, fn, ref, dom_a, dom_b, shapes):
     a = tensor.tensor(_values(shapes[0], dom_a), device=device, requires_grad=True)
     b = tensor.tensor(_values(shapes[1], dom_b), device=device, requires_grad=True)
@@ -149,7 +152,8 @@ def test_div_rounding_mode_has_zero_gradient(device):
 
 def test_div_rounding_mode_bad_value_raises(device):
     x = tensor.ones(3, device=device)
-    with pytest.raises(RuntimeError, match="rounding_mode to be one of None, 'trunc', or 'floor' but found 'up'"):
+    msg = "rounding_mode to be one of None, 'trunc', or 'floor' but found 'up'"
+    with pytest.raises(RuntimeError, match=msg):
         tensor.div(x, 2, rounding_mode="up")
 
 

@@ -74,7 +74,8 @@ def test_unary_non_contiguous_float64(device, name, ref, domain, grad, keeps_int
 @pytest.mark.parametrize("name,ref,domain,grad,keeps_int", UNARY_CASES, ids=UNARY_IDS)
 def test_unary_integer_input_dtype_matches_torch(device, torch, name, ref, domain, grad, keeps_int):
     x = np.array([[1, 2], [3, 4]])
-    ours, theirs = getattr(tensor, name)(tensor.tensor(x, device=device)), getattr(torch, name)(torch.tensor(x))
+    ours = getattr(tensor, name)(tensor.tensor(x, device=device))
+    theirs = getattr(torch, name)(torch.tensor(x))
     assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
     assert ours.dtype.name == ("int64" if keeps_int else "float32")
     assert_close(ours, theirs.numpy())
