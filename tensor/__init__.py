@@ -8,9 +8,8 @@
             [2., 2., 2.]])
 """
 
-from ._tensor import Tensor  # first: the modules below build on the class
-
-from . import cuda  # noqa: I001
+from ._tensor import Tensor  # noqa: I001 - first: the modules below build on the class
+from . import cuda
 from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
     linspace, ones, ones_like, tensor, zeros, zeros_like,
@@ -29,6 +28,7 @@ from ._random import (
 from .ops import *  # noqa: F403 - the functional forms of every op
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
 from .serialization import load, save
+from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 short, int, long = int16, int32, int64  # noqa: A001
@@ -46,34 +46,24 @@ def numel(input: Tensor) -> int:
 
 def is_grad_enabled() -> bool:
     """Whether ops are being recorded for autograd in this thread."""
-    from ._autograd_hooks import grad_mode
-
-    return grad_mode.enabled
+    return _grad_mode.enabled
 
 
 def no_grad():
     """``autograd.no_grad``, re-exported as ``torch.no_grad`` is."""
-    from ._autograd_hooks import api
-
-    return api.no_grad()
+    return _api.no_grad()
 
 
 def enable_grad():
     """``autograd.enable_grad``, re-exported."""
-    from ._autograd_hooks import api
-
-    return api.enable_grad()
+    return _api.enable_grad()
 
 
 def set_grad_enabled(mode: bool):
     """``autograd.set_grad_enabled``, re-exported."""
-    from ._autograd_hooks import api
-
-    return api.set_grad_enabled(mode)
+    return _api.set_grad_enabled(mode)
 
 
 def inference_mode(mode: bool = True):
     """``autograd.inference_mode``, re-exported."""
-    from ._autograd_hooks import api
-
-    return api.inference_mode(mode)
+    return _api.inference_mode(mode)

@@ -116,7 +116,7 @@ def from_numpy_dtype(np_dtype: np.dtype) -> dtype:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to, following PyTorch.
 
@@ -130,7 +130,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     return _FROM_NUMPY[np.promote_types(a.numpy, b.numpy)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _result_type_cached(a: dtype, a_dimless: bool, b: dtype, b_dimless: bool) -> dtype:
     # PyTorch: zero-dim tensors only decide the type when their category is higher
     # than that of every tensor with dimensions.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tensor
-from tensor import Tensor
+from tensor import Tensor, _dispatch
 from tensor.ops import special
 
 __all__ = ["linear", "bilinear", "one_hot"]
@@ -70,10 +70,4 @@ def one_hot(tensor_: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError("Class values must be smaller than num_classes.")
     xp = tensor_.device.backend.xp
     out = (data[..., None] == xp.arange(num_classes)).astype(xp.int64)
-    return tensor.from_dlpack(out) if False else _wrap(out, tensor_)
-
-
-def _wrap(array, like: Tensor) -> Tensor:
-    from tensor import _dispatch
-
-    return _dispatch.make(array, like._device)
+    return _dispatch.make(out, tensor_._device)

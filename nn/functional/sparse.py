@@ -40,7 +40,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if input.numel():
         low, high = int(input._data.min()), int(input._data.max())
         if low < 0 or high >= num:
-            raise IndexError(f"index {high if high >= num else low} is out of range for embedding of size {num}")
+            bad = high if high >= num else low
+            raise IndexError(f"index out of range in self: index {bad} for an embedding of {num} rows")
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
     return special.embedding(weight, input, padding_idx, scale_grad_by_freq)

@@ -25,7 +25,8 @@ _HEX = re.compile(r"^[0-9a-f]{4,64}$")
 def _parse_repo_info(github: str) -> tuple[str, str, str | None]:
     """Split ``"owner/repo[:ref]"`` into (owner, repo, ref or None)."""
     if not isinstance(github, str):
-        raise TypeError(f"the GitHub repository must be a string 'owner/repo[:ref]', got {type(github).__name__}")
+        raise TypeError("the GitHub repository must be a string 'owner/repo[:ref]', "
+                        f"got {type(github).__name__}")
     repo_info, sep, ref = github.partition(":")
     parts = repo_info.split("/")
     if (len(parts) != 2 or (sep and not ref)
@@ -50,7 +51,8 @@ def _git(args: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], env=env, stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=GIT_TIMEOUT_SECONDS)
     except FileNotFoundError:
-        raise RuntimeError("nn.hub fetches repositories with git, and no git executable was found on PATH") from None
+        raise RuntimeError("nn.hub fetches repositories with git, and no git executable "
+                           "was found on PATH") from None
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"`git {' '.join(args)}` timed out after {GIT_TIMEOUT_SECONDS:g} s") from None
 
@@ -118,8 +120,9 @@ def _fetch(repo: str, url: str, ref: str, what: str, repo_dir: str, verbose: boo
         for args in steps:
             proc = _git(args)
             if proc.returncode:
+                command = args[2] if args[0] == "-C" else args[0]
                 raise RuntimeError(f"Cannot fetch '{ref}' of the hub repository {repo} from {url}: "
-                                   f"git {args[2] if args[0] == '-C' else args[0]} failed: {_tail(proc.stderr)}")
+                                   f"git {command} failed: {_tail(proc.stderr)}")
         if os.path.exists(repo_dir):
             shutil.rmtree(repo_dir)
         try:
@@ -192,7 +195,8 @@ def _get_cache_or_reload(github: str, force_reload: bool, trust_repo, calling_fn
     if ref is None or not skip_validation:
         listing = _ls_remote(url)
         if isinstance(listing, str):
-            cached = _cached_default_branch(hub_dir, owner, name) if ref is None and not force_reload else None
+            offline = ref is None and not force_reload
+            cached = _cached_default_branch(hub_dir, owner, name) if offline else None
             if cached is None:
                 raise RuntimeError(f"Cannot fetch the hub repository {repo} from {url}: "
                                    f"git ls-remote failed: {listing}")
@@ -218,5 +222,5 @@ def _get_cache_or_reload(github: str, force_reload: bool, trust_repo, calling_fn
 
 
 def _cached_default_branch(hub_dir: str, owner: str, name: str) -> str | None:
-    return next((b for b in ("main", "master") if os.path.isdir(os.path.join(hub_dir, f"{owner}_{name}_{b}"))),
-                None)
+    found = (b for b in ("main", "master") if os.path.isdir(os.path.join(hub_dir, f"{owner}_{name}_{b}")))
+    return next(found, None)

@@ -1,6 +1,5 @@
 """Layers, one family per module, all re-exported by ``nn``."""
 
-from .module import IncompatibleKeys, Module  # noqa: F401
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
@@ -9,6 +8,7 @@ from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .module import IncompatibleKeys, Module  # noqa: F401
 from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403

@@ -45,27 +45,90 @@ def _unbind(x: Tensor, dim: int) -> tuple:
 
 
 # ---------------------------------------------------------------- one time step
-# ``xg`` is the input projection (with its bias), ``hg`` the recurrent one.
+# ``xg`` is the input projection (with its bias), ``hg`` the recurrent one. The LSTM and GRU
+# pointwise parts are fused into one autograd node each: their backward is written with
+# Tensor ops and, when a graph of the backward is being recorded (double backward), it
+# recomputes the activations from the inputs so that the graph reaches them.
 
-def _rnn_step(xg, hg, h, c, mode, hidden):
+def _sigmoid_grad(s):
+    return s * (1 - s)
+
+
+def _sigmoid(x):
+    # 0.5 * (1 + tanh(x / 2)): stable, and several times faster than the exp form.
+    return (x * 0.5).tanh() * 0.5 + 0.5
+
+
+class _LSTMCellFn(Function):
+    @staticmethod
+    def forward(ctx, xg, hg, c_prev):
+        ctx.save_for_backward(xg, hg, c_prev)
+        acts = _lstm_acts(xg + hg)
+        i, f, g, o = acts
+        c = f * c_prev + i * g
+        tc = c.tanh()
+        ctx.acts = acts + (tc,)
+        return o * tc, c
+
+    @staticmethod
+    def backward(ctx, dh, dc):
+        xg, hg, c_prev = ctx.saved_tensors
+        if tensor.is_grad_enabled():  # double backward: rebuild the activations from the inputs
+            i, f, g, o = _lstm_acts(xg + hg)
+            tc = (f * c_prev + i * g).tanh()
+        else:
+            i, f, g, o, tc = ctx.acts
+        dc = dc + dh * o * (1 - tc * tc)
+        dgates = tensor.cat([dc * g * _sigmoid_grad(i), dc * c_prev * _sigmoid_grad(f),
+                             dc * i * (1 - g * g), dh * tc * _sigmoid_grad(o)], 1)
+        return dgates, dgates, dc * f
+
+
+def _lstm_acts(gates):
+    hidden = gates.shape[1] // 4
+    act = _sigmoid(gates)  # g's share is replaced by a tanh below
+    return (act[:, :hidden], act[:, hidden:2 * hidden], gates[:, 2 * hidden:3 * hidden].tanh(),
+            act[:, 3 * hidden:])
+
+
+class _GRUCellFn(Function):
+    @staticmethod
+    def forward(ctx, xg, hg, h):
+        ctx.save_for_backward(xg, hg, h)
+        ctx.acts = acts = _gru_acts(xg, hg)
+        r, z, n = acts
+        return n + z * (h - n)
+
+    @staticmethod
+    def backward(ctx, dout):
+        xg, hg, h = ctx.saved_tensors
+        r, z, n = _gru_acts(xg, hg) if tensor.is_grad_enabled() else ctx.acts
+        hidden = h.shape[1]
+        hn = hg[:, 2 * hidden:]
+        dn = dout * (1 - z) * (1 - n * n)
+        dr = dn * hn * _sigmoid_grad(r)
+        dz = dout * (h - n) * _sigmoid_grad(z)
+        return tensor.cat([dr, dz, dn], 1), tensor.cat([dr, dz, dn * r], 1), dout * z
+
+
+def _gru_acts(xg, hg):
+    hidden = hg.shape[1] // 3
+    rz = _sigmoid(xg[:, :2 * hidden] + hg[:, :2 * hidden])
+    r = rz[:, :hidden]
+    return r, rz[:, hidden:], (xg[:, 2 * hidden:] + r * hg[:, 2 * hidden:]).tanh()
+
+
+def _rnn_step(xg, hg, h, c, mode):
     pre = xg + hg
     return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
 
 
-def _lstm_step(xg, hg, h, c, mode, hidden):
-    gates = xg + hg
-    act = gates.sigmoid()  # i, f, o (g's share is unused)
-    i, f, o = act[:, :hidden], act[:, hidden:2 * hidden], act[:, 3 * hidden:]
-    g = gates[:, 2 * hidden:3 * hidden].tanh()
-    c = f * c + i * g
-    return o * c.tanh(), c
+def _lstm_step(xg, hg, h, c, mode):
+    return _LSTMCellFn.apply(xg, hg, c)
 
 
-def _gru_step(xg, hg, h, c, mode, hidden):
-    rz = (xg[:, :2 * hidden] + hg[:, :2 * hidden]).sigmoid()
-    r, z = rz[:, :hidden], rz[:, hidden:]
-    n = (xg[:, 2 * hidden:] + r * hg[:, 2 * hidden:]).tanh()
-    return n + z * (h - n), None
+def _gru_step(xg, hg, h, c, mode):
+    return _GRUCellFn.apply(xg, hg, h), None
 
 
 _STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}
@@ -224,7 +287,6 @@ class RNNBase(Module):
         time_dim = 1 if self.batch_first else 0
         steps = input.shape[time_dim]
         directions = 2 if self.bidirectional else 1
-        hidden = self.hidden_size
         step = _STEPS[self.mode]
         fold_bias = self.mode != "GRU"  # b_hh sits inside r * (W_hn h + b_hn) for GRU
         h_n, c_n = [], []
@@ -255,7 +317,7 @@ class RNNBase(Module):
                     hg = h @ w_hh_t
                     if b_hh is not None and not fold_bias:
                         hg = hg + b_hh
-                    h, c = step(xs[t], hg, h, c, self.mode, hidden)
+                    h, c = step(xs[t], hg, h, c, self.mode)
                     if w_hr_t is not None:
                         h = h @ w_hr_t
                     out[t] = h
@@ -450,7 +512,7 @@ class RNNCellBase(Module):
                 xg = xg + (self.bias_ih + self.bias_hh)
             else:
                 xg, hg = xg + self.bias_ih, hg + self.bias_hh
-        h, c = _STEPS[mode](xg, hg, hx[0], hx[1] if len(hx) > 1 else None, mode, self.hidden_size)
+        h, c = _STEPS[mode](xg, hg, hx[0], hx[1] if len(hx) > 1 else None, mode)
         if not batched:
             h = h.squeeze(0)
             c = c.squeeze(0) if c is not None else None

@@ -26,7 +26,7 @@ An op is defined once, as in PyTorch's ``derivatives.yaml`` beside its kernels::
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["OpDef", "defop", "OPS"]
 

@@ -96,7 +96,11 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
 @_fold.derivative
 def _(node, g):
     _, kernel, dilation, padding, stride = node.params
-    return (unfold_windows(g, kernel, dilation, padding, stride),)
+    out = unfold_windows(g, kernel, dilation, padding, stride)
+    shape = node.input_shapes[0]
+    if out.shape != tuple(shape):  # windows that fit but were never filled (no input reached them)
+        out = out[(Ellipsis,) + tuple(slice(0, n) for n in shape[len(shape) - len(kernel):])]
+    return (out,)
 
 
 def unfold_windows(input, kernel_size, dilation, padding, stride):

@@ -1,0 +1,122 @@
+"""``Adam`` and ``AdamW``: adaptive moment estimation, with L2 or decoupled weight decay."""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any, Callable
+
+import tensor
+
+from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, lerp_, new_step
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam, step for step as ``torch.optim.Adam`` (with ``amsgrad``, ``maximize`` and
+    ``decoupled_weight_decay``, which makes it AdamW).
+
+    State per parameter: ``step`` (a float32 scalar tensor), ``exp_avg``, ``exp_avg_sq`` and,
+    with ``amsgrad``, ``max_exp_avg_sq``.
+
+    Raises:
+        ValueError: "Invalid learning rate/epsilon value/beta parameter at index i/weight_decay
+            value: ..." for out-of-range options.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not all(isinstance(b, Real) for b in betas):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            beta1, beta2 = (float(b) for b in group["betas"])
+            eps = float(group["eps"])
+            weight_decay = float(group["weight_decay"])
+            amsgrad, maximize = group["amsgrad"], group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = new_step()
+                    state["exp_avg"] = tensor.zeros_like(p)
+                    state["exp_avg_sq"] = tensor.zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = tensor.zeros_like(p)
+                step = increment_step(state["step"])
+                xp = p._device.backend.xp
+                data = p._data
+                if weight_decay != 0 and decoupled:
+                    xp.multiply(data, 1 - lr * weight_decay, out=data)
+                    g, _ = effective_grad(xp, data, grad._data, 0, maximize)
+                else:
+                    g, _ = effective_grad(xp, data, grad._data, weight_decay, maximize)
+                exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                scratch = xp.empty_like(data)
+                lerp_(xp, exp_avg, g, 1 - beta1, scratch)
+                xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
+                xp.multiply(g, 1 - beta2, out=scratch)
+                xp.multiply(scratch, g, out=scratch)
+                xp.add(exp_avg_sq, scratch, out=exp_avg_sq)
+
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2 ** 0.5
+                second = exp_avg_sq
+                if amsgrad:
+                    second = state["max_exp_avg_sq"]._data
+                    xp.maximum(second, exp_avg_sq, out=second)
+                denom = scratch
+                xp.sqrt(second, out=denom)
+                xp.divide(denom, bias_correction2_sqrt, out=denom)
+                xp.add(denom, eps, out=denom)
+                update = xp.empty_like(data)
+                xp.multiply(exp_avg, -step_size, out=update)
+                xp.divide(update, denom, out=update)
+                xp.add(data, update, out=data)
+                p._version_box[0] += 1
+        return loss
+
+
+class AdamW(Adam):
+    """AdamW: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the
+    Adam update), step for step as ``torch.optim.AdamW``. Default ``weight_decay`` is 0.01.
+
+    Raises:
+        ValueError: as ``Adam`` for out-of-range options.
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True
