@@ -1,13 +1,12 @@
 """The backward pass: walk the graph from the outputs and apply each node's derivative.
 
-Nodes run in decreasing creation order once all their consumers are done, as in
-PyTorch, so gradients become ready in (roughly) reverse order of the forward
-pass. Leaves accumulate into ``.grad``; ``autograd.grad`` captures instead.
+Nodes run in decreasing creation order, which puts every node after all of its
+consumers, as in PyTorch, so gradients become ready in (roughly) reverse order
+of the forward pass. A leaf accumulates into ``.grad`` as soon as the last edge
+into it has run; ``autograd.grad`` captures instead.
 """
 
 from __future__ import annotations
-
-import heapq
 
 import tensor
 from tensor import _dispatch
@@ -44,22 +43,29 @@ def _make_root_grads(outputs, grad_outputs):
     return roots
 
 
-def _count_dependencies(root_nodes):
-    deps: dict = {}
-    stack = list(root_nodes)
-    seen = set(stack)
+def _collect(root_nodes):
+    """Every node reachable from the roots, in execution order, and the number of
+    edges that lead to each leaf (so a leaf is finished as soon as its last one ran)."""
+    nodes = set(root_nodes)
+    leaf_edges: dict = {}
+    stack = list(nodes)
     while stack:
         for edge in stack.pop().next_edges:
             if edge is not None:
                 target = edge[0]
                 if type(target) is Node:
-                    if target in seen:
-                        deps[target] = deps.get(target, 0) + 1
-                    else:
-                        deps[target] = 1
-                        seen.add(target)
+                    if target not in nodes:
+                        nodes.add(target)
                         stack.append(target)
-    return deps
+                else:
+                    leaf_edges[target] = leaf_edges.get(target, 0) + 1
+    # A node is always created after its inputs' nodes, so decreasing creation order
+    # runs every node after all of its consumers, as PyTorch's engine does.
+    return sorted(nodes, key=_creation_order, reverse=True), leaf_edges
+
+
+def _creation_order(node):
+    return node.seq
 
 
 def _accumulate(buffers, key, nr, n_outputs, g):
@@ -132,28 +138,69 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
         else:
             _accumulate(buffers, out._grad_fn, out._output_nr, out._grad_fn.n_outputs, g)
             root_nodes.append(out._grad_fn)
-    deps = _count_dependencies(root_nodes)
-    ready = [(-n.seq, id(n), n) for n in set(root_nodes) if deps.get(n, 0) == 0]
-    heapq.heapify(ready)
+    order, leaf_edges = _collect(root_nodes)
+    finish = _LeafFinisher(leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph)
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
     try:
-        while ready:
-            node = heapq.heappop(ready)[2]
-            grads = buffers.pop(node)
-            _run_node(node, grads, buffers, leaf_grads, deps, ready, capture)
+        for node in order:
+            grads = buffers.pop(node, None)
+            if grads is None:
+                finish.skip(node)  # no gradient reached this node
+                continue
+            _run_node(node, grads, buffers, finish, capture)
             if not retain_graph:
                 node.release()
-        for leaf, g in leaf_grads.items():
-            if capture is not None and id(leaf) in capture:
-                capture[id(leaf)][0] = g if capture[id(leaf)][0] is None else capture[id(leaf)][0] + g
-            if accumulate_leaves:
-                _accumulate_into_leaf(leaf, g, create_graph)
+        finish.remaining()
     finally:
         grad_mode.enabled = previous_mode
 
 
-def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
+class _LeafFinisher:
+    """Accumulates a leaf's gradient into ``.grad`` as soon as the last edge into it has run,
+    so post-accumulate-grad hooks fire during backward (data-parallel overlap relies on it)."""
+
+    def __init__(self, leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph) -> None:
+        self.grads = leaf_grads
+        self.pending = leaf_edges
+        self.capture = capture
+        self.accumulate_leaves = accumulate_leaves
+        self.create_graph = create_graph
+
+    def add(self, leaf, g) -> None:
+        """One edge into ``leaf`` ran, carrying ``g`` (possibly None)."""
+        if g is not None:
+            previous = self.grads.get(leaf)
+            self.grads[leaf] = g if previous is None else _sum(previous, g)
+        left = self.pending[leaf] - 1
+        self.pending[leaf] = left
+        if left == 0:
+            self._finish(leaf)
+
+    def skip(self, node) -> None:
+        """``node`` got no gradient: its edges into leaves carry none either."""
+        for edge in node.next_edges:
+            if edge is not None and type(edge[0]) is not Node:
+                self.add(edge[0], None)
+
+    def remaining(self) -> None:
+        """Finish leaves that were roots themselves."""
+        for leaf in list(self.grads):
+            self._finish(leaf)
+
+    def _finish(self, leaf) -> None:
+        g = self.grads.pop(leaf, None)
+        if g is None:
+            return
+        capture = self.capture
+        if capture is not None and id(leaf) in capture:
+            slot = capture[id(leaf)]
+            slot[0] = g if slot[0] is None else slot[0] + g
+        if self.accumulate_leaves:
+            _accumulate_into_leaf(leaf, g, self.create_graph)
+
+
+def _run_node(node, grads, buffers, finish, capture):
     if node.pre_hooks:
         for nr, hooks in node.pre_hooks.items():
             if hooks and grads[nr] is not None:
@@ -194,31 +241,12 @@ def _run_node(node, grads, buffers, leaf_grads, deps, ready, capture):
                 if slot is None:
                     slot = buffers[target] = [None] * target.n_outputs
                 slot[nr] = g if slot[nr] is None else _sum(slot[nr], g)
-            deps[target] -= 1
-            if deps[target] == 0:
-                if target in buffers:
-                    heapq.heappush(ready, (-target.seq, id(target), target))
-                else:
-                    _skip(target, deps, ready, buffers)
-        elif g is not None:
-            data = target._data
-            if g._data.shape != data.shape or g._data.dtype != data.dtype:
-                g = _fit(g, (data.shape, data.dtype))
-            previous = leaf_grads.get(target)
-            leaf_grads[target] = g if previous is None else _sum(previous, g)
-
-
-def _skip(node, deps, ready, buffers):
-    # No gradient reached this node: its inputs get none from it either.
-    for edge in node.next_edges:
-        if edge is not None and type(edge[0]) is Node:
-            target = edge[0]
-            deps[target] -= 1
-            if deps[target] == 0:
-                if target in buffers:
-                    heapq.heappush(ready, (-target.seq, id(target), target))
-                else:
-                    _skip(target, deps, ready, buffers)
+        else:
+            if g is not None:
+                data = target._data
+                if g._data.shape != data.shape or g._data.dtype != data.dtype:
+                    g = _fit(g, (data.shape, data.dtype))
+            finish.add(target, g)
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None) -> None:

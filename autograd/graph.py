@@ -38,7 +38,6 @@ class Node:
         # This runs for every recorded op, so it is written for speed.
         self.op = op
         self.params = params
-        self.seq = next(_sequence)
         self.n_outputs = n_outputs
         self.pre_hooks = self.retained = self._out = self.ctx = None
         self.freed = False
@@ -52,6 +51,9 @@ class Node:
             else:
                 edges.append(None)
         self.next_edges = edges
+        # Numbered after refresh_view() above may have made nodes for the inputs: a node
+        # must come after every node it points to (the engine runs them in this order).
+        self.seq = next(_sequence)
         saves = op.saves
         if saves is None:
             saves = range(len(inputs))

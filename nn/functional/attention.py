@@ -1,3 +1,295 @@
-"""Placeholder: filled in by the nn work."""
+"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import math
+
+import tensor
+from tensor import Tensor
+
+from .dropout import dropout
+from .linear import linear
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+def _causal_allowed(target_len: int, source_len: int, device) -> Tensor:
+    """``(L, S)`` bool, True on and below the diagonal (top-left aligned, as in PyTorch)."""
+    rows = tensor.arange(target_len, device=device).unsqueeze(1)
+    return rows >= tensor.arange(source_len, device=device)
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    """Softmax over the last dim; rows that are entirely ``-inf`` give zeros, not NaN."""
+    dead = (scores == float("-inf")).all(-1, keepdim=True)
+    return scores.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
+
+
+def _check_mask_dtype(attn_mask: Tensor, query: Tensor) -> None:
+    if attn_mask.dtype is not tensor.bool and not attn_mask.is_floating_point():
+        raise RuntimeError(
+            f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead."
+        )
+
+
+def _repeat_heads(t: Tensor, repeats: int) -> Tensor:
+    """``t.repeat_interleave(repeats, dim=-3)`` via a broadcast view and one reshape."""
+    shape = t.shape
+    expanded = t.unsqueeze(-3).expand(*shape[:-2], repeats, *shape[-2:])
+    return expanded.reshape(*shape[:-3], shape[-3] * repeats, *shape[-2:])
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims, batch dims broadcast.
+
+    ``query`` is ``(..., L, E)``, ``key`` ``(..., S, E)``, ``value`` ``(..., S, Ev)``; the result is
+    ``(..., L, Ev)``. A bool ``attn_mask`` marks the positions that may be attended (True = keep); a
+    float one is added to the scores. ``is_causal`` keeps only ``j <= i`` (combined with any mask).
+    ``scale`` defaults to ``1 / sqrt(E)``. Rows with no position left give zeros. Dropout with
+    probability ``dropout_p`` is applied to the attention weights.
+
+    Raises:
+        RuntimeError: if the embedding sizes of query and key, or the lengths of key and value,
+            differ; for a mask that is neither bool nor floating; or, with ``enable_gqa``, if the
+            query heads are not a multiple of the key/value heads.
+        ValueError: if ``dropout_p`` is not in [0, 1].
+    """
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: expected query, key and value to be at least 2-D, got "
+            f"{query.ndim}-D, {key.ndim}-D and {value.ndim}-D")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: query and key must have the same embedding size, got "
+            f"query {list(query.shape)} and key {list(key.shape)}")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(
+            f"scaled_dot_product_attention: key and value must have the same sequence length, got "
+            f"key {list(key.shape)} and value {list(value.shape)}")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if heads % kv_heads or value.shape[-3] != kv_heads:
+            raise RuntimeError(
+                f"scaled_dot_product_attention: with enable_gqa, the number of query heads ({heads}) must "
+                f"be a multiple of the key/value heads ({kv_heads}, {value.shape[-3]})")
+        key, value = _repeat_heads(key, heads // kv_heads), _repeat_heads(value, heads // kv_heads)
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    scores = (query * scale) @ key.mT
+    allowed = None
+    if is_causal:
+        allowed = _causal_allowed(query.shape[-2], key.shape[-2], query.device)
+    if attn_mask is not None:
+        _check_mask_dtype(attn_mask, query)
+        if attn_mask.dtype is tensor.bool:
+            allowed = attn_mask if allowed is None else allowed & attn_mask
+        else:
+            scores = scores + attn_mask.to(scores.dtype)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = _safe_softmax(scores) if attn_mask is not None or is_causal else scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return weights @ value
+
+
+def _additive_mask(mask: Tensor | None, name: str, dtype) -> Tensor | None:
+    """A bool mask (True = not allowed) becomes 0 / -inf in ``dtype``; a float mask is kept."""
+    if mask is None:
+        return None
+    if mask.dtype is tensor.bool:
+        return tensor.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask.to(dtype)
+
+
+def _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
+    """PyTorch's ``_mha_shape_check``: returns whether the input is batched."""
+    if query.ndim == 3:
+        if key.ndim != 3 or value.ndim != 3:
+            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
+                                 f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 2:
+            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D "
+                                 f"but found {key_padding_mask.ndim}-D tensor instead")
+        if attn_mask is not None and attn_mask.ndim not in (2, 3):
+            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
+                                 f"but found {attn_mask.ndim}-D tensor instead")
+        return True
+    if query.ndim == 2:
+        if key.ndim != 2 or value.ndim != 2:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
+                                 f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != 1:
+            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or "
+                                 f"1-D but found {key_padding_mask.ndim}-D tensor instead")
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or "
+                                     f"3-D but found {attn_mask.ndim}-D tensor instead")
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {tuple(attn_mask.shape)}")
+        return False
+    raise AssertionError(
+        f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query tensor")
+
+
+def multi_head_attention_forward(
+    query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+    in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
+    add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+    training: bool = True, key_padding_mask: Tensor | None = None, need_weights: bool = True,
+    attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False, q_proj_weight: Tensor | None = None,
+    k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+    static_v: Tensor | None = None, average_attn_weights: bool = True, is_causal: bool = False,
+    *, batch_first: bool = False,
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention as ``torch.nn.functional.multi_head_attention_forward``.
+
+    Inputs are ``(L, N, E)`` (``(N, L, E)`` with the keyword ``batch_first=True``, an extension) or
+    unbatched ``(L, E)``. Bool masks mark positions that may NOT be attended (True = masked);
+    float masks are added to the scores. Returns ``(output, weights)``: weights are averaged over
+    heads, ``(N, L, S)``, unless ``average_attn_weights=False`` (``(N, H, L, S)``), and None
+    unless ``need_weights``.
+
+    Raises:
+        AssertionError: for inconsistent ranks or sizes (PyTorch's error type here), e.g. "was
+            expecting embedding dimension of 8, but got 6".
+        RuntimeError: for an ``attn_mask`` of the wrong shape, or ``is_causal`` without ``attn_mask``.
+    """
+    batched = _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k / static_v are not supported")
+    seq_dim, batch_dim = (1, 0) if batch_first and batched else (0, 1)
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape[seq_dim], query.shape[batch_dim], query.shape[2]
+    src_len = key.shape[seq_dim]
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
+                           "method `generate_square_subsequent_mask` to create this mask.")
+    use_causal = is_causal and key_padding_mask is None and not need_weights
+    key_padding_mask = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
+    attn_mask = None if use_causal else _additive_mask(attn_mask, "attn_mask", query.dtype)
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+    elif key.shape != value.shape:
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+
+    # ---- projections
+    if not use_separate_proj_weight:
+        if query is key and key is value:
+            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+        else:
+            w_q, w_kv = in_proj_weight.split([embed_dim, 2 * embed_dim])
+            b_q = b_kv = None
+            if in_proj_bias is not None:
+                b_q, b_kv = in_proj_bias.split([embed_dim, 2 * embed_dim])
+            q = linear(query, w_q, b_q)
+            if key is value:
+                k, v = linear(key, w_kv, b_kv).chunk(2, -1)
+            else:
+                w_k, w_v = w_kv.chunk(2)
+                b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
+                k, v = linear(key, w_k, b_k), linear(value, w_v, b_v)
+    else:
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight, b_v)
+
+    # ---- masks, as one additive (N or 1, H or 1, L, S) tensor
+    mask = None
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(tgt_len, src_len)}.")
+            mask = attn_mask.reshape(1, 1, tgt_len, src_len)
+        else:
+            expected = (bsz * num_heads, tgt_len, src_len)
+            if tuple(attn_mask.shape) != expected:
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{expected}.")
+            mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+    if bias_k is not None or bias_v is not None:
+        if bias_k is None or bias_v is None:
+            raise AssertionError("bias_k is set but bias_v is None" if bias_v is None
+                                 else "bias_v is set but bias_k is None")
+        k = tensor.cat([k, bias_k.reshape(1, 1, embed_dim).expand(*_seq_shape(1, bsz, embed_dim, seq_dim))], seq_dim)
+        v = tensor.cat([v, bias_v.reshape(1, 1, embed_dim).expand(*_seq_shape(1, bsz, embed_dim, seq_dim))], seq_dim)
+        mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
+    # (L, N, E) or (N, L, E) -> (N, H, L, head_dim)
+    q = _split_heads(q, bsz, num_heads, head_dim, seq_dim)
+    k = _split_heads(k, bsz, num_heads, head_dim, seq_dim)
+    v = _split_heads(v, bsz, num_heads, head_dim, seq_dim)
+    if add_zero_attn:
+        zeros = tensor.zeros(bsz, num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
+        k, v = tensor.cat([k, zeros], 2), tensor.cat([v, zeros], 2)
+        mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
+    src_len = k.shape[2]
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        mask = padding if mask is None else mask + padding
+    if not training:
+        dropout_p = 0.0
+
+    # ---- attention
+    if need_weights:
+        scores = (q * (1.0 / math.sqrt(head_dim))) @ k.mT
+        if mask is not None:
+            scores = scores + mask
+        weights = scores.softmax(-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p, True)
+        out = weights @ v
+        if average_attn_weights:
+            weights = weights.mean(1)
+    else:
+        out = scaled_dot_product_attention(q, k, v, mask, dropout_p, use_causal)
+        weights = None
+    # (N, H, L, head_dim) -> (L, N, E) or (N, L, E)
+    out = out.permute(2, 0, 1, 3) if seq_dim == 0 else out.permute(0, 2, 1, 3)
+    out = linear(out.reshape(out.shape[0], out.shape[1], embed_dim), out_proj_weight, out_proj_bias)
+    if not batched:
+        out = out.squeeze(1)
+        weights = weights.squeeze(0) if weights is not None else None
+    return out, weights
+
+
+def _seq_shape(length, bsz, embed_dim, seq_dim):
+    return (length, bsz, embed_dim) if seq_dim == 0 else (bsz, length, embed_dim)
+
+
+def _split_heads(t: Tensor, bsz: int, num_heads: int, head_dim: int, seq_dim: int) -> Tensor:
+    length = t.shape[seq_dim]
+    if seq_dim == 0:
+        return t.reshape(length, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
+    return t.reshape(bsz, length, num_heads, head_dim).permute(0, 2, 1, 3)
+
+
+def _pad_last(mask: Tensor | None) -> Tensor | None:
+    """Append one zero column (an always-allowed extra key) to an additive mask."""
+    if mask is None:
+        return None
+    return tensor.cat([mask, mask.new_zeros((*mask.shape[:-1], 1))], -1)
