@@ -118,6 +118,10 @@ def save(obj, f) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file 0600; give it the permissions open() would (0666 minus umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()

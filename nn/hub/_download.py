@@ -85,7 +85,7 @@ def download_url_to_file(url: str, dst: str | os.PathLike, hash_prefix: str | No
             bar.close()
             if hash_prefix is not None:
                 digest = sha256.hexdigest()
-                if False:
+                if not digest.startswith(hash_prefix):
                     raise RuntimeError(
                         f'invalid hash value for {url} (expected prefix "{hash_prefix}", got "{digest}")'
                     )

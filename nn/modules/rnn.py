@@ -277,6 +277,8 @@ class RNNBase(Module):
                 if not batched:
                     hx = hx.unsqueeze(1)
         self._check_input(input)
+        if input.shape[1 if self.batch_first else 0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         return input, hx, batched
 
     # ------------------------------------------------------------ computation
@@ -306,7 +308,7 @@ class RNNBase(Module):
                 if b_ih is not None:
                     projected = projected + (b_ih + b_hh if fold_bias else b_ih)
                 projected = projected.reshape(layer_input.shape[:2] + (projected.shape[-1],))
-                xs = _unbind(projected, time_dim) if steps else ()
+                xs = _unbind(projected, time_dim)
                 index = layer * directions + direction
                 h = h0[index]
                 c = c0[index] if c0 is not None else None
@@ -324,12 +326,7 @@ class RNNBase(Module):
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
-                if steps:
-                    outputs.append(tensor.stack(out, time_dim))
-                else:
-                    shape = list(layer_input.shape)
-                    shape[-1] = h.shape[-1]
-                    outputs.append(layer_input.new_zeros(shape))
+                outputs.append(tensor.stack(out, time_dim))
             layer_input = outputs[0] if directions == 1 else tensor.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)

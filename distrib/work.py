@@ -1,0 +1,148 @@
+"""``Work``, the handle of an asynchronous operation, and its ``Future``.
+
+An async collective returns a ``Work`` at once; the operation runs on the process
+group's worker thread (see ``process_group.Executor``), so communication overlaps
+with the caller's computation. ``wait(timeout)`` blocks, re-raising the op's error.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+from .errors import DistBackendError
+
+__all__ = ["Work", "Future"]
+
+
+def _seconds(timeout) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+class Future:
+    """A value that becomes available later, like ``torch.futures.Future``."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._value = None
+        self._error: BaseException | None = None
+        self._callbacks: list = []
+        self._lock = threading.Lock()
+
+    def done(self) -> bool:
+        """True once a value or an error is set."""
+        return self._event.is_set()
+
+    def set_result(self, value) -> None:
+        """Complete the future with ``value`` and run the callbacks."""
+        self._finish(value, None)
+
+    def set_exception(self, error: BaseException) -> None:
+        """Complete the future with an error; ``wait``/``value`` re-raise it."""
+        self._finish(None, error)
+
+    def _finish(self, value, error) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._value, self._error = value, error
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
+
+    def wait(self, timeout=None):
+        """Block until done and return the value (raises the op's error)."""
+        seconds = _seconds(timeout)
+        if not self._event.wait(seconds):
+            raise DistBackendError(f"timed out after {seconds} s waiting for a Future")
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def value(self):
+        """The value of a completed future (raises the op's error)."""
+        return self.wait()
+
+    def add_done_callback(self, callback) -> None:
+        """Call ``callback(self)`` when done (at once if already done)."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
+    def then(self, callback) -> Future:
+        """A new Future holding ``callback(self)``, run when this one completes."""
+        result = Future()
+
+        def run(fut):
+            try:
+                result.set_result(callback(fut))
+            except BaseException as exc:  # noqa: BLE001 - forwarded to the chained future
+                result.set_exception(exc)
+
+        self.add_done_callback(run)
+        return result
+
+
+class Work:
+    """The handle of an async operation: ``wait``, ``is_completed``, ``exception``, ``get_future``."""
+
+    def __init__(self, name: str = "op", seq: int = -1, result=None) -> None:
+        self.name, self.seq = name, seq
+        self._future = Future()
+        self._result = result  # what the future yields: the output tensors
+
+    def _complete(self, error: BaseException | None = None) -> None:
+        if error is None:
+            self._future.set_result(self._result)
+        else:
+            self._future.set_exception(error)
+
+    def is_completed(self) -> bool:
+        """True once the op finished, successfully or not."""
+        return self._future.done()
+
+    def is_success(self) -> bool:
+        """True once the op finished without error."""
+        return self._future.done() and self._future._error is None
+
+    def exception(self) -> BaseException | None:
+        """The op's error, or None (also None while still running)."""
+        return self._future._error if self._future.done() else None
+
+    def wait(self, timeout=None) -> bool:
+        """Block until the op finished; raises its error, or DistBackendError after ``timeout``."""
+        seconds = _seconds(timeout)
+        if not self._future._event.wait(seconds):
+            raise DistBackendError(
+                f"Work.wait timed out after {seconds} s: {self.name} (seq {self.seq}) is still running"
+            )
+        if self._future._error is not None:
+            raise self._future._error
+        return True
+
+    def result(self):
+        """The output tensors of a completed op."""
+        self.wait()
+        return self._result
+
+    def get_future(self) -> Future:
+        """A Future completed with the op's output tensors."""
+        return self._future
+
+    def __repr__(self) -> str:
+        state = "completed" if self.is_completed() else "pending"
+        return f"Work({self.name}, seq={self.seq}, {state})"
+
+
+def completed_work(name: str = "op", result=None) -> Work:
+    """A Work that is already done (ops that finish synchronously but were asked for async)."""
+    work = Work(name, result=result)
+    work._complete()
+    return work

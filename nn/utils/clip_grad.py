@@ -1,0 +1,71 @@
+"""Gradient clipping: by total norm and by value, in place, as ``torch.nn.utils.clip_grad``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import tensor
+from tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+
+
+def _grads(parameters) -> list[Tensor]:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector).
+
+    Raises:
+        RuntimeError: if the norm is nan or inf and ``error_if_nonfinite``.
+    """
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor.tensor(0.0)
+    with tensor.no_grad():
+        if math.isinf(norm_type):
+            norms = [t.abs().amax() if t.numel() else t.new_zeros(()) for t in tensors]
+            total = tensor.stack([n.to(tensors[0].dtype) for n in norms]).amax()
+        else:
+            powers = [(t.abs() ** norm_type).sum().to(tensors[0].dtype) for t in tensors]
+            total = tensor.stack(powers).sum() ** (1.0 / norm_type)
+    if error_if_nonfinite and not bool(total.isfinite()):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
+            "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+            "anyway, set `error_if_nonfinite=False`"
+        )
+    return total
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Scale the gradients of ``parameters`` in place so that their total ``norm_type``-norm is at
+    most ``max_norm``; return the total norm before clipping (``inf`` gives the max-norm).
+
+    Raises:
+        RuntimeError: if the total norm is nan or inf and ``error_if_nonfinite``.
+    """
+    grads = _grads(parameters)
+    if not grads:
+        return tensor.tensor(0.0)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    with tensor.no_grad():
+        coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient of ``parameters`` into ``[-clip_value, clip_value]``, in place."""
+    clip_value = float(clip_value)
+    with tensor.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(-clip_value, clip_value)
