@@ -119,9 +119,7 @@ def save(obj, f) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         # mkstemp makes the file 0600; give it the permissions open() would (0666 minus umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
@@ -136,6 +134,18 @@ def save(obj, f) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _current_umask() -> int:
+    # Read it without os.umask(), which would briefly change it for every thread.
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
 
 
 def _read_all(f) -> tuple[bytes, str]:
