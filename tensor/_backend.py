@@ -57,6 +57,22 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    # Sharing between processes: host memory goes through tensor/_shared.py (OS shared memory);
+    # a backend with ``ipc_supported`` shares its device memory by IPC handle instead.
+    ipc_supported = False
+
+    def ipc_export(self, array):
+        """``(handle, offset, device_index, size)``: ``array``'s allocation for another process."""
+        raise RuntimeError(f"{self.name} arrays are shared through OS shared memory, not IPC handles")
+
+    def ipc_open(self, handle: bytes, device_index: int, size: int):
+        """Map an exported handle once; the result, while alive, keeps the mapping open."""
+        raise RuntimeError(f"{self.name} arrays are shared through OS shared memory, not IPC handles")
+
+    def ipc_array(self, opened, offset: int, shape, dtype, strides):
+        """An array over the memory of ``ipc_open``'s result, starting ``offset`` bytes in."""
+        raise RuntimeError(f"{self.name} arrays are shared through OS shared memory, not IPC handles")
+
 
 class _CupyBackend(Backend):
     name = "cuda"
@@ -117,6 +133,44 @@ class _CupyBackend(Backend):
     def synchronize(self, index=None):
         with self.device_guard(index):
             self.cupy.cuda.Device().synchronize()
+
+    ipc_supported = True
+
+    def ipc_export(self, array):
+        # A handle covers the whole base allocation, which CuPy's pool may share between arrays:
+        # send the array's offset in it too. The queue is synchronised first so that the
+        # consumer reads finished data.
+        runtime = self.cupy.cuda.runtime
+        memory = array.data.mem
+        with self.device_guard(array.device.id):
+            self.cupy.cuda.get_current_stream().synchronize()
+            handle = runtime.ipcGetMemHandle(memory.ptr)
+        return bytes(handle), array.data.ptr - memory.ptr, array.device.id, memory.size
+
+    def ipc_open(self, handle, device_index, size):
+        cuda = self.cupy.cuda
+        with self.device_guard(device_index):
+            ptr = cuda.runtime.ipcOpenMemHandle(handle)
+        opened = _IpcMapping(ptr, cuda.runtime.ipcCloseMemHandle, device_index)
+        opened.memory = cuda.UnownedMemory(ptr, size, opened, device_index)
+        return opened
+
+    def ipc_array(self, opened, offset, shape, dtype, strides):
+        pointer = self.cupy.cuda.MemoryPointer(opened.memory, offset)
+        return self.cupy.ndarray(shape, dtype, memptr=pointer, strides=strides)
+
+
+class _IpcMapping:
+    """An opened CUDA IPC handle; closing it when the last array over it is gone."""
+
+    def __init__(self, ptr, close, device_index) -> None:
+        self.ptr, self._close, self.device_index = ptr, close, device_index
+
+    def __del__(self) -> None:
+        try:
+            self._close(self.ptr)
+        except Exception:  # interpreter shutdown, or the context is already gone
+            pass
 
 
 cpu_backend = Backend()
@@ -195,6 +249,11 @@ def cuda_backend() -> Backend:
     """The CuPy backend; raises RuntimeError with a fix when CUDA is unusable."""
     check_cuda_available()
     return _CupyBackend(_load_cupy()[0])
+
+
+def cuda_initialized() -> bool:
+    """True once this process created the CUDA backend (CUDA then does not survive ``fork``)."""
+    return cuda_backend.cache_info().currsize > 0
 
 
 def cupy_module():

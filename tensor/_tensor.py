@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _autograd_hooks as hooks
-from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _random, ops
+from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _random, _shared, ops
 from ._device import device as _device_cls
 
 __all__ = ["Tensor"]
@@ -159,6 +159,15 @@ class Tensor:
     def is_inference(self) -> bool:
         """True for tensors created under ``inference_mode``."""
         return self._is_inference
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage into shared memory, in place (a no-op if it already is; CUDA tensors
+        are always shareable). Processes that receive this tensor then see each other's writes."""
+        return _shared.share_memory_(self)
+
+    def is_shared(self) -> bool:
+        """True if the storage is in shared memory (always True for CUDA tensors)."""
+        return _shared.is_shared(self)
 
     # ------------------------------------------------------------ conversion
     def item(self):

@@ -47,13 +47,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
     ``query`` is ``(..., L, E)``, ``key`` ``(..., S, E)``, ``value`` ``(..., S, Ev)``; the result is
     ``(..., L, Ev)``. A bool ``attn_mask`` marks the positions that may be attended (True = keep); a
-    float one is added to the scores. ``is_causal`` keeps only ``j <= i`` (combined with any mask).
+    float one is added to the scores. ``is_causal`` keeps only ``j <= i`` (top-left aligned).
     ``scale`` defaults to ``1 / sqrt(E)``. Rows with no position left give zeros. Dropout with
     probability ``dropout_p`` is applied to the attention weights.
 
     Raises:
         RuntimeError: if the embedding sizes of query and key, or the lengths of key and value,
-            differ; for a mask that is neither bool nor floating; or, with ``enable_gqa``, if the
+            differ; for a mask that is neither bool nor floating; for ``attn_mask`` together with
+            ``is_causal``; or, with ``enable_gqa``, if the
             query heads are not a multiple of the key/value heads.
         ValueError: if ``dropout_p`` is not in [0, 1].
     """
@@ -76,6 +77,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                 f"scaled_dot_product_attention: with enable_gqa, the number of query heads ({heads}) must "
                 f"be a multiple of the key/value heads ({kv_heads}, {value.shape[-3]})")
         key, value = _repeat_heads(key, heads // kv_heads), _repeat_heads(value, heads // kv_heads)
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = (query * scale) @ key.mT
@@ -85,7 +88,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if attn_mask is not None:
         _check_mask_dtype(attn_mask, query)
         if attn_mask.dtype is tensor.bool:
-            allowed = attn_mask if allowed is None else allowed & attn_mask
+            allowed = attn_mask
         else:
             scores = scores + attn_mask.to(scores.dtype)
     if allowed is not None:

@@ -11,7 +11,7 @@ import math
 from typing import Sequence, Union
 
 from tensor import Tensor
-from tensor.ops.window import fold_windows, unfold_windows, window_output_shape
+from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "unfold", "fold"]
@@ -140,14 +140,15 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
         )
     out_shape = window_output_shape(x.shape[2:], kernel, dilation, pads, stride)
     n, k_numel, positions = x.shape[0], math.prod(kernel), math.prod(out_shape)
-    cols = unfold_windows(x, kernel, dilation, pads, stride)  # (N, C, *kernel, *out)
+    # One GEMM (per group) over the whole batch: (O, C*K) @ (C*K, N*L). The result is stored
+    # channel-major; the (N, O, *out) view of it needs no copy.
+    cols = im2col(x, kernel, dilation, pads, stride)
     if groups == 1:
-        out = weight.reshape(out_channels, in_per_group * k_numel) @ cols.reshape(n, -1, positions)
+        out = weight.reshape(out_channels, in_per_group * k_numel) @ cols
     else:
-        cols = cols.reshape(n, groups, in_per_group * k_numel, positions)
         w = weight.reshape(groups, out_channels // groups, in_per_group * k_numel)
-        out = w @ cols  # (N, G, O/G, L)
-    out = out.reshape((n, out_channels) + out_shape)
+        out = w @ cols.reshape(groups, in_per_group * k_numel, n * positions)
+    out = out.reshape((out_channels, n) + out_shape).movedim(1, 0)
     if bias is not None:
         out = out + bias.reshape((1, out_channels) + (1,) * nd)
     return out.squeeze(0) if unbatched else out

@@ -19,7 +19,7 @@ class _BatchNorm(Module):
     _expected_dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -28,7 +28,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(tensor.empty(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(tensor.empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tensor.empty(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -55,7 +58,8 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._expected_dims:
@@ -83,7 +87,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -141,7 +145,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
@@ -152,7 +157,7 @@ class GroupNorm(Module):
     """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device=None, dtype=None) -> None:
+                 device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -162,7 +167,10 @@ class GroupNorm(Module):
         self.affine = affine
         if affine:
             self.weight = Parameter(tensor.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(tensor.zeros(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tensor.zeros(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -171,11 +179,13 @@ class GroupNorm(Module):
         """Weight to ones, bias to zeros."""
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
         """Apply group normalization."""
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

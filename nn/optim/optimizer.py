@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from copy import deepcopy
 from itertools import chain
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import tensor
 from autograd.graph import RemovableHandle

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dispatch, _dtype
 from . import elementwise as _ew
 from .reduction import wrap_dim
@@ -273,7 +275,10 @@ def _nll_loss(xp, logp, target, weight, ignore_index, reduction):
     if reduction == "none":
         return losses
     total = losses.sum(dtype=logp.dtype)
-    return total / w.sum(dtype=logp.dtype) if reduction == "mean" else total
+    if reduction == "sum":
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: nan, as PyTorch
+        return total / w.sum(dtype=logp.dtype)
 
 
 @_nll_loss.derivative
@@ -285,7 +290,8 @@ def _(node, g):
     t = target._data
     w, safe = _nll_weights(xp, t, weight, ignore_index, dtype)
     if reduction == "mean":
-        w = w / w.sum(dtype=dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = w / w.sum(dtype=dtype)
     coef = xp.zeros(shape, dtype=dtype)
     if len(shape) == 1:
         coef[safe] = -w

@@ -25,7 +25,7 @@ from .. import _backend, _dispatch
 from .._dtype import int64
 from .registry import defop
 
-__all__ = ["unfold_windows", "fold_windows", "max_pool_indices", "take_flat", "put_flat",
+__all__ = ["unfold_windows", "im2col", "fold_windows", "max_pool_indices", "take_flat", "put_flat",
            "window_output_shape"]
 
 
@@ -63,16 +63,27 @@ def _offsets(kernel):
 
 
 @defop("unfold_windows")
-def _unfold(xp, a, kernel, dilation, padding, stride):
-    out_shape = window_output_shape(a.shape[a.ndim - len(kernel):], kernel, dilation, padding, stride)
+def _unfold(xp, a, kernel, dilation, padding, stride, as_matrix):
+    nd = len(kernel)
+    out_shape = window_output_shape(a.shape[a.ndim - nd:], kernel, dilation, padding, stride)
     view = _windows(xp, _pad(xp, a, padding, 0), kernel, dilation, stride, out_shape)
-    return xp.ascontiguousarray(view)
+    if not as_matrix:
+        return xp.ascontiguousarray(view)
+    # (N, C, *kernel, *out) -> (C, *kernel, N, *out) -> the (C*K, N*L) im2col matrix.
+    order = tuple(range(1, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+    cols = xp.ascontiguousarray(view.transpose(order))
+    return cols.reshape(math.prod(cols.shape[:1 + nd]), -1)
 
 
 @_unfold.derivative
 def _(node, g):
-    kernel, dilation, padding, stride = node.params
-    spatial = node.input_shapes[0][-len(kernel):]
+    kernel, dilation, padding, stride, as_matrix = node.params
+    shape = node.input_shapes[0]
+    nd = len(kernel)
+    spatial = shape[-nd:]
+    if as_matrix:
+        out_shape = window_output_shape(spatial, kernel, dilation, padding, stride)
+        g = g.reshape((shape[1],) + tuple(kernel) + (shape[0],) + out_shape).movedim(1 + nd, 0)
     return (fold_windows(g, spatial, kernel, dilation, padding, stride),)
 
 
@@ -110,7 +121,17 @@ def unfold_windows(input, kernel_size, dilation, padding, stride):
     window at output position ``o`` holds ``padded[o * stride + k * dilation]`` for each
     kernel offset ``k``.
     """
-    params = (tuple(kernel_size), tuple(dilation), tuple(tuple(p) for p in padding), tuple(stride))
+    params = (tuple(kernel_size), tuple(dilation), tuple(tuple(p) for p in padding), tuple(stride), False)
+    return _dispatch.apply_unary(_unfold, input, params)
+
+
+def im2col(input, kernel_size, dilation, padding, stride):
+    """The windows of ``unfold_windows`` as one matrix of shape ``(C * K, N * L)`` (``K`` kernel
+    offsets, ``L`` window positions), ready for a single matmul with a ``(C_out, C * K)`` weight.
+
+    ``input`` has shape ``(N, C, *spatial)``.
+    """
+    params = (tuple(kernel_size), tuple(dilation), tuple(tuple(p) for p in padding), tuple(stride), True)
     return _dispatch.apply_unary(_unfold, input, params)
 
 
@@ -157,17 +178,38 @@ def max_pool_indices(input, kernel_size, dilation, padding, stride):
     return out if out.dtype is int64 else out.to(int64)
 
 
-def _global_index(xp, indices, spatial_numel):
-    # Flat indices within each (N, C) plane -> flat indices into the whole array.
-    planes = indices.shape[0] * indices.shape[1]
-    base = xp.arange(planes, dtype=xp.int64) * spatial_numel
-    return indices.reshape(planes, -1) + base[:, None]
+def _global_index(xp, indices, spatial_numel, plane_strides=None):
+    # Flat indices within each (N, C) plane -> flat indices into the whole array, whose
+    # planes start ``plane_strides`` (N, C) elements apart (C-contiguous by default).
+    n, c = indices.shape[0], indices.shape[1]
+    s_n, s_c = plane_strides or (c * spatial_numel, spatial_numel)
+    base = (xp.arange(n, dtype=xp.int64)[:, None] * s_n + xp.arange(c, dtype=xp.int64) * s_c).reshape(-1)
+    return indices.reshape(n * c, -1) + base[:, None]
+
+
+def _flat_storage(xp, a):
+    """A 1-D view of ``a``'s elements and the element strides of its (N, C) dims, when each
+    plane is C-contiguous and the array is a dense permutation of its memory (e.g. a conv
+    output stored channel-major); otherwise a contiguous copy."""
+    item = a.itemsize
+    spatial = a.shape[2:]
+    plane_strides = tuple(math.prod(spatial[i + 1:]) * item for i in range(len(spatial)))
+    if not a.flags.c_contiguous and a.size \
+            and all(st == ps or n == 1 for st, ps, n in zip(a.strides[2:], plane_strides, spatial)):
+        (n, c), (s_n, s_c) = a.shape[:2], a.strides[:2]
+        plane = math.prod(spatial) * item
+        s_n, s_c = (s_n if n > 1 else c * plane), (s_c if c > 1 else plane)
+        if (s_c == plane and s_n == c * plane) or (s_n == plane and s_c == n * plane):
+            flat = _backend.as_strided(xp, a, (a.size,), (item,))
+            return flat, (s_n // item, s_c // item)
+    return xp.ascontiguousarray(a).reshape(-1), None
 
 
 @defop("take_flat", saves=(1,))
 def _take_flat(xp, a, indices, unique):
-    index = _global_index(xp, indices, math.prod(a.shape[2:]))
-    return a.reshape(-1).take(index).reshape(indices.shape)
+    flat, plane_strides = _flat_storage(xp, a)
+    index = _global_index(xp, indices, math.prod(a.shape[2:]), plane_strides)
+    return flat.take(index).reshape(indices.shape)
 
 
 @_take_flat.derivative

@@ -193,7 +193,10 @@ def test_cell_matches_torch(torch, device, cls, kwargs, shape, with_hidden):
         arrays += [_randn(*shape[:-1], 5) for _ in range(2 if cls == "LSTMCell" else 1)]
     t_in = [torch.tensor(a, requires_grad=True) for a in arrays]
     o_in = [tensor.tensor(a, device=device, requires_grad=True) for a in arrays]
-    hidden = (lambda xs: None if len(xs) == 1 else xs[1] if len(xs) == 2 else (xs[1], xs[2]))
+
+    def hidden(xs):
+        return None if len(xs) == 1 else xs[1] if len(xs) == 2 else (xs[1], xs[2])
+
     t_out, o_out = theirs(t_in[0], hidden(t_in)), ours(o_in[0], hidden(o_in))
     t_out = t_out if isinstance(t_out, tuple) else (t_out,)
     o_out = o_out if isinstance(o_out, tuple) else (o_out,)

@@ -12,7 +12,14 @@ import pytest
 
 import nn
 from tests.nn.optim.quadratic import (
-    assert_arrays_close, assert_params_close, initial_arrays, ours_params, set_ours_grads, set_torch_grads, to_numpy, torch_params,
+    assert_arrays_close,
+    assert_params_close,
+    initial_arrays,
+    ours_params,
+    set_ours_grads,
+    set_torch_grads,
+    to_numpy,
+    torch_params,
 )
 
 STEPS = 12
@@ -21,7 +28,7 @@ STEPS = 12
 CASES = [
     ("SGD", {"lr": 0.1}),
     ("SGD", {"lr": 0.1, "momentum": 0.9}),
-    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.5}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
     ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True}),
     ("SGD", {"lr": 0.1, "weight_decay": 0.1}),
     ("SGD", {"lr": 0.01, "maximize": True}),

@@ -1,0 +1,266 @@
+"""Point-to-point messaging between the ranks of a group over ZeroMQ (TCP).
+
+Each rank binds one ROUTER socket (it receives everything) and connects one DEALER
+per peer (it sends with them; the DEALER's identity is the sender's rank). A receiver
+thread owns the ROUTER: it files each message under ``(source, header)`` in a
+mailbox, completes pending point-to-point receives, and answers progress queries
+even while this rank's op thread is blocked (that is how a timed-out rank learns
+which peers are missing). Large sends are zero-copy (``copy=False``): libzmq's I/O
+thread streams them in the background while the op thread goes on; ``flush()``
+waits for them before the caller may touch the buffers again.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+import threading
+import time
+
+import numpy as np
+import zmq
+
+from .. import security
+
+__all__ = ["Transport", "COLL", "P2P", "header"]
+
+COLL, P2P, QUERY, REPLY = 0, 1, 2, 3
+_HDR = struct.Struct("<Bqqq")
+_ZERO_COPY_MIN = 1 << 16  # below this libzmq copies anyway; tracking would only cost time
+
+
+def header(kind: int, a: int = 0, b: int = 0, c: int = 0) -> bytes:
+    return _HDR.pack(kind, a, b, c)
+
+
+class _PendingRecv:
+    __slots__ = ("src", "tag", "array", "done", "source", "error")
+
+    def __init__(self, src, tag, array) -> None:
+        self.src, self.tag, self.array = src, tag, array
+        self.done = threading.Event()
+        self.source, self.error = None, None
+
+
+class Transport:
+    """Messaging for one process group. ``progress`` returns this rank's (entered, finished) op seqs."""
+
+    def __init__(self, rank: int, size: int, host: str, key: bytes | None, progress) -> None:
+        self.rank, self.size, self.key, self.progress = rank, size, key, progress
+        ctx = security.context()
+        self.router = ctx.socket(zmq.ROUTER)
+        self.router.linger = 0
+        self.router.rcvhwm = 0
+        security.secure_server(self.router, key)
+        try:
+            port = self.router.bind_to_random_port(f"tcp://{host}", 20000, 60000, 500)
+        except zmq.ZMQError as exc:
+            from ..errors import DistNetworkError  # noqa: PLC0415 - error path only
+
+            self.router.close(0)
+            raise DistNetworkError(f"zmq backend: cannot bind to {host} (port 0): {exc.strerror}") from exc
+        self.endpoint = f"tcp://{host}:{port}"
+        self.dealers: dict[int, zmq.Socket] = {}
+        self.cond = threading.Condition()
+        self.mailbox: dict[tuple[int, bytes], collections.deque] = {}
+        self.p2p_stash: list[tuple[int, int, object]] = []  # arrival order, for src=None
+        self.pending: list[_PendingRecv] = []
+        self.replies: dict[int, tuple[int, int]] = {}
+        self.trackers: list = []
+        self.send_lock = threading.Lock()
+        self._stop_w = ctx.socket(zmq.PAIR)
+        self._stop_r = ctx.socket(zmq.PAIR)
+        stop_ep = f"inproc://distrib-transport-stop-{id(self)}"
+        self._stop_r.bind(stop_ep)
+        self._stop_w.connect(stop_ep)
+        self.closed = False
+        self.thread = threading.Thread(target=self._receive_loop, name="distrib-zmq-recv", daemon=True)
+        self.thread.start()
+
+    def connect(self, endpoints: dict[int, str]) -> None:
+        """Open a DEALER to every peer's endpoint."""
+        ctx = security.context()
+        for peer, endpoint in endpoints.items():
+            if peer == self.rank:
+                continue
+            sock = ctx.socket(zmq.DEALER)
+            sock.linger = 0
+            sock.sndhwm = 0
+            sock.identity = str(self.rank).encode()
+            security.secure_client(sock, self.key)
+            sock.connect(endpoint)
+            self.dealers[peer] = sock
+
+    # ------------------------------------------------------------ receiving (receiver thread)
+    def _receive_loop(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self.router, zmq.POLLIN)
+        poller.register(self._stop_r, zmq.POLLIN)
+        while True:
+            events = dict(poller.poll())
+            if self._stop_r in events:
+                break
+            while True:
+                try:
+                    frames = self.router.recv_multipart(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    break
+                self._dispatch(frames)
+        self.router.close(0)
+        self._stop_r.close(0)
+
+    def _dispatch(self, frames) -> None:
+        if len(frames) < 2:
+            return
+        try:
+            src = int(frames[0].bytes)
+            hdr = frames[1].bytes
+            kind, a, b, _ = _HDR.unpack(hdr)
+        except (ValueError, struct.error):
+            return  # not one of ours: ignore
+        if not 0 <= src < self.size or src == self.rank:
+            return
+        payload = frames[2] if len(frames) > 2 else None
+        if kind == QUERY:
+            entered, finished = self.progress()
+            self.router.send_multipart([frames[0].bytes, header(REPLY, entered, finished)])
+            return
+        with self.cond:
+            if kind == REPLY:
+                self.replies[src] = (a, b)
+            elif kind == P2P:
+                for pend in self.pending:
+                    if (pend.src is None or pend.src == src) and pend.tag == a:
+                        self.pending.remove(pend)
+                        self._fill(pend, src, payload)
+                        break
+                else:
+                    self.p2p_stash.append((src, a, payload))
+            else:
+                self.mailbox.setdefault((src, hdr), collections.deque()).append(payload)
+            self.cond.notify_all()
+
+    @staticmethod
+    def _fill(pend: _PendingRecv, src: int, payload) -> None:
+        buf = payload.buffer if payload is not None else memoryview(b"")
+        if buf.nbytes != pend.array.nbytes:
+            pend.error = (f"rank {src} sent {buf.nbytes} bytes but the receiving tensor holds "
+                          f"{pend.array.nbytes} (the shapes or dtypes of send and recv differ)")
+        else:
+            np.copyto(pend.array.reshape(-1), np.frombuffer(buf, dtype=pend.array.dtype))
+        pend.source = src
+        pend.done.set()
+
+    def take(self, src: int, hdr: bytes, deadline: float, check=None):
+        """The next message from ``src`` with header ``hdr`` (a zmq Frame; ``.buffer`` is its bytes).
+
+        Returns None at ``deadline``. ``check()`` is called about every 100 ms while waiting
+        and may raise (e.g. when a peer process died).
+        """
+        key = (src, hdr)
+        with self.cond:
+            while True:
+                queue = self.mailbox.get(key)
+                if queue:
+                    frame = queue.popleft()
+                    if not queue:
+                        del self.mailbox[key]
+                    return frame
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(min(left, 0.1))
+                if check is not None:
+                    check()
+
+    def post_recv(self, array, src: int | None, tag: int) -> _PendingRecv:
+        """Register a receive into ``array``; completed by the receiver thread (or at once if stashed)."""
+        pend = _PendingRecv(src, tag, array)
+        with self.cond:
+            for i, (s, t, payload) in enumerate(self.p2p_stash):
+                if (src is None or s == src) and t == tag:
+                    del self.p2p_stash[i]
+                    self._fill(pend, s, payload)
+                    return pend
+            self.pending.append(pend)
+        return pend
+
+    def cancel_recv(self, pend: _PendingRecv) -> None:
+        with self.cond:
+            if pend in self.pending:
+                self.pending.remove(pend)
+
+    # ------------------------------------------------------------ sending (op threads)
+    def send(self, peer: int, hdr: bytes, data=None, track: bool = True) -> None:
+        """Queue ``data`` (a contiguous array or bytes) for ``peer``; never blocks.
+
+        Large arrays are sent without a copy: call ``flush`` before modifying them.
+        """
+        sock = self.dealers[peer]
+        with self.send_lock:
+            if data is None:
+                sock.send(hdr)
+                return
+            buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
+            if track and len(buf) >= _ZERO_COPY_MIN:
+                sock.send(hdr, zmq.SNDMORE)
+                tracker = sock.send(buf, copy=False, track=True)
+                self.trackers.append(tracker)
+            else:
+                sock.send_multipart([hdr, buf], copy=True)
+
+    def flush(self, deadline: float) -> bool:
+        """Wait until libzmq released every zero-copy send buffer; False at ``deadline``."""
+        with self.send_lock:
+            trackers, self.trackers = self.trackers, []
+        for i, tracker in enumerate(trackers):
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise zmq.NotDone
+                tracker.wait(left)
+            except zmq.NotDone:
+                with self.send_lock:
+                    self.trackers[:0] = trackers[i:]
+                return False
+        return True
+
+    def query_progress(self, peers, wait: float) -> dict[int, tuple[int, int]]:
+        """Ask ``peers`` which op they are at; returns the answers received within ``wait`` s."""
+        with self.cond:
+            for peer in peers:
+                self.replies.pop(peer, None)
+        for peer in peers:
+            # The peer's receiver thread answers through its ROUTER, so the answer arrives on
+            # our DEALER to that peer, which only this (op) thread reads.
+            self.send(peer, header(QUERY))
+        deadline = time.monotonic() + wait
+        answers: dict[int, tuple[int, int]] = {}
+        while len(answers) < len(peers) and time.monotonic() < deadline:
+            for peer in peers:
+                sock = self.dealers[peer]
+                with self.send_lock:
+                    if sock.poll(0):
+                        frames = sock.recv_multipart()
+                        kind, a, b, _ = _HDR.unpack(frames[-1])
+                        if kind == REPLY:
+                            answers[peer] = (a, b)
+            if len(answers) < len(peers):
+                time.sleep(0.005)
+        return answers
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.thread.is_alive():
+            self._stop_w.send(b"")
+            self.thread.join(2)
+        self._stop_w.close(0)
+        for sock in self.dealers.values():
+            sock.close(0)
+        with self.cond:
+            for pend in self.pending:
+                pend.error = "the process group was destroyed"
+                pend.done.set()
+            self.pending.clear()

@@ -1,0 +1,204 @@
+"""The backend interface: the communication primitives every backend implements.
+
+Note [Backend design] (for authors of new backends, e.g. ``mpi`` and ``nccl``)
+    * One backend instance serves one process group. ``ProcessGroup`` creates it with
+      ``cls(store, rank, size, timeout, options)``: ``store`` is a PrefixStore private to
+      the group (use it to exchange addresses or an NCCL unique id), ``rank``/``size`` are
+      *group* ranks, ``timeout`` is in seconds, ``options`` a dict (``{"host": ...}``).
+    * Primitives take **C-contiguous arrays** (numpy, or CuPy when ``"cuda"`` is in
+      ``device_types``) and work **in place**. ``ProcessGroup``/``collectives.py`` deal with
+      Tensors, lists of tensors, non-contiguous inputs, staging CUDA tensors through host
+      memory for host-only backends, ordering, async ops and version counters. Flat
+      outputs are rank-major: ``all_gather(output, input)`` gets ``output`` of
+      ``size * input.size`` elements, block ``r`` holding rank ``r``'s input.
+    * Array and object versions are paired (``broadcast``/``broadcast_object``, ...). The
+      object versions below have default implementations that pickle into uint8 arrays and
+      call the array versions; the derived collectives (``reduce``, ``gather``, ``scatter``,
+      ``all_to_all``, ``isend``/``irecv``) have slow but correct defaults too, so a new
+      backend needs only ``all_reduce``, ``broadcast``, ``all_gather``, ``reduce_scatter``,
+      ``barrier``, ``send`` and ``recv``. Override the rest when the library has them
+      (MPI: ``Reduce``, ``Gatherv``, ``Alltoallv``; NCCL: grouped send/recv).
+    * Reductions: ``distrib.reduce_op`` validates the op for the dtype before the call;
+      ``reduce_op.combine``/``finish`` are the numpy kernels. AVG = SUM then ``/ size``.
+    * Ordering and errors: ``ProcessGroup`` calls ``begin_op(name, seq)`` before every
+      collective, from one thread at a time, in the same order on every rank. A backend
+      must never block past ``self.deadline()``; on timeout or a dead peer it raises
+      ``self.op_error(reason, missing_ranks)``, a DistBackendError naming the op, its
+      sequence number and the missing ranks. ``shutdown()`` must not block.
+    * Security: when ``distrib.security.auth_key()`` is set, refuse unauthenticated peers
+      before unpickling anything (MPI and NCCL rely on the launcher's job isolation).
+    * Under ``mpirun``, an uncaught exception on one rank must abort the job
+      (``MPI.COMM_WORLD.Abort``) instead of leaving the others waiting.
+    * Register the class in ``distrib/backends/__init__.py`` (``_BUILTIN``); the factory
+      imports its module only when the backend is asked for.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+
+import numpy as np
+
+from ..errors import DistBackendError
+from ..reduce_op import ReduceOp
+from ..work import Work
+
+__all__ = ["Backend"]
+
+
+def _dumps(obj) -> np.ndarray:
+    return np.frombuffer(pickle.dumps(obj, protocol=5), dtype=np.uint8)
+
+
+def _loads(array: np.ndarray):
+    return pickle.loads(np.ascontiguousarray(array).tobytes())
+
+
+class Backend:
+    """Abstract communicator of one process group. See Note [Backend design] above."""
+
+    name = "base"
+    device_types: tuple[str, ...] = ("cpu",)
+
+    def __init__(self, store, rank: int, size: int, timeout: float, options: dict | None = None) -> None:
+        self.store, self.rank, self.size = store, rank, size
+        self.timeout = float(timeout)
+        self.options = dict(options or {})
+        self.op_name, self.op_seq = "init", 0
+        self._deadline = time.monotonic() + self.timeout
+
+    # ------------------------------------------------------------ bookkeeping
+    def begin_op(self, name: str, seq: int) -> None:
+        """Called before each collective: names it for errors and starts its deadline."""
+        self.op_name, self.op_seq = name, seq
+        self._deadline = time.monotonic() + self.timeout
+
+    def deadline(self) -> float:
+        """The ``time.monotonic()`` by which the current op must finish."""
+        return self._deadline
+
+    def op_error(self, reason: str, missing=()) -> DistBackendError:
+        """A DistBackendError naming the current op, its sequence number and the missing ranks."""
+        who = f"; missing rank(s): {sorted(missing)}" if missing else ""
+        return DistBackendError(
+            f"[{self.name} backend, rank {self.rank}/{self.size}] {self.op_name} (op seq {self.op_seq}) "
+            f"failed: {reason}{who}"
+        )
+
+    def shutdown(self) -> None:
+        """Release sockets, memory and threads. Must not block."""
+
+    # ------------------------------------------------------------ array primitives
+    def all_reduce(self, array, op: ReduceOp) -> None:
+        raise NotImplementedError
+
+    def broadcast(self, array, root: int) -> None:
+        raise NotImplementedError
+
+    def all_gather(self, output, input) -> None:
+        raise NotImplementedError
+
+    def reduce_scatter(self, output, input, op: ReduceOp) -> None:
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        raise NotImplementedError
+
+    def send(self, array, dst: int, tag: int = 0) -> None:
+        raise NotImplementedError
+
+    def recv(self, array, src: int | None, tag: int = 0) -> int:
+        """Receive into ``array`` from ``src`` (None: any rank); returns the source rank."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ derived, with defaults
+    def reduce(self, array, root: int, op: ReduceOp) -> None:
+        """The reduction lands in ``array`` on ``root``; other ranks' arrays are left unchanged."""
+        work = array if self.rank == root else array.copy()
+        self.all_reduce(work, op)
+
+    def gather(self, output, input, root: int) -> None:
+        """``output`` (root only, else None) gets every rank's input, rank-major."""
+        full = output if output is not None else _empty_like_n(input, self.size)
+        self.all_gather(full, input)
+
+    def scatter(self, output, input, root: int) -> None:
+        """Rank ``r`` gets block ``r`` of ``input`` (given on ``root`` only)."""
+        full = input if self.rank == root else _empty_like_n(output, self.size)
+        self.broadcast(full, root)
+        output[...] = full.reshape(self.size, -1)[self.rank].reshape(output.shape)
+
+    def all_to_all(self, output, input, output_counts, input_counts) -> None:
+        """Rank ``r`` sends ``input_counts[j]`` elements to rank ``j`` and receives
+        ``output_counts[j]`` from ``j``, in rank order in flat ``input``/``output``."""
+        pieces = np.split(np.asarray(input), np.cumsum(input_counts)[:-1])
+        received = self.all_gather_object(pieces)
+        out = [received[j][self.rank] for j in range(self.size)]
+        output[...] = np.concatenate(out).reshape(output.shape) if out else output
+
+    def isend(self, array, dst: int, tag: int = 0) -> Work:
+        return self._in_thread("isend", self.send, array, dst, tag)
+
+    def irecv(self, array, src: int | None, tag: int = 0) -> Work:
+        return self._in_thread("irecv", self.recv, array, src, tag)
+
+    def _in_thread(self, name, fn, *args) -> Work:
+        work = Work(name)
+
+        def run():
+            try:
+                work._result = fn(*args)
+                work._complete()
+            except BaseException as exc:  # noqa: BLE001 - delivered through the Work
+                work._complete(exc)
+
+        threading.Thread(target=run, name=f"distrib-{name}", daemon=True).start()
+        return work
+
+    # ------------------------------------------------------------ object primitives
+    def broadcast_object(self, obj, root: int):
+        size = np.array([len(_dumps(obj)) if self.rank == root else 0], dtype=np.int64)
+        self.broadcast(size, root)
+        data = _dumps(obj).copy() if self.rank == root else np.empty(int(size[0]), np.uint8)
+        self.broadcast(data, root)
+        return obj if self.rank == root else _loads(data)
+
+    def all_gather_object(self, obj) -> list:
+        data = _dumps(obj)
+        sizes = np.zeros(self.size, np.int64)
+        self.all_gather(sizes, np.array([data.size], np.int64))
+        width = int(sizes.max())
+        padded = np.zeros(width, np.uint8)
+        padded[: data.size] = data
+        everything = np.empty(width * self.size, np.uint8)
+        self.all_gather(everything, padded)
+        blocks = everything.reshape(self.size, width)
+        return [obj if r == self.rank else _loads(blocks[r, : sizes[r]]) for r in range(self.size)]
+
+    def gather_object(self, obj, root: int):
+        objects = self.all_gather_object(obj)
+        return objects if self.rank == root else None
+
+    def scatter_object(self, objects, root: int):
+        chosen = self.broadcast_object(objects if self.rank == root else None, root)
+        return chosen[self.rank]
+
+    def send_object(self, obj, dst: int, tag: int = 0) -> None:
+        data = _dumps(obj)
+        self.send(np.array([data.size], np.int64), dst, tag)
+        self.send(data.copy(), dst, tag)
+
+    def recv_object(self, src: int | None, tag: int = 0):
+        """Returns ``(obj, source rank)``."""
+        size = np.zeros(1, np.int64)
+        src = self.recv(size, src, tag)
+        data = np.empty(int(size[0]), np.uint8)
+        self.recv(data, src, tag)
+        return _loads(data), src
+
+
+def _empty_like_n(array, n: int):
+    """An uninitialised flat array of ``array``'s library and dtype, ``n`` times as long."""
+    return array.__class__((array.size * n,), dtype=array.dtype)

@@ -1,0 +1,174 @@
+"""Activations (modules and functional forms), ``tensor.erf``/``erfc`` and the fused softmax and
+log_softmax: values and gradients against torch (and math.erf), float64 gradcheck and
+gradgradcheck, non-contiguous / empty / 0-d inputs, repr, and errors."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import autograd
+import nn
+import nn.functional as F
+import tensor
+from tests.helpers import assert_close
+
+RNG = np.random.default_rng(5)
+
+# (our module, torch module name, constructor args, functional form taking (x))
+MODULE_CASES = [
+    (nn.ReLU, "ReLU", (), F.relu),
+    (nn.LeakyReLU, "LeakyReLU", (0.2,), lambda x: F.leaky_relu(x, 0.2)),
+    (nn.GELU, "GELU", (), F.gelu),
+    (nn.GELU, "GELU", ("tanh",), lambda x: F.gelu(x, approximate="tanh")),
+    (nn.SiLU, "SiLU", (), F.silu),
+    (nn.Tanh, "Tanh", (), F.tanh),
+    (nn.Sigmoid, "Sigmoid", (), F.sigmoid),
+    (nn.Softmax, "Softmax", (1,), lambda x: F.softmax(x, 1)),
+    (nn.LogSoftmax, "LogSoftmax", (-1,), lambda x: F.log_softmax(x, -1)),
+    (nn.Softplus, "Softplus", (2.0, 3.0), lambda x: F.softplus(x, 2.0, 3.0)),
+    (nn.ELU, "ELU", (0.5,), lambda x: F.elu(x, 0.5)),
+    (nn.Hardtanh, "Hardtanh", (-0.5, 0.7), lambda x: F.hardtanh(x, -0.5, 0.7)),
+    (nn.ReLU6, "ReLU6", (), F.relu6),
+    (nn.Mish, "Mish", (), F.mish),
+    (nn.LogSigmoid, "LogSigmoid", (), F.logsigmoid),
+    (nn.Softsign, "Softsign", (), F.softsign),
+]
+IDS = [f"{c[1]}{c[2]}" for c in MODULE_CASES]
+
+
+def _inputs(shape, dtype=np.float32):
+    # Stay away from the kinks at 0 (and at the clamp bounds) where one-sided gradients differ.
+    x = RNG.uniform(0.1, 4.0, shape) * RNG.choice([-1.0, 1.0], shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("ours, torch_name, args, fn", MODULE_CASES, ids=IDS)
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 4), (0, 3)])
+def test_module_and_functional_match_torch(torch, ours, torch_name, args, fn, shape):
+    x_np = _inputs(shape)
+    x = tensor.tensor(x_np, requires_grad=True)
+    ref_x = torch.from_numpy(x_np.copy()).requires_grad_(True)
+    out, ref = ours(*args)(x), getattr(torch.nn, torch_name)(*args)(ref_x)
+    assert_close(out, ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(fn(x), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    cot = RNG.standard_normal(shape).astype(np.float32)
+    (out * tensor.tensor(cot)).sum().backward()
+    (ref * torch.from_numpy(cot)).sum().backward()
+    assert_close(x.grad, ref_x.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("ours, torch_name, args, fn", MODULE_CASES, ids=IDS)
+def test_repr_matches_torch(torch, ours, torch_name, args, fn):
+    assert repr(ours(*args)) == repr(getattr(torch.nn, torch_name)(*args))
+
+
+@pytest.mark.parametrize("ours, torch_name, args, fn", MODULE_CASES, ids=IDS)
+def test_functional_gradcheck(ours, torch_name, args, fn):
+    x = tensor.tensor(_inputs((2, 3), np.float64), requires_grad=True)
+    assert autograd.gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("fn", [F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu,
+                                lambda x: F.softmax(x, 0), lambda x: F.log_softmax(x, 1), tensor.erf,
+                                tensor.erfc])
+def test_gradgradcheck(fn):
+    x = tensor.tensor(_inputs((2, 3), np.float64), requires_grad=True)
+    assert autograd.gradgradcheck(fn, (x,))
+
+
+def test_activations_on_transposed_and_0d_inputs(device, torch):
+    x_np = _inputs((4, 3))
+    x = tensor.tensor(x_np, device=device).T
+    ref = torch.from_numpy(x_np).T
+    assert_close(F.gelu(x), torch.nn.functional.gelu(ref).numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(F.softmax(x, 0), torch.softmax(ref, 0).numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(F.leaky_relu(x), torch.nn.functional.leaky_relu(ref).numpy())
+    scalar = tensor.tensor(1.5, device=device)
+    assert_close(F.softmax(scalar, 0), np.float32(1.0))
+    assert_close(F.log_softmax(scalar, 0), np.float32(0.0))
+    assert_close(F.gelu(scalar), torch.nn.functional.gelu(torch.tensor(1.5)).numpy())
+
+
+def test_softmax_is_stable_for_large_logits(device):
+    x = tensor.tensor([[1000.0, 1000.0, -1000.0], [-1e4, 0.0, 1e4]], device=device)
+    assert_close(F.softmax(x, 1), np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], np.float32))
+    assert_close(F.log_softmax(x, 1)[0], np.array([-math.log(2), -math.log(2), -2000.0 - math.log(2)], np.float32),
+                 rtol=1e-6)
+
+
+def test_softmax_dim_none_warns_and_uses_legacy_dim(torch):
+    x_np = _inputs((2, 3))
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
+        out = nn.Softmax()(tensor.tensor(x_np))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = torch.nn.Softmax()(torch.from_numpy(x_np))
+    assert_close(out, ref.numpy())
+    with pytest.warns(UserWarning, match="log_softmax"):
+        assert F.log_softmax(tensor.tensor(_inputs((3,)))).shape == (3,)
+
+
+def test_softmax_dtype_argument(torch):
+    x_np = _inputs((2, 3))
+    out = F.softmax(tensor.tensor(x_np), 1, dtype=tensor.float64)
+    assert_close(out, torch.softmax(torch.from_numpy(x_np), 1, dtype=torch.float64).numpy())
+
+
+def test_erf_matches_math_erf_to_float64_precision():
+    x = np.concatenate([np.linspace(-7, 7, 20001), [0.0, -0.0, 1e-300, 27.9, 40.0]])
+    expected = np.array([math.erf(v) for v in x])
+    assert np.abs(tensor.erf(tensor.tensor(x)).numpy() - expected).max() < 1e-15
+    expected_c = np.array([math.erfc(v) for v in x])
+    rel = np.abs(tensor.erfc(tensor.tensor(x)).numpy() - expected_c) / np.maximum(expected_c, 1e-300)
+    assert rel.max() < 1e-13
+
+
+@pytest.mark.parametrize("dtype", [tensor.float32, tensor.float16])
+def test_erf_low_precision_error_is_below_2e7(dtype):
+    x = np.linspace(-6, 6, 100001).astype(dtype.numpy)
+    expected = np.array([math.erf(v) for v in x.astype(np.float64)])
+    out = tensor.erf(tensor.tensor(x))
+    assert out.dtype is dtype
+    tolerance = 2e-7 if dtype is tensor.float32 else 1e-3  # float16 itself rounds at ~5e-4
+    assert np.abs(out.numpy().astype(np.float64) - expected).max() < tolerance
+
+
+def test_erf_special_values_and_integers(device):
+    out = tensor.erf(tensor.tensor([float("nan"), float("inf"), -float("inf"), 0.0], device=device))
+    assert_close(out, np.array([np.nan, 1.0, -1.0, 0.0], np.float32))
+    assert tensor.erf(tensor.tensor([0, 1])).dtype is tensor.float32
+    assert tensor.erf(tensor.empty(0, 3, device=device)).shape == (0, 3)
+
+
+def test_inplace_forms_overwrite_the_input():
+    x = tensor.tensor([-1.0, 2.0])
+    assert F.relu(x, inplace=True) is x
+    assert_close(x, np.array([0.0, 2.0], np.float32))
+    y = tensor.tensor([-1.0, 2.0])
+    nn.LeakyReLU(0.5, inplace=True)(y)
+    assert_close(y, np.array([-0.5, 2.0], np.float32))
+    assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
+
+
+def test_leaky_relu_gradient_at_zero_is_the_slope(torch):
+    x = tensor.tensor([0.0], requires_grad=True)
+    F.leaky_relu(x, 0.3).sum().backward()
+    ref = torch.tensor([0.0], requires_grad=True)
+    torch.nn.functional.leaky_relu(ref, 0.3).sum().backward()
+    assert_close(x.grad, ref.grad.numpy())
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: F.gelu(tensor.randn(3), approximate="fast"), RuntimeError, "approximate argument must be"),
+    (lambda: nn.GELU("exact")(tensor.randn(3)), RuntimeError, "'exact'"),
+    (lambda: F.softmax(tensor.randn(2, 3), 2), IndexError, "Dimension out of range"),
+    (lambda: F.log_softmax(tensor.randn(2, 3), -3), IndexError, r"got -3"),
+    (lambda: nn.Hardtanh(1.0, 0.0), ValueError, r"max_val \(0.0\) must be greater than min_val \(1.0\)"),
+])
+def test_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
