@@ -43,3 +43,16 @@ def torch():
 def _fixed_seed():
     tensor.manual_seed(0)
     yield
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Show every skip reason once, with its count (the cuda runs alone are hundreds of lines)."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skip reasons")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.line(f"{count:6d} skipped: {reason}")

@@ -77,7 +77,8 @@ _getitem_copy = defop("getitem")(_getitem_kernel)
 
 
 def _getitem_derivative(node, g):
-    return (_dispatch.apply_unary(_index_backward, g, (node.input_shapes[0], node.params[0])),)
+    basic = node.op is _getitem_view
+    return (_dispatch.apply_unary(_index_backward, g, (node.input_shapes[0], node.params[0], basic)),)
 
 
 _getitem_view.derivative(_getitem_derivative)
@@ -85,15 +86,19 @@ _getitem_copy.derivative(_getitem_derivative)
 
 
 @defop("index_backward")
-def _index_backward(xp, g, shape, index):
+def _index_backward(xp, g, shape, index, basic):
     out = xp.zeros(shape, dtype=g.dtype)
-    _backend.scatter_add(xp, out, index, g)
+    if basic:  # a view selects each element at most once: a plain write is enough
+        out[index] = g
+    else:
+        _backend.scatter_add(xp, out, index, g)
     return out
 
 
 @_index_backward.derivative
 def _(node, gg):
-    return (getitem_normalized(gg, node.params[1], False),)
+    _, index, basic = node.params
+    return (getitem_normalized(gg, index, basic),)
 
 
 def getitem_normalized(tensor, index, basic):

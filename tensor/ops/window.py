@@ -150,20 +150,27 @@ def _max_pool_indices(xp, a, kernel, dilation, padding, stride):
     out_shape = window_output_shape(spatial, kernel, dilation, padding, stride)
     low = -xp.inf if a.dtype.kind == "f" else xp.iinfo(a.dtype).min
     view = _windows(xp, _pad(xp, a, padding, low), kernel, dilation, stride, out_shape)
-    # Scan the kernel offsets (not the pixels): keep the first maximum, and let NaN win,
-    # as PyTorch does.
-    plane_strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
+    # Scan the kernel offsets (not the pixels), keeping the first maximum; NaN wins, as in
+    # PyTorch. Plain arithmetic on a small integer dtype: masked writes are far slower.
     offsets = list(_offsets(kernel))
-    best = view[(Ellipsis,) + offsets[0] + (slice(None),) * nd].copy()
-    where = xp.zeros(best.shape, dtype=xp.int64)
-    for offsets_k in offsets[1:]:
-        value = view[(Ellipsis,) + offsets_k + (slice(None),) * nd]
+    rest = (slice(None),) * nd
+    best = view[(Ellipsis,) + offsets[0] + rest].copy()
+    small = xp.int8 if len(offsets) < 128 else xp.int32
+    arg = xp.zeros(best.shape, dtype=small)
+    for k, offsets_k in enumerate(offsets[1:], 1):
+        value = view[(Ellipsis,) + offsets_k + rest]
         hit = value > best
-        hit |= value != value
-        xp.copyto(best, value, where=hit)
-        flat = sum(o * d * s for o, d, s in zip(offsets_k, dilation, plane_strides))
-        xp.copyto(where, flat, where=hit)
-    # Add each window's top-left corner (in unpadded coordinates).
+        if a.dtype.kind == "f":
+            hit |= value != value
+        xp.maximum(best, value, out=best)
+        step = small(k) - arg  # arg = where(hit, k, arg)
+        step *= hit
+        arg += step
+    # Kernel offset -> flat offset in the plane, plus each window's top-left corner.
+    plane_strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
+    table = xp.asarray([sum(o * d * s for o, d, s in zip(offs, dilation, plane_strides)) for offs in offsets],
+                       dtype=xp.int64)
+    where = table.take(arg)
     for i, (n, t, (lo, _), s) in enumerate(zip(out_shape, stride, padding, plane_strides)):
         corner = (xp.arange(n, dtype=xp.int64) * t - lo) * s
         where += corner.reshape((n,) + (1,) * (nd - 1 - i))

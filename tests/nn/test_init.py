@@ -46,7 +46,7 @@ def test_uniform_and_normal_statistics():
     (init.xavier_uniform_, {"gain": 2.0}, 2.0 * math.sqrt(2.0 / (400 + 300))),
     (init.xavier_normal_, {}, math.sqrt(2.0 / (400 + 300))),
     (init.kaiming_uniform_, {}, math.sqrt(2.0 / (1 + 0.0)) / math.sqrt(400)),
-    (init.kaiming_uniform_, {"a": math.sqrt(5)}, 1 / math.sqrt(3) / math.sqrt(400) * math.sqrt(3) / math.sqrt(3)),
+    (init.kaiming_uniform_, {"a": math.sqrt(5)}, math.sqrt(1 / 3) / math.sqrt(400)),
     (init.kaiming_normal_, {"mode": "fan_out", "nonlinearity": "relu"}, math.sqrt(2.0) / math.sqrt(300)),
     (init.kaiming_normal_, {"a": 0.1, "nonlinearity": "leaky_relu"}, math.sqrt(2.0 / 1.01) / math.sqrt(400)),
     (init.trunc_normal_, {"std": 0.02}, 0.02),
