@@ -19,6 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
@@ -98,7 +99,14 @@ def bench_core(repeat: int):
     return rows
 
 
-GROUPS = {"core": bench_core}
+def bench_nn(repeat: int):
+    """Issue 3: MLP/CNN train steps and peak memory vs torch."""
+    import bench_nn as workloads  # noqa: PLC0415 - scripts/ is on sys.path only when run as a script
+
+    return workloads.bench(repeat, paired_times, torch is not None)
+
+
+GROUPS = {"core": bench_core, "nn": bench_nn}
 
 
 def print_table(rows) -> None:

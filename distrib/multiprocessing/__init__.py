@@ -32,7 +32,6 @@ from .spawn import (
 # Bind the context functions to our default context (as multiprocessing/__init__.py does).
 _CONTEXT_NAMES = [name for name in dir(default_context) if not name.startswith("_")]
 globals().update((name, getattr(default_context, name)) for name in _CONTEXT_NAMES)
-Process = Process  # noqa: PLW0127 - ours, not the context's attribute of the same name
 
 __all__ = sorted(set(_CONTEXT_NAMES) | set(multiprocessing.__all__) | {
     "Process", "ProcessContext", "ProcessException", "ProcessExitedException", "ProcessRaisedException",

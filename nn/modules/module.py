@@ -63,16 +63,22 @@ class Module:
     # ------------------------------------------------------------ registration
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign attributes before Module.__init__() call")
+            # As PyTorch: plain attributes may be set before Module.__init__(), registered ones not.
+            for kind, what in ((Parameter, "parameters"), (Buffer, "buffer"), (Module, "module")):
+                if isinstance(value, kind):
+                    raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+            object.__setattr__(self, name, value)
+            return
         params, buffers, modules = self._parameters, self._buffers, self._modules
+        # Re-assigning a name keeps its place in its own store (so a Sequential keeps its order).
         if isinstance(value, Parameter):
-            self._discard(name)
+            self._discard(name, keep=params)
             self.register_parameter(name, value)
         elif isinstance(value, Buffer):
-            self._discard(name)
+            self._discard(name, keep=buffers)
             self.register_buffer(name, value, persistent=value.persistent)
         elif isinstance(value, Module):
-            self._discard(name)
+            self._discard(name, keep=modules)
             modules[name] = value
         elif name in params:
             if value is not None:
@@ -91,16 +97,19 @@ class Module:
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)"
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(nn.Buffer, Tensor or None expected)"
                 )
             buffers[name] = value
         else:
             object.__setattr__(self, name, value)
 
-    def _discard(self, name: str) -> None:
+    def _discard(self, name: str, keep=None) -> None:
         for store in (self.__dict__, self._parameters, self._buffers, self._modules):
-            store.pop(name, None)
-        self._non_persistent_buffers.discard(name)
+            if store is not keep:
+                store.pop(name, None)
+        if keep is not self._buffers:
+            self._non_persistent_buffers.discard(name)
 
     def __getattr__(self, name: str) -> Any:
         state = self.__dict__
@@ -121,12 +130,15 @@ class Module:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
 
-    def _check_name(self, name: str, kind: str) -> None:
+    def _check_name(self, name: str, kind: str, store: dict) -> None:
+        # PyTorch's checks and messages; a name may be re-registered in its own store.
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
-        if not name or "." in name:
-            raise KeyError(f'{kind} name can\'t be empty or contain ".", got: "{name}"')
-        if name in self.__dict__ or hasattr(type(self), name):
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
+        if not name:
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in store:
             raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -137,8 +149,8 @@ class Module:
             TypeError: if ``param`` is not a Parameter.
         """
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter")
+            raise AttributeError("cannot assign parameters before Module.__init__() call")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
@@ -155,7 +167,9 @@ class Module:
             KeyError: for an empty or dotted name, or one already used by another attribute.
             TypeError: if ``buffer`` is neither a Tensor nor None.
         """
-        self._check_name(name, "buffer")
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer", self._buffers)
         if buffer is not None and not isinstance(buffer, Tensor):
             raise TypeError(f"cannot assign '{type(buffer).__name__}' object to buffer '{name}' "
                             "(Tensor or None required)")
@@ -173,7 +187,7 @@ class Module:
         """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -261,9 +275,12 @@ class Module:
         """
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
-        if name not in module._parameters:
-            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
-        return module._parameters[name]
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     # ------------------------------------------------------------ modes and transforms
     def train(self, mode: bool = True) -> Module:
@@ -399,8 +416,8 @@ class Module:
                     continue
                 source = state_dict[key]
                 if not isinstance(source, Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected a Tensor '
-                                  f"but got {type(source).__name__}.")
+                    errors.append(f'While copying the parameter named "{key}", expected Tensor or '
+                                  f"Tensor-like object from checkpoint but received {type(source)}")
                 elif source.shape != target.shape:
                     errors.append(
                         f"size mismatch for {key}: copying a param with shape {list(source.shape)} "
@@ -464,5 +481,5 @@ def _parse_to(args, kwargs):
         else:
             device = arg
     if dtype is not None and not dtype.is_floating_point:
-        raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
     return device, dtype

@@ -1,0 +1,359 @@
+"""The ``zmq`` backend: pyzmq over TCP, with shared memory between ranks on one host.
+
+Algorithms (TCP): small all_reduce is a direct exchange (one latency step, reduced in
+rank order); large all_reduce is a ring reduce-scatter plus ring all-gather, each step
+streamed in pieces so sending, receiving and reducing overlap; broadcast is a binomial
+tree that forwards piece by piece; all_gather and reduce_scatter are rings. When every
+rank of the group is on this host (same boot id and user), all_reduce, broadcast,
+reduce, all_gather, reduce_scatter and barrier go through ``_shm`` instead (see Note
+[Shared-memory collectives]); gather, scatter, all_to_all and point-to-point stay on
+zmq. ``DISTRIB_ZMQ_SHM=0`` turns shared memory off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+
+import numpy as np
+
+from .. import reduce_op, security
+from ..work import Work, _seconds
+from . import _shm
+from ._zmq_transport import COLL, P2P, Transport, header
+from .base import Backend
+
+__all__ = ["ZmqBackend"]
+
+_PIECE = 1 << 20  # bytes per pipelined message
+_SMALL = 1 << 16  # all_reduce up to this many bytes: direct exchange
+
+
+def _host_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}/{os.getuid()}"
+
+
+def _pieces(lo: int, hi: int, per: int):
+    """``[lo, hi)`` cut into ranges of at most ``per`` elements (one empty range if lo == hi)."""
+    if lo == hi:
+        return [(lo, hi)]
+    return [(a, min(a + per, hi)) for a in range(lo, hi, per)]
+
+
+class ZmqBackend(Backend):
+    """The default CPU backend. See the module docstring for the algorithms."""
+
+    name = "zmq"
+    device_types = ("cpu",)
+
+    def __init__(self, store, rank, size, timeout, options=None) -> None:
+        super().__init__(store, rank, size, timeout, options)
+        host = self.options.get("host") or os.environ.get("DISTRIB_ZMQ_HOST") or "127.0.0.1"
+        self.entered = self.finished = 0
+        self.shm = None
+        self.transport = Transport(rank, size, host, security.auth_key(), self._progress)
+        info = {"endpoint": self.transport.endpoint, "host": _host_id(), "pid": os.getpid()}
+        store.set(f"zmq/{rank}", json.dumps(info))
+        peers = {p: json.loads(store.get(f"zmq/{p}")) for p in range(size)}
+        self.pids = {p: v["pid"] for p, v in peers.items()}
+        self.local = all(v["host"] == info["host"] for v in peers.values())
+        self.transport.connect({p: v["endpoint"] for p, v in peers.items()})
+        use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
+        if size > 1 and self.local and use_shm:
+            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 4 << 20))
+            self.shm = _shm.setup(store, rank, size, slot)
+            if self.shm is not None:
+                self.shm.owner = self
+
+    def _progress(self):
+        return self.entered, self.finished
+
+    def begin_op(self, name, seq):
+        super().begin_op(name, seq)
+        self.entered = seq
+        if self.shm is not None:
+            self.shm.mark_op(seq)
+
+    def end_op(self):
+        self.finished = self.entered
+
+    # ------------------------------------------------------------ messaging helpers
+    def _check_peers(self) -> None:
+        if not self.local:
+            return
+        dead = [p for p, pid in self.pids.items() if p != self.rank and not _shm._alive(pid)]
+        if dead:
+            raise self.op_error("peer process(es) exited: " + ", ".join(
+                f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
+
+    def _send(self, peer, step, piece, data=None) -> None:
+        self.transport.send(peer, header(COLL, self.op_seq, step, piece), data)
+
+    def _recv(self, peer, step, piece):
+        hdr = header(COLL, self.op_seq, step, piece)
+        slack = min(1.0, 0.1 * self.timeout)  # kept back to ask the peers where they are
+        frame = self.transport.take(peer, hdr, self.deadline() - slack, self._check_peers)
+        if frame is None:
+            self._timed_out([peer])
+        return frame
+
+    def _timed_out(self, waiting_for) -> None:
+        peers = [p for p in range(self.size) if p != self.rank]
+        answers = self.transport.query_progress(peers, min(1.0, 0.1 * self.timeout))
+        missing, notes = set(waiting_for), []
+        for p in peers:
+            if p not in answers:
+                missing.add(p)
+                notes.append(f"rank {p} did not answer (dead or unreachable)")
+            elif answers[p][0] < self.op_seq:
+                missing.add(p)
+                notes.append(f"rank {p} is at op seq {answers[p][0]}")
+        detail = "; ".join(notes) or f"waiting for rank(s) {sorted(waiting_for)}"
+        raise self.op_error(f"timed out after {self.timeout:g} s ({detail})", missing)
+
+    def _into(self, dst: np.ndarray, frame) -> None:
+        src = np.frombuffer(frame.buffer, dtype=dst.dtype)
+        if src.size != dst.size:
+            raise self.op_error(f"received {src.size} elements where {dst.size} were expected "
+                                "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
+        np.copyto(dst, src)
+
+    def _flush(self) -> None:
+        if not self.transport.flush(self.deadline()):
+            self._timed_out([])
+
+    def _per(self, x) -> int:
+        return max(1, _PIECE // x.itemsize)
+
+    # ------------------------------------------------------------ collectives
+    def all_reduce(self, x, op):
+        if self.size == 1:
+            reduce_op.finish(op, x, 1)
+        elif self.shm is not None:
+            self.shm.all_reduce(x, op)
+        elif x.nbytes <= _SMALL:
+            self._all_reduce_direct(x, op)
+        else:
+            self._ring_reduce_scatter(x, op)
+            reduce_op.finish(op, x, self.size)
+            self._ring_all_gather(x, self._bounds(x.size))
+            self._flush()
+
+    def _all_reduce_direct(self, x, op):
+        for p in range(self.size):
+            if p != self.rank:
+                self._send(p, 0, 0, x.tobytes())
+        frames = {p: self._recv(p, 0, 0) for p in range(self.size) if p != self.rank}
+        mine = x.copy()
+        views = [mine if p == self.rank else np.frombuffer(frames[p].buffer, x.dtype) for p in range(self.size)]
+        if any(v.size != x.size for v in views):
+            raise self.op_error("ranks passed tensors of different sizes")
+        f = reduce_op.ufunc(op, x.dtype)
+        f(views[0], views[1], out=x)
+        for v in views[2:]:
+            f(x, v, out=x)
+        reduce_op.finish(op, x, self.size)
+
+    def _bounds(self, count):
+        return [count * j // self.size for j in range(self.size + 1)]
+
+    def _ring_reduce_scatter(self, x, op):
+        """Ring reduce-scatter in place on flat ``x``; rank r ends with segment r reduced."""
+        n, me, per = self.size, self.rank, self._per(x)
+        right, left = (me + 1) % n, (me - 1) % n
+        b, f = self._bounds(x.size), reduce_op.ufunc(op, x.dtype)
+        for step in range(n - 1):
+            send_seg, recv_seg = (me - step - 1) % n, (me - step - 2) % n
+            for i, (lo, hi) in enumerate(_pieces(b[send_seg], b[send_seg + 1], per)):
+                self._send(right, step, i, x[lo:hi])
+            for i, (lo, hi) in enumerate(_pieces(b[recv_seg], b[recv_seg + 1], per)):
+                frame = self._recv(left, step, i)
+                f(x[lo:hi], np.frombuffer(frame.buffer, x.dtype), out=x[lo:hi])
+
+    def _ring_all_gather(self, x, b):
+        """Ring all-gather in place: rank r owns segment ``b[r]:b[r+1]`` of flat ``x``."""
+        n, me, per = self.size, self.rank, self._per(x)
+        right, left = (me + 1) % n, (me - 1) % n
+        for step in range(n - 1):
+            send_seg, recv_seg = (me - step) % n, (me - step - 1) % n
+            for i, (lo, hi) in enumerate(_pieces(b[send_seg], b[send_seg + 1], per)):
+                self._send(right, 1000 + step, i, x[lo:hi])
+            for i, (lo, hi) in enumerate(_pieces(b[recv_seg], b[recv_seg + 1], per)):
+                self._into(x[lo:hi], self._recv(left, 1000 + step, i))
+
+    def broadcast(self, x, root):
+        if self.size == 1:
+            return
+        if self.shm is not None:
+            return self.shm.broadcast(x, root)
+        n = self.size
+        vr = (self.rank - root) % n
+        parent = None if vr == 0 else ((vr & (vr - 1)) + root) % n  # clear the lowest set bit
+        children, bit = [], 1
+        while bit < n:
+            if vr + bit < n and (vr == 0 or bit < (vr & -vr)):
+                children.append((vr + bit + root) % n)
+            bit <<= 1
+        for i, (lo, hi) in enumerate(_pieces(0, x.size, self._per(x))):
+            if parent is not None:
+                self._into(x[lo:hi], self._recv(parent, 0, i))
+            for child in children:
+                self._send(child, 0, i, x[lo:hi])
+        self._flush()
+
+    def reduce(self, x, root, op):
+        if self.shm is None and self.size > 1 and x.nbytes > _SMALL:
+            work = x if self.rank == root else x.copy()
+            self._ring_reduce_scatter(work, op)
+            b = self._bounds(x.size)
+            if self.rank != root:
+                self._send(root, 2000, 0, work[b[self.rank]: b[self.rank + 1]])
+            else:
+                for p in range(self.size):
+                    if p != root:
+                        self._into(work[b[p]: b[p + 1]], self._recv(p, 2000, 0))
+                reduce_op.finish(op, work, self.size)
+            self._flush()
+            return
+        super().reduce(x, root, op)
+
+    def all_gather(self, output, x):
+        if self.size == 1:
+            np.copyto(output, x.reshape(-1))
+        elif self.shm is not None:
+            self.shm.all_gather(output, x.reshape(-1))
+        else:
+            np.copyto(output.reshape(self.size, -1)[self.rank], x.reshape(-1))
+            self._ring_all_gather(output, [x.size * r for r in range(self.size + 1)])
+            self._flush()
+
+    def reduce_scatter(self, output, x, op):
+        if self.size == 1:
+            np.copyto(output, x.reshape(output.shape))
+            reduce_op.finish(op, output, 1)
+        elif self.shm is not None:
+            self.shm.reduce_scatter(output.reshape(-1), x.reshape(-1), op)
+        else:
+            work = x.reshape(-1).copy()
+            self._ring_reduce_scatter(work, op)
+            m = output.size
+            np.copyto(output.reshape(-1), work[self.rank * m: (self.rank + 1) * m])
+            reduce_op.finish(op, output, self.size)
+            self._flush()
+
+    def gather(self, output, x, root):
+        if self.rank != root:
+            self._send(root, 0, 0, x.reshape(-1))
+            return self._flush()
+        out = output.reshape(self.size, -1)
+        np.copyto(out[root], x.reshape(-1))
+        for p in range(self.size):
+            if p != root:
+                self._into(out[p], self._recv(p, 0, 0))
+
+    def scatter(self, output, x, root):
+        if self.rank == root:
+            blocks = x.reshape(self.size, -1)
+            for p in range(self.size):
+                if p != root:
+                    self._send(p, 0, 0, blocks[p])
+            np.copyto(output.reshape(-1), blocks[root])
+            return self._flush()
+        self._into(output.reshape(-1), self._recv(root, 0, 0))
+
+    def all_to_all(self, output, x, output_counts, input_counts):
+        ins = np.concatenate([[0], np.cumsum(input_counts)]).astype(int)
+        outs = np.concatenate([[0], np.cumsum(output_counts)]).astype(int)
+        flat_in, flat_out = x.reshape(-1), output.reshape(-1)
+        for p in range(self.size):
+            if p != self.rank:
+                self._send(p, 0, 0, flat_in[ins[p]: ins[p + 1]])
+        np.copyto(flat_out[outs[self.rank]: outs[self.rank + 1]], flat_in[ins[self.rank]: ins[self.rank + 1]])
+        for p in range(self.size):
+            if p != self.rank:
+                self._into(flat_out[outs[p]: outs[p + 1]], self._recv(p, 0, 0))
+        self._flush()
+
+    def barrier(self):
+        if self.size == 1:
+            return
+        if self.shm is not None:
+            return self.shm.barrier()
+        for p in range(self.size):
+            if p != self.rank:
+                self._send(p, 0, 0)
+        for p in range(self.size):
+            if p != self.rank:
+                self._recv(p, 0, 0)
+
+    # ------------------------------------------------------------ point to point
+    def _check_peer_rank(self, peer, what):
+        if not 0 <= peer < self.size or peer == self.rank:
+            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
+
+    def isend(self, x, dst, tag=0):
+        self._check_peer_rank(dst, "send")
+        self.transport.send(dst, header(P2P, tag), x.reshape(-1))
+        work = Work("send")
+        transport, deadline = self.transport, time.monotonic() + self.timeout
+
+        def finish():
+            ok = transport.flush(deadline)
+            work._complete(None if ok else self.op_error(f"send to rank {dst} did not complete"))
+
+        if x.nbytes < (1 << 16):
+            work._complete()
+        else:
+            threading.Thread(target=finish, name="distrib-isend", daemon=True).start()
+        return work
+
+    def send(self, x, dst, tag=0):
+        self._check_peer_rank(dst, "send")
+        self.transport.send(dst, header(P2P, tag), x.reshape(-1))
+        if not self.transport.flush(time.monotonic() + self.timeout):
+            raise self.op_error(f"send to rank {dst} (tag {tag}) did not complete within {self.timeout:g} s",
+                                [dst])
+
+    def irecv(self, x, src, tag=0):
+        if src is not None:
+            self._check_peer_rank(src, "recv")
+        pend = self.transport.post_recv(x, src, tag)
+        work = Work("recv")
+        backend = self
+
+        def wait(timeout=None):
+            seconds = backend.timeout if timeout is None else _seconds(timeout)
+            if not pend.done.wait(seconds):
+                backend.transport.cancel_recv(pend)
+                who = "any rank" if src is None else f"rank {src}"
+                raise backend.op_error(f"recv from {who} (tag {tag}) timed out after {seconds:g} s",
+                                       [] if src is None else [src])
+            if pend.error:
+                raise backend.op_error(pend.error)
+            work._result = pend.source
+            work._complete()
+            return True
+
+        work.wait = wait
+        work.is_completed = pend.done.is_set
+        work.source_rank = lambda: pend.source
+        return work
+
+    def recv(self, x, src, tag=0):
+        work = self.irecv(x, src, tag)
+        work.wait()
+        return work._result
+
+    def shutdown(self):
+        if self.shm is not None:
+            self.shm.close()
+            self.shm = None
+        self.transport.close()

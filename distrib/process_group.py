@@ -1,0 +1,222 @@
+"""Process groups: the world, ``new_group``, rank translation, and the op executor.
+
+Every collective of a group runs through its ``Executor`` in call order: a synchronous
+op runs in the caller's thread once earlier async ops are done; an async op is queued
+for the group's worker thread and returns a ``Work`` at once, so communication overlaps
+with the caller's computation. Each op gets the next sequence number of its group,
+which errors and the debug mode report.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import warnings
+
+from . import debug
+from .backends import backend_class
+from .errors import DistError
+from .store import PrefixStore
+from .work import Work, _seconds
+
+__all__ = ["ProcessGroup", "GroupMember", "new_group", "world"]
+
+
+class Executor:
+    """Runs a group's ops one at a time, in the order they were issued."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cond = threading.Condition()
+        self.queue: collections.deque = collections.deque()
+        self.active = False
+        self.thread: threading.Thread | None = None
+        self.stopped = False
+
+    def run(self, job) -> None:
+        with self.cond:
+            while self.queue or self.active:
+                self.cond.wait()
+            self.active = True
+        try:
+            job()
+        finally:
+            with self.cond:
+                self.active = False
+                self.cond.notify_all()
+
+    def submit(self, job) -> None:
+        with self.cond:
+            if self.stopped:
+                raise DistError(f"process group {self.name} was destroyed")
+            self.queue.append(job)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._loop, name=f"distrib-{self.name}", daemon=True)
+                self.thread.start()
+            self.cond.notify_all()
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while (not self.queue or self.active) and not self.stopped:
+                    self.cond.wait()
+                if self.stopped and not self.queue:
+                    return
+                job = self.queue.popleft()
+                self.active = True
+            try:
+                job()
+            finally:
+                with self.cond:
+                    self.active = False
+                    self.cond.notify_all()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+
+class ProcessGroup:
+    """A set of ranks and the backend that connects them. Get one from ``new_group``."""
+
+    def __init__(self, backend_name: str, ranks: list[int], global_rank: int, store, timeout: float,
+                 name: str, options: dict | None = None) -> None:
+        self.ranks = list(ranks)
+        self.group_name = name
+        self._rank = self.ranks.index(global_rank)
+        self.store = store
+        self.timeout = timeout
+        self.seq = 0
+        self.backend_name = backend_name
+        self.backend = backend_class(backend_name)(store, self._rank, len(self.ranks), timeout, options)
+        self._executor = Executor(name)
+        self._debug = debug.mode() == "DETAIL"
+
+    def rank(self) -> int:
+        """This process's rank in the group."""
+        return self._rank
+
+    def size(self) -> int:
+        """The number of ranks in the group."""
+        return len(self.ranks)
+
+    def name(self) -> str:
+        return self.backend_name
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup({self.group_name}, backend={self.backend_name}, ranks={self.ranks})"
+
+    def run(self, name: str, fn, *, async_op: bool, result=None, signature=None) -> Work | None:
+        """Run ``fn(backend)`` as the group's next op; a Work if ``async_op``, else None.
+
+        ``signature`` (what the debug mode compares across ranks) defaults to the op name.
+        """
+        self.seq += 1
+        seq = self.seq
+        if self._debug:
+            debug.check_consistency(self, name, seq, signature or {})
+        backend = self.backend
+
+        def job():
+            backend.begin_op(name, seq)
+            fn(backend)
+            end = getattr(backend, "end_op", None)
+            if end is not None:
+                end()
+
+        if not async_op:
+            self._executor.run(job)
+            return None
+        work = Work(name, seq, result)
+
+        def async_job():
+            try:
+                job()
+            except BaseException as exc:  # noqa: BLE001 - delivered through Work.wait
+                work._complete(exc)
+            else:
+                work._complete()
+
+        self._executor.submit(async_job)
+        return work
+
+    def shutdown(self) -> None:
+        self._executor.stop()
+        self.backend.shutdown()
+
+
+class _GroupMember:
+    """``GroupMember.WORLD`` (the default group) and ``GroupMember.NON_GROUP_MEMBER``."""
+
+    NON_GROUP_MEMBER = object()
+
+    @property
+    def WORLD(self):  # noqa: N802 - PyTorch's name
+        return world.default_pg
+
+
+GroupMember = _GroupMember()
+
+
+class _World:
+    """The state ``init_process_group`` sets up and ``destroy_process_group`` clears."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.default_pg: ProcessGroup | None = None
+        self.store = None
+        self.rank, self.size = -1, -1
+        self.groups: list[ProcessGroup] = []
+        self.group_count = 0
+        self.options: dict = {}
+        self.owned_store = None
+
+
+world = _World()
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization=False,
+              group_desc=None):
+    """A group of ``ranks`` (global ranks; all when None). Every rank must call it, in the same order.
+
+    Returns the group on members and ``GroupMember.NON_GROUP_MEMBER`` on the others.
+
+    >>> import distrib as dist                                  # doctest: +SKIP
+    >>> evens = dist.new_group([0, 2])                          # doctest: +SKIP
+    """
+    if world.default_pg is None:
+        raise DistError("new_group: call init_process_group first")
+    world.group_count += 1
+    ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"new_group: ranks {ranks} contain duplicates")
+    bad = [r for r in ranks if not 0 <= r < world.size]
+    if bad:
+        raise ValueError(f"new_group: rank(s) {bad} are not in the world of size {world.size}")
+    if world.rank not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    name = f"pg{world.group_count}"
+    pg = ProcessGroup(backend or world.default_pg.backend_name, ranks, world.rank,
+                      PrefixStore(name, world.store),
+                      world.default_pg.timeout if timeout is None else _seconds(timeout), name,
+                      world.options)
+    world.groups.append(pg)
+    return pg
+
+
+def resolve(group, op_name: str) -> ProcessGroup | None:
+    """The group an op runs on (None when this rank is not a member: the op is skipped)."""
+    if world.default_pg is None:
+        raise DistError(f"{op_name}: the default process group is not initialized; "
+                        "call distrib.init_process_group first")
+    if group is None:
+        return world.default_pg
+    if group is GroupMember.NON_GROUP_MEMBER:
+        warnings.warn(f"{op_name}: this rank is not in the group; the call does nothing", stacklevel=3)
+        return None
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"{op_name}: group must be a ProcessGroup from new_group, got {type(group).__name__}")
+    return group

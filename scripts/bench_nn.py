@@ -1,0 +1,90 @@
+"""Issue 3 workloads: MLP and CNN train steps, and the MLP's peak memory, ours vs torch.
+
+Used by ``scripts/bench.py --only nn``. Each train step is forward, cross-entropy,
+backward and an SGD-with-momentum update, on fixed random data, with the same
+thread count for both frameworks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _mlp(lib, nn_mod):
+    return nn_mod.Sequential(
+        nn_mod.Linear(784, 512), nn_mod.ReLU(), nn_mod.Linear(512, 512), nn_mod.ReLU(), nn_mod.Linear(512, 10))
+
+
+def _cnn(lib, nn_mod):
+    return nn_mod.Sequential(
+        nn_mod.Conv2d(1, 16, 5), nn_mod.ReLU(), nn_mod.MaxPool2d(2),
+        nn_mod.Conv2d(16, 32, 5), nn_mod.ReLU(), nn_mod.MaxPool2d(2),
+        nn_mod.Flatten(), nn_mod.Linear(512, 10))
+
+
+def make_step(framework: str, model_name: str):
+    """A closure running one train step of ``model_name`` ('mlp' or 'cnn') in ``framework``."""
+    if framework == "ours":
+        import nn as nn_mod
+        import tensor as lib
+        from nn import functional as F
+        optim = nn_mod.optim
+    else:
+        import torch as lib
+        from torch import nn as nn_mod
+        from torch.nn import functional as F
+        optim = lib.optim
+    lib.manual_seed(0)
+    rng = np.random.default_rng(0)
+    if model_name == "mlp":
+        model, batch, shape = _mlp(lib, nn_mod), 128, (784,)
+    else:
+        model, batch, shape = _cnn(lib, nn_mod), 64, (1, 28, 28)
+    x = lib.from_numpy(rng.standard_normal((batch, *shape), dtype=np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, batch))
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def _peak_rss_child(framework: str, steps: int) -> float:
+    """Peak RSS (MiB) of a fresh process running ``steps`` MLP train steps."""
+    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the forking
+    # parent (this process, which has torch loaded) across exec.
+    code = (
+        "import sys; sys.path.insert(0, %r); import bench_nn; "
+        "s = bench_nn.make_step(%r, 'mlp'); [s() for _ in range(%d)]; "
+        "print([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+    ) % (HERE, framework, steps)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                         cwd=os.path.dirname(HERE), check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench(repeat: int, paired_times, have_torch: bool):
+    """Rows for the table in scripts/bench.py."""
+    rows = []
+    threads = os.environ.get("OMP_NUM_THREADS", "default")
+    for model_name, target in (("mlp", "<= 1.0x"), ("cnn", "<= 1.5x")):
+        ours = make_step("ours", model_name)
+        peer = make_step("torch", model_name) if have_torch else None
+        ours_t, peer_t = paired_times(ours, peer, max(repeat // 2, 5))
+        label = "MLP 784-512-512-10 b128" if model_name == "mlp" else "CNN conv5-pool-conv5-pool-fc b64"
+        rows.append((f"{label} train step, threads={threads} (ms)", ours_t * 1e3,
+                     peer_t * 1e3 if peer_t else None, "torch", target))
+    ours_rss = _peak_rss_child("ours", 20)
+    peer_rss = _peak_rss_child("torch", 20) if have_torch else None
+    rows.append(("MLP benchmark peak RSS (MiB)", ours_rss, peer_rss, "torch", "<= 1.5x"))
+    return rows
