@@ -9,7 +9,7 @@ into it has run; ``autograd.grad`` captures instead.
 from __future__ import annotations
 
 import tensor
-from tensor import _dispatch
+from tensor import _backend, _dispatch
 from tensor._autograd_hooks import grad_mode
 
 from .graph import Node, refresh_view
@@ -103,15 +103,22 @@ def _run_hooks(hooks, g):
     return g
 
 
-def _accumulate_into_leaf(leaf, g, create_graph):
+def _accumulate_into_leaf(leaf, g, create_graph, claimed=None):
+    """Add ``g`` into ``leaf.grad``. ``claimed`` holds the ids of gradient tensors already
+    visible to the user in this backward (roots, other leaves' grads, retained grads)."""
     if leaf._hooks:
         g = _run_hooks(leaf._hooks, g)
     if leaf.grad is None:
-        # Own, writable, contiguous storage: the same gradient object may reach several
-        # leaves, and optimizers update .grad in place.
-        leaf.grad = g if create_graph else g.detach().clone()
-        if not leaf.grad.is_contiguous():
-            leaf.grad = leaf.grad.contiguous()
+        if create_graph:
+            leaf.grad = g
+        elif claimed is not None and id(g) not in claimed and _backend.owns_fresh_memory(g._data):
+            # A gradient that nothing else holds can become .grad as it is (no copy).
+            leaf.grad = g.detach()
+        else:
+            # Optimizers update .grad in place, so it needs its own contiguous storage.
+            leaf.grad = g.detach().clone().contiguous()
+        if claimed is not None:
+            claimed.add(id(g))
     elif create_graph:
         leaf.grad = leaf.grad + g
     else:
@@ -140,6 +147,7 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             root_nodes.append(out._grad_fn)
     order, leaf_edges = _collect(root_nodes)
     finish = _LeafFinisher(leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph)
+    finish.claimed.update(id(g) for _, g in roots)
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
     try:
@@ -166,6 +174,7 @@ class _LeafFinisher:
         self.capture = capture
         self.accumulate_leaves = accumulate_leaves
         self.create_graph = create_graph
+        self.claimed: set = set()
 
     def add(self, leaf, g) -> None:
         """One edge into ``leaf`` ran, carrying ``g`` (possibly None)."""
@@ -197,7 +206,7 @@ class _LeafFinisher:
             slot = capture[id(leaf)]
             slot[0] = g if slot[0] is None else slot[0] + g
         if self.accumulate_leaves:
-            _accumulate_into_leaf(leaf, g, self.create_graph)
+            _accumulate_into_leaf(leaf, g, self.create_graph, self.claimed)
 
 
 def _run_node(node, grads, buffers, finish, capture):
@@ -210,6 +219,7 @@ def _run_node(node, grads, buffers, finish, capture):
             owner, g = ref(), grads[nr]
             if owner is not None and g is not None:
                 owner.grad = g if owner.grad is None else owner.grad + g
+                finish.claimed.add(id(g))
     if capture is not None:
         for nr, g in enumerate(grads):
             slot = capture.get((id(node), nr))

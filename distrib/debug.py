@@ -25,13 +25,13 @@ def mode() -> str:
 
 
 def _describe(sig: dict) -> str:
-    return f"{sig['op']}(" + ", ".join(f"{k}={v}" for k, v in sig.items() if k != "op") + ")"
+    return f"{sig['collective']}(" + ", ".join(f"{k}={v}" for k, v in sig.items() if k != "collective") + ")"
 
 
 def check_consistency(pg, name: str, seq: int, signature: dict) -> None:
     """Compare this op's signature with every rank of ``pg``; raise on mismatch or timeout."""
     store, me, size = pg.store, pg.rank(), pg.size()
-    mine = {"op": name, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in signature.items()}}
+    mine = {"collective": name, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in signature.items()}}
     store.set(f"debug/{seq}/{me}", json.dumps(mine, default=str, sort_keys=True))
     keys = [f"debug/{seq}/{r}" for r in range(size)]
     try:

@@ -89,9 +89,30 @@ class ProcessGroup:
         self.timeout = timeout
         self.seq = 0
         self.backend_name = backend_name
-        self.backend = backend_class(backend_name)(store, self._rank, len(self.ranks), timeout, options)
+        self.options = dict(options or {})
+        # backend=None means "nccl for CUDA tensors, zmq otherwise"; the CUDA one starts lazily.
+        self._by_device: dict[str, object] = {}
+        self.backend = self._create("zmq" if backend_name is None else backend_name)
         self._executor = Executor(name)
         self._debug = debug.mode() == "DETAIL"
+
+    def _create(self, name: str):
+        sub = self.store if not self._by_device else PrefixStore(name, self.store)
+        backend = backend_class(name)(sub, self._rank, len(self.ranks), self.timeout, self.options)
+        for device_type in backend.device_types:
+            self._by_device.setdefault(device_type, backend)
+        return backend
+
+    def backend_for(self, tensor) -> object:
+        """The backend that runs ops on ``tensor`` (creating the CUDA one on first use)."""
+        device = getattr(tensor, "device", None)
+        device_type = getattr(device, "type", "cpu")  # non-tensors fail the argument check later
+        backend = self._by_device.get(device_type)
+        if backend is None:
+            if self.backend_name is not None:
+                return self.backend  # it stages other devices through host memory
+            backend = self._create("nccl")
+        return backend
 
     def rank(self) -> int:
         """This process's rank in the group."""
@@ -102,12 +123,13 @@ class ProcessGroup:
         return len(self.ranks)
 
     def name(self) -> str:
-        return self.backend_name
+        """The backend name, as ``get_backend`` reports it."""
+        return self.backend_name or "zmq"
 
     def __repr__(self) -> str:
         return f"ProcessGroup({self.group_name}, backend={self.backend_name}, ranks={self.ranks})"
 
-    def run(self, name: str, fn, *, async_op: bool, result=None, signature=None) -> Work | None:
+    def run(self, name: str, fn, *, async_op: bool, result=None, signature=None, backend=None) -> Work | None:
         """Run ``fn(backend)`` as the group's next op; a Work if ``async_op``, else None.
 
         ``signature`` (what the debug mode compares across ranks) defaults to the op name.
@@ -116,7 +138,7 @@ class ProcessGroup:
         seq = self.seq
         if self._debug:
             debug.check_consistency(self, name, seq, signature or {})
-        backend = self.backend
+        backend = backend or self.backend
 
         def job():
             backend.begin_op(name, seq)
@@ -143,7 +165,8 @@ class ProcessGroup:
 
     def shutdown(self) -> None:
         self._executor.stop()
-        self.backend.shutdown()
+        for backend in {id(b): b for b in self._by_device.values()}.values():
+            backend.shutdown()
 
 
 class _GroupMember:
@@ -199,7 +222,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if world.rank not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     name = f"pg{world.group_count}"
-    pg = ProcessGroup(backend or world.default_pg.backend_name, ranks, world.rank,
+    pg = ProcessGroup(backend if backend is not None else world.default_pg.backend_name, ranks, world.rank,
                       PrefixStore(name, world.store),
                       world.default_pg.timeout if timeout is None else _seconds(timeout), name,
                       world.options)

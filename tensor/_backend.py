@@ -183,6 +183,14 @@ def reshape_view(array, shape):
     return cuda_backend().reshape_view(array, shape)
 
 
+def owns_fresh_memory(array) -> bool:
+    """True for a writable, C-contiguous array that owns its memory (is not a view)."""
+    flags = array.flags
+    if array.base is not None or not flags.c_contiguous:
+        return False
+    return bool(getattr(flags, "writeable", True))
+
+
 def move(array, target: Backend, index: int | None):
     """Copy ``array`` (of either library) to ``target``'s device ``index``."""
     if target is cpu_backend:

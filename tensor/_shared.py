@@ -78,16 +78,23 @@ def set_sharing_strategy(new_strategy: str) -> None:
 class Segment(mmap.mmap):
     """One mapping of a shared-memory segment; numpy arrays over it keep it alive.
 
-    ``ident`` identifies the segment across processes, ``array`` is its data as uint8, and
-    ``fd`` (``file_descriptor``) or ``name`` (``file_system``) is how another process opens it.
+    ``ident`` identifies the segment across processes, ``address`` is where its data starts in
+    this process, and ``fd`` (``file_descriptor``) or ``name`` (``file_system``) is how another
+    process opens it. The segment holds no array (that would be a reference cycle, and the memory
+    would wait for the garbage collector): ``data()`` makes one.
     """
 
     strategy: str
     ident: tuple
     nbytes: int
+    data_offset: int
+    address: int
     fd: int | None = None
     name: str | None = None
-    array: np.ndarray
+
+    def data(self) -> np.ndarray:
+        """The segment's data as a flat uint8 array."""
+        return np.frombuffer(self, np.uint8, count=self.nbytes, offset=self.data_offset)
 
 
 # ident -> Segment, for every segment mapped in this process: receiving one twice gives the same
@@ -170,8 +177,13 @@ def _no_space_error(nbytes: int, where: str, free: int | None) -> RuntimeError:
 
 
 def _fill(fd: int, offset: int, nbytes: int, raw, where: str) -> None:
-    """Allocate ``nbytes`` at ``offset`` of ``fd``: write ``raw`` there, or zero-fill if None."""
+    """Allocate ``nbytes`` at ``offset`` of ``fd``: write ``raw`` there, or zero-fill if None.
+
+    Bytes before ``offset`` (a header) are written as the reference count 1.
+    """
     try:
+        if offset:
+            os.pwrite(fd, (1).to_bytes(8, "little").ljust(offset, b"\0"), 0)
         if raw is None:
             os.ftruncate(fd, offset + max(nbytes, 1))
             os.posix_fallocate(fd, offset, max(nbytes, 1))
@@ -191,20 +203,21 @@ def _fill(fd: int, offset: int, nbytes: int, raw, where: str) -> None:
 # ---------------------------------------------------------------- making and opening segments
 def _map(fd: int, strategy: str, ident: tuple, nbytes: int, offset: int) -> Segment:
     seg = Segment(fd, offset + max(nbytes, 1), flags=mmap.MAP_SHARED)
-    seg.strategy, seg.ident, seg.nbytes = strategy, ident, nbytes
-    seg.array = np.frombuffer(seg, np.uint8, count=nbytes, offset=offset)
+    seg.strategy, seg.ident, seg.nbytes, seg.data_offset = strategy, ident, nbytes, offset
+    seg.address = _address(seg.data())
     _segments[ident] = seg
     return seg
 
 
-def _memfd_ident(fd: int) -> tuple:
+def memfd_ident(fd: int) -> tuple:
+    """The identity of a ``file_descriptor`` segment: its inode."""
     stat = os.fstat(fd)
     return ("fd", stat.st_dev, stat.st_ino)
 
 
 def attach_fd(fd: int, nbytes: int) -> Segment:
     """Map a ``file_descriptor`` segment; the segment takes ownership of ``fd``."""
-    ident = _memfd_ident(fd)
+    ident = memfd_ident(fd)
     seg = cached_segment(ident)
     if seg is not None:
         os.close(fd)
@@ -230,58 +243,56 @@ def _new_named(nbytes: int, raw) -> Segment:
     if free is not None and nbytes + _watchdog.HEADER_BYTES > free:
         raise _no_space_error(nbytes, SHM_DIR, free)
     name = f"{NAME_PREFIX}{os.getpid()}_{secrets.token_hex(8)}"
-    _watchdog_send(b"+" + name.encode())  # before the file exists: a SIGKILL cannot leak it
     path = os.path.join(SHM_DIR, name)
+    _watchdog_send(b"+" + path.encode())  # before the file exists: a SIGKILL cannot leak it
     fd = fd_call(os.open, path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        os.pwrite(fd, (1).to_bytes(8, "little").ljust(_watchdog.HEADER_BYTES, b"\0"), 0)
         _fill(fd, _watchdog.HEADER_BYTES, nbytes, raw, SHM_DIR)
-        return _map_named(fd, name, nbytes)
+        return _map_named(fd, path, nbytes)
     except BaseException:
-        _release_name(name, os.getpid())
+        _release_name(path, os.getpid())
         raise
     finally:
         os.close(fd)
 
 
-def _map_named(fd: int, name: str, nbytes: int) -> Segment:
-    seg = _map(fd, "file_system", ("fs", name), nbytes, _watchdog.HEADER_BYTES)
-    seg.name = name
-    weakref.finalize(seg, _release_name, name, os.getpid())
+def _map_named(fd: int, path: str, nbytes: int) -> Segment:
+    seg = _map(fd, "file_system", ("fs", path), nbytes, _watchdog.HEADER_BYTES)
+    seg.name = path
+    weakref.finalize(seg, _release_name, path, os.getpid())
     return seg
 
 
-def attach_name(name: str, nbytes: int) -> Segment:
-    """Map a ``file_system`` segment by name, taking a reference on it.
+def attach_name(path: str, nbytes: int) -> Segment:
+    """Map a ``file_system`` segment by its path, taking a reference on it.
 
     Raises:
         RuntimeError: if the segment no longer exists.
     """
-    seg = cached_segment(("fs", name))
+    seg = cached_segment(("fs", path))
     if seg is not None:
         return seg
-    path = os.path.join(SHM_DIR, name)
-    _watchdog_send(b"+" + name.encode())  # before the reference: a SIGKILL cannot leak it
+    _watchdog_send(b"+" + path.encode())  # before the reference: a SIGKILL cannot leak it
     try:
         fd = fd_call(os.open, path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
-        _watchdog_send(b"-" + name.encode())
+        _watchdog_send(b"-" + path.encode())
         raise RuntimeError(
             f"shared memory segment {path} no longer exists: the process that sent the tensor "
             "released it (or died) before this process received it. help: keep the producer and "
             "its tensors alive until every consumer has received them.") from None
     try:
         _watchdog.adjust_refcount(path, +1)
-        return _map_named(fd, name, nbytes)
+        return _map_named(fd, path, nbytes)
     finally:
         os.close(fd)
 
 
-def _release_name(name: str, pid: int) -> None:
+def _release_name(path: str, pid: int) -> None:
     if os.getpid() != pid:  # a fork child inherited the mapping but never took a reference
         return
-    _watchdog.adjust_refcount(os.path.join(SHM_DIR, name), -1)
-    _watchdog_send(b"-" + name.encode())
+    _watchdog.adjust_refcount(path, -1)
+    _watchdog_send(b"-" + path.encode())
 
 
 def new_segment(nbytes: int, raw=None) -> Segment:
@@ -314,7 +325,7 @@ def _connect_watchdog() -> socket.socket:
             pass  # it exited with its last client: start a new one
     address = f"distrib-shm-watchdog-{os.getpid()}-{secrets.token_hex(8)}"
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_shm_watchdog.py")
-    proc = subprocess.Popen([sys.executable, "-S", script, address, SHM_DIR], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-S", script, address], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     with proc.stdout:
         ready = proc.stdout.readline()  # the daemon writes it once it listens; EOF if it failed
@@ -354,29 +365,49 @@ def is_shared(t) -> bool:
     return segment_of(t._data) is not None
 
 
+def _owner(array: np.ndarray) -> np.ndarray:
+    """The array at the end of ``array``'s chain of numpy views: its buffer."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+# id(old buffer) -> (weakref to it, segment, its address): buffers already moved into shared memory.
+# A Tensor that still views a moved buffer (a sibling view made before the move) is moved onto the
+# same segment, not copied again, so views of one buffer stay aliased, as views of one storage do
+# in PyTorch. (Writes made through such a view between the two moves are not carried over.)
+_moved: dict[int, tuple] = {}
+
+
+def _forget_moved(key: int):
+    return lambda _ref: _moved.pop(key, None)
+
+
 def share_memory_(t):
     """``Tensor.share_memory_``: move the storage into shared memory (a no-op if it already is).
 
-    The whole underlying buffer moves, so the tensor keeps its offset and strides, and so does
-    its ``_base`` when it is a view. Other Tensor objects viewing the old buffer keep the old one.
+    The whole underlying buffer moves, so the tensor keeps its offset and strides, and so do
+    its ``_base`` and any view of the same buffer shared later (see ``_moved``).
     """
     if t._device.backend.ipc_supported or segment_of(t._data) is not None:
         return t
-    data = t._data
-    owner = data
-    while isinstance(owner.base, np.ndarray):
-        owner = owner.base
-    if not (owner.flags.c_contiguous or owner.flags.f_contiguous):
-        # An exotic buffer (strided memory we do not own): share a contiguous copy of this tensor.
-        raw = np.ascontiguousarray(data)
-        root = new_segment(raw.nbytes, raw.reshape(-1).view(np.uint8)).array
+    owner = _owner(t._data)
+    entry = _moved.get(id(owner))
+    if entry is not None and entry[0]() is owner:
+        root, start = entry[1].data(), entry[2]
+    elif owner.flags.c_contiguous or owner.flags.f_contiguous:
+        raw, start = owner.ravel(order="K").view(np.uint8), _address(owner)
+        segment = new_segment(raw.nbytes, raw)
+        root = segment.data()
+        _moved[id(owner)] = (weakref.ref(owner, _forget_moved(id(owner))), segment, start)
+    else:  # an exotic buffer (strided memory numpy does not own): share a copy of this tensor
+        raw = np.ascontiguousarray(t._data)
+        root = new_segment(raw.nbytes, raw.reshape(-1).view(np.uint8)).data()
         t._data = np.ndarray(raw.shape, raw.dtype, buffer=root)
         return t
-    raw, start = owner.ravel(order="K").view(np.uint8), _address(owner)
-    root = new_segment(raw.nbytes, raw).array
     for target in ([t] if t._base is None else [t, t._base]):
         old = target._data
-        if isinstance(old, np.ndarray) and 0 <= _address(old) - start <= raw.nbytes:
+        if segment_of(old) is None and _owner(old) is owner:
             target._data = _view_into(root, _address(old) - start, old)
     return t
 
@@ -391,4 +422,4 @@ def empty_shared(shape, dtype=None):
     shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
     nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt.numpy).itemsize
     seg = new_segment(nbytes)
-    return _dispatch.make(np.ndarray(shape, dt.numpy, buffer=seg.array), _cpu)
+    return _dispatch.make(np.ndarray(shape, dt.numpy, buffer=seg.data()), _cpu)

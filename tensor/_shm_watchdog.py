@@ -10,8 +10,8 @@ A named segment ``/dev/shm/distrib_*`` starts with an 8-byte reference count: th
 processes that map it. Each change happens under ``flock`` on the file; whoever brings the count
 to zero unlinks the name (mappings stay valid after an unlink; only new attaches fail).
 A process that dies without releasing its references (SIGKILL, os._exit) would leak them, so
-every process also tells a watchdog process which names it holds, over a Unix socket: ``+name``
-for a reference taken, ``-name`` for one released. When a client's connection closes, however
+every process also tells a watchdog process which segments it holds, over a Unix socket:
+``+path`` for a reference taken, ``-path`` for one released. When a client's connection closes, however
 the client died, the watchdog releases what it still held. The watchdog runs in its own session
 (a Ctrl-C or a process-group kill does not reach it) and exits when its last client is gone.
 """
@@ -51,7 +51,7 @@ def adjust_refcount(path: str, delta: int) -> int | None:
         os.close(fd)  # also drops the flock
 
 
-def _serve(listener: socket.socket, directory: str) -> None:
+def _serve(listener: socket.socket) -> None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     held: dict[socket.socket, dict[str, int]] = {}
@@ -75,9 +75,9 @@ def _serve(listener: socket.socket, directory: str) -> None:
             except OSError:
                 data = b""
             if not data:  # the client is gone: release what it still held
-                for name, count in held.pop(conn).items():
+                for path, count in held.pop(conn).items():
                     for _ in range(count):
-                        adjust_refcount(os.path.join(directory, name), -1)
+                        adjust_refcount(path, -1)
                 selector.unregister(conn)
                 conn.close()
                 partial.pop(conn)
@@ -98,7 +98,7 @@ def _serve(listener: socket.socket, directory: str) -> None:
 
 def main(argv: list[str]) -> int:
     """Daemonize (so that no one has to reap us), report ``ready`` on stdout, then serve."""
-    address, directory = "\0" + argv[1], argv[2]
+    address = "\0" + argv[1]
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)
@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     for stream in (0, 1, 2):
         os.dup2(devnull, stream)
-    _serve(listener, directory)
+    _serve(listener)
     return 0
 
 

@@ -10,9 +10,10 @@ Note [Shared-memory collectives]
     memory about three times, there is no socket in the way, and the reduction order is
     rank order, so every rank gets bitwise the same result.
 
-    Barriers are flags: a rank stores a phase number in its header, then waits until
-    every peer's flag reaches it (spin, then yield, then short sleeps; the deadline and
-    the peers' liveness are checked while waiting). Slots alternate block by block, so a
+    Barriers are flags: a rank stores a phase number in its header, pokes its peers'
+    wake-up FIFOs, then waits until every peer's flag reaches it (a short spin, then a
+    blocking wait on its own FIFO; the deadline and the peers' liveness are checked
+    every 50 ms while waiting). Slots alternate block by block, so a
     rank may refill a slot only after a later barrier proved the peers finished reading
     it: no trailing barrier is needed. Stores of the data precede the store of the flag
     and x86 keeps stores in order (TSO); that is the memory model this relies on.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import mmap
 import os
 import secrets
+import select
 import time
 
 import numpy as np
@@ -61,7 +63,8 @@ def setup(store, rank: int, size: int, slot_bytes: int):
         store.set("shm/token", secrets.token_hex(8))
     token = store.get("shm/token").decode()
     path = os.path.join(_SHM_DIR, f"distrib-{token}-{rank}")
-    mm, reason = None, ""
+    fifo = path + ".wake"
+    mm, wake_r, reason = None, None, ""
     try:
         stat = os.statvfs(_SHM_DIR)
         if stat.f_bavail * stat.f_frsize < 2 * total:
@@ -73,36 +76,54 @@ def setup(store, rank: int, size: int, slot_bytes: int):
         finally:
             os.close(fd)
         np.frombuffer(mm, np.uint8)[:] = 0  # fault the pages in now, not in the first collective
+        os.mkfifo(fifo, 0o600)
+        wake_r = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # RDWR: opening never blocks
     except OSError as exc:
         reason = str(exc)
+        mm = _discard(mm, path, wake_r, fifo)
     store.set(f"shm/ok/{rank}", "1" if mm is not None else "0:" + reason)
     answers = [store.get(f"shm/ok/{p}") for p in range(size)]
     if not all(a == b"1" for a in answers):
-        if mm is not None:
-            os.unlink(path)
-            mm.close()
+        _discard(mm, path, wake_r, fifo)
         return None
-    maps = []
+    maps, wake_w = [], []
     for p in range(size):
         if p == rank:
             maps.append(mm)
             continue
-        fd = os.open(os.path.join(_SHM_DIR, f"distrib-{token}-{p}"), os.O_RDWR)
+        peer_path = os.path.join(_SHM_DIR, f"distrib-{token}-{p}")
+        fd = os.open(peer_path, os.O_RDWR)
         try:
             maps.append(mmap.mmap(fd, total))
         finally:
             os.close(fd)
+        wake_w.append(os.open(peer_path + ".wake", os.O_WRONLY | os.O_NONBLOCK))
     store.set(f"shm/mapped/{rank}", "1")
     store.wait([f"shm/mapped/{p}" for p in range(size)])
     os.unlink(path)
-    return ShmGroup(maps, rank, size, slot_bytes)
+    os.unlink(fifo)
+    return ShmGroup(maps, rank, size, slot_bytes, wake_r, wake_w)
+
+
+def _discard(mm, path, wake_r, fifo):
+    for name in (path, fifo):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    if wake_r is not None:
+        os.close(wake_r)
+    if mm is not None:
+        mm.close()
+    return None
 
 
 class ShmGroup:
     """The shared-memory collectives of one group. ``owner`` gives deadlines and errors."""
 
-    def __init__(self, maps, rank: int, size: int, slot_bytes: int) -> None:
+    def __init__(self, maps, rank: int, size: int, slot_bytes: int, wake_r: int, wake_w: list[int]) -> None:
         self.maps, self.rank, self.size, self.slot_bytes = maps, rank, size, slot_bytes
+        self.wake_r, self.wake_w = wake_r, wake_w
         self.raw = [np.frombuffer(m, np.uint8) for m in maps]
         self.hdr = [r[:64].view(np.int64) for r in self.raw]
         self.hdr[rank][2] = os.getpid()
@@ -118,22 +139,32 @@ class ShmGroup:
     def barrier(self) -> None:
         self.phase += 1
         self.hdr[self.rank][0] = self.phase
+        for fd in self.wake_w:
+            try:
+                os.write(fd, b"w")
+            except BlockingIOError:
+                pass  # the FIFO is full of wake-ups already
         for p in self.peers:
             if self.hdr[p][0] < self.phase:
                 self._wait(p, self.phase)
 
     def _wait(self, peer: int, target: int) -> None:
+        # Spin briefly (a peer that is running is usually microseconds behind), then block
+        # on our wake-up FIFO: on a loaded machine spinning would steal the core the late
+        # peer needs. Every rank writes a byte to its peers' FIFOs after raising its flag,
+        # so a blocked waiter wakes at once; stale bytes only cause a harmless re-check.
         flag = self.hdr[peer]
-        spins = 0
+        for _ in range(300):
+            if flag[0] >= target:
+                return
         while flag[0] < target:
-            spins += 1
-            if spins < 50:
-                continue
-            if spins < 3000:
-                time.sleep(0)  # yields the core and the GIL
+            ready, _, _ = select.select([self.wake_r], [], [], 0.05)
+            if ready:
+                try:
+                    os.read(self.wake_r, 4096)
+                except BlockingIOError:
+                    pass
             else:
-                time.sleep(min(1e-3, 1e-5 * (spins - 2990)))
-            if spins % 200 == 0:
                 self._check(target)
 
     def _check(self, target: int) -> None:
@@ -227,6 +258,9 @@ class ShmGroup:
             reduce_op.finish(op, out, n)
 
     def close(self) -> None:
+        for fd in [self.wake_r, *self.wake_w]:
+            os.close(fd)
+        self.wake_w = []
         self.raw = self.hdr = None
         for m in self.maps:
             try:

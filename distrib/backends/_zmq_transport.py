@@ -26,7 +26,8 @@ __all__ = ["Transport", "COLL", "P2P", "header"]
 
 COLL, P2P, QUERY, REPLY = 0, 1, 2, 3
 _HDR = struct.Struct("<Bqqq")
-_ZERO_COPY_MIN = 1 << 16  # below this libzmq copies anyway; tracking would only cost time
+_ZERO_COPY_MIN = 1 << 16
+_EMPTY = zmq.Frame(b"")  # below this libzmq copies anyway; tracking would only cost time
 
 
 def header(kind: int, a: int = 0, b: int = 0, c: int = 0) -> bytes:
@@ -120,7 +121,7 @@ class Transport:
             return  # not one of ours: ignore
         if not 0 <= src < self.size or src == self.rank:
             return
-        payload = frames[2] if len(frames) > 2 else None
+        payload = frames[2] if len(frames) > 2 else _EMPTY
         if kind == QUERY:
             entered, finished = self.progress()
             self.router.send_multipart([frames[0].bytes, header(REPLY, entered, finished)])
@@ -142,7 +143,7 @@ class Transport:
 
     @staticmethod
     def _fill(pend: _PendingRecv, src: int, payload) -> None:
-        buf = payload.buffer if payload is not None else memoryview(b"")
+        buf = payload.buffer
         if buf.nbytes != pend.array.nbytes:
             pend.error = (f"rank {src} sent {buf.nbytes} bytes but the receiving tensor holds "
                           f"{pend.array.nbytes} (the shapes or dtypes of send and recv differ)")

@@ -87,6 +87,10 @@ class Backend:
             f"failed: {reason}{who}"
         )
 
+    def p2p_error(self, what: str, reason: str) -> DistBackendError:
+        """A DistBackendError for a point-to-point op (which has no collective sequence number)."""
+        return DistBackendError(f"[{self.name} backend, rank {self.rank}/{self.size}] {what} failed: {reason}")
+
     def shutdown(self) -> None:
         """Release sockets, memory and threads. Must not block."""
 

@@ -28,7 +28,7 @@ from .base import Backend
 
 __all__ = ["ZmqBackend"]
 
-_PIECE = 1 << 20  # bytes per pipelined message
+_PIECE = int(os.environ.get("DISTRIB_ZMQ_PIECE_BYTES", 1 << 20))  # bytes per pipelined message
 _SMALL = 1 << 16  # all_reduce up to this many bytes: direct exchange
 
 
@@ -68,7 +68,7 @@ class ZmqBackend(Backend):
         self.transport.connect({p: v["endpoint"] for p, v in peers.items()})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
         if size > 1 and self.local and use_shm:
-            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 4 << 20))
+            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 1 << 20))
             self.shm = _shm.setup(store, rank, size, slot)
             if self.shm is not None:
                 self.shm.owner = self
@@ -307,7 +307,7 @@ class ZmqBackend(Backend):
 
         def finish():
             ok = transport.flush(deadline)
-            work._complete(None if ok else self.op_error(f"send to rank {dst} did not complete"))
+            work._complete(None if ok else self.p2p_error(f"send to rank {dst} (tag {tag})", "did not complete"))
 
         if x.nbytes < (1 << 16):
             work._complete()
@@ -319,8 +319,7 @@ class ZmqBackend(Backend):
         self._check_peer_rank(dst, "send")
         self.transport.send(dst, header(P2P, tag), x.reshape(-1))
         if not self.transport.flush(time.monotonic() + self.timeout):
-            raise self.op_error(f"send to rank {dst} (tag {tag}) did not complete within {self.timeout:g} s",
-                                [dst])
+            raise self.p2p_error(f"send to rank {dst} (tag {tag})", f"did not complete within {self.timeout:g} s")
 
     def irecv(self, x, src, tag=0):
         if src is not None:
@@ -328,16 +327,15 @@ class ZmqBackend(Backend):
         pend = self.transport.post_recv(x, src, tag)
         work = Work("recv")
         backend = self
+        who = "any rank" if src is None else f"rank {src}"
 
         def wait(timeout=None):
             seconds = backend.timeout if timeout is None else _seconds(timeout)
             if not pend.done.wait(seconds):
                 backend.transport.cancel_recv(pend)
-                who = "any rank" if src is None else f"rank {src}"
-                raise backend.op_error(f"recv from {who} (tag {tag}) timed out after {seconds:g} s",
-                                       [] if src is None else [src])
+                raise backend.p2p_error(f"recv from {who} (tag {tag})", f"timed out after {seconds:g} s")
             if pend.error:
-                raise backend.op_error(pend.error)
+                raise backend.p2p_error(f"recv from {who} (tag {tag})", pend.error)
             work._result = pend.source
             work._complete()
             return True

@@ -25,7 +25,11 @@ from tensor._shared import get_all_sharing_strategies, get_sharing_strategy, set
 from ._context import Process, check_fork_allowed, default_context
 from .reductions import init_reductions
 from .spawn import (
-    ProcessContext, ProcessException, ProcessExitedException, ProcessRaisedException, spawn,
+    ProcessContext,
+    ProcessException,
+    ProcessExitedException,
+    ProcessRaisedException,
+    spawn,
     start_processes,
 )
 

@@ -20,6 +20,7 @@ PyTorch's pending descriptors do.
 
 from __future__ import annotations
 
+import array
 import os
 import secrets
 import socket
@@ -57,8 +58,9 @@ class _Server:
                 try:
                     if segment is None:
                         self.sock.sendto(_REPLY_MISSING, reply_to)
-                    else:
-                        socket.send_fds(self.sock, [_REPLY_OK], [segment.fd], 0, reply_to)
+                    else:  # (socket.send_fds ignores its address argument before Python 3.12)
+                        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [segment.fd]))]
+                        self.sock.sendmsg([_REPLY_OK], rights, 0, reply_to)
                 except OSError:
                     pass  # the fetcher gave up and closed its socket
 
@@ -116,6 +118,24 @@ def _sender_gone(pid: int) -> RuntimeError:
         f"the process that sent this shared tensor (pid {pid}) exited before this process received "
         "it, so its memory is gone. help: keep the producer alive until every consumer has received "
         "its tensors (e.g. wait on an acknowledgement, or join the consumers first).")
+
+
+def open_fd(address: bytes, key: bytes, pid: int, fd_number: int, ident: tuple) -> int:
+    """A descriptor of the sender's segment ``ident``, which it keeps open as ``fd_number``.
+
+    The fast way reopens it through ``/proc/<pid>/fd`` (a few microseconds, and the sender need
+    not be scheduled); where that is not allowed (another pid namespace, ptrace restrictions) the
+    sender's server hands it over (``fetch_fd``). The pending key keeps the sender's descriptor
+    open until we release it, and the identity check rules out a reused pid or descriptor number.
+    """
+    try:
+        fd = _shared.fd_call(os.open, f"/proc/{pid}/fd/{fd_number}", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return fetch_fd(address, key, pid)
+    if _shared.memfd_ident(fd) == tuple(ident):
+        return fd
+    os.close(fd)
+    return fetch_fd(address, key, pid)
 
 
 def fetch_fd(address: bytes, key: bytes, pid: int) -> int:

@@ -53,21 +53,22 @@ def reduce_tensor(t: Tensor):
     array = t._data
     segment = _shared.segment_of(array)
     address, key, pid = _handles.keep_alive(segment)
-    handle = (segment.strategy, segment.ident, segment.nbytes, segment.name, address, key, pid)
-    offset = array.__array_interface__["data"][0] - segment.array.__array_interface__["data"][0]
+    handle = (segment.strategy, segment.ident, segment.nbytes, segment.name, segment.fd, address, key, pid)
+    offset = array.__array_interface__["data"][0] - segment.address
     return rebuild_tensor, (type(t), handle, offset, array.shape, array.strides, array.dtype.str,
                             t._requires_grad, t.grad, _public_attributes(t))
 
 
 def _open_segment(handle) -> _shared.Segment:
-    strategy, ident, nbytes, name, address, key, pid = handle
+    strategy, ident, nbytes, name, fd_number, address, key, pid = handle
     segment = _shared.cached_segment(ident)
     try:
         if segment is None:
             if strategy == "file_system":
                 segment = _shared.attach_name(name, nbytes)
             else:
-                segment = _shared.attach_fd(_handles.fetch_fd(address, key, pid), nbytes)
+                fd = _handles.open_fd(address, key, pid, fd_number, ident)
+                segment = _shared.attach_fd(fd, nbytes)
     finally:
         _handles.release(address, key, pid)
     return segment
@@ -88,7 +89,7 @@ def _finish(t: Tensor, cls, requires_grad: bool, grad, attributes: dict) -> Tens
 def rebuild_tensor(cls, handle, offset, shape, strides, dtype, requires_grad, grad, attributes):
     """Unpickle a CPU tensor: map its segment (once per process) and view it."""
     segment = _open_segment(handle)
-    array = np.ndarray(shape, np.dtype(dtype), buffer=segment.array, offset=offset, strides=strides)
+    array = np.ndarray(shape, np.dtype(dtype), buffer=segment.data(), offset=offset, strides=strides)
     return _finish(_dispatch.make(array, _cpu), cls, requires_grad, grad, attributes)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Store
+from .base import Store, _key
 
 __all__ = ["PrefixStore"]
 
@@ -20,7 +20,7 @@ class PrefixStore(Store):
         self.prefix, self.underlying_store = prefix, store
 
     def _k(self, key: str) -> str:
-        return f"{self.prefix}/{key}"
+        return f"{self.prefix}/{_key(key)}"
 
     @property
     def timeout(self):

@@ -19,7 +19,7 @@ import zmq
 
 from .. import security
 from ..errors import DistNetworkError, DistStoreError
-from .base import DEFAULT_TIMEOUT, KVTable, Store, to_seconds
+from .base import DEFAULT_TIMEOUT, KVTable, Store
 
 __all__ = ["TCPStore"]
 

@@ -8,7 +8,7 @@ matmul with the weight; a transposed convolution is the matmul followed by col2i
 from __future__ import annotations
 
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 from tensor import Tensor
 from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
@@ -16,7 +16,7 @@ from tensor.ops.window import fold_windows, im2col, unfold_windows, window_outpu
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "unfold", "fold"]
 
-IntOrTuple = Union[int, Sequence[int]]
+IntOrTuple = int | Sequence[int]
 
 
 def ntuple(value, n: int, name: str, op: str = "convolution") -> tuple:

@@ -25,11 +25,14 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
 def _batched(input: Tensor, nd: int, name: str) -> tuple[Tensor, bool]:
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): expected input to be a Tensor, got {type(input).__name__}")
-    if input.ndim == nd + 2 and input.numel() > 0:
-        return input, False
-    if input.ndim == nd + 1 and input.numel() > 0:
-        return input.unsqueeze(0), True
-    raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for input")
+    if any(s == 0 for s in input.shape[input.ndim - nd - 1:]):
+        raise RuntimeError(
+            f"Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch size for input, "
+            f"but got:{list(input.shape)}"
+        )
+    return (input, False) if input.ndim == nd + 2 else (input.unsqueeze(0), True)
 
 
 def _pool_output_size(size, k, s, p, d, ceil_mode) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
-IntOrTuple = Union[int, Sequence[int]]
+IntOrTuple = int | Sequence[int]
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 

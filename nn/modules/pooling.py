@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 from tensor import Tensor
 
@@ -11,7 +11,7 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d"]
 
-IntOrTuple = Union[int, Sequence[int]]
+IntOrTuple = int | Sequence[int]
 
 
 class _MaxPoolNd(Module):

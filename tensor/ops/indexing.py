@@ -67,9 +67,12 @@ def _indexing_error(exc: IndexError) -> IndexError:
 
 def _getitem_kernel(xp, a, index):
     try:
-        return a[index]
+        out = a[index]
     except IndexError as exc:
         raise _indexing_error(exc) from None
+    if not isinstance(out, xp.ndarray):  # numpy gives a scalar for an all-integer index, not a view
+        out = a[(*index, Ellipsis) if isinstance(index, tuple) else (index, Ellipsis)]
+    return out
 
 
 _getitem_view = defop("getitem_view", is_view=True)(_getitem_kernel)

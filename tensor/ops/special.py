@@ -75,7 +75,8 @@ _BETA = (-1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03, -2
 
 
 def _erf_fast(xp, x):
-    a = xp.clip(x, -4.0, 4.0, dtype=xp.float64)
+    a = xp.array(x, dtype=xp.float64)  # a fresh array even for a 0-d input
+    xp.clip(a, -4.0, 4.0, out=a)
     z = a * a
     p = _horner(z, _ALPHA)
     p *= a
@@ -292,11 +293,15 @@ def _(node, g):
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
             w = w / w.sum(dtype=dtype)
-    coef = xp.zeros(shape, dtype=dtype)
     if len(shape) == 1:
+        coef = xp.zeros(shape, dtype=dtype)
         coef[safe] = -w
-    else:
+    elif hasattr(xp, "put_along_axis"):
+        coef = xp.zeros(shape, dtype=dtype)
         xp.put_along_axis(coef, xp.expand_dims(safe, 1), xp.expand_dims(-w, 1), axis=1)
+    else:  # array libraries without put_along_axis: a one-hot mask along the class dim
+        classes = xp.arange(shape[1]).reshape((1, -1) + (1,) * (len(shape) - 2))
+        coef = (xp.expand_dims(safe, 1) == classes) * xp.expand_dims(-w, 1)
     coef = _dispatch.make(coef, target._device)
     if reduction == "none" and len(shape) > 1:
         g = g.unsqueeze(1)

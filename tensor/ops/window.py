@@ -191,7 +191,7 @@ def _global_index(xp, indices, spatial_numel, plane_strides=None):
     n, c = indices.shape[0], indices.shape[1]
     s_n, s_c = plane_strides or (c * spatial_numel, spatial_numel)
     base = (xp.arange(n, dtype=xp.int64)[:, None] * s_n + xp.arange(c, dtype=xp.int64) * s_c).reshape(-1)
-    return indices.reshape(n * c, -1) + base[:, None]
+    return indices.reshape(n * c, math.prod(indices.shape[2:])) + base[:, None]
 
 
 def _flat_storage(xp, a):

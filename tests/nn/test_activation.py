@@ -142,6 +142,10 @@ def test_erf_special_values_and_integers(device):
     assert_close(out, np.array([np.nan, 1.0, -1.0, 0.0], np.float32))
     assert tensor.erf(tensor.tensor([0, 1])).dtype is tensor.float32
     assert tensor.erf(tensor.empty(0, 3, device=device)).shape == (0, 3)
+    for dtype in (tensor.float64, tensor.float32):  # 0-d inputs take both kernels
+        scalar = tensor.tensor(0.5, dtype=dtype, device=device)
+        assert abs(tensor.erf(scalar).item() - math.erf(0.5)) < 1e-7
+        assert tensor.erf(scalar).shape == () and F.gelu(scalar).shape == ()
 
 
 def test_inplace_forms_overwrite_the_input():

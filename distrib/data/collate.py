@@ -1,0 +1,199 @@
+"""``default_collate`` and ``default_convert``: samples to batches, as in ``torch.utils.data``.
+
+Collation is recursive over tensors, numpy arrays, numbers, strings, mappings, namedtuples and
+sequences; every leaf becomes one tensor per batch (strings and bytes stay a list). Tensors and
+arrays are stacked with one ``np.stack`` into memory from ``alloc``: plain ``np.empty`` here, and
+in a DataLoader worker a slice of the worker's shared-memory batch buffer, so that the batch is
+written exactly once and crosses to the main process without another copy (see ``_worker.py``).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+import re
+
+import numpy as np
+
+import tensor
+from tensor import Tensor, _dispatch
+
+__all__ = ["default_collate", "default_convert"]
+
+_np_str_obj_array_pattern = re.compile(r"[SaUO]")
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}")
+_cpu = tensor.device("cpu")
+
+
+def _empty(shape, dtype) -> np.ndarray:
+    return np.empty(shape, dtype)
+
+
+def _stack_error(shapes) -> RuntimeError:
+    first = list(shapes[0])
+    for i, shape in enumerate(shapes):
+        if tuple(shape) != tuple(first):
+            return RuntimeError(f"stack expects each tensor to be equal size, but got {first} at entry 0 "
+                                f"and {list(shape)} at entry {i}")
+    return RuntimeError("stack: inputs could not be stacked")
+
+
+def _stack(arrays: list, alloc) -> np.ndarray:
+    """``np.stack(arrays)`` into memory from ``alloc`` (PyTorch's message for unequal shapes)."""
+    first = arrays[0]
+    shape, dtype = first.shape, first.dtype
+    for a in arrays:
+        if a.shape != shape:
+            raise _stack_error([b.shape for b in arrays])
+        if a.dtype != dtype:
+            dtype = np.result_type(dtype, a.dtype)
+    out = alloc((len(arrays), *shape), dtype)
+    return np.stack(arrays, out=out)
+
+
+def _from_values(values, dtype, alloc) -> Tensor:
+    host = np.asarray(values, dtype=dtype)
+    out = alloc(host.shape, host.dtype)
+    out[...] = host
+    return _dispatch.make(out, _cpu)
+
+
+def _collate_ints(batch, alloc) -> Tensor:
+    host = np.asarray(batch)  # ints (int64), bools (bool), or a mix with floats
+    if host.dtype.kind == "f":
+        host = host.astype(tensor.get_default_dtype().numpy)
+    elif host.dtype.kind in "iu":
+        host = host.astype(np.int64, copy=False)
+    return _from_values(host, host.dtype, alloc)
+
+
+def _collate_tensors(batch, alloc) -> Tensor:
+    elem = batch[0]
+    if elem.device.type != "cpu":
+        return tensor.stack(list(batch), 0)
+    try:
+        arrays = [t._data for t in batch]
+    except AttributeError:  # a non-tensor among the tensors
+        raise TypeError(f"expected Tensor as element {[type(t) for t in batch]} in argument 0") from None
+    return _dispatch.make(_stack(arrays, alloc), _cpu)
+
+
+def _collate_arrays(batch, alloc) -> Tensor:
+    elem = batch[0]
+    if _np_str_obj_array_pattern.search(elem.dtype.str) is not None:
+        raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    arrays = [np.asarray(b) for b in batch]
+    return _dispatch.make(_stack(arrays, alloc), _cpu)
+
+
+def collate(batch, alloc=_empty):
+    """``default_collate`` with the memory of stacked leaves taken from ``alloc(shape, dtype)``."""
+    elem = batch[0]
+    elem_type = type(elem)
+    if isinstance(elem, Tensor):
+        return _collate_tensors(batch, alloc)
+    if elem_type is float:
+        return _from_values(batch, np.float64, alloc)
+    if elem_type is int or elem_type is bool:
+        return _collate_ints(batch, alloc)
+    if elem_type is str or elem_type is bytes:
+        return batch
+    if isinstance(elem, np.ndarray):
+        return _collate_arrays(batch, alloc)
+    if isinstance(elem, (np.bool_, np.number, np.object_)):
+        if isinstance(elem, np.object_):
+            raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+        return _from_values(batch, None, alloc)
+    if isinstance(elem, float):
+        return _from_values(batch, np.float64, alloc)
+    if isinstance(elem, int):
+        return _collate_ints(batch, alloc)
+    if isinstance(elem, (str, bytes)):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        items = {key: collate([d[key] for d in batch], alloc) for key in elem}
+        try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)
+                clone.update(items)
+                return clone
+            return elem_type(items)
+        except TypeError:
+            return items
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
+        return elem_type(*(collate(samples, alloc) for samples in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if any(len(e) != size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = list(zip(*batch))
+        if isinstance(elem, tuple):
+            return [collate(samples, alloc) for samples in transposed]  # a list, as PyTorch does
+        columns = [collate(samples, alloc) for samples in transposed]
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, column in enumerate(columns):
+                    clone[i] = column
+                return clone
+            return elem_type(columns)
+        except TypeError:
+            return columns
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def default_collate(batch):
+    """Stack a list of samples into a batch: each leaf becomes one tensor with a batch dimension.
+
+    Tensors and numpy arrays are stacked; ``int`` gives int64, ``float`` float64, numpy scalars
+    keep their dtype; strings and bytes stay a list; mappings, namedtuples and sequences are
+    collated field by field (a tuple sample gives a list, as in PyTorch).
+
+        >>> default_collate([(0, 1.5), (2, 3.5)])
+        [tensor([0, 2]), tensor([1.5000, 3.5000], dtype=tensor.float64)]
+
+    Raises:
+        TypeError: for a leaf of another type, or numpy arrays of strings or objects.
+        RuntimeError: for sequences of unequal length, or tensors of unequal shape.
+    """
+    return collate(batch)
+
+
+def default_convert(data):
+    """Turn numpy arrays and numpy scalars into tensors, recursively; everything else is kept.
+
+    The collate function a DataLoader uses when automatic batching is off (``batch_size=None``).
+    """
+    elem_type = type(data)
+    if isinstance(data, Tensor):
+        return data
+    if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_", "bytes_"):
+        if elem_type.__name__ == "ndarray" and _np_str_obj_array_pattern.search(data.dtype.str) is not None:
+            return data
+        return tensor.as_tensor(data)
+    if isinstance(data, collections.abc.Mapping):
+        items = {key: default_convert(data[key]) for key in data}
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)
+                clone.update(items)
+                return clone
+            return elem_type(items)
+        except TypeError:
+            return items
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
+        return elem_type(*(default_convert(d) for d in data))
+    if isinstance(data, tuple):
+        return [default_convert(d) for d in data]  # a list, as PyTorch does
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
+        try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(data):
+                    clone[i] = default_convert(d)
+                return clone
+            return elem_type([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
+    return data

@@ -1,0 +1,182 @@
+"""Sliding-window primitives (``tensor.ops.window``): unfold_windows / im2col, fold_windows,
+max_pool_indices, take_flat and put_flat.
+
+Values against loop-based numpy references, the adjoint identity between unfold and fold,
+gradients with float64 ``gradcheck`` and ``gradgradcheck`` (each primitive's derivative is
+the other one), non-contiguous and channel-major inputs, and NaN/tie rules of max pooling.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import autograd
+import tensor
+from tensor.ops.window import (
+    fold_windows,
+    im2col,
+    max_pool_indices,
+    put_flat,
+    take_flat,
+    unfold_windows,
+    window_output_shape,
+)
+from tests.helpers import assert_close
+
+RNG = np.random.default_rng(7)
+
+# (name, spatial shape, kernel, dilation, padding per dim, stride)
+GEOMETRIES = [
+    ("1d", (7,), (3,), (1,), ((1, 1),), (2,)),
+    ("2d_plain", (5, 6), (2, 3), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ("2d_all", (7, 8), (3, 2), (2, 1), ((1, 2), (0, 1)), (2, 3)),
+    ("2d_kernel_is_input", (3, 4), (3, 4), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ("3d", (4, 3, 5), (2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 2, 2)),
+]
+IDS = [g[0] for g in GEOMETRIES]
+
+
+def _reference_unfold(x, kernel, dilation, padding, stride):
+    # Loop over output positions and kernel offsets: obviously correct, slow.
+    nd = len(kernel)
+    padded = np.pad(x, [(0, 0), (0, 0)] + list(padding))
+    out_shape = window_output_shape(x.shape[2:], kernel, dilation, padding, stride)
+    out = np.zeros(x.shape[:2] + tuple(kernel) + out_shape, x.dtype)
+    for k in itertools.product(*(range(n) for n in kernel)):
+        for o in itertools.product(*(range(n) for n in out_shape)):
+            src = tuple(oi * s + ki * d for oi, ki, s, d in zip(o, k, stride, dilation))
+            out[(slice(None), slice(None)) + k + o] = padded[(slice(None), slice(None)) + src]
+    assert out.ndim == 2 + 2 * nd
+    return out
+
+
+@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
+def test_unfold_windows_matches_reference(device, name, spatial, kernel, dilation, padding, stride):
+    x = RNG.standard_normal((2, 3) + spatial)
+    out = unfold_windows(tensor.tensor(x, device=device), kernel, dilation, padding, stride)
+    assert_close(out, _reference_unfold(x, kernel, dilation, padding, stride))
+
+
+@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
+def test_im2col_is_the_channel_major_matrix(device, name, spatial, kernel, dilation, padding, stride):
+    x = RNG.standard_normal((2, 3) + spatial)
+    ref = _reference_unfold(x, kernel, dilation, padding, stride)  # (N, C, *k, *out)
+    nd = len(kernel)
+    order = tuple(range(1, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+    expected = ref.transpose(order).reshape(3 * int(np.prod(kernel)), -1)
+    assert_close(im2col(tensor.tensor(x, device=device), kernel, dilation, padding, stride), expected)
+
+
+@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
+def test_fold_is_the_adjoint_of_unfold(device, name, spatial, kernel, dilation, padding, stride):
+    # <unfold(x), y> == <x, fold(y)> for every x, y: fold is the exact transpose of unfold.
+    x = RNG.standard_normal((2, 3) + spatial)
+    y = RNG.standard_normal(_reference_unfold(x, kernel, dilation, padding, stride).shape)
+    lhs = (_reference_unfold(x, kernel, dilation, padding, stride) * y).sum()
+    folded = fold_windows(tensor.tensor(y, device=device), spatial, kernel, dilation, padding, stride)
+    assert folded.shape == x.shape
+    np.testing.assert_allclose((folded.cpu().numpy() * x).sum(), lhs, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES[:4], ids=IDS[:4])
+def test_unfold_fold_im2col_gradcheck_and_gradgradcheck(name, spatial, kernel, dilation, padding, stride):
+    x = tensor.tensor(RNG.standard_normal((1, 2) + spatial), requires_grad=True)
+    cols_shape = unfold_windows(x, kernel, dilation, padding, stride).shape
+    y = tensor.tensor(RNG.standard_normal(cols_shape), requires_grad=True)
+    assert autograd.gradcheck(lambda t: unfold_windows(t, kernel, dilation, padding, stride), (x,))
+    assert autograd.gradgradcheck(lambda t: unfold_windows(t, kernel, dilation, padding, stride), (x,))
+    assert autograd.gradcheck(lambda t: fold_windows(t, spatial, kernel, dilation, padding, stride), (y,))
+    assert autograd.gradgradcheck(lambda t: fold_windows(t, spatial, kernel, dilation, padding, stride),
+                                  (y,))
+    assert autograd.gradcheck(lambda t: im2col(t, kernel, dilation, padding, stride), (x,))
+    assert autograd.gradgradcheck(lambda t: im2col(t, kernel, dilation, padding, stride), (x,))
+
+
+def test_unfold_of_non_contiguous_input(device):
+    x = RNG.standard_normal((3, 2, 6, 5))
+    t = tensor.tensor(x, device=device).permute(1, 0, 3, 2)  # (2, 3, 5, 6), strided
+    assert not t.is_contiguous()
+    args = ((2, 2), (1, 1), ((1, 0), (0, 1)), (2, 1))
+    expected = _reference_unfold(np.ascontiguousarray(x.transpose(1, 0, 3, 2)), *args)
+    assert_close(unfold_windows(t, *args), expected)
+
+
+def test_unfold_of_empty_batch(device):
+    out = unfold_windows(tensor.zeros(0, 2, 4, 4, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
+    assert out.shape == (0, 2, 2, 2, 2, 2)
+
+
+def _reference_max_indices(x, kernel, dilation, padding, stride):
+    windows = _reference_unfold(np.pad(x, [(0, 0), (0, 0)] + list(padding), constant_values=-np.inf),
+                                kernel, dilation, ((0, 0),) * len(kernel), stride)
+    nd = len(kernel)
+    n, c = x.shape[:2]
+    out_shape = windows.shape[2 + nd:]
+    flat = windows.reshape(n, c, -1, *out_shape)
+    local = flat.argmax(axis=2)  # the first maximum
+    offsets = np.array(list(itertools.product(*(range(k) for k in kernel))))
+    result = np.zeros(local.shape, np.int64)
+    for o in itertools.product(*(range(s) for s in out_shape)):
+        k = offsets[local[(slice(None), slice(None)) + o]]  # (n, c, nd)
+        pos = [o[i] * stride[i] - padding[i][0] + k[..., i] * dilation[i] for i in range(nd)]
+        result[(slice(None), slice(None)) + o] = np.ravel_multi_index(pos, x.shape[2:])
+    return result
+
+
+@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
+def test_max_pool_indices_match_reference(device, name, spatial, kernel, dilation, padding, stride):
+    x = RNG.standard_normal((2, 3) + spatial)
+    out = max_pool_indices(tensor.tensor(x, device=device), kernel, dilation, padding, stride)
+    assert_close(out, _reference_max_indices(x, kernel, dilation, padding, stride))
+
+
+def test_max_pool_indices_pick_the_first_of_ties_and_the_last_nan(device):
+    x = np.array([[[[1.0, 1.0, 2.0, 2.0], [0.0, 1.0, np.nan, np.nan]]]])
+    out = max_pool_indices(tensor.tensor(x, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
+    assert out.tolist() == [[[[0, 7]]]]  # first 1.0 at flat 0; the last NaN (PyTorch's rule)
+
+
+def test_max_pool_indices_on_integers(device):
+    x = np.array([[[5, -3, 7, 7]]], dtype=np.int64)
+    out = max_pool_indices(tensor.tensor(x, device=device), (2,), (1,), ((1, 1),), (2,))
+    assert out.tolist() == [[[0, 2, 3]]]  # the padding (the dtype's minimum) never wins
+
+
+def test_take_flat_reads_a_channel_major_array_without_copying_wrongly(device):
+    x = RNG.standard_normal((3, 2, 4, 5))
+    t = tensor.tensor(x, device=device).permute(1, 0, 2, 3)  # planes contiguous, (N, C) swapped
+    idx = RNG.integers(0, 20, (2, 3, 6))
+    out = take_flat(t, tensor.tensor(idx, device=device))
+    expected = np.take_along_axis(x.transpose(1, 0, 2, 3).reshape(2, 3, 20), idx, axis=2)
+    assert_close(out, expected)
+
+
+@pytest.mark.parametrize("unique", [False, True])
+def test_put_flat_is_the_adjoint_of_take_flat(device, unique):
+    idx = np.stack([RNG.permutation(12)[:5] for _ in range(6)]).reshape(2, 3, 5) if unique \
+        else RNG.integers(0, 12, (2, 3, 5))
+    values = RNG.standard_normal((2, 3, 5))
+    out = put_flat(tensor.tensor(values, device=device), tensor.tensor(idx, device=device), (3, 4), unique)
+    expected = np.zeros((2, 3, 12))
+    for n, c, k in itertools.product(range(2), range(3), range(5)):
+        expected[n, c, idx[n, c, k]] += values[n, c, k]
+    assert_close(out, expected.reshape(2, 3, 3, 4))
+
+
+def test_take_and_put_flat_gradcheck_and_gradgradcheck():
+    idx = tensor.tensor(RNG.integers(0, 6, (1, 2, 4)))
+    x = tensor.tensor(RNG.standard_normal((1, 2, 2, 3)), requires_grad=True)
+    v = tensor.tensor(RNG.standard_normal((1, 2, 4)), requires_grad=True)
+    assert autograd.gradcheck(lambda t: take_flat(t, idx), (x,))
+    assert autograd.gradgradcheck(lambda t: take_flat(t, idx), (x,))
+    assert autograd.gradcheck(lambda t: put_flat(t, idx, (2, 3)), (v,))
+    assert autograd.gradgradcheck(lambda t: put_flat(t, idx, (2, 3)), (v,))
+
+
+def test_window_output_shape():
+    assert window_output_shape((28, 28), (5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1)) == (24, 24)
+    assert window_output_shape((7,), (3,), (2,), ((1, 2),), (2,)) == (3,)
+    assert window_output_shape((2,), (5,), (1,), ((0, 0),), (1,)) == (-2,)
