@@ -47,6 +47,14 @@ def check_consistency(pg, name: str, seq: int, signature: dict) -> None:
         store.delete_key(f"debug/{seq - 1}/{me}")  # every rank has read it: they all wrote seq
     if all(s == mine for s in sigs):
         return
+    # Every rank sees the mismatch. Leave only once all have read the signatures: rank 0
+    # may host the store, and its exit would leave the others with a store error instead.
+    if store.add(f"debug/{seq}/seen", 1) == size:
+        store.set(f"debug/{seq}/all_seen", "1")
+    try:
+        store.wait([f"debug/{seq}/all_seen"], min(pg.timeout, 10.0))
+    except DistError:
+        pass
     lines = [f"  rank {r}: {_describe(s)}" for r, s in enumerate(sigs)]
     raise DistError(
         f"[DISTRIB_DEBUG] collective mismatch at op seq {seq} of group {pg.group_name}: the ranks called\n"

@@ -25,6 +25,7 @@ __all__ = ["auth_key", "context", "secure_server", "secure_client"]
 
 _lock = threading.Lock()
 _state: dict = {}
+_DOMAIN = "distrib"
 
 
 def auth_key() -> bytes | None:
@@ -70,7 +71,7 @@ def _ensure_authenticator(key: bytes) -> None:
             old.stop()
         authenticator = ThreadAuthenticator(ctx)
         authenticator.start()
-        authenticator.configure_curve_callback("*", _ClientKeyCheck(_derive(key, "client")[0]))
+        authenticator.configure_curve_callback(_DOMAIN, _ClientKeyCheck(_derive(key, "client")[0]))
         _state.update(authenticator=authenticator, auth_key=key)
 
 
@@ -83,7 +84,7 @@ def secure_server(sock: zmq.Socket, key: bytes | None) -> None:
     sock.curve_secretkey = secret
     sock.curve_publickey = public
     sock.curve_server = True
-    sock.zap_domain = b"distrib"
+    sock.zap_domain = _DOMAIN.encode()
 
 
 def secure_client(sock: zmq.Socket, key: bytes | None) -> None:

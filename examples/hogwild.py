@@ -78,7 +78,8 @@ def train(rank: int, args: argparse.Namespace, model: nn.Module, results) -> Non
             loss = F.cross_entropy(model(train_x[batch]), train_y[batch])
             loss.backward()
             optimizer.step()
-    results.put((rank, n * args.epochs, start, time.monotonic(), loss.item()))
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")  # as set before this process imported numpy
+    results.put((rank, n * args.epochs, start, time.monotonic(), loss.item(), threads))
 
 
 @contextlib.contextmanager
@@ -108,8 +109,9 @@ def run(args: argparse.Namespace, out=None) -> tuple[float, float]:
         mp.start_processes(train, args=(args, model, results), nprocs=args.num_processes,
                            start_method=args.start_method)
     reports = sorted(results.get() for _ in range(args.num_processes))
-    for rank, samples, start, end, loss in reports:
-        print(f"process {rank}: {samples} samples in {end - start:.2f}s, last loss {loss:.4f}", file=out)
+    for rank, samples, start, end, loss, threads in reports:
+        print(f"process {rank}: {samples} samples in {end - start:.2f}s, last loss {loss:.4f}, "
+              f"{threads} BLAS threads", file=out)
     elapsed = max(r[3] for r in reports) - min(r[2] for r in reports)
     speed = sum(r[1] for r in reports) / elapsed
 

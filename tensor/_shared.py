@@ -23,6 +23,7 @@ For named segments the free space is also checked first (``free_bytes``).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
 import os
@@ -46,7 +47,8 @@ __all__ = [
 ]
 
 _STRATEGIES = ("file_descriptor", "file_system")
-_strategy = "file_descriptor" if hasattr(os, "memfd_create") else "file_system"
+_STRATEGY_ENV = "DISTRIB_SHARING_STRATEGY"  # so that spawned children inherit the choice
+_strategy = os.environ.get(_STRATEGY_ENV) or ("file_descriptor" if hasattr(os, "memfd_create") else "file_system")
 SHM_DIR = os.environ.get("DISTRIB_SHM_DIR", "/dev/shm")
 NAME_PREFIX = "distrib_"
 _WATCHDOG_ENV = "DISTRIB_SHM_WATCHDOG"
@@ -63,7 +65,8 @@ def get_sharing_strategy() -> str:
 
 
 def set_sharing_strategy(new_strategy: str) -> None:
-    """Choose how new shared segments are made (see the module docstring).
+    """Choose how new shared segments are made (see the module docstring), in this process and
+    in the processes it starts afterwards.
 
     Raises:
         ValueError: for a name not in ``get_all_sharing_strategies()``.
@@ -73,28 +76,49 @@ def set_sharing_strategy(new_strategy: str) -> None:
         raise ValueError(f"invalid sharing strategy {new_strategy!r}; expected one of "
                          f"{sorted(get_all_sharing_strategies())}")
     _strategy = new_strategy
+    os.environ[_STRATEGY_ENV] = new_strategy
 
 
-class Segment(mmap.mmap):
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+class Segment:
     """One mapping of a shared-memory segment; numpy arrays over it keep it alive.
 
     ``ident`` identifies the segment across processes, ``address`` is where its data starts in
     this process, and ``fd`` (``file_descriptor``) or ``name`` (``file_system``) is how another
-    process opens it. The segment holds no array (that would be a reference cycle, and the memory
-    would wait for the garbage collector): ``data()`` makes one.
+    process opens it. ``data()`` is the data as a uint8 array whose ``base`` is the segment.
+
+    The mapping is made with libc's ``mmap`` rather than Python's, which keeps a duplicate file
+    descriptor open per mapping: that would cost the ``file_system`` strategy, whose point is to
+    keep none, one descriptor per tensor. The segment holds no array (a reference cycle would
+    leave the memory to the garbage collector), so the memory goes with the last array over it.
     """
 
-    strategy: str
-    ident: tuple
-    nbytes: int
-    data_offset: int
-    address: int
     fd: int | None = None
     name: str | None = None
 
+    def __init__(self, fd: int, strategy: str, ident: tuple, nbytes: int, offset: int) -> None:
+        length = offset + max(nbytes, 1)
+        start = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+        if start in (None, _MAP_FAILED):
+            code = ctypes.get_errno()
+            raise OSError(code, f"mmap of a {length}-byte shared segment failed: {os.strerror(code)}")
+        self.strategy, self.ident, self.nbytes, self.data_offset = strategy, ident, nbytes, offset
+        self.address = start + offset
+        self._finalizer = weakref.finalize(self, _libc.munmap, start, length)
+
+    @property
+    def __array_interface__(self) -> dict:
+        return {"data": (self.address, False), "shape": (self.nbytes,), "typestr": "|u1", "version": 3}
+
     def data(self) -> np.ndarray:
         """The segment's data as a flat uint8 array."""
-        return np.frombuffer(self, np.uint8, count=self.nbytes, offset=self.data_offset)
+        return np.asarray(self)
 
 
 # ident -> Segment, for every segment mapped in this process: receiving one twice gives the same
@@ -108,8 +132,6 @@ def segment_of(array) -> Segment | None:
     obj = array
     while isinstance(obj, np.ndarray):
         obj = obj.base
-    if isinstance(obj, memoryview):
-        obj = obj.obj
     return obj if isinstance(obj, Segment) else None
 
 
@@ -202,9 +224,7 @@ def _fill(fd: int, offset: int, nbytes: int, raw, where: str) -> None:
 
 # ---------------------------------------------------------------- making and opening segments
 def _map(fd: int, strategy: str, ident: tuple, nbytes: int, offset: int) -> Segment:
-    seg = Segment(fd, offset + max(nbytes, 1), flags=mmap.MAP_SHARED)
-    seg.strategy, seg.ident, seg.nbytes, seg.data_offset = strategy, ident, nbytes, offset
-    seg.address = _address(seg.data())
+    seg = Segment(fd, strategy, ident, nbytes, offset)
     _segments[ident] = seg
     return seg
 

@@ -14,6 +14,7 @@ every worker is reaped. Workers also die with their parent (``_worker.py``).
 from __future__ import annotations
 
 import atexit
+import collections
 import mmap
 import os
 import pickle
@@ -102,8 +103,9 @@ class Pool:
         ctx = loader.multiprocessing_context or default_context.get_context()
         method = ctx.get_start_method()
         self.num_workers = n
+        self.owner = os.getpid()
         self.closed = False
-        self.freed: list[list[int]] = [[] for _ in range(n)]  # buffers the main process let go of
+        self.freed = [collections.deque() for _ in range(n)]  # buffers the main process let go of
         self.maps: list[dict[int, mmap.mmap]] = [{} for _ in range(n)]
         self.socks: list = []
         self.procs: list = []
@@ -136,9 +138,9 @@ class Pool:
     # ------------------------------------------------------------ sending
     def send(self, w: int, task) -> None:
         """Send a task (with the buffers freed since the last one) to worker ``w``."""
-        freed = self.freed[w]
-        if freed:
-            self.freed[w] = []
+        queue, freed = self.freed[w], []
+        while queue:  # (a garbage collection may append while we drain)
+            freed.append(queue.popleft())
         try:
             _channel.send(self.socks[w], pickle.dumps((*task, freed), protocol=pickle.HIGHEST_PROTOCOL))
         except OSError:
@@ -216,6 +218,10 @@ class Pool:
             return
         self.closed = True
         _live_pools.discard(self)
+        if os.getpid() != self.owner:  # a fork child's copy: the workers are not its to stop
+            for sock in self.socks:
+                sock.close()
+            return
         for sock in self.socks:
             try:
                 sock.setblocking(False)

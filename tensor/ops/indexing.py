@@ -115,6 +115,8 @@ def getitem(tensor, index):
     Raises:
         IndexError: e.g. "index 5 is out of bounds for dimension 0 with size 3".
     """
+    if type(index) is int:  # the commonest index (a dataset's ``x[i]``), already in normal form
+        return _dispatch.apply_unary(_getitem_view, tensor, ((index,),))
     index, basic = normalize_index(tensor, index)
     return getitem_normalized(tensor, index, basic)
 

@@ -93,6 +93,12 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
     lead = cols.shape[:cols.ndim - 2 * nd]
     out_shape = cols.shape[cols.ndim - nd:]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
+    # Windows stored channel-major (the gradient of im2col) are summed into a channel-major
+    # buffer, so that source and target are walked in the same order.
+    channel_major = len(lead) == 2 and 1 not in lead and cols.strides[0] < cols.strides[1]
+    if channel_major:
+        cols = cols.swapaxes(0, 1)
+        lead = lead[::-1]
     out = xp.zeros(lead + padded, dtype=cols.dtype)
     keep = (slice(None),) * len(lead)
     for offsets in _offsets(kernel):
@@ -101,7 +107,7 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
         out[keep + region] += cols[keep + offsets]
     if padded != tuple(spatial):
         out = out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
-    return out
+    return out.swapaxes(0, 1) if channel_major else out
 
 
 @_fold.derivative
@@ -213,7 +219,7 @@ def _flat_storage(xp, a):
 
 
 @defop("take_flat", saves=(1,))
-def _take_flat(xp, a, indices, unique):
+def _take_flat(xp, a, indices, unique, channel_major):
     flat, plane_strides = _flat_storage(xp, a)
     index = _global_index(xp, indices, math.prod(a.shape[2:]), plane_strides)
     return flat.take(index).reshape(indices.shape)
@@ -222,28 +228,32 @@ def _take_flat(xp, a, indices, unique):
 @_take_flat.derivative
 def _(node, g):
     (indices,) = node.saved
-    (unique,) = node.params
-    return put_flat(g, indices, node.input_shapes[0][2:], unique), None
+    unique, channel_major = node.params
+    return put_flat(g, indices, node.input_shapes[0][2:], unique, channel_major), None
 
 
 @defop("put_flat", saves=(1,))
-def _put_flat(xp, g, indices, spatial, unique):
+def _put_flat(xp, g, indices, spatial, unique, channel_major):
+    n, c = g.shape[0], g.shape[1]
     spatial_numel = math.prod(spatial)
-    size = g.shape[0] * g.shape[1] * spatial_numel
-    index = _global_index(xp, indices, spatial_numel).reshape(-1)
+    size = n * c * spatial_numel
+    plane_strides = (spatial_numel, n * spatial_numel) if channel_major else None
+    index = _global_index(xp, indices, spatial_numel, plane_strides).reshape(-1)
     values = g.reshape(-1)
     if unique:
         out = xp.zeros(size, dtype=g.dtype)
         out[index] = values
     else:
         out = xp.bincount(index, weights=values, minlength=size).astype(g.dtype, copy=False)
-    return out.reshape(g.shape[:2] + tuple(spatial))
+    if channel_major:
+        return out.reshape((c, n) + tuple(spatial)).swapaxes(0, 1)
+    return out.reshape((n, c) + tuple(spatial))
 
 
 @_put_flat.derivative
 def _(node, g):
     (indices,) = node.saved
-    (_, unique) = node.params
+    (_, unique, _) = node.params
     return take_flat(g, indices, unique), None
 
 
@@ -251,11 +261,15 @@ def take_flat(input, indices, unique: bool = False):
     """``out[n, c, o] = input[n, c].flatten()[indices[n, c, o]]``: read elements by their flat
     index within each ``(N, C)`` plane (``indices`` has the same two leading dims).
     ``unique`` promises no index repeats within a plane (a faster backward)."""
-    return _dispatch.apply(_take_flat, (input, indices), (bool(unique),))
+    strides = input._data.strides
+    channel_major = input.ndim >= 2 and input.shape[0] > 1 and input.shape[1] > 1 and strides[0] < strides[1]
+    return _dispatch.apply(_take_flat, (input, indices), (bool(unique), channel_major))
 
 
-def put_flat(values, indices, spatial_size, unique: bool = False):
+def put_flat(values, indices, spatial_size, unique: bool = False, channel_major: bool = False):
     """The adjoint of ``take_flat``: an ``(N, C, *spatial_size)`` array of zeros plus each value
     added at its flat index within its plane. ``unique`` promises no index repeats within a
-    plane (a plain assignment instead of a scatter-add)."""
-    return _dispatch.apply(_put_flat, (values, indices), (tuple(spatial_size), bool(unique)))
+    plane (a plain assignment instead of a scatter-add); ``channel_major`` stores the result
+    as a ``(C, N, ...)`` array (the layout of a conv output), returned as an ``(N, C, ...)`` view."""
+    params = (tuple(spatial_size), bool(unique), bool(channel_major))
+    return _dispatch.apply(_put_flat, (values, indices), params)

@@ -401,7 +401,7 @@ def secure_objects():
         print("ENDPOINT " + backend.transport.endpoint, flush=True)
         box = [None]
         src = dist.recv_object_list(box)
-        return {"received": box[0], "src": src}
+        return {"received": repr(box[0]), "src": src}
     sys.stdin.readline()  # the test says go after its attack
     dist.send_object_list(["legit"], dst=0)
     return {}

@@ -166,6 +166,35 @@ def test_put_flat_is_the_adjoint_of_take_flat(device, unique):
     assert_close(out, expected.reshape(2, 3, 3, 4))
 
 
+def test_put_flat_channel_major_layout(device):
+    idx = tensor.tensor(RNG.integers(0, 12, (2, 3, 5)), device=device)
+    values = tensor.tensor(RNG.standard_normal((2, 3, 5)), device=device)
+    plain = put_flat(values, idx, (3, 4))
+    major = put_flat(values, idx, (3, 4), channel_major=True)
+    assert_close(major, plain)
+    assert major.stride()[0] < major.stride()[1]  # stored (C, N, ...), as a conv output is
+
+
+def test_take_flat_backward_keeps_the_channel_major_layout(device):
+    x = tensor.tensor(RNG.standard_normal((3, 2, 4, 4)), device=device).permute(1, 0, 2, 3)
+    x.requires_grad_(True)
+    idx = tensor.tensor(RNG.integers(0, 16, (2, 3, 4)), device=device)
+    take_flat(x, idx).sum().backward()
+    assert x.grad.shape == (2, 3, 4, 4)
+    expected = put_flat(tensor.ones(2, 3, 4, device=device, dtype=tensor.float64), idx, (4, 4))
+    assert_close(x.grad, expected)
+
+
+def test_fold_of_channel_major_windows(device):
+    # im2col's gradient arrives channel-major; fold must give the same sums.
+    cols = RNG.standard_normal((3, 2, 2, 2, 4, 3))  # (C, *k, N, *out) memory
+    t = tensor.tensor(cols, device=device).movedim(3, 0)  # (N, C, *k, *out) view
+    args = ((2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1))
+    out = fold_windows(t, (5, 4), *args)
+    expected = fold_windows(tensor.tensor(np.ascontiguousarray(np.moveaxis(cols, 3, 0))), (5, 4), *args)
+    assert_close(out, expected)
+
+
 def test_take_and_put_flat_gradcheck_and_gradgradcheck():
     idx = tensor.tensor(RNG.integers(0, 6, (1, 2, 4)))
     x = tensor.tensor(RNG.standard_normal((1, 2, 2, 3)), requires_grad=True)
