@@ -4,8 +4,9 @@
     .venv/bin/python scripts/bench.py              # every workload
     .venv/bin/python scripts/bench.py --only core  # one group
 
-Each row prints our figure, the peer's, and the ratio ours/peer for times
-(lower is better), with the issue's target. Timings are medians of repeated
+Each row prints our figure, the peer's, and the ratio ours/peer with the issue's
+target: for times lower is better, for rates (samples/s, GB/s) higher is better,
+as the target column says. Timings are medians of repeated
 runs after a warm-up. Machines are noisy: compare ratios, not absolute times.
 Torch rows are skipped when torch is not installed.
 """
@@ -13,6 +14,7 @@ Torch rows are skipped when torch is not installed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import statistics
 import sys
@@ -99,14 +101,24 @@ def bench_core(repeat: int):
     return rows
 
 
-def bench_nn(repeat: int):
-    """Issue 3: MLP/CNN train steps and peak memory vs torch."""
-    import bench_nn as workloads  # noqa: PLC0415 - scripts/ is on sys.path only when run as a script
-
-    return workloads.bench(repeat, paired_times, torch is not None)
+# Each other group lives in scripts/bench_<group>.py and exposes
+# bench(repeat, paired_times, have_torch) -> rows.
+WORKLOAD_MODULES = ("nn", "multiprocessing", "dataloader", "collectives", "launch", "ddp")
 
 
-GROUPS = {"core": bench_core, "nn": bench_nn}
+def _module_group(name: str):
+    def run(repeat: int):
+        module = importlib.import_module(f"bench_{name}")
+        return module.bench(repeat, paired_times, torch is not None)
+    run.__doc__ = f"The workloads of scripts/bench_{name}.py."
+    return run
+
+
+GROUPS = {"core": bench_core}
+GROUPS.update({
+    name: _module_group(name) for name in WORKLOAD_MODULES
+    if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"bench_{name}.py"))
+})
 
 
 def print_table(rows) -> None:

@@ -1,0 +1,113 @@
+"""Process plumbing: workers die with the launcher, and stopping a worker stops its whole tree.
+
+Note [Process trees]
+    Each worker starts in its own session (``start_new_session``), so its process group
+    holds the worker and every grandchild that does not move itself (DataLoader workers,
+    shell pipelines). Stopping a worker signals the group, and also every descendant found
+    through /proc by parent links, which catches grandchildren that called ``setsid``.
+    Terminal signals (Ctrl-C) reach only the launcher, which forwards them.
+
+    ``PR_SET_PDEATHSIG`` (set between fork and exec) makes the kernel SIGKILL a worker
+    when the launcher dies, even by SIGKILL. The child compares ``getppid()`` with the
+    launcher's pid after setting it, closing the race where the launcher died first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import time
+
+__all__ = ["child_setup", "process_table", "tree_of", "signal_tree", "wait_gone"]
+
+_PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: no parent-death signal
+    _prctl = None
+
+
+def child_setup(parent_pid: int):
+    """A ``preexec_fn``: SIGKILL this child when the launcher dies (Linux)."""
+
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent_pid:  # the launcher died before prctl took effect
+            os._exit(1)
+
+    return setup
+
+
+def process_table() -> dict[int, tuple[str, int, int, int]]:
+    """Every live (non-zombie) process: pid -> (state, ppid, pgrp, session), from /proc."""
+    table = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        state = fields[0].decode()
+        if state not in ("Z", "X"):
+            table[int(entry)] = (state, int(fields[1]), int(fields[2]), int(fields[3]))
+    return table
+
+
+def tree_of(roots: set[int], table: dict | None = None) -> set[int]:
+    """The live processes in the sessions/groups led by ``roots``, and all their descendants."""
+    table = process_table() if table is None else table
+    found = {pid for pid, (_, _, pgrp, sid) in table.items() if pgrp in roots or sid in roots or pid in roots}
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    stack = list(found)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def signal_tree(roots: set[int], sig: int) -> set[int]:
+    """Send ``sig`` to the process groups of ``roots`` and every process in their trees."""
+    pids = tree_of(roots)
+    for root in roots:
+        try:
+            os.killpg(root, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pids
+
+
+def wait_gone(roots: set[int], deadline: float, reap, wake_fd: int | None = None) -> set[int]:
+    """Wait until no process of the trees of ``roots`` is alive, or ``deadline``; returns the survivors.
+
+    ``reap()`` collects exited direct children (zombies do not count as alive). Polls /proc
+    every 20 ms: the processes are not all our children, so there is nothing to wait on.
+    """
+    while True:
+        reap()
+        alive = tree_of(roots)
+        remaining = deadline - time.monotonic()
+        if not alive or remaining <= 0:
+            return alive
+        if wake_fd is not None:
+            select.select([wake_fd], [], [], min(0.02, remaining))
+        else:
+            time.sleep(min(0.02, remaining))
