@@ -12,17 +12,46 @@ Subpackages: ``distrib.multiprocessing`` (torch.multiprocessing) and ``distrib.d
 
 from . import backends, store
 from .collectives import (
-    P2POp, all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single, barrier,
-    batch_isend_irecv, broadcast, gather, irecv, isend, monitored_barrier, recv, reduce, reduce_scatter,
-    reduce_scatter_tensor, scatter, send,
+    P2POp,
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    barrier,
+    batch_isend_irecv,
+    broadcast,
+    gather,
+    irecv,
+    isend,
+    monitored_barrier,
+    recv,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+    send,
 )
 from .errors import DistBackendError, DistError, DistNetworkError, DistStoreError
 from .init_api import (
-    default_pg_timeout, destroy_process_group, get_backend, get_global_rank, get_group_rank,
-    get_process_group_ranks, get_rank, get_world_size, init_process_group, is_available, is_initialized,
+    default_pg_timeout,
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_initialized,
 )
 from .object_collectives import (
-    all_gather_object, broadcast_object_list, gather_object, recv_object_list, scatter_object_list,
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    recv_object_list,
+    scatter_object_list,
     send_object_list,
 )
 from .process_group import GroupMember, ProcessGroup, new_group

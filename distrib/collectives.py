@@ -126,7 +126,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         b.all_reduce(s.flat, op)
         s.written()
 
-    return pg.run("all_reduce", body, backend=be, async_op=async_op, result=[tensor], signature=_sig(tensor, op=op.name))
+    return pg.run("all_reduce", body, backend=be, async_op=async_op, result=[tensor],
+                  signature=_sig(tensor, op=op.name))
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -161,7 +162,8 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
         if pg.rank() == root:
             s.written()
 
-    return pg.run("reduce", body, backend=be, async_op=async_op, result=[tensor], signature=_sig(tensor, dst=root, op=op.name))
+    return pg.run("reduce", body, backend=be, async_op=async_op, result=[tensor],
+                  signature=_sig(tensor, dst=root, op=op.name))
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -271,7 +273,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         b.reduce_scatter(o.flat, flat, op)
         o.written()
 
-    return pg.run("reduce_scatter", body, backend=be, async_op=async_op, result=[output], signature=_sig(output, op=op.name))
+    return pg.run("reduce_scatter", body, backend=be, async_op=async_op, result=[output],
+                  signature=_sig(output, op=op.name))
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
@@ -300,7 +303,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     pg = _pg.resolve(group, "all_to_all")
     if pg is None:
         return None
-    be = pg.backend_for((input_tensor_list[0] if input_tensor_list else None))
+    be = pg.backend_for(input_tensor_list[0] if input_tensor_list else None)
     _check_len("all_to_all", "output_tensor_list", output_tensor_list, pg.size())
     _check_len("all_to_all", "input_tensor_list", input_tensor_list, pg.size())
     outs = [_Staged(t, be, "all_to_all: output entry") for t in output_tensor_list]

@@ -1,6 +1,13 @@
 """``launch``: start and supervise the processes of a distributed job. Our ``torchrun``.
 
-The top layer: it may use ``distrib``, ``nn``, ``autograd`` and ``tensor``; nothing
-imports it. The command-line entry point is ``distrib-launch`` (``python -m launch``),
-which is not implemented yet.
+The top layer: it may use ``distrib``, ``nn``, ``autograd`` and ``tensor``, and nothing
+imports it. Yet the launcher itself imports none of them (nor numpy): start-up speed is a
+feature. The command line is ``distrib-launch`` (``python -m launch``).
+
+- ``cli``: the flags (torchrun's), parsed into a launch spec;
+- ``agent``: the local worker group: start, watch, stop, restart, the failure summary;
+- ``procs``: parent-death signals and process-tree kills;
+- ``output``: ``[rankN]:`` prefixes, log files, readable progress bars;
+- ``errors``: worker-side error files (``launch.errors.record``) and the summary format;
+- ``rendezvous``: how the launchers of a multi-node job meet and agree.
 """

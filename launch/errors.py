@@ -145,7 +145,7 @@ class Failure:
         if worker.returncode < 0 and not message:
             message = f"Signal {-worker.returncode} ({signal_name(-worker.returncode)}) received by PID {worker.pid}"
         return cls(time=when, host=host, rank=worker.rank, local_rank=worker.local_rank,
-                   returncode=worker.returncode, pid=worker.pid, error_file=worker.error_file,
+                   returncode=worker.returncode, pid=worker.pid, error_file=worker.error_file if error else None,
                    message=message, traceback=tb)
 
     def to_dict(self) -> dict:
@@ -195,4 +195,4 @@ def format_summary(name: str, failures: list[Failure]) -> str:
     else:
         lines.append("Other Failures:\n  <NO_OTHER_FAILURES>")
     lines.append(bar)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import select
 import signal
 import time
 
@@ -95,19 +94,77 @@ def signal_tree(roots: set[int], sig: int) -> set[int]:
     return pids
 
 
-def wait_gone(roots: set[int], deadline: float, reap, wake_fd: int | None = None) -> set[int]:
-    """Wait until no process of the trees of ``roots`` is alive, or ``deadline``; returns the survivors.
+def wait_gone(roots: set[int], deadline: float, reap, give_up=lambda: False) -> set[int]:
+    """Wait until no process of the trees of ``roots`` is alive, ``deadline`` or ``give_up()``.
 
-    ``reap()`` collects exited direct children (zombies do not count as alive). Polls /proc
-    every 20 ms: the processes are not all our children, so there is nothing to wait on.
+    Returns the survivors. ``reap()`` collects exited direct children (zombies do not count
+    as alive). Polls /proc every 20 ms: most of these processes are not our children, so
+    there is nothing to block on.
     """
     while True:
         reap()
         alive = tree_of(roots)
         remaining = deadline - time.monotonic()
-        if not alive or remaining <= 0:
+        if not alive or remaining <= 0 or give_up():
             return alive
-        if wake_fd is not None:
-            select.select([wake_fd], [], [], min(0.02, remaining))
-        else:
-            time.sleep(min(0.02, remaining))
+        time.sleep(min(0.02, remaining))
+
+
+class Watchdog:
+    """A forked helper that kills the worker trees if the launcher dies without cleaning up.
+
+    PDEATHSIG takes the workers down with a SIGKILLed launcher, but not their children
+    (DataLoader workers), which would live on as orphans. The watchdog, forked before any
+    thread starts, learns each worker's process group over a pipe; when the pipe reaches
+    EOF without a ``done`` line (the launcher died), it SIGKILLs those groups and trees.
+    It ignores terminal signals: the launcher forwards those itself.
+    """
+
+    def __init__(self) -> None:
+        read_fd, self.fd = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the watchdog: plain syscalls only, then _exit
+            try:
+                os.close(self.fd)
+                os.setsid()
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_IGN)
+                _watch(read_fd)
+            finally:
+                os._exit(0)
+        os.close(read_fd)
+
+    def watch(self, pgid: int) -> None:
+        os.write(self.fd, b"+%d\n" % pgid)
+
+    def close(self) -> None:
+        """The launcher is exiting cleanly: release the watchdog and reap it (bounded)."""
+        try:
+            os.write(self.fd, b"done\n")
+            os.close(self.fd)
+        except OSError:
+            pass
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(self.pid, os.WNOHANG)[0]:
+                    return
+            except ChildProcessError:
+                return
+            time.sleep(0.002)
+
+
+def _watch(read_fd: int) -> None:
+    data = b""
+    while True:
+        chunk = os.read(read_fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+        if b"done\n" in data:
+            return
+    roots = {int(line[1:]) for line in data.split(b"\n") if line.startswith(b"+")}
+    for _ in range(3):  # a few sweeps: a dying tree may still fork
+        if not signal_tree(roots, signal.SIGKILL):
+            return
+        time.sleep(0.05)

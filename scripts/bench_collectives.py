@@ -48,10 +48,10 @@ def _worker_ours(rank, port, repeat):
         big = tensor.ones(n)
         small = tensor.zeros(n // WORLD)
         run = {
-            "all_reduce": lambda: dist.all_reduce(x),
-            "all_gather": lambda: dist.all_gather(outs, x),
-            "broadcast": lambda: dist.broadcast(x, src=0),
-            "reduce_scatter": lambda: dist.reduce_scatter_tensor(small, big),
+            "all_reduce": lambda x=x: dist.all_reduce(x),
+            "all_gather": lambda x=x, outs=outs: dist.all_gather(outs, x),
+            "broadcast": lambda x=x: dist.broadcast(x, src=0),
+            "reduce_scatter": lambda small=small, big=big: dist.reduce_scatter_tensor(small, big),
         }[op]
         times = []
         for _ in range(_iters(nbytes, repeat) + 2):
@@ -77,11 +77,12 @@ def _worker_torch(rank, port, repeat):
         outs = [torch.zeros(n) for _ in range(WORLD)]
         big, small = torch.ones(n), torch.zeros(n // WORLD)
         run = {
-            "all_reduce": lambda: tdist.all_reduce(x),
-            "all_gather": lambda: tdist.all_gather(outs, x),
-            "broadcast": lambda: tdist.broadcast(x, src=0),
+            "all_reduce": lambda x=x: tdist.all_reduce(x),
+            "all_gather": lambda x=x, outs=outs: tdist.all_gather(outs, x),
+            "broadcast": lambda x=x: tdist.broadcast(x, src=0),
             # gloo has no reduce_scatter: all_reduce then keep our block is what users do
-            "reduce_scatter": lambda: (tdist.all_reduce(big), small.copy_(big[: n // WORLD])),
+            "reduce_scatter": lambda big=big, small=small, n=n: (tdist.all_reduce(big),
+                                                                 small.copy_(big[: n // WORLD])),
         }[op]
         times = []
         for _ in range(_iters(nbytes, repeat) + 2):

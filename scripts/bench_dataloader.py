@@ -11,6 +11,7 @@ time ``next()`` takes in the steady state.
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import sys
@@ -28,11 +29,11 @@ def make_loader(framework: str, num_workers: int, **options):
     x_host = rng.standard_normal((N, FEATURES), dtype=np.float32)
     y_host = rng.integers(0, 10, N)
     if framework == "ours":
-        import tensor as lib
-        from distrib.data import DataLoader, Dataset
+        import tensor as lib  # noqa: PLC0415 - each framework is loaded only when benchmarked
+        from distrib.data import DataLoader, Dataset  # noqa: PLC0415
     else:
-        import torch as lib
-        from torch.utils.data import DataLoader, Dataset
+        import torch as lib  # noqa: PLC0415
+        from torch.utils.data import DataLoader, Dataset  # noqa: PLC0415
 
     class Samples(Dataset):
         def __init__(self) -> None:
@@ -84,7 +85,7 @@ def bench(repeat: int) -> list:
     """Rows ``(name, ours, peer, peer_name, target)`` for scripts/bench.py."""
     sys.path.insert(0, os.path.join(HERE, ".."))
     try:
-        import torch
+        import torch  # noqa: PLC0415 - the peer is optional
     except ImportError:
         torch = None
     repeat = max(1, min(repeat, 3))
@@ -93,7 +94,8 @@ def bench(repeat: int) -> list:
         ours_loader = make_loader("ours", workers)
         peer_loader = make_loader("torch", workers) if torch is not None else None
         (ours_rate, ours_lat), peer = _median_pair(
-            lambda: epoch_stats(ours_loader), (lambda: epoch_stats(peer_loader)) if peer_loader else None, repeat)
+            functools.partial(epoch_stats, ours_loader),
+            functools.partial(epoch_stats, peer_loader) if peer_loader else None, repeat)
         peer_rate, peer_lat = peer if peer else (None, None)
         rows.append((f"DataLoader {workers} workers, samples/s (higher is better)", ours_rate, peer_rate,
                      "torch", target))

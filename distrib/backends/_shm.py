@@ -37,6 +37,7 @@ from .. import reduce_op
 __all__ = ["ShmGroup", "setup"]
 
 _HEADER = 4096
+_SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
 
 
@@ -154,7 +155,7 @@ class ShmGroup:
         # peer needs. Every rank writes a byte to its peers' FIFOs after raising its flag,
         # so a blocked waiter wakes at once; stale bytes only cause a harmless re-check.
         flag = self.hdr[peer]
-        for _ in range(300):
+        for _ in range(_SPINS):
             if flag[0] >= target:
                 return
         while flag[0] < target:

@@ -259,7 +259,9 @@ class Transport:
             self.thread.join(2)
         self._stop_w.close(0)
         for sock in self.dealers.values():
-            sock.close(0)
+            # Let libzmq deliver what the last op queued (it keeps sending in the background
+            # after close); 0 would drop it and leave a peer waiting for our data.
+            sock.close(linger=2000)
         with self.cond:
             for pend in self.pending:
                 pend.error = "the process group was destroyed"

@@ -17,10 +17,22 @@ from ._worker import WorkerInfo, get_worker_info
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
 from .dataset import (
-    ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset, random_split,
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
 )
 from .sampler import (
-    BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+    BatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
     WeightedRandomSampler,
 )
 

@@ -98,7 +98,10 @@ class ExceptionWrapper:
             exception = self.exc_type(msg)
         except Exception:
             raise RuntimeError(msg) from None
-        raise exception
+        try:
+            raise exception
+        finally:
+            del exception  # no cycle through this frame: the iterator is freed (and its workers stopped) sooner
 
 
 class _ByValue:
@@ -382,17 +385,15 @@ class _Fetcher:
         return [dataset[i] for i in index]
 
 
-def _watch_parent(use_pdeathsig: bool, main_pid: int) -> int:
-    """Arm the parent-death signal; exit at once if the parent is already gone."""
+def _watch_parent(use_pdeathsig: bool, main_pid: int | None) -> int:
+    """Arm the parent-death signal; exit at once if the parent is already gone. Returns the parent pid."""
     parent = os.getppid()
     if use_pdeathsig:
         from distrib.multiprocessing.spawn import set_parent_death_signal  # noqa: PLC0415
 
         set_parent_death_signal(signal.SIGKILL)
-    if main_pid is not None and parent != main_pid and os.getppid() == 1:
-        os._exit(1)
-    if os.getppid() != parent:
-        os._exit(1)
+    if os.getppid() != parent or (main_pid is not None and parent != main_pid):
+        os._exit(1)  # the parent died before the signal was armed
     return parent
 
 

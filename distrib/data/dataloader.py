@@ -165,7 +165,8 @@ class DataLoader:
                 multiprocessing_context = dmp.get_context(multiprocessing_context)
             if not isinstance(multiprocessing_context, mp_context.BaseContext):
                 raise TypeError("multiprocessing_context option should be a valid context object or a string "
-                                f"specifying the start method, but got multiprocessing_context={multiprocessing_context}")
+                                "specifying the start method, but got "
+                                f"multiprocessing_context={multiprocessing_context}")
         self.__multiprocessing_context = multiprocessing_context
 
     def __setattr__(self, attr, val) -> None:

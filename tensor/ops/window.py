@@ -58,6 +58,12 @@ def _windows(xp, padded, kernel, dilation, stride, out_shape):
     return _backend.as_strided(xp, padded, shape, strides)
 
 
+def _copy(xp, view):
+    # Always a fresh, writable C-contiguous array (ascontiguousarray would hand back a
+    # read-only window view that happens to be contiguous, aliasing the input).
+    return xp.array(view, order="C", copy=True)
+
+
 def _offsets(kernel):
     return itertools.product(*(range(k) for k in kernel))
 
@@ -68,10 +74,10 @@ def _unfold(xp, a, kernel, dilation, padding, stride, as_matrix):
     out_shape = window_output_shape(a.shape[a.ndim - nd:], kernel, dilation, padding, stride)
     view = _windows(xp, _pad(xp, a, padding, 0), kernel, dilation, stride, out_shape)
     if not as_matrix:
-        return xp.ascontiguousarray(view)
+        return _copy(xp, view)
     # (N, C, *kernel, *out) -> (C, *kernel, N, *out) -> the (C*K, N*L) im2col matrix.
     order = tuple(range(1, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
-    cols = xp.ascontiguousarray(view.transpose(order))
+    cols = _copy(xp, view.transpose(order))
     return cols.reshape(math.prod(cols.shape[:1 + nd]), -1)
 
 
@@ -156,15 +162,19 @@ def _max_pool_indices(xp, a, kernel, dilation, padding, stride):
     out_shape = window_output_shape(spatial, kernel, dilation, padding, stride)
     low = -xp.inf if a.dtype.kind == "f" else xp.iinfo(a.dtype).min
     view = _windows(xp, _pad(xp, a, padding, low), kernel, dilation, stride, out_shape)
-    # Scan the kernel offsets (not the pixels), keeping the first maximum; NaN wins, as in
-    # PyTorch. Plain arithmetic on a small integer dtype: masked writes are far slower.
+    # Copy the windows offset-major, in the input's (N, C) memory order, then scan the kernel
+    # offsets (not the pixels) over contiguous blocks, keeping the first maximum; NaN wins,
+    # as in PyTorch. Plain arithmetic on a small integer dtype: masked writes are far slower.
+    lead = (0, 1) if a.strides[0] >= a.strides[1] else (1, 0)
+    order = tuple(range(2, 2 + nd)) + lead + tuple(range(2 + nd, 2 + 2 * nd))
+    windows = _copy(xp, view.transpose(order))
     offsets = list(_offsets(kernel))
-    rest = (slice(None),) * nd
-    best = view[(Ellipsis,) + offsets[0] + rest].copy()
+    windows = windows.reshape((len(offsets),) + windows.shape[nd:])
+    best = windows[0]  # our own copy: the running maximum overwrites it
     small = xp.int8 if len(offsets) < 128 else xp.int32
     arg = xp.zeros(best.shape, dtype=small)
-    for k, offsets_k in enumerate(offsets[1:], 1):
-        value = view[(Ellipsis,) + offsets_k + rest]
+    for k in range(1, len(offsets)):
+        value = windows[k]
         hit = value > best
         if a.dtype.kind == "f":
             hit |= value != value
@@ -172,6 +182,8 @@ def _max_pool_indices(xp, a, kernel, dilation, padding, stride):
         step = small(k) - arg  # arg = where(hit, k, arg)
         step *= hit
         arg += step
+    if lead == (1, 0):
+        arg = arg.swapaxes(0, 1)
     # Kernel offset -> flat offset in the plane, plus each window's top-left corner.
     plane_strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
     table = xp.asarray([sum(o * d * s for o, d, s in zip(offs, dilation, plane_strides)) for offs in offsets],

@@ -22,11 +22,18 @@ def alive(pid: int) -> bool:
     return _state(pid) not in (None, "Z", "X")
 
 
-def children() -> set[int]:
-    """Live child processes of this process (the forkserver, a long-lived helper, is left out)."""
-    from multiprocessing import forkserver
+def _helper(pid: int) -> bool:
+    """multiprocessing's own long-lived helpers: the forkserver and the resource tracker."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    return b"resource_tracker" in cmdline or b"forkserver" in cmdline
 
-    skip = {getattr(forkserver._forkserver, "_forkserver_pid", None)}
+
+def children() -> set[int]:
+    """Live child processes of this process (multiprocessing's long-lived helpers left out)."""
     found = set()
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
@@ -34,12 +41,13 @@ def children() -> set[int]:
                 found.update(int(p) for p in f.read().split())
         except FileNotFoundError:
             continue
-    return {p for p in found if alive(p) and p not in skip}
+    return {p for p in found if alive(p) and not _helper(p)}
 
 
 def shm_names() -> set[str]:
-    """The names in /dev/shm."""
-    return set(os.listdir("/dev/shm"))
+    """The names in /dev/shm this process could have made (ours, or Python's shared_memory and
+    semaphores); other programs running at the same time have their own."""
+    return {name for name in os.listdir("/dev/shm") if name.startswith(("distrib", "psm_", "sem."))}
 
 
 def mapped_buffers() -> int:

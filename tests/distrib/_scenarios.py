@@ -263,7 +263,8 @@ CASES = {
     "all_reduce_min_f32": _all_reduce(MIN, tensor.float32, lambda r: 5 - r, lambda n: 6 - n),
     "all_reduce_max_i64": _all_reduce(MAX, tensor.int64, lambda r: 5 - r, lambda n: 5),
     "all_reduce_avg_f32": _all_reduce(AVG, tensor.float32, lambda r: r, lambda n: (n - 1) / 2),
-    "all_reduce_band_i64": _all_reduce(BAND, tensor.int64, lambda r: 0b111 ^ (1 << r), lambda n: 0b111 & ~((1 << n) - 1)),
+    "all_reduce_band_i64": _all_reduce(BAND, tensor.int64, lambda r: 0b111 ^ (1 << r),
+                                       lambda n: 0b111 & ~((1 << n) - 1)),
     "all_reduce_bor_i32": _all_reduce(BOR, tensor.int32, lambda r: 1 << r, lambda n: (1 << n) - 1),
     "all_reduce_bxor_u8": _all_reduce(BXOR, tensor.uint8, lambda r: 3, lambda n: 3 if n % 2 else 0),
     "all_reduce_sum_bool": _all_reduce(SUM, tensor.bool, lambda r: r == 1, lambda n: n > 1),
@@ -340,8 +341,8 @@ def skip_collective(op="all_reduce", timeout="2"):
     try:
         if op == "all_reduce":
             dist.all_reduce(tensor.ones(1000))
-        elif op == "broadcast":
-            dist.broadcast(tensor.ones(10), src=0)
+        elif op == "broadcast":  # rank 0 waits for the data of rank 1, which never sends it
+            dist.broadcast(tensor.ones(10), src=1)
         elif op == "async":
             dist.all_reduce(tensor.ones(10), async_op=True).wait()
         return {"error": None}
@@ -353,8 +354,11 @@ def dead_rank(timeout="20"):
     """Rank 1 exits right before the second collective; rank 0 must fail fast, naming it."""
     dist.init_process_group("zmq", timeout=float(timeout))
     dist.all_reduce(tensor.ones(2))
+    store = dist.group.WORLD.store
     if dist.get_rank() == 1:
+        store.get("rank0_done")  # rank 0 has everything it needs from the first op
         os._exit(3)
+    store.set("rank0_done", "1")
     try:
         dist.all_reduce(tensor.ones(100_000))
         return {"error": None}

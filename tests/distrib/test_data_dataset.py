@@ -9,8 +9,19 @@ import pytest
 
 import tensor
 from distrib.data import (
-    BatchSampler, ChainDataset, ConcatDataset, Dataset, DistributedSampler, IterableDataset, RandomSampler,
-    SequentialSampler, StackDataset, Subset, SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
+    BatchSampler,
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    StackDataset,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
     random_split,
 )
 from tests.helpers import assert_close

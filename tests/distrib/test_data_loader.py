@@ -9,7 +9,12 @@ import pytest
 
 import tensor
 from distrib.data import (
-    DataLoader, Dataset, IterableDataset, SequentialSampler, TensorDataset, get_worker_info,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    SequentialSampler,
+    TensorDataset,
+    get_worker_info,
 )
 from tests.helpers import assert_close
 

@@ -104,6 +104,21 @@ def test_unfold_of_non_contiguous_input(device):
     assert_close(unfold_windows(t, *args), expected)
 
 
+def test_unfold_output_is_a_writable_copy_even_when_the_windows_are_contiguous(device):
+    x = tensor.ones(1, 1, 3, 3, device=device)
+    out = unfold_windows(x, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1))  # the window view is x itself
+    out.add_(1)
+    assert x.sum().item() == 9.0 and out.sum().item() == 18.0
+
+
+def test_max_pool_indices_with_one_by_one_windows_and_an_empty_batch(device):
+    x = tensor.tensor(RNG.standard_normal((1, 2, 3, 3)), device=device)
+    out = max_pool_indices(x, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1))
+    assert_close(out, np.broadcast_to(np.arange(9).reshape(3, 3), (1, 2, 3, 3)))
+    empty = max_pool_indices(tensor.zeros(0, 2, 4, 4, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
+    assert empty.shape == (0, 2, 2, 2)
+
+
 def test_unfold_of_empty_batch(device):
     out = unfold_windows(tensor.zeros(0, 2, 4, 4, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
     assert out.shape == (0, 2, 2, 2, 2, 2)

@@ -1,0 +1,415 @@
+"""The agent: start the local worker group, watch it, stop it, restart it, report failures.
+
+One launcher per node. :func:`run` starts ``nproc`` workers with the job's environment and
+waits for them: a worker exit wakes it at once (SIGCHLD through the signal wakeup fd), so
+``--monitor-interval`` only bounds the wait. On the first failure every local worker tree
+gets SIGTERM, then SIGKILL after ``--kill-timeout`` (see Note [Process trees] in procs.py).
+The whole group restarts while restarts remain (``DISTRIB_RESTART_COUNT`` counts them);
+otherwise the failure summary is printed, root cause first, and the launcher exits with the
+root cause's exit code (128+signal for a signal), never 0. With ``--nnodes`` > 1 the
+agents agree on ranks, stops and restarts through :mod:`launch.rendezvous`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from . import procs
+from .errors import Failure, format_summary, root_cause
+from .output import Console, StreamReader, parse_std_spec
+
+__all__ = ["run", "WorkerGroup", "Worker"]
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_KILL_GRACE = 5.0  # seconds to wait for SIGKILLed processes to be gone (the kernel is quick)
+_READER_GRACE = 2.0
+
+
+class Worker:
+    def __init__(self, local_rank: int, rank: int, error_file: str) -> None:
+        self.local_rank, self.rank, self.error_file = local_rank, rank, error_file
+        self.proc: subprocess.Popen | None = None
+        self.pid = -1
+        self.returncode: int | None = None
+        self.end_time: float | None = None
+        self.readers: list[StreamReader] = []
+
+    def stderr_tail(self) -> str:
+        return "".join(r.tail_text() for r in self.readers if r.target == 2)
+
+
+class WorkerGroup:
+    """The ``nproc`` workers of this node for one attempt."""
+
+    def __init__(self, args, assignment: dict, env_base: dict, attempt_dir: str, console: Console,
+                 watchdog: procs.Watchdog | None = None) -> None:
+        self.args, self.assignment, self.env_base, self.console = args, assignment, env_base, console
+        self.watchdog = watchdog
+        self.attempt_dir = attempt_dir
+        offset = assignment["rank_offset"]
+        self.workers = [Worker(i, offset + i, os.path.join(attempt_dir, str(i), "error.json"))
+                        for i in range(args.nproc)]
+        self.redirects = parse_std_spec(args.redirects, args.nproc, "--redirects")
+        self.tee = parse_std_spec(args.tee, args.nproc, "--tee")
+
+    def environment(self, worker: Worker) -> dict:
+        a, args = self.assignment, self.args
+        env = dict(self.env_base)
+        env.update({
+            "RANK": str(worker.rank), "LOCAL_RANK": str(worker.local_rank),
+            "WORLD_SIZE": str(a["world_size"]), "LOCAL_WORLD_SIZE": str(args.nproc),
+            "GROUP_RANK": str(a["group_rank"]), "GROUP_WORLD_SIZE": str(a["group_world_size"]),
+            "ROLE_RANK": str(worker.rank), "ROLE_WORLD_SIZE": str(a["world_size"]), "ROLE_NAME": "default",
+            "MASTER_ADDR": args.master_addr, "MASTER_PORT": str(args.master_port),
+            "DISTRIB_RESTART_COUNT": str(a["restart_count"]), "DISTRIB_MAX_RESTARTS": str(args.max_restarts),
+            "DISTRIB_RUN_ID": a["run_id"], "DISTRIB_ERROR_FILE": worker.error_file,
+            "DISTRIB_AUTH_KEY": a["auth_key"],
+            # torchrun's names, so scripts written for torchrun (and torch's @record) work unchanged
+            "TORCHELASTIC_RESTART_COUNT": str(a["restart_count"]),
+            "TORCHELASTIC_MAX_RESTARTS": str(args.max_restarts), "TORCHELASTIC_RUN_ID": a["run_id"],
+            "TORCHELASTIC_ERROR_FILE": worker.error_file,
+        })
+        return env
+
+    def start(self) -> None:
+        parent = os.getpid()
+        for worker in self.workers:
+            os.makedirs(os.path.dirname(worker.error_file), exist_ok=True)
+            if os.path.exists(worker.error_file):
+                os.unlink(worker.error_file)
+            worker.proc = subprocess.Popen(
+                self.args.command, env=self.environment(worker), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                preexec_fn=procs.child_setup(parent), close_fds=True)
+            worker.pid = worker.proc.pid
+            if self.watchdog is not None:
+                self.watchdog.watch(worker.pid)
+        for worker in self.workers:  # readers start after the forks: no thread runs during preexec_fn
+            for pipe, target in ((worker.proc.stdout, 1), (worker.proc.stderr, 2)):
+                redirected = self.redirects[worker.local_rank] & target
+                teed = self.tee[worker.local_rank] & target
+                log = (os.path.join(self.attempt_dir, str(worker.local_rank), "stdout.log" if target == 1 else
+                                    "stderr.log") if redirected or teed else None)
+                console = None if redirected and not teed else self.console
+                reader = StreamReader(os.dup(pipe.fileno()), target, worker.rank, console, log,
+                                      progress=worker.rank == 0)
+                pipe.close()
+                worker.readers.append(reader)
+                reader.start()
+
+    def poll(self) -> list[Worker]:
+        """Workers that exited since the last call."""
+        exited = []
+        for worker in self.workers:
+            if worker.returncode is None and worker.proc.poll() is not None:
+                worker.returncode, worker.end_time = worker.proc.returncode, time.time()
+                exited.append(worker)
+        return exited
+
+    def done(self) -> bool:
+        return all(w.returncode is not None for w in self.workers)
+
+    def stop(self, sig: int, timeout: float, give_up=lambda: False) -> None:
+        """Signal every worker tree; SIGKILL what is left after ``timeout`` (or at ``give_up()``)."""
+        roots = {w.pid for w in self.workers}
+        if procs.tree_of(roots):
+            procs.signal_tree(roots, sig)
+            alive = procs.wait_gone(roots, time.monotonic() + timeout, self.poll, give_up)
+            if alive:
+                if sig != signal.SIGKILL:
+                    self.console.notice(f"{len(alive)} process(es) still alive {timeout:g} s after "
+                                        f"{signal.Signals(sig).name}; sending SIGKILL")
+                procs.signal_tree(roots, signal.SIGKILL)
+                alive = procs.wait_gone(roots, time.monotonic() + _KILL_GRACE, self.poll)
+                if alive:
+                    self.console.notice(f"processes {sorted(alive)} survived SIGKILL (uninterruptible sleep?)")
+        for worker in self.workers:
+            if worker.returncode is None:
+                try:
+                    worker.proc.wait(_KILL_GRACE)
+                except subprocess.TimeoutExpired:
+                    continue
+                worker.returncode, worker.end_time = worker.proc.returncode, time.time()
+        self.join_readers()
+
+    def join_readers(self) -> None:
+        deadline = time.monotonic() + _READER_GRACE
+        for worker in self.workers:
+            for reader in worker.readers:
+                reader.join(max(0.0, deadline - time.monotonic()))
+
+
+
+class Signals:
+    """SIGINT/SIGTERM/SIGHUP are recorded for forwarding; they and SIGCHLD wake :meth:`wait`."""
+
+    def __enter__(self) -> Signals:
+        self.received: int | None = None
+        self.count = 0
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+        self.old_wakeup = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        self.old_handlers = {sig: signal.signal(sig, self._on_signal) for sig in FORWARDED_SIGNALS}
+        self.old_handlers[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, lambda *_: None)
+        return self
+
+    def _on_signal(self, signum, frame) -> None:
+        self.received = self.received or signum
+        self.count += 1
+
+    def wait(self, timeout: float, fds=()) -> list:
+        """Sleep until a signal, a readable ``fds`` entry, or ``timeout``; returns the readable fds."""
+        ready = select.select([self.read_fd, *fds], [], [], max(0.0, timeout))[0]
+        try:
+            while os.read(self.read_fd, 512):
+                pass
+        except BlockingIOError:
+            pass
+        return [fd for fd in ready if fd != self.read_fd]
+
+    def __exit__(self, *exc) -> None:
+        signal.set_wakeup_fd(self.old_wakeup)
+        for sig, handler in self.old_handlers.items():
+            signal.signal(sig, handler)
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
+class Job:
+    """One launcher run: the attempt loop, shared by the single- and multi-node paths."""
+
+    def __init__(self, args, console: Console) -> None:
+        self.args, self.console = args, console
+        self.host = os.uname().nodename
+        self.name = args.script
+        keep = args.log_dir is not None
+        if keep:
+            self.base_dir = os.path.abspath(args.log_dir)
+            os.makedirs(self.base_dir, exist_ok=True)
+        else:
+            self.base_dir = tempfile.mkdtemp(prefix="distrib-launch-")
+            if args.redirects != "0" or args.tee != "0":
+                keep = True
+                console.notice(f"worker logs go to {self.base_dir} (choose the place with --log-dir)")
+        self.keep = keep
+        self.env_base = dict(os.environ)
+        if args.nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+            self.env_base["OMP_NUM_THREADS"] = "1"
+            console.notice(f"setting OMP_NUM_THREADS=1 for each of the {args.nproc} workers to avoid "
+                           "oversubscribing the CPU; set it yourself to tune")
+        self.env_base.setdefault("PYTHONUNBUFFERED", "1")  # prefixed lines show up as they are printed
+        self.watchdog: procs.Watchdog | None = None
+
+    def attempt_dir(self, run_id: str, restart_count: int) -> str:
+        return os.path.join(self.base_dir, run_id, f"attempt_{restart_count}")
+
+    def start_group(self, assignment: dict) -> WorkerGroup:
+        group = WorkerGroup(self.args, assignment, self.env_base,
+                            self.attempt_dir(assignment["run_id"], assignment["restart_count"]), self.console,
+                            self.watchdog)
+        group.start()
+        return group
+
+    def supervise(self, group: WorkerGroup, sigs: Signals, channel=None):
+        """Wait for the group: ("ok",), ("failed", workers), ("signal", signum) or ("remote", messages)."""
+        fds = [channel.fileno()] if channel is not None else []
+        while True:
+            if sigs.received:
+                return "signal", sigs.received
+            exited = group.poll()
+            failed = [w for w in exited if w.returncode != 0]
+            if failed:
+                return "failed", failed
+            if group.done():
+                return ("ok",)
+            if channel is not None and channel.inbox:
+                return "remote", channel.take()
+            if sigs.wait(self.args.monitor_interval, fds):
+                try:
+                    channel.poll()
+                except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: RendezvousError
+                    return "remote", [{"op": "lost", "reason": str(exc)}]
+
+    def stop_for_signal(self, group: WorkerGroup, sigs: Signals) -> int:
+        signum = sigs.received
+        self.console.notice(f"received {signal.Signals(signum).name}: forwarding it to the workers")
+        first = sigs.count
+        group.stop(signum, self.args.kill_timeout, give_up=lambda: sigs.count > first)
+        return 128 + signum
+
+    def cleanup(self) -> None:
+        if not self.keep:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def stop_after_failure(self, group: WorkerGroup, failed: list[Worker], sigs: Signals) -> list[Failure]:
+        """Stop the group, then describe the failed workers (their stderr is fully read by then)."""
+        group.stop(signal.SIGTERM, self.args.kill_timeout, give_up=lambda: sigs.received is not None)
+        return [Failure.of_worker(w, self.host, w.stderr_tail()) for w in failed]
+
+    def report(self, failures: list[Failure]) -> int:
+        self.console.notice("the job failed\n" + format_summary(self.name, failures))
+        return root_cause(failures).exit_code or 1
+
+
+def _run_single(job: Job, sigs: Signals) -> int:
+    args = job.args
+    run_id = args.run_id or secrets.token_hex(6)
+    auth_key = os.environ.get("DISTRIB_AUTH_KEY") or secrets.token_hex(32)
+    restart_count = 0
+    while True:
+        assignment = {"group_rank": 0, "group_world_size": 1, "rank_offset": 0, "world_size": args.nproc,
+                      "restart_count": restart_count, "run_id": run_id, "auth_key": auth_key}
+        group = job.start_group(assignment)
+        outcome = job.supervise(group, sigs)
+        if outcome[0] == "signal":
+            return job.stop_for_signal(group, sigs)
+        if outcome[0] == "ok":
+            group.stop(signal.SIGTERM, args.kill_timeout)  # stragglers: grandchildren left running
+            return 0
+        failures = job.stop_after_failure(group, outcome[1], sigs)
+        first = root_cause(failures)
+        if sigs.received:
+            job.report(failures)
+            return 128 + sigs.received
+        if restart_count >= args.max_restarts:
+            return job.report(failures)
+        restart_count += 1
+        job.console.notice(f"rank {first.rank} failed ({first.describe_exit()}); restarting the worker group "
+                           f"({restart_count}/{args.max_restarts})")
+
+
+def _wait_message(channel, sigs: Signals, timeout: float | None = None) -> dict | None:
+    """The next rendezvous message other than ``stop`` (None on a signal); bounded by ``timeout``.
+
+    Without a timeout the wait lasts as long as the other nodes' workers run; a dead peer
+    host still ends it, through TCP keepalive.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        while channel.inbox:
+            message = channel.inbox.pop(0)
+            if message.get("op") != "stop":
+                return message
+        if sigs.received:
+            return None
+        remaining = 1.0 if deadline is None else deadline - time.monotonic()
+        if remaining <= 0:
+            return {"op": "fail", "exit_code": 1, "failures": [], "reason": "no reply from the rendezvous in time"}
+        if sigs.wait(remaining, [channel.fileno()]):
+            channel.poll()
+
+
+def _run_multi(job: Job, sigs: Signals) -> int:
+    """One node of a multi-node job (see Note [Rendezvous protocol] in rendezvous.py)."""
+    from . import rendezvous  # noqa: PLC0415 - sockets and threads only for multi-node jobs
+
+    args, notice = job.args, job.console.notice
+    env_key = os.environ.get("DISTRIB_AUTH_KEY") or None
+    key = env_key.encode() if env_key else None
+    port = args.master_port + 1
+    server = None
+    try:
+        if args.node_rank == 0:
+            if key is None:
+                notice("DISTRIB_AUTH_KEY is not set: the rendezvous hands a fresh job key to any launcher that "
+                       "reaches it; set the same DISTRIB_AUTH_KEY on every node to authenticate them")
+            server = rendezvous.Server(args.master_addr, port, key, args.min_nodes, args.max_nodes,
+                                       args.max_restarts, args.run_id or secrets.token_hex(6),
+                                       env_key or secrets.token_hex(32), args.rdzv_timeout, notice).start()
+        channel = rendezvous.connect(args.master_addr, port, key, time.monotonic() + args.rdzv_timeout,
+                                     give_up=lambda: sigs.received is not None)
+    except (rendezvous.RendezvousError, OSError, ValueError) as exc:
+        notice(f"rendezvous failed: {exc}")
+        if server is not None:
+            server.join(0.0)
+        return 128 + sigs.received if sigs.received else 1
+    try:
+        return _agent_loop(job, sigs, channel)
+    except (rendezvous.RendezvousError, OSError, ValueError) as exc:
+        notice(f"lost the rendezvous at {args.master_addr}:{port}: {exc}")
+        return 128 + sigs.received if sigs.received else 1
+    finally:
+        channel.close()
+        if server is not None:
+            server.join(5.0)
+
+
+def _abort(channel, code: int, reason: str) -> int:
+    try:
+        channel.send({"op": "abort", "exit_code": code, "reason": reason})
+    except OSError:
+        pass
+    return code
+
+
+def _agent_loop(job: Job, sigs: Signals, channel) -> int:
+    args = job.args
+    while True:
+        channel.send({"op": "join", "node_rank": args.node_rank, "nproc": args.nproc, "host": job.host})
+        assignment = _wait_message(channel, sigs, args.rdzv_timeout)
+        if assignment is None:
+            code = 128 + sigs.received
+            return _abort(channel, code, f"the launcher on {job.host} got {signal.Signals(sigs.received).name}")
+        if assignment["op"] != "assign":
+            return _verdict(job, assignment)
+        group = job.start_group(assignment)
+        outcome = job.supervise(group, sigs, channel)
+        verdict = None
+        if outcome[0] == "signal":
+            name = signal.Signals(sigs.received).name
+            return _abort(channel, job.stop_for_signal(group, sigs), f"the launcher on {job.host} got {name}")
+        if outcome[0] == "failed":
+            failures = job.stop_after_failure(group, outcome[1], sigs)
+            channel.send({"op": "result", "ok": False, "failures": [f.to_dict() for f in failures]})
+        elif outcome[0] == "ok":
+            group.stop(signal.SIGTERM, args.kill_timeout)
+            channel.send({"op": "result", "ok": True})
+        else:  # the server spoke: stop (another node failed), or the connection dropped
+            ops = [m.get("op") for m in outcome[1]]
+            group.stop(signal.SIGTERM, args.kill_timeout, give_up=lambda: sigs.received is not None)
+            if "lost" in ops:
+                raise ConnectionError(outcome[1][ops.index("lost")].get("reason"))
+            channel.send({"op": "result", "ok": True, "stopped": True})
+            verdict = next((m for m in outcome[1] if m.get("op") in ("done", "restart", "fail")), None)
+        verdict = verdict or _wait_message(channel, sigs)
+        if verdict is None:
+            return _abort(channel, 128 + sigs.received,
+                          f"the launcher on {job.host} got {signal.Signals(sigs.received).name}")
+        if verdict["op"] == "restart":
+            job.console.notice(f"restarting the worker group ({verdict['restart_count']}/{args.max_restarts})")
+            continue
+        return _verdict(job, verdict)
+
+
+def _verdict(job: Job, verdict: dict) -> int:
+    if verdict["op"] == "done":
+        return 0
+    failures = [Failure(**f) for f in verdict.get("failures", [])]
+    if failures:
+        job.report(failures)
+    if verdict.get("reason"):
+        job.console.notice(f"the job failed: {verdict['reason']}")
+    return int(verdict.get("exit_code") or 1)
+
+
+def run(args, console: Console | None = None) -> int:
+    """Run the job described by parsed ``args``; returns the launcher's exit code."""
+    console = console or Console()
+    job = Job(args, console)
+    job.watchdog = procs.Watchdog()  # forked now, before any thread exists
+    try:
+        with Signals() as sigs:
+            if args.max_nodes == 1:
+                return _run_single(job, sigs)
+            return _run_multi(job, sigs)
+    finally:
+        job.watchdog.close()
+        job.cleanup()
