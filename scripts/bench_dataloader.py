@@ -81,7 +81,7 @@ def _median_pair(fn_ours, fn_peer, repeat: int):
     return pick(ours), (pick(peer) if peer else None)
 
 
-def bench(repeat: int) -> list:
+def bench(repeat: int, *_unused) -> list:
     """Rows ``(name, ours, peer, peer_name, target)`` for scripts/bench.py."""
     sys.path.insert(0, os.path.join(HERE, ".."))
     try:

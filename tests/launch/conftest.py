@@ -1,0 +1,130 @@
+"""Helpers for the launcher tests: run ``python -m launch`` as a subprocess with deadlines.
+
+Worker scripts are tiny Python files written into ``tmp_path``; they print environment
+variables, fail in controlled ways, or report their pids and then block, so tests wait
+on conditions (a line on the launcher's output), never on sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEADLINE = 30.0
+
+
+def write_script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def launch_cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "launch", *map(str, args)]
+
+
+def clean_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISTRIB_AUTH_KEY", "OMP_NUM_THREADS")}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_launch(*args, env=None, timeout=DEADLINE) -> subprocess.CompletedProcess:
+    """Run the launcher to completion (bounded) and capture its text output."""
+    return subprocess.run(launch_cmd(*args), cwd=ROOT, env=env or clean_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+class Launcher:
+    """A running launcher whose stdout we read line by line, with deadlines."""
+
+    def __init__(self, *args, env=None, cwd=ROOT, prefix=()) -> None:
+        self.proc = subprocess.Popen([*prefix, *launch_cmd(*args)], cwd=cwd, env=env or clean_env(),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out = b""
+
+    def wait_for(self, predicate, timeout=DEADLINE) -> str:
+        """Read stdout until ``predicate(text)`` holds; returns the text so far."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self.out.decode()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.proc.stdout], [], [], remaining)[0]:
+                raise AssertionError(f"timed out waiting; stdout so far:\n{self.out.decode()}")
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if not chunk:
+                raise AssertionError(f"launcher output ended early; stdout:\n{self.out.decode()}\nstderr:\n"
+                                     f"{self.proc.stderr.read().decode()}")
+            self.out += chunk
+        return self.out.decode()
+
+    def finish(self, timeout=DEADLINE) -> tuple[int, str, str]:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError(f"launcher did not exit in time; stderr:\n{err.decode()}") from None
+        return self.proc.returncode, (self.out + out).decode(), err.decode()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate(timeout=DEADLINE)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (zombies count as dead)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X")
+
+
+def wait_all_dead(pids, timeout=10.0) -> list[int]:
+    """Poll /proc until every pid is gone (they are not our children); returns survivors."""
+    deadline = time.monotonic() + timeout
+    while True:
+        survivors = [p for p in pids if alive(p)]
+        if not survivors or time.monotonic() > deadline:
+            return survivors
+        select.select([], [], [], 0.02)
+
+
+def kill_leftovers(pids) -> None:
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def free_port_pair() -> int:
+    """A port P with P and P+1 both free on 127.0.0.1 (MASTER_PORT and the rendezvous)."""
+    for _ in range(50):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    continue
+            return port
+    raise RuntimeError("no free port pair")
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port_pair()
