@@ -122,7 +122,7 @@ def _launch(impl: str, repeat: int, env_extra: dict, deadline: float = 600) -> d
     return json.loads(outputs[0].strip().splitlines()[-1])
 
 
-def bench(repeat: int = 10) -> list[tuple]:
+def bench(repeat: int = 10, *_unused) -> list[tuple]:
     """Rows ``(name, ours_ms, peer_ms, peer_name, target)``."""
     shm = _launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "1"})
     tcp = _launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "0"})
