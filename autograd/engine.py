@@ -8,13 +8,34 @@ into it has run; ``autograd.grad`` captures instead.
 
 from __future__ import annotations
 
+import threading
+
 import tensor
 from tensor import _backend, _dispatch
 from tensor._autograd_hooks import grad_mode
 
 from .graph import Node, refresh_view
 
-__all__ = ["run_backward", "grad"]
+__all__ = ["run_backward", "grad", "queue_callback"]
+
+# The callbacks queued (by ``queue_callback``) during the backward pass running in this
+# thread; None outside backward. A stack, as a hook may itself run a nested backward.
+_callbacks = threading.local()
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` once the current backward pass has finished propagating (after the
+    last leaf's gradient was accumulated), before ``backward`` returns. As PyTorch's
+    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there.
+
+    Raises:
+        RuntimeError: when no backward pass is running in this thread.
+    """
+    queued = getattr(_callbacks, "queue", None)
+    if queued is None:
+        raise RuntimeError("queue_callback can only be called during the backward pass "
+                           "(e.g. from a tensor hook)")
+    queued.append(callback)
 
 
 def _make_root_grads(outputs, grad_outputs):
@@ -150,6 +171,7 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
     finish.claimed.update(id(g) for _, g in roots)
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
+    outer_queue, _callbacks.queue = getattr(_callbacks, "queue", None), []
     try:
         for node in order:
             grads = buffers.pop(node, None)
@@ -160,7 +182,11 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             if not retain_graph:
                 node.release()
         finish.remaining()
+        queued = _callbacks.queue
+        while queued:  # a callback may queue another
+            queued.pop(0)()
     finally:
+        _callbacks.queue = outer_queue
         grad_mode.enabled = previous_mode
 
 

@@ -60,3 +60,6 @@ from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
 from .work import Future, Work
 
 group = GroupMember  # torch.distributed.group.WORLD
+
+from . import algorithms, parallel  # noqa: E402 - DDP and Join build on the collectives above
+from .parallel import DistributedDataParallel  # noqa: E402

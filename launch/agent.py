@@ -119,15 +119,16 @@ class WorkerGroup:
     def stop(self, sig: int, timeout: float, give_up=lambda: False) -> None:
         """Signal every worker tree; SIGKILL what is left after ``timeout`` (or at ``give_up()``)."""
         roots = {w.pid for w in self.workers}
-        if procs.tree_of(roots):
-            procs.signal_tree(roots, sig)
-            alive = procs.wait_gone(roots, time.monotonic() + timeout, self.poll, give_up)
+        ours = {self.watchdog.pid} if self.watchdog is not None else set()
+        if procs.tree_of(roots, orphans=ours):
+            procs.signal_tree(roots, sig, ours)
+            alive = procs.wait_gone(roots, time.monotonic() + timeout, self.poll, give_up, ours)
             if alive:
                 if sig != signal.SIGKILL:
                     self.console.notice(f"{len(alive)} process(es) still alive {timeout:g} s after "
                                         f"{signal.Signals(sig).name}; sending SIGKILL")
-                procs.signal_tree(roots, signal.SIGKILL)
-                alive = procs.wait_gone(roots, time.monotonic() + _KILL_GRACE, self.poll)
+                procs.signal_tree(roots, signal.SIGKILL, ours)
+                alive = procs.wait_gone(roots, time.monotonic() + _KILL_GRACE, self.poll, orphans=ours)
                 if alive:
                     self.console.notice(f"processes {sorted(alive)} survived SIGKILL (uninterruptible sleep?)")
         for worker in self.workers:
@@ -241,8 +242,7 @@ class Job:
     def stop_for_signal(self, group: WorkerGroup, sigs: Signals) -> int:
         signum = sigs.received
         self.console.notice(f"received {signal.Signals(signum).name}: forwarding it to the workers")
-        first = sigs.count
-        group.stop(signum, self.args.kill_timeout, give_up=lambda: sigs.count > first)
+        group.stop(signum, self.args.kill_timeout, give_up=lambda: sigs.count > 1)  # a second signal: SIGKILL
         return 128 + signum
 
     def cleanup(self) -> None:
@@ -405,6 +405,9 @@ def run(args, console: Console | None = None) -> int:
     console = console or Console()
     job = Job(args, console)
     job.watchdog = procs.Watchdog()  # forked now, before any thread exists
+    if not job.keep:
+        job.watchdog.remove_on_death(job.base_dir)
+    procs.become_subreaper()
     try:
         with Signals() as sigs:
             if args.max_nodes == 1:

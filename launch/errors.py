@@ -103,6 +103,8 @@ def read_error_file(path: str | None) -> dict | None:
             data = json.load(f)
     except (OSError, ValueError):
         return None
+    if not isinstance(data, dict):
+        return None
     message = data.get("message")
     if isinstance(message, dict):  # torch's format
         extra = message.get("extraInfo", {})

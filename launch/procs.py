@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import time
 
 __all__ = ["child_setup", "process_table", "tree_of", "signal_tree", "wait_gone"]
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux: no parent-death signal
@@ -38,6 +40,27 @@ def child_setup(parent_pid: int):
             os._exit(1)
 
     return setup
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux): a grandchild whose worker died, even one that called
+    ``setsid``, becomes our child instead of init's, so it can still be found and stopped."""
+    return _prctl is not None and _prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0
+
+
+def adopted(exclude: set[int], table: dict) -> set[int]:
+    """Our children that we did not start: orphans adopted as a subreaper (reaps the dead ones)."""
+    me = os.getpid()
+    found = {pid for pid, (_, ppid, _, _) in table.items() if ppid == me and pid not in exclude}
+    try:
+        while True:  # reap adopted zombies; waitid with WNOWAIT leaves our own workers to Popen
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if info is None or info.si_pid in exclude:
+                break
+            os.waitpid(info.si_pid, 0)
+    except ChildProcessError:
+        pass
+    return found
 
 
 def process_table() -> dict[int, tuple[str, int, int, int]]:
@@ -62,10 +85,16 @@ def process_table() -> dict[int, tuple[str, int, int, int]]:
     return table
 
 
-def tree_of(roots: set[int], table: dict | None = None) -> set[int]:
-    """The live processes in the sessions/groups led by ``roots``, and all their descendants."""
+def tree_of(roots: set[int], table: dict | None = None, orphans: set[int] | None = None) -> set[int]:
+    """The live processes in the sessions/groups led by ``roots``, and all their descendants.
+
+    ``orphans``: the pids we must not count as adopted orphans (our workers and helpers); when
+    given, orphans adopted by this process (see :func:`become_subreaper`) are included too.
+    """
     table = process_table() if table is None else table
     found = {pid for pid, (_, _, pgrp, sid) in table.items() if pgrp in roots or sid in roots or pid in roots}
+    if orphans is not None:
+        found |= adopted(orphans | roots, table)
     children: dict[int, list[int]] = {}
     for pid, (_, ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
@@ -78,9 +107,9 @@ def tree_of(roots: set[int], table: dict | None = None) -> set[int]:
     return found
 
 
-def signal_tree(roots: set[int], sig: int) -> set[int]:
+def signal_tree(roots: set[int], sig: int, orphans: set[int] | None = None) -> set[int]:
     """Send ``sig`` to the process groups of ``roots`` and every process in their trees."""
-    pids = tree_of(roots)
+    pids = tree_of(roots, orphans=orphans)
     for root in roots:
         try:
             os.killpg(root, sig)
@@ -94,7 +123,8 @@ def signal_tree(roots: set[int], sig: int) -> set[int]:
     return pids
 
 
-def wait_gone(roots: set[int], deadline: float, reap, give_up=lambda: False) -> set[int]:
+def wait_gone(roots: set[int], deadline: float, reap, give_up=lambda: False,
+              orphans: set[int] | None = None) -> set[int]:
     """Wait until no process of the trees of ``roots`` is alive, ``deadline`` or ``give_up()``.
 
     Returns the survivors. ``reap()`` collects exited direct children (zombies do not count
@@ -103,7 +133,7 @@ def wait_gone(roots: set[int], deadline: float, reap, give_up=lambda: False) -> 
     """
     while True:
         reap()
-        alive = tree_of(roots)
+        alive = tree_of(roots, orphans=orphans)
         remaining = deadline - time.monotonic()
         if not alive or remaining <= 0 or give_up():
             return alive
@@ -117,7 +147,8 @@ class Watchdog:
     (DataLoader workers), which would live on as orphans. The watchdog, forked before any
     thread starts, learns each worker's process group over a pipe; when the pipe reaches
     EOF without a ``done`` line (the launcher died), it SIGKILLs those groups and trees.
-    It ignores terminal signals: the launcher forwards those itself.
+    It ignores terminal signals: the launcher forwards those itself. It also removes the
+    job's temporary directory (error files) in that case.
     """
 
     def __init__(self) -> None:
@@ -136,6 +167,10 @@ class Watchdog:
 
     def watch(self, pgid: int) -> None:
         os.write(self.fd, b"+%d\n" % pgid)
+
+    def remove_on_death(self, directory: str) -> None:
+        """Also delete ``directory`` (the job's temporary files) if the launcher dies."""
+        os.write(self.fd, b"rm " + os.fsencode(directory) + b"\n")
 
     def close(self) -> None:
         """The launcher is exiting cleanly: release the watchdog and reap it (bounded)."""
@@ -163,8 +198,12 @@ def _watch(read_fd: int) -> None:
         data += chunk
         if b"done\n" in data:
             return
-    roots = {int(line[1:]) for line in data.split(b"\n") if line.startswith(b"+")}
+    lines = data.split(b"\n")
+    roots = {int(line[1:]) for line in lines if line.startswith(b"+")}
     for _ in range(3):  # a few sweeps: a dying tree may still fork
         if not signal_tree(roots, signal.SIGKILL):
-            return
+            break
         time.sleep(0.05)
+    for line in lines:
+        if line.startswith(b"rm "):
+            shutil.rmtree(os.fsdecode(line[3:]), ignore_errors=True)

@@ -1,13 +1,20 @@
 """Point-to-point messaging between the ranks of a group over ZeroMQ (TCP).
 
-Each rank binds one ROUTER socket (it receives everything) and connects one DEALER
-per peer (it sends with them; the DEALER's identity is the sender's rank). A receiver
-thread owns the ROUTER: it files each message under ``(source, header)`` in a
-mailbox, completes pending point-to-point receives, and answers progress queries
-even while this rank's op thread is blocked (that is how a timed-out rank learns
-which peers are missing). Large sends are zero-copy (``copy=False``): libzmq's I/O
-thread streams them in the background while the op thread goes on; ``flush()``
-waits for them before the caller may touch the buffers again.
+Two planes. Control and point-to-point: each rank binds one ROUTER socket and connects
+one DEALER per peer (the DEALER's identity is the sender's rank). A receiver thread owns
+the ROUTER: it completes pending point-to-point receives and answers progress queries
+even while this rank's op thread is blocked (that is how a timed-out rank learns which
+peers are missing).
+
+Collectives: one PAIR socket per pair of ranks (the lower rank binds, the higher one
+connects), read and written only by the thread running the group's current op (the
+executor runs one op at a time; its lock orders the hand-over between threads). The op
+thread polls the socket of the peer it expects data from itself, so a message costs no
+thread hand-off, and ``recv_coll(..., into=array)`` lets libzmq copy the payload straight
+into the destination. Messages that arrive early (another step or a later op) wait in a
+stash keyed by ``(source, header)``. Large sends are zero-copy (``copy=False``): libzmq's
+I/O thread streams them in the background while the op thread goes on; ``flush()`` waits
+for them before the caller may touch the buffers again.
 """
 
 from __future__ import annotations
@@ -61,6 +68,24 @@ class Transport:
             self.router.close(0)
             raise DistNetworkError(f"zmq backend: cannot bind to {host} (port 0): {exc.strerror}") from exc
         self.endpoint = f"tcp://{host}:{port}"
+        # Collective plane: a PAIR per peer; this rank binds those to higher ranks.
+        self.data: dict[int, zmq.Socket] = {}
+        self.data_endpoints: dict[int, str] = {}
+        for peer in range(rank + 1, size):
+            sock = self._data_socket(ctx)
+            security.secure_server(sock, key)
+            try:
+                dport = sock.bind_to_random_port(f"tcp://{host}", 20000, 60000, 500)
+            except zmq.ZMQError as exc:
+                from ..errors import DistNetworkError  # noqa: PLC0415 - error path only
+
+                for other in [sock, self.router, *self.data.values()]:
+                    other.close(0)
+                raise DistNetworkError(f"zmq backend: cannot bind to {host} (port 0): {exc.strerror}") from exc
+            self.data[peer] = sock
+            self.data_endpoints[peer] = f"tcp://{host}:{dport}"
+        self.stash: dict[tuple[int, bytes], collections.deque] = {}
+        self.coll_trackers: list = []
         self.dealers: dict[int, zmq.Socket] = {}
         self.cond = threading.Condition()
         self.mailbox: dict[tuple[int, bytes], collections.deque] = {}
@@ -78,9 +103,24 @@ class Transport:
         self.thread = threading.Thread(target=self._receive_loop, name="distrib-zmq-recv", daemon=True)
         self.thread.start()
 
-    def connect(self, endpoints: dict[int, str]) -> None:
-        """Open a DEALER to every peer's endpoint."""
+    @staticmethod
+    def _data_socket(ctx) -> zmq.Socket:
+        sock = ctx.socket(zmq.PAIR)
+        sock.linger = 0
+        sock.sndhwm = 0
+        sock.rcvhwm = 0
+        return sock
+
+    def connect(self, endpoints: dict[int, str], data_endpoints: dict[int, str]) -> None:
+        """Open a DEALER to every peer's endpoint, and the collective PAIRs to lower ranks
+        (``data_endpoints[p]``: the endpoint rank ``p`` bound for this rank)."""
         ctx = security.context()
+        for peer, endpoint in data_endpoints.items():
+            if peer < self.rank:
+                sock = self._data_socket(ctx)
+                security.secure_client(sock, self.key)
+                sock.connect(endpoint)
+                self.data[peer] = sock
         for peer, endpoint in endpoints.items():
             if peer == self.rank:
                 continue
@@ -151,6 +191,73 @@ class Transport:
             np.copyto(pend.array.reshape(-1), np.frombuffer(buf, dtype=pend.array.dtype))
         pend.source = src
         pend.done.set()
+
+    # ------------------------------------------------------------ collective plane (op thread)
+    def send_coll(self, peer: int, hdr: bytes, data=None) -> None:
+        """Queue ``data`` (a contiguous array, bytes or None) for ``peer``; never blocks.
+
+        Large arrays are sent without a copy: call ``flush_coll`` before modifying them.
+        """
+        sock = self.data[peer]
+        sock.send(hdr, zmq.SNDMORE)
+        if data is None:
+            sock.send(b"")
+            return
+        buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
+        if len(buf) >= _ZERO_COPY_MIN:
+            self.coll_trackers.append(sock.send(buf, copy=False, track=True))
+        else:
+            sock.send(buf)
+
+    def recv_coll(self, src: int, hdr: bytes, deadline: float, check=None, into=None):
+        """The payload of the next collective message from ``src`` with header ``hdr``.
+
+        Without ``into``: a zmq Frame (``.buffer`` is its bytes). With ``into`` (a writable
+        contiguous array): the payload is copied into it and its byte count is returned (it
+        differs from ``into.nbytes`` when the sender's array had another size). Returns None
+        at ``deadline``; ``check()`` runs about every 100 ms while waiting and may raise.
+        """
+        queue = self.stash.get((src, hdr))
+        if queue:
+            frame = queue.popleft()
+            if not queue:
+                del self.stash[(src, hdr)]
+            if into is None:
+                return frame
+            buf = frame.buffer
+            if buf.nbytes == into.nbytes:
+                memoryview(into).cast("B")[:] = buf
+            return buf.nbytes
+        sock = self.data[src]
+        while True:
+            try:
+                got = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                if not sock.poll(int(min(left, 0.1) * 1000) + 1) and check is not None:
+                    check()
+                continue
+            if got == hdr:
+                if into is None:
+                    return sock.recv(copy=False)
+                return sock.recv_into(memoryview(into).cast("B"))
+            self.stash.setdefault((src, got), collections.deque()).append(sock.recv(copy=False))
+
+    def flush_coll(self, deadline: float) -> bool:
+        """Wait until libzmq released every zero-copy collective send; False at ``deadline``."""
+        trackers = self.coll_trackers
+        while trackers:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise zmq.NotDone
+                trackers[0].wait(left)
+            except zmq.NotDone:
+                return False
+            trackers.pop(0)
+        return True
 
     def take(self, src: int, hdr: bytes, deadline: float, check=None):
         """The next message from ``src`` with header ``hdr`` (a zmq Frame; ``.buffer`` is its bytes).
@@ -258,7 +365,7 @@ class Transport:
             self._stop_w.send(b"")
             self.thread.join(2)
         self._stop_w.close(0)
-        for sock in self.dealers.values():
+        for sock in [*self.dealers.values(), *self.data.values()]:
             # Let libzmq deliver what the last op queued (it keeps sending in the background
             # after close); 0 would drop it and leave a peer waiting for our data.
             sock.close(linger=2000)

@@ -29,7 +29,7 @@ from .base import Backend
 __all__ = ["ZmqBackend"]
 
 _PIECE = int(os.environ.get("DISTRIB_ZMQ_PIECE_BYTES", 1 << 20))  # bytes per pipelined message
-_SMALL = 1 << 16  # all_reduce up to this many bytes: direct exchange
+_SMALL = int(os.environ.get("XX_SMALL", 1 << 16))  # all_reduce up to this many bytes: direct exchange
 
 
 def _host_id() -> str:
@@ -60,12 +60,14 @@ class ZmqBackend(Backend):
         self.entered = self.finished = 0
         self.shm = None
         self.transport = Transport(rank, size, host, security.auth_key(), self._progress)
-        info = {"endpoint": self.transport.endpoint, "host": _host_id(), "pid": os.getpid()}
+        info = {"endpoint": self.transport.endpoint, "host": _host_id(), "pid": os.getpid(),
+                "data": {str(p): ep for p, ep in self.transport.data_endpoints.items()}}
         store.set(f"zmq/{rank}", json.dumps(info))
         peers = {p: json.loads(store.get(f"zmq/{p}")) for p in range(size)}
         self.pids = {p: v["pid"] for p, v in peers.items()}
         self.local = all(v["host"] == info["host"] for v in peers.values())
-        self.transport.connect({p: v["endpoint"] for p, v in peers.items()})
+        self.transport.connect({p: v["endpoint"] for p, v in peers.items()},
+                               {p: v["data"][str(rank)] for p, v in peers.items() if p < rank})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
         if size > 1 and self.local and use_shm:
             slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 1 << 20))
@@ -95,15 +97,22 @@ class ZmqBackend(Backend):
                 f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
 
     def _send(self, peer, step, piece, data=None) -> None:
-        self.transport.send(peer, header(COLL, self.op_seq, step, piece), data)
+        self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data)
 
-    def _recv(self, peer, step, piece):
+    def _recv(self, peer, step, piece, into=None):
+        """The frame of message (step, piece) from ``peer``; with ``into``, its payload lands there."""
         hdr = header(COLL, self.op_seq, step, piece)
         slack = min(1.0, 0.1 * self.timeout)  # kept back to ask the peers where they are
-        frame = self.transport.take(peer, hdr, self.deadline() - slack, self._check_peers)
-        if frame is None:
+        got = self.transport.recv_coll(peer, hdr, self.deadline() - slack, self._check_peers, into)
+        if got is None:
             self._timed_out([peer])
-        return frame
+        if into is not None and got != into.nbytes:
+            self._size_mismatch(got // into.itemsize, into.size)
+        return got
+
+    def _size_mismatch(self, got: int, expected: int):
+        raise self.op_error(f"received {got} elements where {expected} were expected "
+                            "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
 
     def _timed_out(self, waiting_for) -> None:
         peers = [p for p in range(self.size) if p != self.rank]
@@ -119,15 +128,18 @@ class ZmqBackend(Backend):
         detail = "; ".join(notes) or f"waiting for rank(s) {sorted(waiting_for)}"
         raise self.op_error(f"timed out after {self.timeout:g} s ({detail})", missing)
 
-    def _into(self, dst: np.ndarray, frame) -> None:
+    def _into(self, dst: np.ndarray, peer, step, piece) -> None:
+        """Receive message (step, piece) from ``peer`` straight into ``dst`` (contiguous)."""
+        self._recv(peer, step, piece, into=dst)
+
+    def _reduce_from(self, f, dst: np.ndarray, frame) -> None:
         src = np.frombuffer(frame.buffer, dtype=dst.dtype)
         if src.size != dst.size:
-            raise self.op_error(f"received {src.size} elements where {dst.size} were expected "
-                                "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
-        np.copyto(dst, src)
+            self._size_mismatch(src.size, dst.size)
+        f(dst, src, out=dst)
 
     def _flush(self) -> None:
-        if not self.transport.flush(self.deadline()):
+        if not self.transport.flush_coll(self.deadline()):
             self._timed_out([])
 
     def _per(self, x) -> int:
@@ -142,9 +154,8 @@ class ZmqBackend(Backend):
         elif x.nbytes <= _SMALL:
             self._all_reduce_direct(x, op)
         else:
-            self._ring_reduce_scatter(x, op)
-            reduce_op.finish(op, x, self.size)
-            self._ring_all_gather(x, self._bounds(x.size))
+            self._ring_reduce_scatter(x, op, gather=True)
+            self._ring_all_gather(x, self._bounds(x.size), sent=True)
             self._flush()
 
     def _all_reduce_direct(self, x, op):
@@ -154,8 +165,9 @@ class ZmqBackend(Backend):
         frames = {p: self._recv(p, 0, 0) for p in range(self.size) if p != self.rank}
         mine = x.copy()
         views = [mine if p == self.rank else np.frombuffer(frames[p].buffer, x.dtype) for p in range(self.size)]
-        if any(v.size != x.size for v in views):
-            raise self.op_error("ranks passed tensors of different sizes")
+        for v in views:
+            if v.size != x.size:
+                self._size_mismatch(v.size, x.size)
         f = reduce_op.ufunc(op, x.dtype)
         f(views[0], views[1], out=x)
         for v in views[2:]:
@@ -165,29 +177,47 @@ class ZmqBackend(Backend):
     def _bounds(self, count):
         return [count * j // self.size for j in range(self.size + 1)]
 
-    def _ring_reduce_scatter(self, x, op):
-        """Ring reduce-scatter in place on flat ``x``; rank r ends with segment r reduced."""
+    def _ring_reduce_scatter(self, x, op, gather=False):
+        """Ring reduce-scatter in place on flat ``x``; rank r ends with segment r reduced.
+
+        Pipelined piece by piece: a piece is forwarded to the right as soon as it is reduced,
+        so every step overlaps the next. With ``gather`` the finished pieces of our own
+        segment go straight out as step 0 of the all-gather (``_ring_all_gather(sent=True)``).
+        """
         n, me, per = self.size, self.rank, self._per(x)
         right, left = (me + 1) % n, (me - 1) % n
         b, f = self._bounds(x.size), reduce_op.ufunc(op, x.dtype)
+        first = (me - 1) % n
+        for i, (lo, hi) in enumerate(_pieces(b[first], b[first + 1], per)):
+            self._send(right, 0, i, x[lo:hi])
         for step in range(n - 1):
-            send_seg, recv_seg = (me - step - 1) % n, (me - step - 2) % n
-            for i, (lo, hi) in enumerate(_pieces(b[send_seg], b[send_seg + 1], per)):
-                self._send(right, step, i, x[lo:hi])
+            recv_seg = (me - step - 2) % n
+            last = step == n - 2
             for i, (lo, hi) in enumerate(_pieces(b[recv_seg], b[recv_seg + 1], per)):
-                frame = self._recv(left, step, i)
-                f(x[lo:hi], np.frombuffer(frame.buffer, x.dtype), out=x[lo:hi])
+                piece = x[lo:hi]
+                self._reduce_from(f, piece, self._recv(left, step, i))
+                if not last:
+                    self._send(right, step + 1, i, piece)
+                elif gather:
+                    reduce_op.finish(op, piece, n)
+                    self._send(right, 1000, i, piece)
 
-    def _ring_all_gather(self, x, b):
-        """Ring all-gather in place: rank r owns segment ``b[r]:b[r+1]`` of flat ``x``."""
+    def _ring_all_gather(self, x, b, sent=False):
+        """Ring all-gather in place: rank r owns segment ``b[r]:b[r+1]`` of flat ``x``.
+
+        Pieces are forwarded as they arrive; ``sent``: step 0 already went out.
+        """
         n, me, per = self.size, self.rank, self._per(x)
         right, left = (me + 1) % n, (me - 1) % n
+        if not sent:
+            for i, (lo, hi) in enumerate(_pieces(b[me], b[me + 1], per)):
+                self._send(right, 1000, i, x[lo:hi])
         for step in range(n - 1):
-            send_seg, recv_seg = (me - step) % n, (me - step - 1) % n
-            for i, (lo, hi) in enumerate(_pieces(b[send_seg], b[send_seg + 1], per)):
-                self._send(right, 1000 + step, i, x[lo:hi])
+            recv_seg = (me - step - 1) % n
             for i, (lo, hi) in enumerate(_pieces(b[recv_seg], b[recv_seg + 1], per)):
-                self._into(x[lo:hi], self._recv(left, 1000 + step, i))
+                self._into(x[lo:hi], left, 1000 + step, i)
+                if step < n - 2:
+                    self._send(right, 1001 + step, i, x[lo:hi])
 
     def broadcast(self, x, root):
         if self.size == 1:
@@ -204,7 +234,7 @@ class ZmqBackend(Backend):
             bit <<= 1
         for i, (lo, hi) in enumerate(_pieces(0, x.size, self._per(x))):
             if parent is not None:
-                self._into(x[lo:hi], self._recv(parent, 0, i))
+                self._into(x[lo:hi], parent, 0, i)
             for child in children:
                 self._send(child, 0, i, x[lo:hi])
         self._flush()
@@ -219,7 +249,7 @@ class ZmqBackend(Backend):
             else:
                 for p in range(self.size):
                     if p != root:
-                        self._into(work[b[p]: b[p + 1]], self._recv(p, 2000, 0))
+                        self._into(work[b[p]: b[p + 1]], p, 2000, 0)
                 reduce_op.finish(op, work, self.size)
             self._flush()
             return
@@ -257,7 +287,7 @@ class ZmqBackend(Backend):
         np.copyto(out[root], x.reshape(-1))
         for p in range(self.size):
             if p != root:
-                self._into(out[p], self._recv(p, 0, 0))
+                self._into(out[p], p, 0, 0)
 
     def scatter(self, output, x, root):
         if self.rank == root:
@@ -267,7 +297,7 @@ class ZmqBackend(Backend):
                     self._send(p, 0, 0, blocks[p])
             np.copyto(output.reshape(-1), blocks[root])
             return self._flush()
-        self._into(output.reshape(-1), self._recv(root, 0, 0))
+        self._into(output.reshape(-1), root, 0, 0)
 
     def all_to_all(self, output, x, output_counts, input_counts):
         ins = np.concatenate([[0], np.cumsum(input_counts)]).astype(int)
@@ -279,7 +309,7 @@ class ZmqBackend(Backend):
         np.copyto(flat_out[outs[self.rank]: outs[self.rank + 1]], flat_in[ins[self.rank]: ins[self.rank + 1]])
         for p in range(self.size):
             if p != self.rank:
-                self._into(flat_out[outs[p]: outs[p + 1]], self._recv(p, 0, 0))
+                self._into(flat_out[outs[p]: outs[p + 1]], p, 0, 0)
         self._flush()
 
     def barrier(self):

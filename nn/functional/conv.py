@@ -1,7 +1,7 @@
 """Convolutions (``conv1d/2d/3d``, ``conv_transpose1d/2d/3d``) and ``unfold``/``fold``.
 
-A convolution is an im2col (``tensor.ops.window.unfold_windows``) followed by one batched
-matmul with the weight; a transposed convolution is the matmul followed by col2im
+A convolution is an im2col (``tensor.ops.window.im2col``) followed by one matmul with the
+weight over the whole batch; a transposed convolution is the matmul followed by col2im
 (``fold_windows``). Both are differentiable to any order.
 """
 
@@ -140,15 +140,16 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
         )
     out_shape = window_output_shape(x.shape[2:], kernel, dilation, pads, stride)
     n, k_numel, positions = x.shape[0], math.prod(kernel), math.prod(out_shape)
-    # One GEMM (per group) over the whole batch: (O, C*K) @ (C*K, N*L). The result is stored
-    # channel-major; the (N, O, *out) view of it needs no copy.
+    # One GEMM (per group) over the whole batch: (O, C*K) @ (C*K, L*N). The result is stored
+    # as (O, *out, N); the (N, O, *out) view of it needs no copy, and the next im2col or
+    # pooling reads it in long contiguous runs.
     cols = im2col(x, kernel, dilation, pads, stride)
     if groups == 1:
         out = weight.reshape(out_channels, in_per_group * k_numel) @ cols
     else:
         w = weight.reshape(groups, out_channels // groups, in_per_group * k_numel)
-        out = w @ cols.reshape(groups, in_per_group * k_numel, n * positions)
-    out = out.reshape((out_channels, n) + out_shape).movedim(1, 0)
+        out = w @ cols.reshape(groups, in_per_group * k_numel, positions * n)
+    out = out.reshape((out_channels,) + out_shape + (n,)).movedim(-1, 0)
     if bias is not None:
         out = out + bias.reshape((1, out_channels) + (1,) * nd)
     return out.squeeze(0) if unbatched else out

@@ -52,20 +52,21 @@ class Launcher:
         self.proc = subprocess.Popen([*prefix, *launch_cmd(*args)], cwd=cwd, env=env or clean_env(),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out = b""
+        self.err = b""
 
-    def wait_for(self, predicate, timeout=DEADLINE) -> str:
-        """Read stdout until ``predicate(text)`` holds; returns the text so far."""
+    def wait_for(self, predicate, timeout=DEADLINE, stream="stdout") -> str:
+        """Read ``stream`` until ``predicate(text)`` holds; returns its text so far."""
+        pipe = getattr(self.proc, stream)
         deadline = time.monotonic() + timeout
-        while not predicate(self.out.decode()):
+        while not predicate(getattr(self, stream[3:]).decode()):
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.proc.stdout], [], [], remaining)[0]:
-                raise AssertionError(f"timed out waiting; stdout so far:\n{self.out.decode()}")
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+                raise AssertionError(f"timed out waiting; {stream} so far:\n{getattr(self, stream[3:]).decode()}")
+            chunk = os.read(pipe.fileno(), 65536)
             if not chunk:
-                raise AssertionError(f"launcher output ended early; stdout:\n{self.out.decode()}\nstderr:\n"
-                                     f"{self.proc.stderr.read().decode()}")
-            self.out += chunk
-        return self.out.decode()
+                raise AssertionError(f"launcher {stream} ended early:\n{getattr(self, stream[3:]).decode()}")
+            setattr(self, stream[3:], getattr(self, stream[3:]) + chunk)
+        return getattr(self, stream[3:]).decode()
 
     def finish(self, timeout=DEADLINE) -> tuple[int, str, str]:
         try:
@@ -74,7 +75,7 @@ class Launcher:
             self.proc.kill()
             out, err = self.proc.communicate()
             raise AssertionError(f"launcher did not exit in time; stderr:\n{err.decode()}") from None
-        return self.proc.returncode, (self.out + out).decode(), err.decode()
+        return self.proc.returncode, (self.out + out).decode(), (self.err + err).decode()
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -159,11 +160,13 @@ def test_restarts_rerun_the_group_with_the_count_incremented(tmp_path, failing_a
 
 
 def test_log_dir_keeps_error_files_and_redirected_output(tmp_path):
-    script = write_script(tmp_path, "logs.py", """\
+    os.mkfifo(tmp_path / "printed")  # rank 1 fails only once rank 0 has printed (opening a FIFO blocks)
+    script = write_script(tmp_path, "logs.py", f"""\
         import os, sys
         from launch.errors import record
         print("out of", os.environ["RANK"])
         print("err of", os.environ["RANK"], file=sys.stderr)
+        open({str(tmp_path / "printed")!r}, "w" if os.environ["RANK"] == "0" else "r").close()
         @record
         def main():
             if os.environ["RANK"] == "1":
@@ -189,7 +192,7 @@ def test_temporary_error_files_are_removed(tmp_path):
     script = write_script(tmp_path, "env.py", ENV_SCRIPT)
     result = run_launch("--nproc", "1", script, "DISTRIB_ERROR_FILE")
     job_dir = worker_env(result, 0)["DISTRIB_ERROR_FILE"].split("/")[:3]
-    assert not __import__("os").path.exists("/".join(job_dir))
+    assert not os.path.exists("/".join(job_dir))
 
 
 def test_module_no_python_and_run_path(tmp_path):

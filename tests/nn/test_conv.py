@@ -313,3 +313,16 @@ def test_conv_module_input_errors():
     with pytest.raises(RuntimeError, match=r"Padding size should be less than the corresponding input dimension, "
                                            r"but got: padding \(4, 4\)"):
         nn.Conv2d(1, 1, 3, padding=4, padding_mode="reflect")(tensor.zeros(1, 1, 4, 4))
+
+
+def test_conv_relu_pool_chain_matches_torch(torch):
+    # The layouts flow between layers (a conv output is stored batch-innermost and pooled in
+    # place): check a small CNN end to end, values and every gradient.
+    arrays = [_randn(3, 2, 12, 12), _randn(4, 2, 3, 3), _randn(4), _randn(5, 4, 3, 3), _randn(5)]
+
+    def net(lib_f, x, w1, b1, w2, b2):
+        h = lib_f.max_pool2d(lib_f.conv2d(x, w1, b1, padding=1).relu(), 2)
+        h = lib_f.avg_pool2d(lib_f.conv2d(h, w2, b2).relu(), 2, ceil_mode=True)
+        return lib_f.adaptive_avg_pool2d(h, 1) * h.sum()
+
+    _compare_functional(torch, lambda *a: net(F, *a), lambda *a: net(torch.nn.functional, *a), arrays)

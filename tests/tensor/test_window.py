@@ -61,11 +61,11 @@ def test_unfold_windows_matches_reference(device, name, spatial, kernel, dilatio
 
 
 @pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
-def test_im2col_is_the_channel_major_matrix(device, name, spatial, kernel, dilation, padding, stride):
+def test_im2col_is_the_batch_innermost_matrix(device, name, spatial, kernel, dilation, padding, stride):
     x = RNG.standard_normal((2, 3) + spatial)
     ref = _reference_unfold(x, kernel, dilation, padding, stride)  # (N, C, *k, *out)
     nd = len(kernel)
-    order = tuple(range(1, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+    order = tuple(range(1, 2 + 2 * nd)) + (0,)  # (C, *k, *out, N)
     expected = ref.transpose(order).reshape(3 * int(np.prod(kernel)), -1)
     assert_close(im2col(tensor.tensor(x, device=device), kernel, dilation, padding, stride), expected)
 
@@ -160,15 +160,6 @@ def test_max_pool_indices_on_integers(device):
     assert out.tolist() == [[[0, 2, 3]]]  # the padding (the dtype's minimum) never wins
 
 
-def test_take_flat_reads_a_channel_major_array_without_copying_wrongly(device):
-    x = RNG.standard_normal((3, 2, 4, 5))
-    t = tensor.tensor(x, device=device).permute(1, 0, 2, 3)  # planes contiguous, (N, C) swapped
-    idx = RNG.integers(0, 20, (2, 3, 6))
-    out = take_flat(t, tensor.tensor(idx, device=device))
-    expected = np.take_along_axis(x.transpose(1, 0, 2, 3).reshape(2, 3, 20), idx, axis=2)
-    assert_close(out, expected)
-
-
 @pytest.mark.parametrize("unique", [False, True])
 def test_put_flat_is_the_adjoint_of_take_flat(device, unique):
     idx = np.stack([RNG.permutation(12)[:5] for _ in range(6)]).reshape(2, 3, 5) if unique \
@@ -181,32 +172,37 @@ def test_put_flat_is_the_adjoint_of_take_flat(device, unique):
     assert_close(out, expected.reshape(2, 3, 3, 4))
 
 
-def test_put_flat_channel_major_layout(device):
+def test_put_flat_stores_its_result_in_the_given_layout(device):
     idx = tensor.tensor(RNG.integers(0, 12, (2, 3, 5)), device=device)
     values = tensor.tensor(RNG.standard_normal((2, 3, 5)), device=device)
     plain = put_flat(values, idx, (3, 4))
-    major = put_flat(values, idx, (3, 4), channel_major=True)
-    assert_close(major, plain)
-    assert major.stride()[0] < major.stride()[1]  # stored (C, N, ...), as a conv output is
+    batch_last = put_flat(values, idx, (3, 4), layout=(1, 2, 3, 0))  # stored (C, H, W, N)
+    assert_close(batch_last, plain)
+    strides = batch_last.stride()
+    assert strides[0] == 1 and strides[1] > strides[2] > strides[3] > 1
 
 
-def test_take_flat_backward_keeps_the_channel_major_layout(device):
-    x = tensor.tensor(RNG.standard_normal((3, 2, 4, 4)), device=device).permute(1, 0, 2, 3)
+@pytest.mark.parametrize("order", [(1, 0, 2, 3), (1, 2, 3, 0), (0, 2, 3, 1)])
+def test_take_flat_on_permuted_storage_and_its_gradient_layout(device, order):
+    data = RNG.standard_normal(tuple((2, 3, 4, 4)[i] for i in order))
+    x = tensor.tensor(data, device=device).permute(*np.argsort(order).tolist())  # logical (2, 3, 4, 4)
     x.requires_grad_(True)
-    idx = tensor.tensor(RNG.integers(0, 16, (2, 3, 4)), device=device)
-    take_flat(x, idx).sum().backward()
-    assert x.grad.shape == (2, 3, 4, 4)
-    expected = put_flat(tensor.ones(2, 3, 4, device=device, dtype=tensor.float64), idx, (4, 4))
-    assert_close(x.grad, expected)
+    idx = RNG.integers(0, 16, (2, 3, 4))
+    out = take_flat(x, tensor.tensor(idx, device=device))
+    expected = np.take_along_axis(x.detach().cpu().numpy().reshape(2, 3, 16), idx, axis=2)
+    assert_close(out, expected)
+    out.sum().backward()
+    ones = tensor.ones(2, 3, 4, device=device, dtype=tensor.float64)
+    assert_close(x.grad, put_flat(ones, tensor.tensor(idx, device=device), (4, 4)))
 
 
-def test_fold_of_channel_major_windows(device):
-    # im2col's gradient arrives channel-major; fold must give the same sums.
-    cols = RNG.standard_normal((3, 2, 2, 2, 4, 3))  # (C, *k, N, *out) memory
-    t = tensor.tensor(cols, device=device).movedim(3, 0)  # (N, C, *k, *out) view
-    args = ((2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1))
-    out = fold_windows(t, (5, 4), *args)
-    expected = fold_windows(tensor.tensor(np.ascontiguousarray(np.moveaxis(cols, 3, 0))), (5, 4), *args)
+def test_fold_of_batch_innermost_windows(device):
+    # im2col's gradient arrives stored (C, *k, *out, N); fold must give the same sums.
+    cols = RNG.standard_normal((3, 2, 2, 4, 3, 2))
+    t = tensor.tensor(cols, device=device).movedim(-1, 0)  # (N, C, *k, *out) view
+    args = ((2, 2), (1, 1), ((1, 0), (0, 1)), (1, 1))
+    out = fold_windows(t, (4, 3), *args)
+    expected = fold_windows(tensor.tensor(np.ascontiguousarray(np.moveaxis(cols, -1, 0))), (4, 3), *args)
     assert_close(out, expected)
 
 

@@ -1,0 +1,582 @@
+"""The ``mpi`` backend: mpi4py buffer methods (no pickling) on one MPI communicator per group.
+
+Note [MPI backend]
+    * Launch with ``mpiexec -n N python train.py``: ``init_process_group("mpi")`` takes rank
+      and size from the MPI environment (see ``distrib.rendezvous``). Each group gets its own
+      communicator, made with ``Comm.Create_group`` from the members' ``COMM_WORLD`` ranks
+      (exchanged through the group's store), so only the members take part.
+    * Every collective is the capital-letter, nonblocking call (``Iallreduce``, ``Ibcast``,
+      ``Iallgather``, ``Ireduce_scatter_block``, ``Ireduce``, ``Igather``, ``Iscatter``,
+      ``Ialltoallv``, ``Ibarrier``; ``Isend``/``Irecv`` for point to point), completed by a
+      ``Test`` loop that watches the op's deadline: MPI's blocking calls cannot time out, so
+      a missing rank would hang them. The loop spins first (MPI progresses only inside MPI
+      calls), then yields the CPU, and after a few seconds also naps between polls.
+    * On timeout the rank asks its peers, over a second communicator, which op they are in;
+      peers waiting in a distrib op answer from their own poll loops. Ranks that do not answer,
+      or answer with an older op, are named as missing. Peers on this host are also checked for
+      being alive every 50 ms, so a dead rank is named at once (when ``mpiexec`` does not kill
+      the job first, which MPICH's does by default).
+    * An MPI communicator cannot recover from an abandoned collective. After a failure the
+      backend refuses further ops, and the process ends with ``MPI_Abort`` instead of
+      ``MPI_Finalize`` (which would wait forever for the abandoned op).
+    * The first ``mpi`` backend of a process whose ``COMM_WORLD`` has more than one rank
+      installs a ``sys.excepthook`` that prints the traceback and then calls
+      ``MPI.COMM_WORLD.Abort(1)``: an uncaught exception on one rank ends the whole job
+      instead of leaving the others waiting in a collective.
+    * Reductions map to MPI ops (``AVG`` is ``SUM`` then a division). bool is reduced as
+      uint8 (SUM = any = MAX, PRODUCT = all = MIN). A dtype the MPI library has no datatype
+      for is reduced by a user-defined op on a contiguous byte type. Data-movement ops move
+      bytes, so every dtype works.
+    * Counts above ``DISTRIB_MPI_MAX_COUNT`` (default INT_MAX) are split into several calls
+      for MPI libraries without MPI-4 large counts; object collectives are built on the
+      buffer ops, so pickles above 2 GiB work too.
+    * CUDA-aware MPI (``DISTRIB_MPI_CUDA_AWARE=1``, or ``MPIX_Query_cuda_support()``, or the
+      usual environment hints) makes the backend take CUDA arrays directly (mpi4py reads
+      their ``__cuda_array_interface__``) after synchronising their device; otherwise CUDA
+      tensors are staged through host memory by ``collectives.py``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import zlib
+
+import numpy as np
+
+from tensor import _backend as array_backend
+
+from .. import reduce_op
+from ..errors import DistBackendError
+from ..work import Work, _seconds
+from ._shm import _alive
+from .base import Backend
+from .zmq_backend import _host_id
+
+__all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
+
+_QUERY, _REPLY = 11, 12  # tags on the side communicator
+_SPIN_POLLS = 256  # polls between clock checks
+_YIELD_AFTER = 1e-3  # s of waiting before the poll loop yields the CPU each poll
+_NAP_AFTER = 5.0  # s of waiting before it also sleeps between polls
+_CHECK_EVERY = 0.05  # s between liveness checks and serving progress queries
+
+_MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "MAX",
+           "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
+_BOOL_OP = {"SUM": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "MAX": "MAX", "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
+
+_state = {"hook": False}
+
+
+def _mpi():
+    """``mpi4py.MPI`` (imported on first use: importing it initialises MPI)."""
+    return importlib.import_module("mpi4py.MPI")
+
+
+def cuda_aware(mpi) -> bool:
+    """Whether the MPI library reads CUDA device memory.
+
+    ``DISTRIB_MPI_CUDA_AWARE=0/1`` decides if set; then mpi4py's ``Query_cuda_support``, then
+    the library's ``MPIX_Query_cuda_support`` (MPICH, Open MPI, MVAPICH); then the
+    environment hints that turn CUDA support on.
+    """
+    forced = os.environ.get("DISTRIB_MPI_CUDA_AWARE")
+    if forced in ("0", "1"):
+        return forced == "1"
+    query = getattr(mpi, "Query_cuda_support", None)
+    if query is not None:
+        try:
+            return bool(query())
+        except Exception:  # noqa: BLE001 - not implemented by this library: try the next way
+            pass
+    try:
+        return bool(ctypes.CDLL(mpi.__file__).MPIX_Query_cuda_support())
+    except (OSError, AttributeError, TypeError):
+        pass
+    hints = {"OMPI_MCA_opal_cuda_support": ("1", "true"), "MV2_USE_CUDA": ("1",),
+             "MPICH_GPU_SUPPORT_ENABLED": ("1",), "MPIR_CVAR_ENABLE_GPU": ("1",)}
+    return any(os.environ.get(name, "").lower() in values for name, values in hints.items())
+
+
+def install_abort_hook(mpi) -> bool:
+    """Make an uncaught exception abort the whole MPI job (once per process; only when the
+    job has more than one rank). Returns whether the hook is installed."""
+    if _state["hook"] or mpi.COMM_WORLD.Get_size() == 1:
+        return _state["hook"]
+    previous = sys.excepthook
+
+    def abort_on_uncaught(exc_type, exc, tb):
+        try:
+            previous(exc_type, exc, tb)
+            print(f"distrib: uncaught {exc_type.__name__} on MPI rank {mpi.COMM_WORLD.Get_rank()}; "
+                  "calling MPI_Abort so that the other ranks do not wait forever", file=sys.stderr)
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001 - aborting anyway
+                    pass
+            mpi.COMM_WORLD.Abort(1)
+
+    sys.excepthook = abort_on_uncaught
+    _state["hook"] = True
+    return True
+
+
+def _doom(mpi) -> None:
+    """End the process with MPI_Abort: MPI_Finalize would wait for an abandoned op."""
+    setter = getattr(mpi, "_set_abort_status", None)
+    if setter is not None:
+        setter(1)
+
+
+class _Stall(Exception):
+    """A wait that cannot finish: ``missing`` None means "timed out; ask the peers"."""
+
+    def __init__(self, reason: str, missing=None) -> None:
+        super().__init__(reason)
+        self.reason, self.missing = reason, missing
+
+
+class _Datatypes:
+    """Per-dtype MPI handling: native datatype, or a byte type with user-defined ops."""
+
+    def __init__(self, mpi) -> None:
+        self.mpi = mpi
+        self.native: dict[np.dtype, bool] = {}
+        self.user_types: dict[np.dtype, object] = {}
+        self.user_ops: dict[tuple, object] = {}
+
+    def is_native(self, dtype: np.dtype) -> bool:
+        if dtype not in self.native:
+            try:
+                self.mpi.Datatype.fromcode(dtype.char)
+                self.native[dtype] = True
+            except (KeyError, ValueError, self.mpi.Exception):
+                self.native[dtype] = False
+        return self.native[dtype]
+
+    def reduction(self, x, op):
+        """``(buffer spec, MPI op)`` to reduce array ``x`` with ``op``."""
+        mpi, dtype = self.mpi, x.dtype
+        if dtype.kind == "b":
+            return x.view(np.uint8), getattr(mpi, _BOOL_OP[op.name])
+        if self.is_native(dtype):
+            return x, getattr(mpi, _MPI_OP[op.name])
+        if dtype not in self.user_types:
+            self.user_types[dtype] = mpi.BYTE.Create_contiguous(dtype.itemsize).Commit()
+        key = (dtype, op.name)
+        if key not in self.user_ops:
+            f = reduce_op.ufunc(op, dtype)
+
+            def apply(inbuf, inoutbuf, datatype, dtype=dtype, f=f):
+                a, b = np.frombuffer(inbuf, dtype), np.frombuffer(inoutbuf, dtype)
+                f(a, b, out=b)
+
+            self.user_ops[key] = mpi.Op.Create(apply, commute=True)
+        return [x.view(np.uint8), self.user_types[dtype]], self.user_ops[key]
+
+
+def _bytes(x):
+    """A flat uint8 view of contiguous ``x`` (data-movement ops move bytes: any dtype works)."""
+    return x.reshape(-1).view(np.uint8)
+
+
+class MpiBackend(Backend):
+    """Collectives through mpi4py. See Note [MPI backend] above."""
+
+    name = "mpi"
+    device_types = ("cpu",)
+
+    def __init__(self, store, rank, size, timeout, options=None) -> None:
+        super().__init__(store, rank, size, timeout, options)
+        mpi = self.mpi = _mpi()
+        if mpi.Query_thread() < mpi.THREAD_MULTIPLE:
+            raise DistBackendError("the mpi backend needs MPI initialised with MPI_THREAD_MULTIPLE (async ops run "
+                                   "on a worker thread); do not set mpi4py.rc.thread_level lower")
+        world = mpi.COMM_WORLD
+        install_abort_hook(mpi)
+        self.entered = self.finished = 0
+        self.broken: str | None = None
+        self.max_count = int(os.environ.get("DISTRIB_MPI_MAX_COUNT", (1 << 31) - 1))
+        self.types = _Datatypes(mpi)
+        self._serve_lock = threading.Lock()
+        self._pending_replies: list = []
+        self._abandoned: list = []  # requests MPI still owns after a failure
+        info = {"world": world.Get_rank(), "pid": os.getpid(), "host": _host_id()}
+        world_ranks = [info["world"]]
+        if world.Get_size() >= size:  # else every rank knows at once that this cannot work
+            store.set(f"mpi/{rank}", json.dumps(info))
+            peers = [json.loads(store.get(f"mpi/{p}")) for p in range(size)]
+            world_ranks = [p["world"] for p in peers]
+        if len(set(world_ranks)) != size:
+            raise DistBackendError(
+                f"[mpi backend] the {size} ranks of this group are not all in one MPI job (this process's "
+                f"MPI_COMM_WORLD has {world.Get_size()} rank(s); the ranks' COMM_WORLD ranks: "
+                f"{world_ranks if len(world_ranks) == size else 'not exchanged'}). help: start every rank "
+                f"with one `mpiexec -n {size} python script.py`, or use backend='zmq'")
+        self.pids = {p: v["pid"] for p, v in enumerate(peers) if p != rank and v["host"] == info["host"]}
+        tag = zlib.crc32(str(getattr(store, "prefix", "")).encode()) & 0x3FFF
+        group = world.Get_group().Incl(world_ranks)
+        try:
+            self.comm = world.Create_group(group, tag)
+        finally:
+            group.Free()
+        self.side = self.comm.Dup()  # progress queries, never mixed with the user's traffic
+        if self.comm.Get_rank() != rank:
+            raise DistBackendError(f"[mpi backend] communicator rank {self.comm.Get_rank()} != group rank {rank}")
+        self.cuda_aware = cuda_aware(mpi)
+        if self.cuda_aware:
+            self.device_types = ("cpu", "cuda")
+
+    # ------------------------------------------------------------ bookkeeping
+    def begin_op(self, name, seq):
+        super().begin_op(name, seq)
+        self.entered = seq
+        if self.broken is not None:
+            raise self.op_error(f"the MPI communicator is unusable after an earlier failure ({self.broken})")
+
+    def end_op(self):
+        self.finished = self.entered
+
+    def _fail(self, error: DistBackendError) -> DistBackendError:
+        self.broken = f"{self.op_name} (op seq {self.op_seq})"
+        _doom(self.mpi)
+        return error
+
+    def _ready(self, *arrays) -> None:
+        """Wait for the device work that produces CUDA arrays (only when MPI reads device memory)."""
+        if self.cuda_aware:
+            for x in arrays:
+                if x is not None and not isinstance(x, np.ndarray):
+                    backend, index = array_backend.backend_for_array(x)
+                    backend.synchronize(index)
+
+    def _chunks(self, count: int):
+        m = self.max_count
+        return [(0, count)] if count <= m else [(lo, min(lo + m, count)) for lo in range(0, count, m)]
+
+    # ------------------------------------------------------------ waiting with a deadline
+    def _run(self, start, *args) -> None:
+        """Start a collective (``start(*args)`` returns its request) and complete it by the op's
+        deadline, or fail naming the missing ranks."""
+        request = None
+        try:
+            request = start(*args)
+            if request.Test():
+                return
+            slack = min(1.0, 0.1 * self.timeout)  # kept back to ask the peers where they are
+            self._poll(request, None, self.deadline() - slack, self.timeout)
+        except _Stall as stall:
+            self._abandoned.append(request)
+            if stall.missing is None:
+                stall = self._find_missing()
+            raise self._fail(self.op_error(stall.reason, stall.missing)) from None
+        except self.mpi.Exception as exc:
+            if request is not None:
+                self._abandoned.append(request)
+            raise self._fail(self.op_error(f"MPI error: {exc}")) from None
+
+    def _poll(self, request, status, deadline: float, seconds: float) -> None:
+        """Test ``request`` until it completes; raises _Stall at ``deadline`` (the end of a
+        ``seconds``-long wait) or when a peer dies."""
+        start = now = last_check = time.monotonic()
+        polls = 0
+        while not request.Test(status):
+            polls += 1
+            if polls % _SPIN_POLLS:
+                if now - start > _YIELD_AFTER:
+                    os.sched_yield()
+                continue
+            now = time.monotonic()
+            if now - last_check > _CHECK_EVERY:
+                last_check = now
+                self._serve()
+                self._check_peers()
+            if now > deadline:
+                raise _Stall(f"timed out after {seconds:g} s")
+            if now - start > _NAP_AFTER:
+                time.sleep(1e-4)
+
+    def _check_peers(self) -> None:
+        dead = [p for p, pid in self.pids.items() if not _alive(pid)]
+        if dead:
+            raise _Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead),
+                         dead)
+
+    def _serve(self) -> None:
+        """Answer other ranks' progress queries (from inside our own poll loops)."""
+        if not self._serve_lock.acquire(blocking=False):
+            return
+        try:
+            status = self.mpi.Status()
+            while self.side.Iprobe(self.mpi.ANY_SOURCE, _QUERY, status):
+                src = status.Get_source()
+                query = np.empty(1, np.int64)
+                self.side.Recv(query, src, _QUERY)
+                reply = np.array([self.entered, self.finished], np.int64)
+                self._pending_replies.append((self.side.Isend(reply, src, _REPLY), reply))
+            self._pending_replies = [(r, b) for r, b in self._pending_replies if not r.Test()]
+        finally:
+            self._serve_lock.release()
+
+    def _query_progress(self, peers, seconds: float) -> dict:
+        """``{peer: (entered, finished)}`` for the peers that answer within ``seconds``."""
+        queries = [self.side.Isend(np.array([self.op_seq], np.int64), p, _QUERY) for p in peers]
+        answers = {p: np.zeros(2, np.int64) for p in peers}
+        requests = {p: self.side.Irecv(answers[p], p, _REPLY) for p in peers}
+        deadline = time.monotonic() + seconds
+        while requests and time.monotonic() < deadline:
+            for p in [p for p, r in requests.items() if r.Test()]:
+                del requests[p]
+            self._serve()
+            os.sched_yield()
+        for r in requests.values():
+            r.Cancel()
+        self._abandoned.extend([*queries, *requests.values()])
+        return {p: tuple(int(v) for v in a) for p, a in answers.items() if p not in requests}
+
+    def _find_missing(self) -> _Stall:
+        """After a timeout: which peers are not in this op (asked over the side communicator)."""
+        peers = [p for p in range(self.size) if p != self.rank]
+        answers = self._query_progress(peers, min(1.0, 0.1 * self.timeout))
+        missing, notes = set(), []
+        for p in peers:
+            if p not in answers:
+                missing.add(p)
+                notes.append(f"rank {p} did not answer (not in a distrib op: busy, hung or dead)")
+            elif answers[p][0] < self.op_seq:
+                missing.add(p)
+                notes.append(f"rank {p} is at op seq {answers[p][0]}")
+        detail = "; ".join(notes) or "every peer is in this op; the MPI library did not complete it"
+        return _Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
+
+    # ------------------------------------------------------------ collectives
+    def all_reduce(self, x, op):
+        if self.size > 1:
+            self._ready(x)
+            for lo, hi in self._chunks(x.size):
+                buf, mpi_op = self.types.reduction(x[lo:hi], op)
+                self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)
+        reduce_op.finish(op, x, self.size)
+
+    def broadcast(self, x, root):
+        if self.size == 1:
+            return
+        self._ready(x)
+        raw = _bytes(x)
+        for lo, hi in self._chunks(raw.size):
+            self._run(self.comm.Ibcast, raw[lo:hi], root)
+
+    def reduce(self, x, root, op):
+        if self.size > 1:
+            self._ready(x)
+            for lo, hi in self._chunks(x.size):
+                buf, mpi_op = self.types.reduction(x[lo:hi], op)
+                if self.rank == root:
+                    self._run(self.comm.Ireduce, self.mpi.IN_PLACE, buf, mpi_op, root)
+                else:
+                    self._run(self.comm.Ireduce, buf, None, mpi_op, root)
+        if self.rank == root:
+            reduce_op.finish(op, x, self.size)
+
+    def all_gather(self, output, x):
+        self._ready(output, x)
+        src, out = _bytes(x), _bytes(output)
+        chunks = self._chunks(src.size)
+        if len(chunks) == 1:
+            self._run(self.comm.Iallgather, src, out)
+            return
+        blocks = out.reshape(self.size, -1)
+        for lo, hi in chunks:
+            tmp = src[lo:hi].__class__((self.size * (hi - lo),), dtype=np.uint8)
+            self._run(self.comm.Iallgather, src[lo:hi], tmp)
+            blocks[:, lo:hi] = tmp.reshape(self.size, -1)
+
+    def reduce_scatter(self, output, x, op):
+        if self.size == 1:
+            output[...] = x.reshape(output.shape)
+        else:
+            self._ready(output, x)
+            send, _ = self.types.reduction(x.reshape(-1), op)
+            recv, mpi_op = self.types.reduction(output.reshape(-1), op)
+            self._run(self.comm.Ireduce_scatter_block, send, recv, mpi_op)
+        reduce_op.finish(op, output, self.size)
+
+    def gather(self, output, x, root):
+        self._ready(output, x)
+        out = _bytes(output) if self.rank == root else None
+        self._run(self.comm.Igather, _bytes(x), out, root)
+
+    def scatter(self, output, x, root):
+        self._ready(output, x)
+        src = _bytes(x) if self.rank == root else None
+        self._run(self.comm.Iscatter, src, _bytes(output), root)
+
+    def all_to_all(self, output, x, output_counts, input_counts):
+        self._ready(output, x)
+        k = np.dtype(x.dtype).itemsize
+
+        def spec(array, counts):
+            counts = [int(c) * k for c in counts]
+            displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+            return [_bytes(array), (counts, displs)]
+
+        self._run(self.comm.Ialltoallv, spec(x, input_counts), spec(output, output_counts))
+
+    def barrier(self):
+        if self.size > 1:
+            self._run(self.comm.Ibarrier)
+
+    # ------------------------------------------------------------ point to point
+    def _check_peer_rank(self, peer, what):
+        if not 0 <= peer < self.size or peer == self.rank:
+            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
+
+    # A point-to-point op is a generator of steps: each yields the (request, status) pairs to
+    # complete before it goes on. Every chunk of a send, and of a receive from a known rank, is
+    # posted at once (MPI keeps messages between two ranks in order), so that ranks that both
+    # send and receive large tensors cannot wait on each other.
+    def _send_steps(self, x, dst, tag):
+        raw = _bytes(x)
+        yield [(self.comm.Isend(raw[lo:hi], dst, tag), None) for lo, hi in self._chunks(raw.size)]
+
+    def _recv_steps(self, x, src, tag):
+        raw, chunks = _bytes(x), self._chunks(_bytes(x).size)
+        posted = []
+        if src is None:  # the first chunk tells the source; the rest come from it
+            status = self.mpi.Status()
+            lo, hi = chunks[0]
+            yield [(self.comm.Irecv(raw[lo:hi], self.mpi.ANY_SOURCE, tag), status)]
+            src, posted, chunks = status.Get_source(), [(status, lo, hi)], chunks[1:]
+        step = []
+        for lo, hi in chunks:
+            status = self.mpi.Status()
+            step.append((self.comm.Irecv(raw[lo:hi], src, tag), status))
+            posted.append((status, lo, hi))
+        if step:
+            yield step
+        for status, lo, hi in posted:
+            got = status.Get_count(self.mpi.BYTE)
+            if got != hi - lo:
+                raise ValueError(f"received {got} bytes from rank {src} where {hi - lo} were expected; the "
+                                 "ranks passed tensors of different sizes")
+        return src
+
+    def isend(self, x, dst, tag=0):
+        self._check_peer_rank(dst, "send")
+        self._ready(x)
+        return _RequestWork(self, "send", f"send to rank {dst} (tag {tag})", self._send_steps(x, dst, tag))
+
+    def irecv(self, x, src, tag=0):
+        if src is not None:
+            self._check_peer_rank(src, "recv")
+        self._ready(x)
+        who = "any rank" if src is None else f"rank {src}"
+        return _RequestWork(self, "recv", f"recv from {who} (tag {tag})", self._recv_steps(x, src, tag))
+
+    def send(self, x, dst, tag=0):
+        self.isend(x, dst, tag).wait()
+
+    def recv(self, x, src, tag=0):
+        work = self.irecv(x, src, tag)
+        work.wait()
+        return work._result
+
+    def shutdown(self):
+        if self.broken is not None:
+            return  # the communicators still have abandoned ops: leave them to MPI_Abort
+        for comm in (getattr(self, "side", None), getattr(self, "comm", None)):
+            if comm is not None:
+                try:
+                    comm.Free()
+                except Exception:  # noqa: BLE001 - shutdown must not raise or block
+                    pass
+        self.side = self.comm = None
+
+
+class _RequestWork(Work):
+    """A point-to-point op as a sequence of MPI requests (one per chunk), driven by ``wait``."""
+
+    def __init__(self, backend: MpiBackend, name: str, what: str, steps) -> None:
+        super().__init__(name)
+        self._backend, self._what, self._steps = backend, what, steps
+        self._lock = threading.Lock()
+        self._current = None
+        self._advance()
+
+    def _finish(self, error: BaseException | None = None, result=None) -> None:
+        self._current = None
+        self._result = result
+        self._complete(error)
+
+    def _advance(self) -> None:
+        """Start the next request, or finish with the steps' return value."""
+        be = self._backend
+        try:
+            self._current = self._steps.send(None) if self._current is not None else next(self._steps)
+        except StopIteration as stop:
+            self._finish(result=stop.value)
+        except (ValueError, be.mpi.Exception) as exc:
+            self._finish(be.p2p_error(self._what, str(exc)))
+
+    def _drive(self, deadline: float | None, seconds: float = 0.0) -> None:
+        """Progress until done (or ``seconds`` pass, at ``deadline``); without a deadline, only as
+        far as possible without waiting."""
+        be = self._backend
+        if not self._lock.acquire(blocking=deadline is not None):
+            return
+        try:
+            while self._current is not None:
+                while self._current:  # the requests of the current step
+                    request, status = self._current[0]
+                    try:
+                        if deadline is None:
+                            if not request.Test(status):
+                                return
+                        else:
+                            be._poll(request, status, deadline, seconds)
+                    except _Stall as stall:
+                        self._give_up([r for r, _ in self._current], stall.reason)
+                        return
+                    except be.mpi.Exception as exc:
+                        self._finish(be.p2p_error(self._what, f"MPI error: {exc}"))
+                        return
+                    self._current.pop(0)
+                self._advance()
+        finally:
+            self._lock.release()
+
+    def _give_up(self, requests, reason: str) -> None:
+        """Cancel requests that cannot finish; if MPI cannot cancel them, the job ends with MPI_Abort."""
+        be = self._backend
+        for request in requests:
+            request.Cancel()
+            status, until = be.mpi.Status(), time.monotonic() + 0.1
+            done = request.Test(status)
+            while not done and time.monotonic() < until:
+                os.sched_yield()
+                done = request.Test(status)
+            if not (done and status.Is_cancelled()):
+                be._abandoned.append(request)
+                _doom(be.mpi)
+        self._finish(be.p2p_error(self._what, reason))
+
+    def wait(self, timeout=None) -> bool:
+        seconds = self._backend.timeout if timeout is None else _seconds(timeout)
+        self._drive(time.monotonic() + seconds, seconds)
+        return super().wait(0)
+
+    def is_completed(self) -> bool:
+        if not self._future.done():
+            self._drive(None)
+        return self._future.done()
+
+    def source_rank(self) -> int:
+        self.wait()
+        return self._result

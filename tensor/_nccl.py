@@ -1,0 +1,93 @@
+"""The NCCL seam: ``cupy.cuda.nccl`` and the CUDA stream/event calls the ``nccl`` backend needs.
+
+Like ``_backend``, this is a place that knows about CuPy; it imports cleanly without it
+(CuPy loads on the first call, through ``_backend``). Buffers cross as integer device
+pointers and streams as integer handles, which is what ``cupy.cuda.nccl`` takes.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from . import _backend
+
+__all__ = ["nccl_module", "DTYPES", "unique_id", "communicator", "current_device", "array_device",
+           "current_stream", "data_ptr", "record_event", "event_done", "group_start", "group_end", "empty"]
+
+# NCCL datatype codes (ncclDataType_t). bfloat16 (9) has no numpy dtype here.
+DTYPES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int32): 2, np.dtype(np.uint32): 3,
+          np.dtype(np.int64): 4, np.dtype(np.uint64): 5, np.dtype(np.float16): 6, np.dtype(np.float32): 7,
+          np.dtype(np.float64): 8}
+# ncclRedOp_t
+OPS = {"SUM": 0, "PROD": 1, "MAX": 2, "MIN": 3, "AVG": 4}
+
+
+def nccl_module():
+    """``cupy.cuda.nccl``; RuntimeError naming the reason when CUDA or NCCL is unusable."""
+    cupy = _backend.cupy_module()
+    try:
+        nccl = importlib.import_module("cupy.cuda.nccl")
+    except ImportError as exc:
+        raise RuntimeError(f"CuPy {cupy.__version__} cannot load NCCL ({exc}). help: install a CuPy wheel "
+                           "with NCCL (e.g. cupy-cuda12x) and the nvidia-nccl-cu12 package, or use "
+                           "backend='zmq'") from exc
+    if not getattr(nccl, "available", True):
+        raise RuntimeError("CuPy was built without NCCL support. help: install a CuPy wheel with NCCL, "
+                           "or use backend='zmq'")
+    return nccl
+
+
+def unique_id():
+    """A new NCCL unique id (bytes in CuPy 14, a tuple of ints before: treat it as opaque)."""
+    return nccl_module().get_unique_id()
+
+
+def communicator(size: int, uid, rank: int):
+    """An ``NcclCommunicator`` on the current device (blocks until all ``size`` ranks join)."""
+    return nccl_module().NcclCommunicator(size, uid, rank)
+
+
+def current_device() -> int:
+    return _backend.cuda_backend().current_index()
+
+
+def array_device(array) -> int:
+    return _backend.cuda_backend().device_index(array)
+
+
+def current_stream() -> int:
+    """The handle of this thread's current CUDA stream (ops are ordered on it)."""
+    return _backend.cupy_module().cuda.get_current_stream().ptr
+
+
+def data_ptr(array) -> int:
+    return _backend.cuda_backend().data_ptr(array)
+
+
+def record_event(stream: int):
+    """An event recorded on ``stream`` now (poll it with ``event_done``)."""
+    cuda = _backend.cupy_module().cuda
+    event = cuda.Event(disable_timing=True)
+    event.record(cuda.ExternalStream(stream))
+    return event
+
+
+def event_done(event) -> bool:
+    return bool(event.done)
+
+
+def group_start() -> None:
+    nccl_module().groupStart()
+
+
+def group_end() -> None:
+    nccl_module().groupEnd()
+
+
+def empty(count: int, dtype, device: int):
+    """An uninitialised device array on ``device``."""
+    cupy = _backend.cupy_module()
+    with cupy.cuda.Device(device):
+        return cupy.empty(count, dtype=dtype)

@@ -1,0 +1,120 @@
+"""Run a scenario under ``mpiexec -n N`` (the ``mpich`` wheel's, in the venv) as one subprocess.
+
+Every rank runs ``_mpi_worker.py`` with no rendezvous variables at all: rank and size come
+from MPI, as under a real ``mpirun``. Each rank writes its result to ``<out>/rank<r>.json``
+(stdout of N ranks is interleaved). The job carries a unique marker in its environment;
+after the run (or at the deadline) every process carrying it is killed by pid, and the
+``mpich_shm_*`` segments MPICH leaves in /dev/shm when a job ends in MPI_Abort are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from tests.distrib._harness import ROOT, shm_entries
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "_mpi_worker.py")
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+# The fork launcher starts ranks on this host without ssh (sandboxes and CI have none).
+LAUNCH_FLAGS = ("-launcher", "fork")
+
+
+def skip_reason() -> str | None:
+    """Why MPI tests cannot run here (None when they can)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py is not installed (pip install 'distrib[mpi]')"
+    if shutil.which(MPIEXEC) is None:
+        return f"no mpiexec next to {sys.executable} (pip install mpich)"
+    return None
+
+
+@dataclass
+class MpiRun:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    results: dict  # rank -> the scenario's return value
+    leftovers: list  # pids that were still running after mpiexec ended (killed)
+
+    def result(self, rank: int):
+        assert rank in self.results, (f"rank {rank} wrote no result (exit {self.returncode}):\n"
+                                      f"{self.stdout[-3000:]}\n{self.stderr[-4000:]}")
+        return self.results[rank]
+
+
+def _marked_pids(marker: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker.encode() in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+def _mpich_segments() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("mpich_shm_")}
+
+
+def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 60, flags=()) -> MpiRun:
+    """``mpiexec -n n python _mpi_worker.py <out_dir> <scenario> args...``, killed at ``timeout``."""
+    marker = f"distrib-mpi-test-{secrets.token_hex(8)}"
+    penv = {k: v for k, v in os.environ.items()
+            if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    penv.update({"PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "DISTRIB_TEST_JOB": marker, **(env or {})})
+    mpich_before, distrib_before = _mpich_segments(), shm_entries()
+    cmd = [MPIEXEC, *LAUNCH_FLAGS, *flags, "-n", str(n), sys.executable, WORKER, str(out_dir), scenario,
+           *map(str, args)]
+    proc = subprocess.Popen(cmd, env=penv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)  # hydra forwards it and tears the job down
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        err += f"\n[harness] mpiexec stopped at the {timeout} s deadline"
+    leftovers = []
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        pids = _marked_pids(marker)
+        if not pids:
+            break
+        leftovers = sorted(set(leftovers) | set(pids))
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)  # let the kernel reap what we just killed (cleanup, not synchronisation)
+    for name in _mpich_segments() - mpich_before:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except FileNotFoundError:
+            pass
+    assert shm_entries() - distrib_before == set(), "the ranks left distrib /dev/shm segments behind"
+    results = {}
+    for r in range(n):
+        path = os.path.join(str(out_dir), f"rank{r}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                results[r] = json.load(f)
+    return MpiRun(proc.returncode, out, err, results, leftovers)

@@ -1,0 +1,83 @@
+"""Failures on the ``mpi`` backend, each under ``mpiexec``: nothing hangs, errors name the culprit.
+
+A rank that skips a collective is named by the others within the timeout; a rank that dies
+is named at once (with ``-disable-auto-cleanup``; by default mpiexec ends the job itself);
+an uncaught exception aborts the job with the traceback shown. The harness' deadline is
+shorter than the collectives' timeout wherever only the failure handling can end the job.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.distrib._mpi_harness import run_mpi, skip_reason
+
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+
+
+@pytest.mark.parametrize(("size", "skipper"), [(2, 1), (3, 2)])
+def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper):
+    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper), timeout=40)
+    waiting = [r for r in range(size) if r != skipper]
+    for r in waiting:
+        result = run.result(r)
+        error = result["error"]
+        assert error is not None, f"rank {r} did not fail"
+        assert error["type"] == "DistBackendError" and error["is_runtime_error"]
+        assert "all_reduce (op seq 2)" in error["message"]
+        assert f"missing rank(s): [{skipper}]" in error["message"]
+        assert "timed out after 2 s" in error["message"]
+        assert f"rank {skipper} did not answer" in error["message"]
+        later = result["later"]
+        assert later is not None and "barrier (op seq 3)" in later["message"]
+        assert "unusable after an earlier failure (all_reduce (op seq 2))" in later["message"]
+    # the waiting ranks cannot finalize over an abandoned op: they end the job with MPI_Abort
+    assert run.returncode != 0
+    assert "MPI_Abort" in run.stderr + run.stdout
+    assert skipper not in run.results
+
+
+def test_rank_that_dies_is_named_before_the_timeout(tmp_path):
+    run = run_mpi("dead_rank", 2, tmp_path, args=("60",), timeout=30, flags=("-disable-auto-cleanup",))
+    error = run.result(0)["error"]
+    assert error is not None and error["type"] == "DistBackendError"
+    assert "all_reduce (op seq 2)" in error["message"]
+    assert "peer process(es) exited: rank 1" in error["message"]
+    assert "missing rank(s): [1]" in error["message"]
+    assert run.returncode != 0
+
+
+def test_rank_that_dies_ends_the_job_under_default_mpiexec(tmp_path):
+    run = run_mpi("dead_rank", 2, tmp_path, args=("60",), timeout=30)
+    assert run.returncode == 3, run.stderr[-2000:]
+    assert "[harness]" not in run.stderr  # ended by mpiexec, not by the test's deadline
+    assert run.results == {}
+
+
+def test_uncaught_exception_aborts_the_job_with_the_traceback(tmp_path):
+    run = run_mpi("uncaught", 2, tmp_path, args=("60",), timeout=30)
+    assert run.returncode not in (0, None)
+    assert "[harness]" not in run.stderr, "the job was still running at the deadline"
+    assert "Traceback (most recent call last)" in run.stderr
+    assert "ValueError: boom from rank 1" in run.stderr
+    assert "uncaught ValueError on MPI rank 1; calling MPI_Abort" in run.stderr
+    assert run.results == {}, "rank 0's all_reduce must not complete"
+
+
+def test_recv_timeout_is_cancelled_and_the_job_continues(tmp_path):
+    run = run_mpi("recv_timeout", 2, tmp_path, timeout=40)
+    assert run.returncode == 0, run.stderr[-3000:]
+    r0 = run.result(0)
+    assert r0["error"]["type"] == "DistBackendError"
+    assert r0["error"]["message"] == "[mpi backend, rank 0/2] recv from rank 1 (tag 5) failed: timed out after 1 s"
+    assert r0["completed"] is True
+    assert r0["sum"] == [1.0, 1.0] and run.result(1)["sum"] == [1.0, 1.0]
+
+
+def test_p2p_size_mismatch_is_a_clear_error(tmp_path):
+    run = run_mpi("p2p_size_mismatch", 2, tmp_path, timeout=40)
+    assert run.returncode == 0, run.stderr[-3000:]
+    error = run.result(0)["error"]
+    assert error["type"] == "DistBackendError"
+    assert "recv from rank 1 (tag 0) failed" in error["message"]
+    assert "received 12 bytes from rank 1 where 20 were expected" in error["message"]
