@@ -26,18 +26,25 @@ At the end: ``OUT/final_model.pt`` (the state dict), a training-curve plot
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
-import signal
-import sys
-import time
 
-import distrib as dist
-import nn
-import nn.functional as F
-import tensor
-from distrib.data import DataLoader, DistributedSampler, TensorDataset
+# Several ranks per host, each with a multi-threaded BLAS, would oversubscribe the cores.
+# distrib-launch sets OMP_NUM_THREADS=1 for its workers; mpirun does not, so do it here,
+# before numpy loads its BLAS.
+if int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or os.environ.get("MPI_LOCALNRANKS") or 1) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import distrib as dist  # noqa: E402
+import nn  # noqa: E402
+import nn.functional as F  # noqa: E402
+import tensor  # noqa: E402
+from distrib.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
 
 try:  # imported as ``examples.ddp_train``
     from . import datasets

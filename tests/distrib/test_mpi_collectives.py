@@ -9,6 +9,7 @@ to check the path taken for counts above INT_MAX.
 from __future__ import annotations
 
 import functools
+import tempfile
 
 import numpy as np
 import pytest
@@ -18,14 +19,12 @@ from tests.distrib._mpi_harness import run_mpi, skip_reason
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
-CONFIGS = [("plain", 1), ("plain", 2), ("plain", 3), ("chunked", 2)]
+CONFIGS = [("plain", 1), ("plain", 2), ("plain", 3), pytest.param("chunked", 2, marks=pytest.mark.slow)]
 ENVS = {"plain": {}, "chunked": {"DISTRIB_MPI_MAX_COUNT": "1000"}}
 
 
 @functools.cache
 def _run(variant: str, size: int):
-    import tempfile
-
     with tempfile.TemporaryDirectory() as out:
         run = run_mpi("conformance", size, out, args=("mpi",), env=ENVS[variant], timeout=100)
     assert run.returncode == 0, f"mpiexec exited with {run.returncode}:\n{run.stderr[-4000:]}"
@@ -38,7 +37,7 @@ def _decode(enc) -> np.ndarray:
 
 
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
-@pytest.mark.parametrize(("variant", "size"), CONFIGS, ids=[f"mpi-{v}-{n}" for v, n in CONFIGS])
+@pytest.mark.parametrize(("variant", "size"), CONFIGS, ids=["mpi-1", "mpi-2", "mpi-3", "mpi-chunked-2"])
 def test_collective_on_mpi(variant, size, case):
     for rank, result in enumerate(_run(variant, size)):
         entry = result.get(case)

@@ -1,0 +1,94 @@
+"""What each rank runs in the ``nccl`` backend's GPU tests (one GPU per rank, env:// rendezvous)."""
+
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+import distrib as dist
+import tensor
+
+
+def nccl_conformance():
+    """A table of collectives on CUDA tensors; ``{case: {"ok": bool} | {"error": traceback}}``."""
+    dist.init_process_group("nccl", timeout=60)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+
+    def full(shape, value, dtype=tensor.float32):
+        return tensor.full(shape, value, dtype=dtype, device="cuda")
+
+    def all_reduce(op, dtype, fill, expect):
+        def case():
+            t = full((5,), fill(rank), dtype)
+            dist.all_reduce(t, op=op)
+            return t, np.full((5,), expect, dtype=dtype.numpy)
+        return case
+
+    def broadcast():
+        t = full((2, 3), rank, tensor.int64)
+        dist.broadcast(t, src=n - 1)
+        return t, np.full((2, 3), n - 1, np.int64)
+
+    def all_gather_into_tensor():
+        out = tensor.zeros(n * 3, dtype=tensor.int32, device="cuda")
+        dist.all_gather_into_tensor(out, tensor.arange(3, dtype=tensor.int32, device="cuda") + 10 * rank)
+        return out, np.concatenate([np.arange(3) + 10 * r for r in range(n)]).astype(np.int32)
+
+    def reduce_scatter_tensor():
+        out = tensor.zeros(2, device="cuda")
+        dist.reduce_scatter_tensor(out, full((2 * n,), float(rank + 1)))
+        return out, np.full(2, n * (n + 1) / 2, np.float32)
+
+    def reduce():
+        t = full((3,), rank + 1.0)
+        dist.reduce(t, dst=0)
+        return t, np.full(3, n * (n + 1) / 2 if rank == 0 else rank + 1, np.float32)
+
+    def all_to_all_single():
+        inp = tensor.cat([full((1,), 10.0 * rank + j) for j in range(n)])
+        out = tensor.zeros(n, device="cuda")
+        dist.all_to_all_single(out, inp)
+        return out, np.array([10.0 * j + rank for j in range(n)], np.float32)
+
+    def batch_isend_irecv():
+        right, left = (rank + 1) % n, (rank - 1) % n
+        got = tensor.zeros(1000, device="cuda")
+        ops = [dist.P2POp(dist.irecv, got, left), dist.P2POp(dist.isend, full((1000,), float(rank)), right)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        return got, np.full(1000, float(left), np.float32)
+
+    def bitwise_refused():
+        try:
+            dist.all_reduce(full((2,), 1, tensor.int32), op=dist.ReduceOp.BAND)
+        except ValueError as exc:
+            ok = "NCCL has no bitwise reductions" in str(exc)
+            return tensor.tensor([float(ok)]), np.ones(1, np.float32)
+        return tensor.tensor([0.0]), np.ones(1, np.float32)
+
+    S = dist.ReduceOp
+    cases = {
+        "all_reduce_sum_f32": all_reduce(S.SUM, tensor.float32, lambda r: r + 1, n * (n + 1) / 2),
+        "all_reduce_avg_f32": all_reduce(S.AVG, tensor.float32, lambda r: r, (n - 1) / 2),
+        "all_reduce_max_i64": all_reduce(S.MAX, tensor.int64, lambda r: 5 - r, 5),
+        "all_reduce_prod_bool": all_reduce(S.PRODUCT, tensor.bool, lambda r: r != 1, n == 1),
+        "all_reduce_sum_f16": all_reduce(S.SUM, tensor.float16, lambda r: r, n * (n - 1) / 2),
+        "broadcast": broadcast, "all_gather_into_tensor": all_gather_into_tensor,
+        "reduce_scatter_tensor": reduce_scatter_tensor, "reduce": reduce,
+        "all_to_all_single": all_to_all_single, "bitwise_refused": bitwise_refused,
+    }
+    if n > 1:
+        cases["batch_isend_irecv"] = batch_isend_irecv
+    out = {}
+    for name, case in cases.items():
+        try:
+            actual, expected = case()
+            out[name] = {"ok": bool(np.array_equal(actual.cpu().numpy(), expected))}
+        except Exception:  # noqa: BLE001 - reported per case
+            out[name] = {"error": traceback.format_exc()}
+            break
+    dist.barrier()
+    dist.destroy_process_group()
+    return out

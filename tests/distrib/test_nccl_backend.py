@@ -1,0 +1,94 @@
+"""The ``nccl`` backend: op/dtype mapping and errors here; collectives on GPUs where they exist.
+
+The multi-rank run needs one CUDA device per rank and is marked ``gpu`` (skipped, with the
+reason, on machines without). The mapping of ReduceOps and dtypes to NCCL, and the refusal
+of what NCCL cannot do, need no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import distrib as dist
+import tensor
+from tests.conftest import CUDA_SKIP_REASON
+from tests.distrib._harness import ROOT, free_port
+from tests.distrib._mpi_harness import WORKER
+
+S = dist.ReduceOp
+
+
+@pytest.mark.parametrize(("op", "dtype", "expected"), [
+    (S.SUM, np.float32, (np.float32, 7, 0)),
+    (S.AVG, np.float64, (np.float64, 8, 0)),  # AVG is SUM, then a division
+    (S.PRODUCT, np.int32, (np.int32, 2, 1)),
+    (S.MAX, np.int64, (np.int64, 4, 2)),
+    (S.MIN, np.float16, (np.float16, 6, 3)),
+    (S.SUM, np.uint8, (np.uint8, 1, 0)),
+    (S.SUM, np.bool_, (np.uint8, 1, 2)),  # any = MAX on 0/1 bytes
+    (S.PRODUCT, np.bool_, (np.uint8, 1, 3)),  # all = MIN
+    (S.SUM, np.complex64, (np.float32, 7, 0)),  # pairs of reals
+])
+def test_reduction_mapping(op, dtype, expected):
+    from distrib.backends.nccl_backend import nccl_reduction
+
+    as_dtype, code, nccl_op = nccl_reduction(op, dtype)
+    assert (as_dtype, code, nccl_op) == (np.dtype(expected[0]), expected[1], expected[2])
+
+
+@pytest.mark.parametrize(("op", "dtype", "match"), [
+    (S.BAND, np.int32, r"ReduceOp.BAND is not supported by the nccl backend: NCCL has no bitwise reductions"),
+    (S.BOR, np.uint8, r"ReduceOp.BOR is not supported by the nccl backend"),
+    (S.BXOR, np.bool_, r"ReduceOp.BXOR is not supported by the nccl backend"),
+    (S.PRODUCT, np.complex64, r"ReduceOp.PRODUCT on complex64 is not supported by the nccl backend"),
+    (S.SUM, np.int16, r"the nccl backend cannot reduce int16 tensors"),
+])
+def test_what_nccl_cannot_reduce_is_refused_by_name(op, dtype, match):
+    from distrib.backends.nccl_backend import nccl_reduction
+
+    with pytest.raises(ValueError, match=match):
+        nccl_reduction(op, dtype)
+
+
+@pytest.mark.skipif(CUDA_SKIP_REASON is None, reason="CUDA is available: the backend can start here")
+def test_backend_without_cuda_names_the_reason():
+    from distrib.backends import backend_class
+    from distrib.store import HashStore
+
+    with pytest.raises(RuntimeError, match=r"CUDA is not available \(.*\)\. help: install the GPU extra"):
+        backend_class("nccl")(HashStore(), 0, 1, 5.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_collectives_on_gpus(tmp_path, size):
+    if CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    if tensor.cuda.device_count() < size:
+        pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
+    port = free_port()
+    procs = []
+    for rank in range(size):
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
+               "WORLD_SIZE": str(size), "PYTHONPATH": ROOT}
+        procs.append(subprocess.Popen([sys.executable, WORKER, str(tmp_path), "nccl_conformance"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        outputs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for rank, p in enumerate(procs):
+        assert p.returncode == 0, outputs[rank][1][-3000:]
+        results = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        for case, entry in results.items():
+            assert "error" not in entry, f"rank {rank}, {case}:\n{entry['error']}"
+            assert entry["ok"], f"rank {rank}: {case} gave the wrong values"
