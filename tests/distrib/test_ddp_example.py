@@ -1,0 +1,129 @@
+"""examples/ddp_train.py end to end: under distrib-launch (2 processes), alone, under mpiexec,
+and the elastic restart: a rank SIGKILLed mid-training, the job restarted by the launcher
+from the latest checkpoint, ending with exactly the parameters of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tensor
+from tests.distrib._harness import ROOT, shm_entries
+
+SCRIPT = os.path.join(ROOT, "examples", "ddp_train.py")
+BIN = os.path.dirname(sys.executable)
+ACCURACY = re.compile(r"^(?:\[rank0\]:)?test accuracy: (\d+(?:\.\d+)?)%$", re.MULTILINE)
+EPOCH_LINE = re.compile(r"^(?:\[rank0\]:)?epoch +(\d+)/(\d+): loss \d+\.\d+, train accuracy [\d.]+%, "
+                        r"test accuracy [\d.]+%", re.MULTILINE)
+
+
+def launcher() -> list[str]:
+    exe = os.path.join(BIN, "distrib-launch")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "launch"]
+
+
+def run(cmd: list[str], timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in its own session; on timeout kill the whole session and fail."""
+    full_env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", **(env or {})}
+    full_env.pop("DISTRIB_RESTART_COUNT", None)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"{cmd} did not finish within {timeout} s:\n{out[-4000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, "")
+
+
+def accuracy(output: str) -> float:
+    found = ACCURACY.findall(output)
+    assert found, f"no 'test accuracy' line in:\n{output[-4000:]}"
+    return float(found[-1])
+
+
+def load_params(out_dir) -> dict:
+    return {k: v.numpy() for k, v in tensor.load(os.path.join(out_dir, "final_model.pt")).items()}
+
+
+def assert_identical(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert np.array_equal(a[key], b[key]), f"{key} differs"
+
+
+def test_two_processes_under_the_launcher_reach_97_percent(tmp_path):
+    before = shm_entries()
+    result = run([*launcher(), "--nproc", "2", SCRIPT, "--out-dir", str(tmp_path), "--workers", "1"])
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert accuracy(result.stdout) >= 97.0
+    epochs = EPOCH_LINE.findall(result.stdout)
+    assert [int(e) for e, _ in epochs] == list(range(1, 13)), "one loss/accuracy line per epoch, from rank 0 only"
+    assert "2 rank(s) x batch 16" in result.stdout
+    assert "[rank1]:" not in result.stdout, "only the master process prints"
+    assert (tmp_path / "training_summary.txt").exists() or (tmp_path / "training_curve.png").exists()
+    assert shm_entries() - before == set(), "the job left /dev/shm segments behind"
+
+
+def test_single_process_run_and_resume_match_an_uninterrupted_run(tmp_path):
+    common = [sys.executable, SCRIPT, "--epochs", "2", "--checkpoint-every", "20", "--workers", "0"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    result = run([*common, "--out-dir", str(whole)])
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "1 rank(s) x batch 32" in result.stdout
+
+    crashed = run([*common, "--out-dir", str(parts), "--simulate-failure", "50"])
+    assert crashed.returncode == -signal.SIGKILL
+    assert sorted(os.listdir(parts)) == ["step_000020.ckpt", "step_000040.ckpt"]
+    resumed = run([*common, "--out-dir", str(parts), "--resume"])
+    assert resumed.returncode == 0, resumed.stdout[-4000:]
+    assert f"resumed from {parts}/step_000040.ckpt at step 40" in resumed.stdout
+    assert_identical(load_params(whole), load_params(parts))
+
+
+def test_killed_rank_restarts_from_checkpoint_with_identical_final_parameters(tmp_path):
+    common = ["--nproc", "2", SCRIPT, "--epochs", "3", "--checkpoint-every", "20"]
+    whole, restarted = tmp_path / "whole", tmp_path / "restarted"
+    result = run([*launcher(), *common, "--out-dir", str(whole)])
+    assert result.returncode == 0, result.stdout[-4000:]
+
+    result = run([*launcher(), "--max-restarts", "1", *common, "--out-dir", str(restarted),
+                  "--simulate-failure", "50"])
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "rank 1 failed (signal 9 (SIGKILL)" in result.stdout
+    assert f"resumed from {restarted}/step_000040.ckpt at step 40 (restart 1)" in result.stdout
+    assert_identical(load_params(whole), load_params(restarted))
+
+
+def test_without_restarts_the_killed_rank_fails_the_job(tmp_path):
+    result = run([*launcher(), "--nproc", "2", SCRIPT, "--epochs", "2", "--out-dir", str(tmp_path),
+                  "--simulate-failure", "5"])
+    assert result.returncode == 128 + signal.SIGKILL, result.stdout[-4000:]
+    assert not (tmp_path / "final_model.pt").exists()
+
+
+def _mpiexec() -> str | None:
+    exe = os.path.join(BIN, "mpiexec")
+    return exe if os.path.exists(exe) else None
+
+
+@pytest.mark.parametrize("backend", ["mpi", "zmq"])
+def test_mpiexec_two_ranks(tmp_path, backend):
+    mpiexec = _mpiexec()
+    if mpiexec is None:
+        pytest.skip("no mpiexec next to the interpreter (pip install 'distrib[mpi]')")
+    if backend == "mpi":
+        pytest.importorskip("mpi4py", reason="the mpi backend needs mpi4py")
+    result = run([mpiexec, "-n", "2", sys.executable, SCRIPT, "--backend", backend, "--out-dir", str(tmp_path)],
+                 env={"OMP_NUM_THREADS": ""})  # the script caps the BLAS threads itself under mpirun
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert f"backend {backend}" in result.stdout
+    assert accuracy(result.stdout) >= 97.0
