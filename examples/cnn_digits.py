@@ -20,13 +20,21 @@ stopped (``--stop-after N`` ends a run early, as if it were interrupted).
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 
-import nn
-import nn.functional as F
-import tensor
+# One BLAS thread: these models' matrices are small, so more threads gain little, while on a busy
+# machine idle BLAS threads spin and fight for the cores (measured on 2 busy cores: the char model
+# took 36 s with one thread, 6 min with two). Set OMP_NUM_THREADS / OPENBLAS_NUM_THREADS to
+# override; they take effect only before numpy is first imported, hence this comes first.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+import nn  # noqa: E402
+import nn.functional as F  # noqa: E402
+import tensor  # noqa: E402
 
 try:  # imported as ``examples.cnn_digits``
     from . import datasets

@@ -31,8 +31,9 @@ import os
 # Several ranks per host, each with a multi-threaded BLAS, would oversubscribe the cores.
 # distrib-launch sets OMP_NUM_THREADS=1 for its workers; mpirun does not, so do it here,
 # before numpy loads its BLAS.
-if int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or os.environ.get("MPI_LOCALNRANKS") or 1) > 1:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+local_ranks = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or os.environ.get("MPI_LOCALNRANKS") or "1"
+if int(local_ranks) > 1 and not os.environ.get("OMP_NUM_THREADS"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 import argparse  # noqa: E402
 import re  # noqa: E402

@@ -5,9 +5,10 @@ returns rows ``(name, ours_ms, peer_ms, "mpi4py", target)`` for ``scripts/bench.
 runs under the venv's ``mpiexec -n 2`` (the ``mpich`` wheel) as a subprocess with a deadline.
 On the same tensor's buffer, each iteration times ``dist.all_reduce(t)`` (the whole Tensor
 API path) and raw ``COMM_WORLD.Allreduce`` in place and out of place (into a second
-buffer), alternately, each after a barrier, so load changes hit all alike. The figures
-are rank 0's medians; the peer is the faster of the two raw forms (MPICH picks different
-algorithms for them; at 4 MB the blocking in-place one is often several times slower).
+buffer), each after a barrier, in rotating order, so load changes and cache effects hit all
+alike. The figures are rank 0's medians; the peer is the faster of the two raw forms (MPICH
+picks different algorithms for them; at 4 MB the blocking in-place one is often several
+times slower).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _worker(repeat: int) -> dict:
         fns = (ours, raw_in_place, raw_out_of_place)
         times = [[] for _ in fns]
         for i in range(_iters(nbytes, repeat) + 3):
-            for fn, record in zip(fns, times):
+            order = [(i + k) % len(fns) for k in range(len(fns))]  # rotate: no position bias
+            for fn, record in ((fns[k], times[k]) for k in order):
                 comm.Barrier()
                 t0 = time.perf_counter()
                 fn()

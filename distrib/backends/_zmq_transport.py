@@ -34,6 +34,8 @@ __all__ = ["Transport", "COLL", "P2P", "header"]
 COLL, P2P, QUERY, REPLY = 0, 1, 2, 3
 _HDR = struct.Struct("<Bqqq")
 _ZERO_COPY_MIN = 1 << 16
+import os
+_XX_COPY = os.environ.get('XX_COPY') == '1'
 _EMPTY = zmq.Frame(b"")  # below this libzmq copies anyway; tracking would only cost time
 
 
@@ -204,10 +206,12 @@ class Transport:
             sock.send(b"")
             return
         buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
-        if len(buf) >= _ZERO_COPY_MIN:
-            self.coll_trackers.append(sock.send(buf, copy=False, track=True))
-        else:
-            sock.send(buf)
+        if len(buf) >= _ZERO_COPY_MIN and not _XX_COPY:
+            tracker = sock.send(buf, copy=False, track=True)
+            self.coll_trackers.append(tracker)
+            return tracker
+        sock.send(buf)
+        return None
 
     def recv_coll(self, src: int, hdr: bytes, deadline: float, check=None, into=None):
         """The payload of the next collective message from ``src`` with header ``hdr``.

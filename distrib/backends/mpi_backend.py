@@ -65,6 +65,7 @@ _SPIN_POLLS = 256  # polls between clock checks
 _YIELD_AFTER = 1e-3  # s of waiting before the poll loop yields the CPU each poll
 _NAP_AFTER = 5.0  # s of waiting before it also sleeps between polls
 _CHECK_EVERY = 0.05  # s between liveness checks and serving progress queries
+_OUT_OF_PLACE = (64 << 10, 16 << 20)  # all_reduce sizes (bytes) reduced into a scratch buffer
 
 _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "MAX",
            "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
@@ -208,6 +209,7 @@ class MpiBackend(Backend):
         self._serve_lock = threading.Lock()
         self._pending_replies: list = []
         self._abandoned: list = []  # requests MPI still owns after a failure
+        self._scratch_bytes: np.ndarray | None = None
         info = {"world": world.Get_rank(), "pid": os.getpid(), "host": _host_id()}
         world_ranks = [info["world"]]
         if world.Get_size() >= size:  # else every rank knows at once that this cannot work
@@ -357,12 +359,27 @@ class MpiBackend(Backend):
         return _Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
 
     # ------------------------------------------------------------ collectives
+    def _scratch(self, like: np.ndarray) -> np.ndarray:
+        """A reused host buffer of ``like``'s size and dtype (grows, never shrinks)."""
+        if self._scratch_bytes is None or self._scratch_bytes.size < like.nbytes:
+            self._scratch_bytes = np.empty(like.nbytes, np.uint8)
+        return self._scratch_bytes[: like.nbytes].view(like.dtype)
+
     def all_reduce(self, x, op):
         if self.size > 1:
             self._ready(x)
-            for lo, hi in self._chunks(x.size):
-                buf, mpi_op = self.types.reduction(x[lo:hi], op)
-                self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)
+            if _OUT_OF_PLACE[0] < x.nbytes <= _OUT_OF_PLACE[1] and isinstance(x, np.ndarray) \
+                    and x.size <= self.max_count and self.types.is_native(x.dtype):
+                # MPICH's in-place algorithms are slower at these sizes than reducing into a
+                # second buffer, even counting the copy back
+                buf, mpi_op = self.types.reduction(x, op)
+                out = self._scratch(buf)
+                self._run(self.comm.Iallreduce, buf, out, mpi_op)
+                np.copyto(buf, out)
+            else:
+                for lo, hi in self._chunks(x.size):
+                    buf, mpi_op = self.types.reduction(x[lo:hi], op)
+                    self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)
         reduce_op.finish(op, x, self.size)
 
     def broadcast(self, x, root):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import re
 import subprocess
 import sys
@@ -35,13 +34,8 @@ BAR_LOSS = re.compile(r"\| *(\d+)/(\d+) \[[^\]]*loss=(\d+\.\d+)")
 TIMING = re.compile(r"\[\d\d:\d\d<[^,]*, [^,]* it/s")  # the only part of the output that may vary
 
 
-# One BLAS thread: the examples' matrices are small, and on a machine busy with other test
-# processes multi-threaded BLAS can be several times slower. Results stay deterministic.
-SINGLE_THREADED = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
 def run_example(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT, env=SINGLE_THREADED,
+    return subprocess.run([sys.executable, str(EXAMPLES / name), *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
 
