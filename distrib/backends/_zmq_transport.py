@@ -111,6 +111,8 @@ class Transport:
         sock.linger = 0
         sock.sndhwm = 0
         sock.rcvhwm = 0
+        if os.environ.get("XX_BUF"):
+            sock.sndbuf = sock.rcvbuf = int(os.environ["XX_BUF"])
         return sock
 
     def connect(self, endpoints: dict[int, str], data_endpoints: dict[int, str]) -> None:
