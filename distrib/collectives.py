@@ -80,7 +80,9 @@ def _sig(t: Tensor, **extra) -> dict:
     return {"shape": tuple(t.shape), "dtype": t.dtype.name, **extra}
 
 
-def _check_same(op: str, name: str, tensors, like: Tensor) -> None:
+def _check_list(op: str, name: str, tensors, like: Tensor, size: int) -> None:
+    """``tensors`` holds one Tensor per rank (``size``), each with the dtype and element count of ``like``."""
+    _check_len(op, name, tensors, size)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name}[{i}] must be a Tensor, got {type(t).__name__}")
@@ -93,6 +95,14 @@ def _check_len(op: str, name: str, tensors, size: int) -> None:
     if tensors is None or len(tensors) != size:
         got = "None" if tensors is None else f"{len(tensors)} entries"
         raise ValueError(f"{op}: {name} must hold one tensor per rank of the group ({size}), got {got}")
+
+
+def _check_root_list(op: str, name: str, tensors, like: Tensor, pg, is_root: bool, root_role: str) -> None:
+    """``tensors`` is a valid per-rank list (see ``_check_list``) on the root rank and not given elsewhere."""
+    if is_root:
+        _check_list(op, name, tensors, like, pg.size())
+    elif tensors:
+        raise ValueError(f"{op}: {name} must be given on the {root_role} rank only")
 
 
 def _empty_flat(like: _Staged, count: int):
@@ -172,8 +182,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if pg is None:
         return None
     be = pg.backend_for(tensor)
-    _check_len("all_gather", "tensor_list", tensor_list, pg.size())
-    _check_same("all_gather", "tensor_list", tensor_list, tensor)
+    _check_list("all_gather", "tensor_list", tensor_list, tensor, pg.size())
     s = _Staged(tensor, be, "all_gather: tensor")
     outs = [_Staged(t, be, "all_gather: tensor_list entry") for t in tensor_list]
     flat = _empty_flat(s, s.flat.size * pg.size())
@@ -215,11 +224,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     root = _group_rank(pg, dst, group_dst, "dst", "gather")
     s = _Staged(tensor, be, "gather: tensor")
     is_root = pg.rank() == root
-    if is_root:
-        _check_len("gather", "gather_list", gather_list, pg.size())
-        _check_same("gather", "gather_list", gather_list, tensor)
-    elif gather_list:
-        raise ValueError("gather: gather_list must be given on the destination rank only")
+    _check_root_list("gather", "gather_list", gather_list, tensor, pg, is_root, "destination")
     outs = [_Staged(t, be, "gather: gather_list entry") for t in gather_list] if is_root else []
     flat = _empty_flat(s, s.flat.size * pg.size()) if is_root else None
 
@@ -241,14 +246,9 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     root = _group_rank(pg, src, group_src, "src", "scatter")
     o = _Staged(tensor, be, "scatter: tensor")
     is_root = pg.rank() == root
-    flat = None
-    if is_root:
-        _check_len("scatter", "scatter_list", scatter_list, pg.size())
-        _check_same("scatter", "scatter_list", scatter_list, tensor)
-        ins = [_Staged(t, be, "scatter: scatter_list entry") for t in scatter_list]
-        flat = np.concatenate([i.flat for i in ins])
-    elif scatter_list:
-        raise ValueError("scatter: scatter_list must be given on the source rank only")
+    _check_root_list("scatter", "scatter_list", scatter_list, tensor, pg, is_root, "source")
+    flat = np.concatenate([_Staged(t, be, "scatter: scatter_list entry").flat for t in scatter_list]) \
+        if is_root else None
 
     def body(b):
         b.scatter(o.flat, flat, root)
@@ -263,8 +263,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if pg is None:
         return None
     be = pg.backend_for(output)
-    _check_len("reduce_scatter", "input_list", input_list, pg.size())
-    _check_same("reduce_scatter", "input_list", input_list, output)
+    _check_list("reduce_scatter", "input_list", input_list, output, pg.size())
     o = _Staged(output, be, "reduce_scatter: output")
     op = check_op(op, o.flat.dtype)
     flat = np.concatenate([_Staged(t, be, "reduce_scatter: input").flat for t in input_list])

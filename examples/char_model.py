@@ -35,7 +35,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import math  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -45,11 +44,13 @@ import nn.functional as F  # noqa: E402
 import tensor  # noqa: E402
 
 try:  # imported as ``examples.char_model``
+    from . import _training as training
     from ._progress import Progress
-    from .checkpoint import load_checkpoint, save_checkpoint
+    from .checkpoint import save_checkpoint
 except ImportError:  # run as a script: examples/ is sys.path[0]
+    import _training as training
     from _progress import Progress
-    from checkpoint import load_checkpoint, save_checkpoint
+    from checkpoint import save_checkpoint
 
 TEXT_PATH = Path(__file__).resolve().parent / "data" / "pydoc_topics.txt"
 # The run's settings; a checkpoint remembers them and --resume insists on the same ones.
@@ -74,9 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sample-length", type=int, default=200, help="characters to generate at the end")
     parser.add_argument("--prompt", default='The "', help="text the sample starts from")
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (default 0.8)")
-    parser.add_argument("--checkpoint", metavar="PATH", help="save the training state here every --eval-every")
-    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
-    parser.add_argument("--stop-after", type=int, metavar="N", help="stop after step N (to --resume later)")
+    training.add_checkpoint_arguments(parser, every="every --eval-every", unit="step")
     args = parser.parse_args(argv)
     positive = ("steps", "batch_size", "block_size", "d_model", "heads", "layers", "eval_every")
     bad = [f"--{name.replace('_', '-')}" for name in positive if getattr(args, name) < 1]
@@ -85,12 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "--sample-length >= 0")
     if args.d_model % args.heads:
         parser.error(f"--d-model ({args.d_model}) must be divisible by --heads ({args.heads})")
-    if not 0.0 <= args.dropout < 1.0:
-        parser.error(f"--dropout must be in [0, 1), got {args.dropout}")
-    if args.resume and not args.checkpoint:
-        parser.error("--resume needs --checkpoint PATH")
-    if args.resume and not os.path.exists(args.checkpoint):
-        parser.error(f"--resume: no checkpoint at {args.checkpoint}")
+    training.check_common_arguments(parser, args)
     return args
 
 
@@ -184,13 +178,7 @@ def main(argv: list[str] | None = None) -> float:
 
     step = 0
     if args.resume:
-        state = load_checkpoint(args.checkpoint, model, optimizer, scheduler)
-        config = {key: getattr(args, key) for key in RUN_SETTINGS}
-        saved = {key: state["config"].get(key) for key in RUN_SETTINGS}
-        if saved != config:
-            diff = ", ".join(f"{k}={saved[k]!r} (now {config[k]!r})" for k in RUN_SETTINGS if saved[k] != config[k])
-            sys.exit(f"--resume: {args.checkpoint} was made with different settings: {diff}")
-        step = state["step"]
+        step = training.resume(args, RUN_SETTINGS, model, optimizer, scheduler)["step"]
         print(f"resumed from {args.checkpoint} at step {step}")
 
     # ------------------------------------------------------------------------- training loop
@@ -213,11 +201,10 @@ def main(argv: list[str] | None = None) -> float:
                 bar.set_postfix(val_loss=f"{evaluate(model, val_data, args.block_size):.4f}")
                 if args.checkpoint:
                     save_checkpoint(args.checkpoint, model, optimizer, scheduler, epoch=0, step=step,
-                                    config={key: getattr(args, key) for key in RUN_SETTINGS})
+                                    config=training.run_config(args, RUN_SETTINGS))
             bar.update(loss=smoothed)
     if step < args.steps:
-        print(f"stopping after step {step} of {args.steps}" +
-              (f"; continue with --checkpoint {args.checkpoint} --resume" if args.checkpoint else ""))
+        print(training.stopping_note(args, "step", step, args.steps))
 
     # ------------------------------------------------------------------------- evaluation and a sample
     val_loss = evaluate(model, val_data, args.block_size)

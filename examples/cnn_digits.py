@@ -30,20 +30,21 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 
 import nn  # noqa: E402
 import nn.functional as F  # noqa: E402
 import tensor  # noqa: E402
 
 try:  # imported as ``examples.cnn_digits``
+    from . import _training as training
     from . import datasets
     from ._progress import Progress
-    from .checkpoint import load_checkpoint, save_checkpoint
+    from .checkpoint import save_checkpoint
 except ImportError:  # run as a script: examples/ is sys.path[0]
+    import _training as training
     import datasets
     from _progress import Progress
-    from checkpoint import load_checkpoint, save_checkpoint
+    from checkpoint import save_checkpoint
 
 # ----------------------------------------------------------------------------- configuration
 # The run's settings; a checkpoint remembers them and --resume insists on the same ones.
@@ -60,31 +61,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--channels", type=int, default=16,
                         help="channels of the first conv; the second has twice as many (default 16)")
     parser.add_argument("--dropout", type=float, default=0.25, help="dropout before the classifier")
-    parser.add_argument("--checkpoint", metavar="PATH", help="save the training state here after every epoch")
-    parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
-    parser.add_argument("--stop-after", type=int, metavar="N", help="stop after epoch N (to --resume later)")
+    training.add_checkpoint_arguments(parser, every="after every epoch", unit="epoch")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or args.channels < 1 or args.lr <= 0:
         parser.error("--epochs, --batch-size and --channels must be >= 1 and --lr > 0")
-    if not 0.0 <= args.dropout < 1.0:
-        parser.error(f"--dropout must be in [0, 1), got {args.dropout}")
-    if args.resume and not args.checkpoint:
-        parser.error("--resume needs --checkpoint PATH")
-    if args.resume and not os.path.exists(args.checkpoint):
-        parser.error(f"--resume: no checkpoint at {args.checkpoint}")
+    training.check_common_arguments(parser, args)
     return args
-
-
-def evaluate(model: nn.Module, x: tensor.Tensor, y: tensor.Tensor) -> tuple[float, float]:
-    """``(mean cross-entropy, accuracy)`` of ``model`` on ``x``, ``y`` in eval mode."""
-    was_training = model.training
-    model.eval()
-    with tensor.no_grad():
-        logits = model(x)
-        loss = F.cross_entropy(logits, y).item()
-        accuracy = (logits.argmax(1) == y).float().mean().item()
-    model.train(was_training)
-    return loss, accuracy
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -119,12 +101,7 @@ def main(argv: list[str] | None = None) -> float:
 
     start_epoch, step = 1, 0
     if args.resume:
-        state = load_checkpoint(args.checkpoint, model, optimizer, scheduler)
-        config = {key: getattr(args, key) for key in RUN_SETTINGS}
-        saved = {key: state["config"].get(key) for key in RUN_SETTINGS}
-        if saved != config:
-            diff = ", ".join(f"{k}={saved[k]!r} (now {config[k]!r})" for k in RUN_SETTINGS if saved[k] != config[k])
-            sys.exit(f"--resume: {args.checkpoint} was made with different settings: {diff}")
+        state = training.resume(args, RUN_SETTINGS, model, optimizer, scheduler)
         start_epoch, step = state["epoch"] + 1, state["step"]
         print(f"resumed from {args.checkpoint} after epoch {state['epoch']} (step {step})")
 
@@ -144,18 +121,17 @@ def main(argv: list[str] | None = None) -> float:
                 step += 1
                 total_loss += loss.item()
                 bar.update(loss=total_loss / (i + 1))  # the epoch's mean loss so far
-            _, test_acc = evaluate(model, test_x, test_y)
+            _, test_acc = training.evaluate_classifier(model, test_x, test_y)
             bar.set_postfix(lr=f"{scheduler.get_last_lr()[0]:.4f}", test_acc=f"{test_acc:.1%}")
         if args.checkpoint:
             save_checkpoint(args.checkpoint, model, optimizer, scheduler, epoch=epoch, step=step,
-                            config={key: getattr(args, key) for key in RUN_SETTINGS})
+                            config=training.run_config(args, RUN_SETTINGS))
         if args.stop_after is not None and epoch >= args.stop_after and epoch < args.epochs:
-            print(f"stopping after epoch {epoch} of {args.epochs}" +
-                  (f"; continue with --checkpoint {args.checkpoint} --resume" if args.checkpoint else ""))
+            print(training.stopping_note(args, "epoch", epoch, args.epochs))
             break
 
     # ------------------------------------------------------------------------- evaluation
-    test_loss, test_acc = evaluate(model, test_x, test_y)
+    test_loss, test_acc = training.evaluate_classifier(model, test_x, test_y)
     print(f"test loss: {test_loss:.4f}")
     print(f"test accuracy: {test_acc:.1%}")
     return test_acc

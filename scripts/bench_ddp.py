@@ -147,10 +147,10 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
                 print(f"torch gloo peer unavailable: {exc}", file=sys.stderr)
                 have_torch = False
     ms = lambda times: statistics.median(times) * 1e3 if times else None  # noqa: E731
-    name = f"DDP MLP step {'-'.join(map(str, SIZES))}, b{BATCH}/rank, {WORLD} ranks"
+    name = f"DDP MLP step b{BATCH}x{WORLD} ranks"
     return [
-        (f"{name}, zmq vs gloo", ms(ddp), ms(gloo), "torch", "<= 1.0x"),
-        (f"{name} vs 1 process (overlap)", ms(ddp), ms(single), "1 proc", "<= 1.3x"),
+        (f"{name}, zmq (peer: gloo DDP)", ms(ddp), ms(gloo), "torch", "<= 1.0x"),
+        (f"{name} (peer: 1 process, overlap)", ms(ddp), ms(single), "ours", "<= 1.3x"),
     ]
 
 
@@ -172,7 +172,7 @@ def main() -> None:
     for workload, ours, peer, peer_name, target in bench(args.repeat, None, have_torch):
         ratio = f"{ours / peer:5.2f}x" if peer else "  n/a"
         peer_text = f"{peer:8.3f}" if peer is not None else "     n/a"
-        print(f"{workload:<66} {ours:8.3f} ms  {peer_name:>6} {peer_text} ms  {ratio}  target {target}")
+        print(f"{workload:<52} {ours:8.3f} ms  {peer_name:>6} {peer_text} ms  {ratio}  target {target}")
 
 
 if __name__ == "__main__":

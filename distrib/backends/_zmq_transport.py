@@ -33,10 +33,8 @@ __all__ = ["Transport", "COLL", "P2P", "header"]
 
 COLL, P2P, QUERY, REPLY = 0, 1, 2, 3
 _HDR = struct.Struct("<Bqqq")
-_ZERO_COPY_MIN = 1 << 16
-import os
-_XX_COPY = os.environ.get('XX_COPY') == '1'
-_EMPTY = zmq.Frame(b"")  # below this libzmq copies anyway; tracking would only cost time
+_ZERO_COPY_MIN = 1 << 16  # below this libzmq copies anyway; tracking would only cost time
+_EMPTY = zmq.Frame(b"")
 
 
 def header(kind: int, a: int = 0, b: int = 0, c: int = 0) -> bytes:
@@ -90,7 +88,6 @@ class Transport:
         self.coll_trackers: list = []
         self.dealers: dict[int, zmq.Socket] = {}
         self.cond = threading.Condition()
-        self.mailbox: dict[tuple[int, bytes], collections.deque] = {}
         self.p2p_stash: list[tuple[int, int, object]] = []  # arrival order, for src=None
         self.pending: list[_PendingRecv] = []
         self.replies: dict[int, tuple[int, int]] = {}
@@ -111,8 +108,6 @@ class Transport:
         sock.linger = 0
         sock.sndhwm = 0
         sock.rcvhwm = 0
-        if os.environ.get("XX_BUF"):
-            sock.sndbuf = sock.rcvbuf = int(os.environ["XX_BUF"])
         return sock
 
     def connect(self, endpoints: dict[int, str], data_endpoints: dict[int, str]) -> None:
@@ -181,8 +176,7 @@ class Transport:
                         break
                 else:
                     self.p2p_stash.append((src, a, payload))
-            else:
-                self.mailbox.setdefault((src, hdr), collections.deque()).append(payload)
+            # (collective messages travel on the PAIR sockets, never through the ROUTER)
             self.cond.notify_all()
 
     @staticmethod
@@ -208,7 +202,7 @@ class Transport:
             sock.send(b"")
             return
         buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
-        if len(buf) >= _ZERO_COPY_MIN and not _XX_COPY:
+        if len(buf) >= _ZERO_COPY_MIN:
             tracker = sock.send(buf, copy=False, track=True)
             self.coll_trackers.append(tracker)
             return tracker
@@ -251,6 +245,17 @@ class Transport:
                 return sock.recv_into(memoryview(into).cast("B"))
             self.stash.setdefault((src, got), collections.deque()).append(sock.recv(copy=False))
 
+    @staticmethod
+    def wait_sent(tracker, deadline: float) -> bool:
+        """Wait until libzmq released one zero-copy send (``tracker`` None: it was copied)."""
+        if tracker is None or tracker.done:
+            return True
+        try:
+            tracker.wait(max(0.0, deadline - time.monotonic()))
+        except zmq.NotDone:
+            return False
+        return True
+
     def flush_coll(self, deadline: float) -> bool:
         """Wait until libzmq released every zero-copy collective send; False at ``deadline``."""
         trackers = self.coll_trackers
@@ -264,28 +269,6 @@ class Transport:
                 return False
             trackers.pop(0)
         return True
-
-    def take(self, src: int, hdr: bytes, deadline: float, check=None):
-        """The next message from ``src`` with header ``hdr`` (a zmq Frame; ``.buffer`` is its bytes).
-
-        Returns None at ``deadline``. ``check()`` is called about every 100 ms while waiting
-        and may raise (e.g. when a peer process died).
-        """
-        key = (src, hdr)
-        with self.cond:
-            while True:
-                queue = self.mailbox.get(key)
-                if queue:
-                    frame = queue.popleft()
-                    if not queue:
-                        del self.mailbox[key]
-                    return frame
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.cond.wait(min(left, 0.1))
-                if check is not None:
-                    check()
 
     def post_recv(self, array, src: int | None, tag: int) -> _PendingRecv:
         """Register a receive into ``array``; completed by the receiver thread (or at once if stashed)."""

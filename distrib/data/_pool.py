@@ -78,19 +78,15 @@ def _sharing_dumps(obj) -> bytes:
 
 
 def _build(obj, base: np.ndarray):
-    if isinstance(obj, _worker._Leaf):
-        array = np.ndarray(obj.shape, np.dtype(obj.dtype), buffer=base, offset=obj.offset, strides=obj.strides)
-        return _dispatch.make(array, _cpu) if obj.is_tensor else array
-    kind = type(obj)
-    if kind is list:
-        return [_build(x, base) for x in obj]
-    if kind is tuple:
-        return tuple(_build(x, base) for x in obj)
-    if kind is dict:
-        return {k: _build(v, base) for k, v in obj.items()}
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return kind(*(_build(x, base) for x in obj))
-    return obj
+    """``obj`` with each ``_Leaf`` replaced by the array (or tensor) it places in ``base``."""
+
+    def build(x):
+        if isinstance(x, _worker._Leaf):
+            array = np.ndarray(x.shape, np.dtype(x.dtype), buffer=base, offset=x.offset, strides=x.strides)
+            return _dispatch.make(array, _cpu) if x.is_tensor else array
+        return x
+
+    return _worker.map_nested(obj, build)
 
 
 class Pool:

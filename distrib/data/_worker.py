@@ -193,28 +193,34 @@ class _BumpAllocator:
         return out
 
 
-def _strip(obj, leaves: list):
-    """``obj`` with every CPU tensor and numeric numpy array replaced by its index in ``leaves``."""
-    if isinstance(obj, Tensor):
-        if obj._device.type == "cpu" and not obj.requires_grad:
-            leaves.append(obj._data)
-            return _LeafRef(len(leaves) - 1, True)
-        return obj
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind in "biufc":
-            leaves.append(obj)
-            return _LeafRef(len(leaves) - 1, False)
-        return obj
+def map_nested(obj, leaf):
+    """``obj`` rebuilt with ``leaf(x)`` in place of everything below its lists, tuples, named tuples
+    and dicts (of exactly those types; other containers are leaves too)."""
     kind = type(obj)
     if kind is list:
-        return [_strip(x, leaves) for x in obj]
+        return [map_nested(x, leaf) for x in obj]
     if kind is tuple:
-        return tuple(_strip(x, leaves) for x in obj)
+        return tuple(map_nested(x, leaf) for x in obj)
     if kind is dict:
-        return {k: _strip(v, leaves) for k, v in obj.items()}
+        return {k: map_nested(v, leaf) for k, v in obj.items()}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return kind(*(_strip(x, leaves) for x in obj))
-    return obj
+        return kind(*(map_nested(x, leaf) for x in obj))
+    return leaf(obj)
+
+
+def _strip(obj, leaves: list):
+    """``obj`` with every CPU tensor and numeric numpy array replaced by its index in ``leaves``."""
+
+    def strip(x):
+        if isinstance(x, Tensor) and x._device.type == "cpu" and not x.requires_grad:
+            leaves.append(x._data)
+            return _LeafRef(len(leaves) - 1, True)
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":
+            leaves.append(x)
+            return _LeafRef(len(leaves) - 1, False)
+        return x
+
+    return map_nested(obj, strip)
 
 
 class _LeafRef:
@@ -226,20 +232,15 @@ class _LeafRef:
 
 def _fill_leaves(obj, leaves: list):
     """Replace the ``_LeafRef``s of ``_strip``'s output by ``leaves[index]`` (placed ``_Leaf``s)."""
-    if isinstance(obj, _LeafRef):
-        leaf = leaves[obj.index]
-        leaf.is_tensor = obj.is_tensor
-        return leaf
-    kind = type(obj)
-    if kind is list:
-        return [_fill_leaves(x, leaves) for x in obj]
-    if kind is tuple:
-        return tuple(_fill_leaves(x, leaves) for x in obj)
-    if kind is dict:
-        return {k: _fill_leaves(v, leaves) for k, v in obj.items()}
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return kind(*(_fill_leaves(x, leaves) for x in obj))
-    return obj
+
+    def fill(x):
+        if isinstance(x, _LeafRef):
+            leaf = leaves[x.index]
+            leaf.is_tensor = x.is_tensor
+            return leaf
+        return x
+
+    return map_nested(obj, fill)
 
 
 class _Ring:

@@ -31,6 +31,33 @@ def _empty(shape, dtype) -> np.ndarray:
     return np.empty(shape, dtype)
 
 
+def _like_mapping(like, items: dict):
+    """``items`` as a mapping of ``like``'s type (a copy of ``like`` updated, when it is mutable); the
+    plain dict when that type cannot be built that way."""
+    try:
+        if isinstance(like, collections.abc.MutableMapping):
+            clone = copy.copy(like)
+            clone.update(items)
+            return clone
+        return type(like)(items)
+    except TypeError:
+        return items
+
+
+def _like_sequence(like, items: list):
+    """``items`` as a sequence of ``like``'s type (a copy of ``like`` with its entries replaced, when it
+    is mutable); the plain list when that type cannot be built that way."""
+    try:
+        if isinstance(like, collections.abc.MutableSequence):
+            clone = copy.copy(like)
+            for i, item in enumerate(items):
+                clone[i] = item
+            return clone
+        return type(like)(items)
+    except TypeError:
+        return items
+
+
 def _stack_error(shapes) -> RuntimeError:
     first = list(shapes[0])
     for i, shape in enumerate(shapes):
@@ -124,15 +151,7 @@ def collate(batch, alloc=_empty):
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
-        items = {key: collate([d[key] for d in batch], alloc) for key in elem}
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update(items)
-                return clone
-            return elem_type(items)
-        except TypeError:
-            return items
+        return _like_mapping(elem, {key: collate([d[key] for d in batch], alloc) for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
         return elem_type(*(collate(samples, alloc) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
@@ -142,16 +161,7 @@ def collate(batch, alloc=_empty):
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
             return [collate(samples, alloc) for samples in transposed]  # a list, as PyTorch does
-        columns = [collate(samples, alloc) for samples in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, column in enumerate(columns):
-                    clone[i] = column
-                return clone
-            return elem_type(columns)
-        except TypeError:
-            return columns
+        return _like_sequence(elem, [collate(samples, alloc) for samples in transposed])
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
@@ -185,27 +195,11 @@ def default_convert(data):
             return data
         return tensor.as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
-        items = {key: default_convert(data[key]) for key in data}
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update(items)
-                return clone
-            return elem_type(items)
-        except TypeError:
-            return items
+        return _like_mapping(data, {key: default_convert(data[key]) for key in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
         return elem_type(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]  # a list, as PyTorch does
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return elem_type([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
+        return _like_sequence(data, [default_convert(d) for d in data])
     return data

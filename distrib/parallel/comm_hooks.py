@@ -30,7 +30,7 @@ def allreduce_hook(process_group, bucket) -> Future:
     """Average the bucket over the group: divide by the group size, then all-reduce (SUM) in place."""
     group = _group(process_group)
     buffer = bucket.buffer()
-    buffer.div_(group.size())
+    buffer.div_(float(group.size()))
     fut = collectives.all_reduce(buffer, group=process_group, async_op=True).get_future()
     return fut.then(lambda f: f.value()[0])
 
@@ -39,7 +39,7 @@ def _compress_hook(dtype, process_group, bucket) -> Future:
     group = _group(process_group)
     buffer = bucket.buffer()
     compressed = buffer.to(dtype)
-    compressed.div_(group.size())
+    compressed.div_(float(group.size()))
     fut = collectives.all_reduce(compressed, group=process_group, async_op=True).get_future()
 
     def decompress(f):

@@ -277,7 +277,7 @@ class Reducer:
             work.wait(self.timeout)
             self.divisor = max(1, int(work.result()[0].item()))
         with tensor.no_grad():
-            bucket.buffer.div_(self.divisor)
+            bucket.buffer.div_(float(self.divisor))  # a float divisor takes the fast path
         return collectives.all_reduce(bucket.buffer, group=self.pg, async_op=True).get_future()
 
     def _drain(self) -> list:

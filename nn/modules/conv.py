@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -148,7 +148,23 @@ def pad_by_mode(input: Tensor, pads, mode: str) -> Tensor:
     return out
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """The constructor and ``forward`` of ``Conv1d``/``Conv2d``/``Conv3d``; ``_conv`` is their functional op."""
+
+    _conv: Callable[..., Tensor]  # a staticmethod in each subclass
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
+                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        input, padding = self._padded_input(input)
+        return self._conv(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-d convolution layer over ``(N, C_in, L)`` input (``padding`` may be ``'same'``/``'valid'``;
     ``padding_mode`` is 'zeros', 'reflect', 'replicate' or 'circular').
 
@@ -158,48 +174,21 @@ class Conv1d(_ConvNd):
     """
 
     _nd = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        input, padding = self._padded_input(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(F.conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-d convolution layer over ``(N, C_in, H, W)`` input. Arguments and errors as ``Conv1d``."""
 
     _nd = 2
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        input, padding = self._padded_input(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(F.conv2d)
 
 
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     """3-d convolution layer over ``(N, C_in, D, H, W)`` input. Arguments and errors as ``Conv1d``."""
 
     _nd = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple, stride: IntOrTuple = 1,
-                 padding: IntOrTuple | str = 0, dilation: IntOrTuple = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        input, padding = self._padded_input(input)
-        return F.conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _conv = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -13,6 +13,28 @@ from .module import Module
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
 
 
+def _register_affine(module: Module, affine: bool, bias: bool, shape, device, dtype) -> None:
+    """Give ``module`` a ``weight`` of ones and a ``bias`` of zeros of ``shape`` (None when not
+    ``affine``; the bias also None without ``bias``)."""
+    if affine:
+        module.weight = Parameter(tensor.ones(shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(tensor.zeros(shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module: Module) -> None:
+    """Set the affine ``weight`` (if any) to ones and ``bias`` (if any) to zeros."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _BatchNorm(Module):
     """Batch normalization over dim 1 with running statistics, as ``torch.nn.modules.batchnorm``."""
 
@@ -26,15 +48,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(tensor.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(tensor.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, affine, bias, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", tensor.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", tensor.ones(num_features, device=device, dtype=dtype))
@@ -56,10 +70,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics, and the affine weight to ones and bias to zeros."""
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._expected_dims:
@@ -119,22 +130,11 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(tensor.ones(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(tensor.zeros(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, elementwise_affine, bias, self.normalized_shape, device, dtype)
 
     def reset_parameters(self) -> None:
         """Weight to ones, bias to zeros."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         """Apply layer normalization.
@@ -165,22 +165,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(tensor.ones(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(tensor.zeros(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, affine, bias, num_channels, device, dtype)
 
     def reset_parameters(self) -> None:
         """Weight to ones, bias to zeros."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         """Apply group normalization."""

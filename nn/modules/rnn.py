@@ -193,6 +193,18 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, tensor.stack(h_n), (tensor.stack(c_n) if c_n else None)
 
+    def _forward_without_cell(self, input: Tensor, hx: Tensor | None, name: str):
+        """``forward`` of the layers without a cell state (RNN, GRU): ``(output, h_n)``."""
+        batched_input, hx, batched = self._prepare(input, hx, name)
+        batch = batched_input.shape[0 if self.batch_first else 1]
+        if hx is None:
+            hx = self._zeros_hidden(batched_input)
+        self._check_hidden(hx, self._expected_hidden(batch))
+        output, h_n, _ = self._run(batched_input, hx, None)
+        if not batched:
+            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
+        return output, h_n
+
     def _zeros_hidden(self, input: Tensor, cell: bool = False) -> Tensor:
         batch = input.shape[0 if self.batch_first else 1]
         return tensor.zeros(*self._expected_hidden(batch, cell), dtype=input.dtype, device=input.device)
@@ -240,15 +252,7 @@ class RNN(RNNBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None):
         """Run the sequence; returns ``(output, h_n)``."""
-        batched_input, hx, batched = self._prepare(input, hx, "RNN")
-        batch = batched_input.shape[0 if self.batch_first else 1]
-        if hx is None:
-            hx = self._zeros_hidden(batched_input)
-        self._check_hidden(hx, self._expected_hidden(batch))
-        output, h_n, _ = self._run(batched_input, hx, None)
-        if not batched:
-            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
-        return output, h_n
+        return self._forward_without_cell(input, hx, "RNN")
 
 
 class LSTM(RNNBase):
@@ -296,15 +300,7 @@ class GRU(RNNBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None):
         """Run the sequence; returns ``(output, h_n)``."""
-        batched_input, hx, batched = self._prepare(input, hx, "GRU")
-        batch = batched_input.shape[0 if self.batch_first else 1]
-        if hx is None:
-            hx = self._zeros_hidden(batched_input)
-        self._check_hidden(hx, self._expected_hidden(batch))
-        output, h_n, _ = self._run(batched_input, hx, None)
-        if not batched:
-            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
-        return output, h_n
+        return self._forward_without_cell(input, hx, "GRU")
 
 
 # ---------------------------------------------------------------- cells

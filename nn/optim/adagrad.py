@@ -7,7 +7,7 @@ from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, new_step
+from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, new_step
 
 __all__ = ["Adagrad"]
 
@@ -73,9 +73,6 @@ class Adagrad(Optimizer):
                 xp.add(state_sum, std, out=state_sum)
                 xp.sqrt(state_sum, out=std)
                 xp.add(std, eps, out=std)
-                update = xp.empty_like(data)
-                xp.multiply(g, -clr, out=update)
-                xp.divide(update, std, out=update)
-                xp.add(data, update, out=data)
+                addcdiv_(xp, data, g, std, -clr)
                 p._version_box[0] += 1
         return loss

@@ -8,7 +8,7 @@ from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, lerp_, new_step
+from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step, square_avg_
 
 __all__ = ["Adam", "AdamW"]
 
@@ -78,10 +78,7 @@ class Adam(Optimizer):
                 exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 scratch = xp.empty_like(data)
                 lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-                xp.multiply(exp_avg_sq, beta2, out=exp_avg_sq)
-                xp.multiply(g, 1 - beta2, out=scratch)
-                xp.multiply(scratch, g, out=scratch)
-                xp.add(exp_avg_sq, scratch, out=exp_avg_sq)
+                square_avg_(xp, exp_avg_sq, g, beta2, scratch)
 
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
@@ -95,10 +92,7 @@ class Adam(Optimizer):
                 xp.sqrt(second, out=denom)
                 xp.divide(denom, bias_correction2_sqrt, out=denom)
                 xp.add(denom, eps, out=denom)
-                update = xp.empty_like(data)
-                xp.multiply(exp_avg, -step_size, out=update)
-                xp.divide(update, denom, out=update)
-                xp.add(data, update, out=data)
+                addcdiv_(xp, data, exp_avg, denom, -step_size)
                 p._version_box[0] += 1
         return loss
 

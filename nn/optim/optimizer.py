@@ -335,6 +335,22 @@ def lerp_(xp, target, end, weight: float, scratch) -> None:
         xp.subtract(end, scratch, out=target)
 
 
+def square_avg_(xp, avg, grad, decay: float, scratch) -> None:
+    """``avg = decay * avg + (1 - decay) * grad**2`` in place, rounding as PyTorch does (uses ``scratch``)."""
+    xp.multiply(avg, decay, out=avg)
+    xp.multiply(grad, 1 - decay, out=scratch)
+    xp.multiply(scratch, grad, out=scratch)
+    xp.add(avg, scratch, out=avg)
+
+
+def addcdiv_(xp, target, numerator, denominator, value: float) -> None:
+    """``target += value * numerator / denominator`` in place, rounding as PyTorch's ``addcdiv_``."""
+    update = xp.empty_like(target)
+    xp.multiply(numerator, value, out=update)
+    xp.divide(update, denominator, out=update)
+    xp.add(target, update, out=target)
+
+
 def new_step() -> Tensor:
     """A fresh step counter: a float32 scalar tensor on the CPU, as PyTorch keeps it."""
     return tensor.tensor(0.0, dtype=tensor.float32, device="cpu")

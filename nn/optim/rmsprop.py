@@ -7,7 +7,7 @@ from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, lerp_, new_step
+from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step, square_avg_
 
 __all__ = ["RMSprop"]
 
@@ -66,10 +66,7 @@ class RMSprop(Optimizer):
                 g, _ = effective_grad(xp, data, grad._data, weight_decay, maximize)
                 square_avg = state["square_avg"]._data
                 avg = xp.empty_like(data)
-                xp.multiply(square_avg, alpha, out=square_avg)
-                xp.multiply(g, 1 - alpha, out=avg)
-                xp.multiply(avg, g, out=avg)
-                xp.add(square_avg, avg, out=square_avg)
+                square_avg_(xp, square_avg, g, alpha, avg)
                 if centered:
                     grad_avg = state["grad_avg"]._data
                     lerp_(xp, grad_avg, g, 1 - alpha, avg)
@@ -88,9 +85,6 @@ class RMSprop(Optimizer):
                     xp.multiply(buf, lr, out=avg)
                     xp.subtract(data, avg, out=data)
                 else:
-                    update = xp.empty_like(data)
-                    xp.multiply(g, -lr, out=update)
-                    xp.divide(update, avg, out=update)
-                    xp.add(data, update, out=data)
+                    addcdiv_(xp, data, g, avg, -lr)
                 p._version_box[0] += 1
         return loss

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import _dispatch, _dtype
-from .registry import defop
+from .registry import defop, public
 
 __all__ = [
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder", "floor_divide",
@@ -235,10 +235,7 @@ def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_o
             input = input.to(_dtype.get_default_dtype())
         return _dispatch.apply_unary(op, input)
 
-    run.__name__ = name
-    run.__qualname__ = name
-    run.__doc__ = f"Elementwise ``{name}``."
-    return run
+    return public(run, name, f"Elementwise ``{name}``.")
 
 
 neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: (-g,), floats_only=False)
@@ -319,10 +316,7 @@ def _compare(name, ufunc_name):
     def run(input, other):
         return _dispatch.apply_binary(op, input, other)
 
-    run.__name__ = name
-    run.__qualname__ = name
-    run.__doc__ = f"Elementwise ``{ufunc_name}``; returns a bool tensor."
-    return run
+    return public(run, name, f"Elementwise ``{ufunc_name}``; returns a bool tensor.")
 
 
 eq = _compare("eq", "equal")

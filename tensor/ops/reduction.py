@@ -6,7 +6,7 @@ from collections import namedtuple
 
 from .. import _dispatch, _dtype
 from . import elementwise
-from .registry import defop
+from .registry import defop, public
 
 __all__ = [
     "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
@@ -76,16 +76,20 @@ def _(node, g):
     return (_expand_back(g, node.input_shapes[0], dims, keepdim),)
 
 
+def _accumulator_dtype(input, dtype):
+    """The numpy dtype a sum or product of ``input`` runs in: ``dtype`` if given, int64 for integer and
+    bool inputs (as in PyTorch), else None (the input's own)."""
+    if dtype is not None:
+        return _dtype.as_dtype(dtype).numpy
+    if input._data.dtype.kind in "biu":
+        return _dtype.int64.numpy
+    return None
+
+
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Sum over ``dim`` (all dims if None). Integer and bool inputs sum to int64, as in PyTorch."""
     dims = normalize_dims(dim, input.ndim, "sum")
-    if dtype is not None:
-        np_dtype = _dtype.as_dtype(dtype).numpy
-    elif input._data.dtype.kind in "biu":
-        np_dtype = _dtype.int64.numpy
-    else:
-        np_dtype = None
-    return _dispatch.apply_unary(_sum, input, (dims, keepdim, np_dtype))
+    return _dispatch.apply_unary(_sum, input, (dims, keepdim, _accumulator_dtype(input, dtype)))
 
 
 def sum_to_size(input, *size):
@@ -159,13 +163,7 @@ def _prod_of_others(xp, a, dims):
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     """Product over ``dim`` (a single int, or all dims when None)."""
     dims = normalize_dims(dim, input.ndim, "prod")
-    if dtype is not None:
-        np_dtype = _dtype.as_dtype(dtype).numpy
-    elif input._data.dtype.kind in "biu":
-        np_dtype = _dtype.int64.numpy
-    else:
-        np_dtype = None
-    return _dispatch.apply_unary(_prod, input, (dims, keepdim, np_dtype))
+    return _dispatch.apply_unary(_prod, input, (dims, keepdim, _accumulator_dtype(input, dtype)))
 
 
 def _extremum(name, reducer):
@@ -186,9 +184,7 @@ def _extremum(name, reducer):
         check_nonempty_reduction(name, input, dim, dims)
         return _dispatch.apply_unary(op, input, (dims, keepdim))
 
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = f"The {reducer} over ``dim`` (all dims by default); ties share the gradient."
-    return run
+    return public(run, name, f"The {reducer} over ``dim`` (all dims by default); ties share the gradient.")
 
 
 amax = _extremum("amax", "amax")
@@ -222,9 +218,7 @@ def _arg_reduction(name, reducer):
             raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
         return _dispatch.apply_unary(op, input, (dim, keepdim))
 
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = f"Indices of the {reducer[3:]} along ``dim`` (of the flattened input if None)."
-    return run
+    return public(run, name, f"Indices of the {reducer[3:]} along ``dim`` (of the flattened input if None).")
 
 
 argmax = _arg_reduction("argmax", "argmax")
@@ -247,10 +241,8 @@ def _max_or_min(amaxmin, argmaxmin, binary, name):
             values, indices = values.squeeze(dim), indices.squeeze(dim)
         return values_indices(values, indices)
 
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = (f"``{name}(input)`` is the {name} element; ``{name}(input, dim)`` returns "
-                   f"(values, indices); ``{name}(input, other)`` is elementwise.")
-    return run
+    return public(run, name, f"``{name}(input)`` is the {name} element; ``{name}(input, dim)`` returns "
+                             f"(values, indices); ``{name}(input, other)`` is elementwise.")
 
 
 max = _max_or_min(amax, argmax, elementwise.maximum, "max")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["OpDef", "defop", "OPS"]
+__all__ = ["OpDef", "defop", "OPS", "public"]
 
 OPS: dict[str, OpDef] = {}
 
@@ -66,3 +66,10 @@ def defop(name: str, *, saves: tuple = (), saves_output: bool = False,
         OPS[name] = op
         return op
     return register
+
+
+def public(fn: Callable, name: str, doc: str) -> Callable:
+    """``fn``, made by an op factory, named ``name`` (``__name__`` and ``__qualname__``) and documented."""
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn

@@ -99,11 +99,12 @@ def test_wraps_the_module_like_pytorch(world1):
     assert_close(ddp(x), module(x))
 
 
-def test_gradients_match_the_plain_module_and_are_written_before_backward_returns(world1):
+def test_gradients_match_the_plain_module_and_are_written_before_backward_returns(world1, device):
     tensor.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2)).double()
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2)).to(device=device, dtype=F64)
     ddp = dist.DistributedDataParallel(model, bucket_cap_mb=0.0001)
-    x, y = tensor.randn(5, 4, dtype=F64), tensor.tensor([0, 1, 1, 0, 1])
+    assert all(b.buffer.device == model[0].weight.device for b in ddp.reducer.buckets), "buckets on the device"
+    x, y = tensor.randn(5, 4, dtype=F64, device=device), tensor.tensor([0, 1, 1, 0, 1], device=device)
     F.cross_entropy(ddp(x), y).backward()
     got = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()

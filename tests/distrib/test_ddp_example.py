@@ -30,7 +30,8 @@ def launcher() -> list[str]:
 
 
 def run(cmd: list[str], timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in its own session; on timeout kill the whole session and fail."""
+    """Run ``cmd`` in its own session (``env`` values of None unset a variable); on timeout kill
+    the whole session and fail."""
     full_env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", **(env or {})}
     for name in ("DISTRIB_RESTART_COUNT", *[k for k, v in full_env.items() if v is None]):
         full_env.pop(name, None)
