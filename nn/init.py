@@ -179,6 +179,15 @@ def xavier_normal_(tensor_: Tensor, gain: float = 1.0, generator=None) -> Tensor
     return normal_(tensor_, 0.0, std, generator)
 
 
+def _kaiming_std(tensor_: Tensor, a: float, mode: str, nonlinearity: str) -> float | None:
+    """``gain / sqrt(fan)`` for the He initialisers; None, after PyTorch's warning, for a zero-element tensor."""
+    if 0 in tensor_.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return None
+    fan = _calculate_correct_fan(tensor_, mode)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
 def kaiming_uniform_(tensor_: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
     """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``, ``gain = calculate_gain(nonlinearity, a)``.
@@ -186,11 +195,10 @@ def kaiming_uniform_(tensor_: Tensor, a: float = 0, mode: str = "fan_in", nonlin
     Raises:
         ValueError: for an unknown mode or nonlinearity, or tensors with fewer than 2 dims.
     """
-    if 0 in tensor_.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    std = _kaiming_std(tensor_, a, mode, nonlinearity)
+    if std is None:
         return tensor_
-    fan = _calculate_correct_fan(tensor_, mode)
-    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std  # PyTorch's order of operations
     return uniform_(tensor_, -bound, bound, generator)
 
 
@@ -201,11 +209,9 @@ def kaiming_normal_(tensor_: Tensor, a: float = 0, mode: str = "fan_in", nonline
     Raises:
         ValueError: for an unknown mode or nonlinearity, or tensors with fewer than 2 dims.
     """
-    if 0 in tensor_.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    std = _kaiming_std(tensor_, a, mode, nonlinearity)
+    if std is None:
         return tensor_
-    fan = _calculate_correct_fan(tensor_, mode)
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor_, 0.0, std, generator)
 
 

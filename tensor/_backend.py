@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import importlib
 import os
 
 import numpy as np
@@ -296,6 +297,13 @@ def cupy_module():
     """The cupy module itself, for ``tensor.cuda``; raises like ``cuda_backend``."""
     check_cuda_available()
     return _load_cupy()[0]
+
+
+def cupy_submodule(name: str):
+    """A CuPy submodule such as ``cuda.nccl``; raises RuntimeError without CUDA, ImportError
+    if this CuPy lacks it."""
+    check_cuda_available()
+    return importlib.import_module(f"cupy.{name}")
 
 
 def backend_for_array(array) -> tuple[Backend, int | None]:

@@ -7,8 +7,6 @@ pointers and streams as integer handles, which is what ``cupy.cuda.nccl`` takes.
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
 from . import _backend
@@ -26,11 +24,10 @@ OPS = {"SUM": 0, "PROD": 1, "MAX": 2, "MIN": 3, "AVG": 4}
 
 def nccl_module():
     """``cupy.cuda.nccl``; RuntimeError naming the reason when CUDA or NCCL is unusable."""
-    cupy = _backend.cupy_module()
     try:
-        nccl = importlib.import_module("cupy.cuda.nccl")
+        nccl = _backend.cupy_submodule("cuda.nccl")
     except ImportError as exc:
-        raise RuntimeError(f"CuPy {cupy.__version__} cannot load NCCL ({exc}). help: install a CuPy wheel "
+        raise RuntimeError(f"CuPy cannot load NCCL ({exc}). help: install a CuPy wheel "
                            "with NCCL (e.g. cupy-cuda12x) and the nvidia-nccl-cu12 package, or use "
                            "backend='zmq'") from exc
     if not getattr(nccl, "available", True):

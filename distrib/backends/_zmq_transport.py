@@ -191,13 +191,24 @@ class Transport:
         pend.done.set()
 
     # ------------------------------------------------------------ collective plane (op thread)
-    def send_coll(self, peer: int, hdr: bytes, data=None) -> None:
-        """Queue ``data`` (a contiguous array, bytes or None) for ``peer``; never blocks.
+    def send_coll(self, peer: int, hdr: bytes, data=None, deadline: float = 0.0):
+        """Queue ``data`` (a contiguous array, bytes or None) for ``peer``.
 
-        Large arrays are sent without a copy: call ``flush_coll`` before modifying them.
+        Returns the zmq tracker of a zero-copy send (large arrays: call ``wait_sent`` or
+        ``flush_coll`` before modifying them), else None. Raises TimeoutError at ``deadline``
+        if the message cannot be queued: a bound PAIR refuses to queue until its peer has
+        connected, which a peer that died during start-up never does.
         """
         sock = self.data[peer]
-        sock.send(hdr, zmq.SNDMORE)
+        while True:
+            try:
+                sock.send(hdr, zmq.SNDMORE | zmq.NOBLOCK)
+                break
+            except zmq.Again:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"cannot send to rank {peer}: not connected") from None
+                sock.poll(int(min(left, 0.1) * 1000) + 1, zmq.POLLOUT)
         if data is None:
             sock.send(b"")
             return

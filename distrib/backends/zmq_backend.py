@@ -100,8 +100,12 @@ class ZmqBackend(Backend):
             raise self.op_error("peer process(es) exited: " + ", ".join(
                 f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
 
-    def _send(self, peer, step, piece, data=None) -> None:
-        self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data)
+    def _send(self, peer, step, piece, data=None):
+        """Queue message (step, piece) for ``peer``; returns its zero-copy tracker or None."""
+        try:
+            return self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data, self.deadline())
+        except TimeoutError:
+            self._timed_out([peer])
 
     def _recv(self, peer, step, piece, into=None):
         """The frame of message (step, piece) from ``peer``; with ``into``, its payload lands there."""
@@ -188,8 +192,7 @@ class ZmqBackend(Backend):
         reduces half as much."""
         peer, f = 1 - self.rank, reduce_op.ufunc(op, x.dtype)
         pieces = _pieces(0, x.size, self._per(x))
-        trackers = [self.transport.send_coll(peer, header(COLL, self.op_seq, 0, i), x[lo:hi])
-                    for i, (lo, hi) in enumerate(pieces)]
+        trackers = [self._send(peer, 0, i, x[lo:hi]) for i, (lo, hi) in enumerate(pieces)]
         for i, (lo, hi) in enumerate(pieces):
             frame = self._recv(peer, 0, i)
             theirs = np.frombuffer(frame.buffer, x.dtype)

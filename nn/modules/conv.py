@@ -12,7 +12,7 @@ from tensor import Tensor
 
 from .. import functional as F
 from ..functional.conv import transpose_output_shape
-from ..parameter import Parameter
+from .linear import register_weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -70,11 +70,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(tensor.empty(shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(tensor.empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_and_bias(self, shape, out_channels if bias else None, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -15,6 +15,16 @@ from .module import Module
 __all__ = ["Identity", "Linear", "Bilinear"]
 
 
+def register_weight_and_bias(module: Module, weight_shape: tuple, bias_size: int | None, device, dtype) -> None:
+    """Give ``module`` an uninitialised ``weight`` of ``weight_shape`` and ``bias`` of ``bias_size``
+    (a None bias when ``bias_size`` is None); the module's ``reset_parameters`` fills them."""
+    module.weight = Parameter(tensor.empty(weight_shape, device=device, dtype=dtype))
+    if bias_size is not None:
+        module.bias = Parameter(tensor.empty(bias_size, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Identity(Module):
     """Returns its input unchanged (any constructor arguments are ignored)."""
 
@@ -37,11 +47,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(tensor.empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tensor.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_and_bias(self, (out_features, in_features), out_features if bias else None, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -69,12 +75,8 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(tensor.empty((out_features, in1_features, in2_features), device=device,
-                                             dtype=dtype))
-        if bias:
-            self.bias = Parameter(tensor.empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_and_bias(self, (out_features, in1_features, in2_features), out_features if bias else None,
+                                 device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -89,30 +89,25 @@ class AvgPool2d(Module):
                             self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool1d(Module):
-    """Average pooling to a fixed output length. Raises what ``F.adaptive_avg_pool1d`` raises."""
-
+class _AdaptiveAvgPoolNd(Module):
     def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed output length. Raises what ``F.adaptive_avg_pool1d`` raises."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """Average pooling to a fixed output size (``None`` keeps a dim). Raises what
     ``F.adaptive_avg_pool2d`` raises."""
-
-    def __init__(self, output_size) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool2d(input, self.output_size)
