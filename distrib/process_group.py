@@ -38,6 +38,10 @@ class Executor:
             while self.queue or self.active:
                 self.cond.wait()
             self.active = True
+        self._run_active(job)
+
+    def _run_active(self, job) -> None:
+        """Run ``job`` (``active`` is set), then clear ``active`` and wake the waiters."""
         try:
             job()
         finally:
@@ -64,12 +68,7 @@ class Executor:
                     return
                 job = self.queue.popleft()
                 self.active = True
-            try:
-                job()
-            finally:
-                with self.cond:
-                    self.active = False
-                    self.cond.notify_all()
+            self._run_active(job)
 
     def stop(self) -> None:
         with self.cond:

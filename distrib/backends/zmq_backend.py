@@ -103,7 +103,8 @@ class ZmqBackend(Backend):
     def _send(self, peer, step, piece, data=None):
         """Queue message (step, piece) for ``peer``; returns its zero-copy tracker or None."""
         try:
-            return self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data, self.deadline())
+            return self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data,
+                                            self.deadline() - min(1.0, 0.1 * self.timeout))
         except TimeoutError:
             self._timed_out([peer])
 

@@ -113,17 +113,22 @@ def conv_padding(padding, kernel, dilation, stride, nd) -> tuple:
     return tuple((p, p) for p in pads)
 
 
+def _check_weight_groups(weight, groups) -> None:
+    """The weight's dim 0 (output channels; input channels when transposed) splits into ``groups``."""
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{list(weight.shape)}] instead"
+        )
+
+
 def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
     stride, dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
     _check_common(input, weight, bias, stride, dilation, groups, nd, name)
     x, unbatched = check_input_dims(input, nd, name)
     out_channels, in_per_group = weight.shape[0], weight.shape[1]
     kernel = tuple(weight.shape[2:])
-    if out_channels % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size [{list(weight.shape)}] instead"
-        )
+    _check_weight_groups(weight, groups)
     if x.shape[1] != in_per_group * groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
@@ -201,11 +206,7 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     x, unbatched = check_input_dims(input, nd, name)
     in_channels, out_per_group = weight.shape[0], weight.shape[1]
     kernel = tuple(weight.shape[2:])
-    if in_channels % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size [{list(weight.shape)}] instead"
-        )
+    _check_weight_groups(weight, groups)
     if x.shape[1] != in_channels:
         raise RuntimeError(
             f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} "
