@@ -368,15 +368,7 @@ class MpiBackend(Backend):
     def all_reduce(self, x, op):
         if self.size > 1:
             self._ready(x)
-            if _OUT_OF_PLACE[0] < x.nbytes <= _OUT_OF_PLACE[1] and isinstance(x, np.ndarray) \
-                    and x.size <= self.max_count and self.types.is_native(x.dtype):
-                # MPICH's in-place algorithms are slower at these sizes than reducing into a
-                # second buffer, even counting the copy back
-                buf, mpi_op = self.types.reduction(x, op)
-                out = self._scratch(buf)
-                self._run(self.comm.Iallreduce, buf, out, mpi_op)
-                np.copyto(buf, out)
-            else:
+            if True:
                 for lo, hi in self._chunks(x.size):
                     buf, mpi_op = self.types.reduction(x[lo:hi], op)
                     self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)

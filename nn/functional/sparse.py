@@ -9,6 +9,21 @@ from tensor.ops import special
 __all__ = ["embedding"]
 
 
+def normalize_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
+    """``padding_idx`` as a row in ``[0, num_embeddings)`` (negative counts from the end), or None.
+
+    Raises:
+        AssertionError: if it is out of range (PyTorch's behaviour).
+    """
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
+            padding_idx = num_embeddings + padding_idx
+    return padding_idx
+
+
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of ``weight`` picked by the integer tensor ``input`` (any shape).
@@ -29,12 +44,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
     num = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0:
-            assert padding_idx < num, "Padding_idx must be within num_embeddings"
-        elif padding_idx < 0:
-            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
-            padding_idx = num + padding_idx
+    padding_idx = normalize_padding_idx(padding_idx, num)
     if sparse:
         raise RuntimeError("embedding(): sparse gradients are not supported; use sparse=False")
     if input.numel():

@@ -7,6 +7,7 @@ from tensor import Tensor
 
 from .. import functional as F
 from .. import init
+from ..functional.sparse import normalize_padding_idx
 from ..parameter import Parameter
 from .module import Module
 
@@ -31,13 +32,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                assert padding_idx < num_embeddings, "Padding_idx must be within num_embeddings"
-            elif padding_idx < 0:
-                assert padding_idx >= -num_embeddings, "Padding_idx must be within num_embeddings"
-                padding_idx = num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = normalize_padding_idx(padding_idx, num_embeddings)
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq

@@ -57,10 +57,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr, lr_decay, eps = float(group["lr"]), float(group["lr_decay"]), float(group["eps"])
             weight_decay, maximize = float(group["weight_decay"]), group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, group)
                 step = increment_step(state["step"])
                 xp = p._device.backend.xp

@@ -56,10 +56,7 @@ class Adam(Optimizer):
             weight_decay = float(group["weight_decay"])
             amsgrad, maximize = group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = new_step()

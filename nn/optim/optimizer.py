@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
 from itertools import chain
 from typing import Any
@@ -192,10 +192,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradient of every parameter: to None (the default), or to zeros in place."""
         for group in self.param_groups:
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in self._params_with_grad(group):
                 if set_to_none:
                     p.grad = None
                 else:
@@ -205,6 +202,14 @@ class Optimizer:
                         grad.requires_grad_(False)
                     grad._data.fill(0)
                     grad._version_box[0] += 1
+
+    @staticmethod
+    def _params_with_grad(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
+        """``(param, param.grad)`` for each parameter of ``group`` that has a gradient."""
+        for p in group["params"]:
+            grad = p.grad
+            if grad is not None:
+                yield p, grad
 
     def step(self, closure: Callable[[], Any] | None = None):
         """Perform one optimization step; subclasses implement it.

@@ -48,10 +48,7 @@ class RMSprop(Optimizer):
             lr, alpha, eps = float(group["lr"]), float(group["alpha"]), float(group["eps"])
             weight_decay, momentum = float(group["weight_decay"]), float(group["momentum"])
             centered, maximize = group["centered"], group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = new_step()

@@ -47,10 +47,7 @@ class SGD(Optimizer):
             dampening = float(group["dampening"])
             weight_decay = float(group["weight_decay"])
             nesterov, maximize = group["nesterov"], group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in self._params_with_grad(group):
                 xp = p._device.backend.xp
                 data = p._data
                 g, owned = effective_grad(xp, data, grad._data, weight_decay, maximize)

@@ -23,6 +23,15 @@ def _bool_mask(shape, seed=0):
     return mask
 
 
+def _backward_and_compare_input_grads(torch, device, t_out, o_out, t_in, o_in, seed):
+    """Backpropagate the same random weighting of both outputs; the inputs' gradients must agree."""
+    w = _randn(*t_out.shape, seed=seed)
+    (t_out * torch.tensor(w)).sum().backward()
+    (o_out * tensor.tensor(w, device=device)).sum().backward()
+    for t, o in zip(t_in, o_in):
+        assert_close(o.grad, t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
 # ---------------------------------------------------------------- scaled_dot_product_attention
 
 # (query, key, value shapes, keyword arguments with numpy masks)
@@ -49,11 +58,7 @@ def test_sdpa_matches_torch(torch, device, q_shape, k_shape, v_shape, kwargs):
     expected = torch.nn.functional.scaled_dot_product_attention(*t_in, **t_kwargs)
     actual = F.scaled_dot_product_attention(*o_in, **o_kwargs)
     assert_close(actual, expected.detach().numpy(), atol=1e-5)
-    w = _randn(*expected.shape, seed=4)
-    (expected * torch.tensor(w)).sum().backward()
-    (actual * tensor.tensor(w, device=device)).sum().backward()
-    for t, o in zip(t_in, o_in):
-        assert_close(o.grad, t.grad.numpy(), rtol=1e-4, atol=1e-5)
+    _backward_and_compare_input_grads(torch, device, expected, actual, t_in, o_in, seed=4)
 
 
 def test_sdpa_fully_masked_rows_give_zeros_like_torch(torch, device):
@@ -155,11 +160,7 @@ def _compare_mha(torch, device, kwargs, call_kwargs, shapes, masks=None, self_at
         assert o_w is None
     else:
         assert_close(o_w, t_w.detach().numpy(), atol=1e-6)
-    w = _randn(*t_out.shape, seed=9)
-    (t_out * torch.tensor(w)).sum().backward()
-    (o_out * tensor.tensor(w, device=device)).sum().backward()
-    for t, o in zip(t_in, o_in):
-        assert_close(o.grad, t.grad.numpy(), rtol=1e-4, atol=1e-5)
+    _backward_and_compare_input_grads(torch, device, t_out, o_out, t_in, o_in, seed=9)
     for p, q in zip(theirs.parameters(), ours.parameters()):
         assert_close(q.grad, p.grad.numpy(), rtol=1e-4, atol=1e-5)
 
