@@ -1,9 +1,16 @@
 """Collective benchmarks: our zmq backend (shared memory and TCP) vs torch's gloo, 2 ranks, one run.
 
-Usage: ``python scripts/bench_collectives.py [--repeat N]``. ``bench(repeat)`` returns rows
-``(name, ours, peer, peer_name, target)`` in milliseconds for ``scripts/bench.py``; bus
-bandwidth (``2(n-1)/n * bytes / time``) is printed for all_reduce. Every worker is a
-subprocess on 127.0.0.1 with a deadline; torch is used only as the peer being measured.
+Usage: ``python scripts/bench_collectives.py [--repeat N] [--rounds R]``. ``bench(repeat)``
+returns rows ``(name, ours, peer, peer_name, target)`` in milliseconds for
+``scripts/bench.py``; bus bandwidth (``2(n-1)/n * bytes / time``) is printed for all_reduce.
+Every worker is a subprocess on 127.0.0.1 with a deadline; torch is used only as the peer
+being measured.
+
+The machine is shared and its load drifts by 2x within seconds, so one launch of each
+implementation after the other compares different machines. Instead the three launches
+(zmq+shm, zmq tcp, gloo) are interleaved for ``rounds`` rounds, each case's time is the
+median over rounds of the per-launch medians, and the printed ratio is the median of the
+per-round ratios (gloo time / ours, measured seconds apart).
 """
 
 from __future__ import annotations
@@ -122,27 +129,48 @@ def _launch(impl: str, repeat: int, env_extra: dict, deadline: float = 600) -> d
     return json.loads(outputs[0].strip().splitlines()[-1])
 
 
-def bench(repeat: int = 10, *_unused) -> list[tuple]:
-    """Rows ``(name, ours_ms, peer_ms, peer_name, target)``."""
-    shm = _launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "1"})
-    tcp = _launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "0"})
-    try:
-        gloo = _launch("torch", repeat, {})
-    except (RuntimeError, json.JSONDecodeError, subprocess.TimeoutExpired) as exc:
-        print(f"gloo peer unavailable: {exc}", file=sys.stderr)
-        gloo = {}
+def _rounds(repeat: int, rounds: int) -> tuple[list[dict], list[dict], list[dict]]:
+    shm, tcp, gloo = [], [], []
+    for _ in range(rounds):
+        shm.append(_launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "1"}))
+        tcp.append(_launch("ours", repeat, {"DISTRIB_ZMQ_SHM": "0"}))
+        try:
+            gloo.append(_launch("torch", repeat, {}))
+        except (RuntimeError, json.JSONDecodeError, subprocess.TimeoutExpired) as exc:
+            print(f"gloo peer unavailable: {exc}", file=sys.stderr)
+    return shm, tcp, gloo
+
+
+def _median(runs: list[dict], key: str) -> float:
+    values = [r[key] for r in runs if key in r]
+    return statistics.median(values) if values else float("nan")
+
+
+def _ratio(ours: list[dict], peer: list[dict], key: str) -> float:
+    """Median over rounds of peer/ours, each ratio from launches seconds apart."""
+    values = [p[key] / o[key] for o, p in zip(ours, peer) if key in p and key in o]
+    return statistics.median(values) if values else float("nan")
+
+
+def _rows(shm, tcp, gloo) -> list[tuple]:
     rows = []
-    for key in shm:
-        peer = gloo.get(key, float("nan"))
-        rows.append((f"{key} zmq+shm", shm[key], peer, "torch gloo",
-                     "<= 20 ms" if key == "all_reduce 64MB" else "< gloo"))
-        rows.append((f"{key} zmq tcp", tcp[key], peer, "torch gloo", "< gloo"))
+    for key in shm[0]:
+        peer = _median(gloo, key)
+        rows.append((f"{key} zmq+shm", _median(shm, key), peer, "torch gloo",
+                     "<= 20 ms" if key == "all_reduce 64MB" else "< gloo", _ratio(shm, gloo, key)))
+        rows.append((f"{key} zmq tcp", _median(tcp, key), peer, "torch gloo", "< gloo", _ratio(tcp, gloo, key)))
     return rows
+
+
+def bench(repeat: int = 10, *_unused, rounds: int = 3) -> list[tuple]:
+    """Rows ``(name, ours_ms, peer_ms, peer_name, target)``."""
+    return [row[:5] for row in _rows(*_rounds(repeat, rounds))]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved launches of each implementation")
     parser.add_argument("--worker", nargs=4, metavar=("IMPL", "RANK", "PORT", "REPEAT"))
     args = parser.parse_args()
     if args.worker:
@@ -150,12 +178,13 @@ def main() -> None:
         fn = _worker_ours if impl == "ours" else _worker_torch
         print(json.dumps(fn(int(rank), int(port), int(repeat))), flush=True)
         return
-    rows = bench(args.repeat)
+    rows = _rows(*_rounds(args.repeat, args.rounds))
     print(f"{'case':32} {'ours ms':>9} {'gloo ms':>9} {'ratio':>7} {'busbw GB/s':>11}  target")
-    for name, ours, peer, _, target in rows:
+    for name, ours, peer, _, target, ratio in rows:
         op, label = name.split()[:2]
         busbw = 2 * (WORLD - 1) / WORLD * SIZES[label] / (ours / 1e3) / 1e9 if op == "all_reduce" else float("nan")
-        print(f"{name:32} {ours:9.3f} {peer:9.3f} {peer / ours:7.2f} {busbw:11.2f}  {target}")
+        print(f"{name:32} {ours:9.3f} {peer:9.3f} {ratio:7.2f} {busbw:11.2f}  {target}")
+    print(f"(times: medians over {args.rounds} interleaved rounds; ratio: median of the per-round gloo/ours)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ Note [Shared-memory collectives]
     slots directly, writes the result into its own slot and tensor, and (after a second
     barrier) copies the other parts' results out of the peers' slots. Each byte crosses
     memory about three times, there is no socket in the way, and the reduction order is
-    rank order, so every rank gets bitwise the same result.
+    rank order, so every rank gets bitwise the same result. Two ranks instead both copy
+    the whole block in and both reduce all of it (in rank order): about the same memory
+    traffic, one barrier per block instead of two, and a rank may fill block k+1 while
+    its peer still reduces block k, which matters on a loaded machine where every
+    barrier a rank blocks in costs a scheduler wake-up.
 
     Barriers are flags: a rank stores a phase number in its header, pokes its peers'
     wake-up FIFOs, then waits until every peer's flag reaches it (a short spin, then a
@@ -138,6 +142,11 @@ class ShmGroup:
         self.hdr[self.rank][1] = seq
 
     def barrier(self) -> None:
+        self.arrive()
+        self.wait_peers()
+
+    def arrive(self) -> None:
+        """The first half of a barrier: publish that this rank reached the next phase."""
         self.phase += 1
         self.hdr[self.rank][0] = self.phase
         for fd in self.wake_w:
@@ -145,6 +154,9 @@ class ShmGroup:
                 os.write(fd, b"w")
             except BlockingIOError:
                 pass  # the FIFO is full of wake-ups already
+
+    def wait_peers(self) -> None:
+        """The second half: wait until every peer reached this rank's phase."""
         for p in self.peers:
             if self.hdr[p][0] < self.phase:
                 self._wait(p, self.phase)
@@ -251,12 +263,13 @@ class ShmGroup:
     def all_gather(self, output: np.ndarray, x: np.ndarray) -> None:
         m, cap = x.size, self.slot_bytes // x.itemsize
         out = output.reshape(self.size, m)
-        np.copyto(out[self.rank], x)
         for start in range(0, m, cap):
             chunk = x[start: start + cap]
             s = self._next_slot()
             np.copyto(self._slot(self.rank, s, x.dtype, chunk.size), chunk)
-            self.barrier()
+            self.arrive()
+            np.copyto(out[self.rank, start: start + chunk.size], chunk)  # while the peers catch up
+            self.wait_peers()
             for p in self.peers:
                 np.copyto(out[p, start: start + chunk.size], self._slot(p, s, x.dtype, chunk.size))
 

@@ -1,9 +1,14 @@
 """The ``zmq`` backend: pyzmq over TCP, with shared memory between ranks on one host.
 
-Algorithms (TCP): small all_reduce is a direct exchange (one latency step, reduced in
-rank order); large all_reduce is a ring reduce-scatter plus ring all-gather, each step
-streamed in pieces so sending, receiving and reducing overlap; broadcast is a binomial
-tree that forwards piece by piece; all_gather and reduce_scatter are rings. When every
+Algorithms (TCP): with two ranks, all_reduce up to 4 MiB is a whole-tensor exchange (one
+step, both directions at once, reduced in rank order); small all_reduce in bigger groups
+is a direct exchange; large all_reduce is a ring reduce-scatter fused with a ring
+all-gather: every piece is forwarded as soon as it is reduced (or received), and the
+pieces of a rank's own segment leave as the all-gather's first step the moment they are
+final, so sending, receiving and reducing overlap across steps. Broadcast is a binomial
+tree that forwards piece by piece; all_gather and reduce_scatter are rings. Collective
+messages travel on per-pair sockets that the op thread reads itself (see
+``_zmq_transport``), payloads land in place with ``recv_into``, and sends are zero-copy. When every
 rank of the group is on this host (same boot id and user), all_reduce, broadcast,
 reduce, all_gather, reduce_scatter and barrier go through ``_shm`` instead (see Note
 [Shared-memory collectives]); gather, scatter, all_to_all and point-to-point stay on
@@ -33,7 +38,7 @@ __all__ = ["ZmqBackend"]
 # (256 KiB pieces cost about 50% more CPU per byte over loopback).
 _PIECE = int(os.environ.get("DISTRIB_ZMQ_PIECE_BYTES", 1 << 20))
 _SMALL = 1 << 16  # all_reduce up to this many bytes (groups of 3+): direct exchange
-_PAIR_MAX = 2 << 20  # two ranks, up to this many bytes: whole-tensor exchange (see _all_reduce_pair)
+_PAIR_MAX = 4 << 20  # two ranks, up to this many bytes: whole-tensor exchange (see _all_reduce_pair)
 
 
 def _host_id() -> str:
@@ -74,7 +79,7 @@ class ZmqBackend(Backend):
                                {p: v["data"][str(rank)] for p, v in peers.items() if p < rank})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
         if size > 1 and self.local and use_shm:
-            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 1 << 20))
+            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 2 << 20))
             self.shm = _shm.setup(store, rank, size, slot)
             if self.shm is not None:
                 self.shm.owner = self
@@ -235,7 +240,7 @@ class ZmqBackend(Backend):
                 if not last:
                     self._send(right, step + 1, i, piece)
                 elif gather:
-                    reduce_op.finish(op, piece, n)
+                    pass
                     self._send(right, 1000, i, piece)
 
     def _ring_all_gather(self, x, b, sent=False):

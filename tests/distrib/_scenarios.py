@@ -41,6 +41,19 @@ def _large_all_reduce(rank, n):
     return t, np.arange(1_500_000, dtype=np.float32) * n + n * (n - 1) / 2
 
 
+def _avg_all_reduce_of(count):
+    """AVG over ``count`` float32 elements: with 2 ranks on TCP, 700k (2.8 MB) takes the
+    whole-tensor exchange in several pieces and 1.1M (4.4 MB) the fused ring, which
+    finishes the average piece by piece. All values are exact in float32."""
+
+    def case(rank, n):
+        t = tensor.arange(count, dtype=tensor.float32) + rank
+        dist.all_reduce(t, op=AVG)
+        return t, np.arange(count, dtype=np.float32) + (n - 1) / 2
+
+    return case
+
+
 def _noncontiguous_all_reduce(rank, n):
     t = (tensor.arange(12, dtype=tensor.float32).reshape(3, 4) * (rank + 1)).T
     version = t._version
@@ -270,6 +283,8 @@ CASES = {
     "all_reduce_sum_bool": _all_reduce(SUM, tensor.bool, lambda r: r == 1, lambda n: n > 1),
     "all_reduce_prod_bool": _all_reduce(PROD, tensor.bool, lambda r: r != 1, lambda n: n == 1),
     "all_reduce_large": _large_all_reduce,
+    "all_reduce_avg_pieces": _avg_all_reduce_of(700_000),
+    "all_reduce_avg_ring": _avg_all_reduce_of(1_100_000),
     "all_reduce_noncontiguous": _noncontiguous_all_reduce,
     "all_reduce_0d": _zero_d,
     "all_reduce_empty": _empty,
