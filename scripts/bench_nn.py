@@ -31,15 +31,16 @@ def _cnn(lib, nn_mod):
 
 def make_step(framework: str, model_name: str):
     """A closure running one train step of ``model_name`` ('mlp' or 'cnn') in ``framework``."""
+    # Imported here so that a child process measuring one framework's memory loads only that one.
     if framework == "ours":
-        import nn as nn_mod
-        import tensor as lib
-        from nn import functional as F
+        import nn as nn_mod  # noqa: PLC0415
+        import tensor as lib  # noqa: PLC0415
+        from nn import functional as F  # noqa: PLC0415
         optim = nn_mod.optim
     else:
-        import torch as lib
-        from torch import nn as nn_mod
-        from torch.nn import functional as F
+        import torch as lib  # noqa: PLC0415
+        from torch import nn as nn_mod  # noqa: PLC0415
+        from torch.nn import functional as F  # noqa: PLC0415
         optim = lib.optim
     lib.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -64,10 +65,10 @@ def _peak_rss_child(framework: str, steps: int) -> float:
     # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the forking
     # parent (this process, which has torch loaded) across exec.
     code = (
-        "import sys; sys.path.insert(0, %r); import bench_nn; "
-        "s = bench_nn.make_step(%r, 'mlp'); [s() for _ in range(%d)]; "
+        f"import sys; sys.path.insert(0, {HERE!r}); import bench_nn; "
+        f"s = bench_nn.make_step({framework!r}, 'mlp'); [s() for _ in range({steps})]; "
         "print([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
-    ) % (HERE, framework, steps)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                          cwd=os.path.dirname(HERE), check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
