@@ -248,7 +248,8 @@ class MpiBackend(Backend):
 
     # ------------------------------------------------------------ bookkeeping
     def begin_op(self, name, seq):
-        super().begin_op(name, seq)
+        self.op_name, self.op_seq = name, seq  # Backend.begin_op, inlined: this is the hot path
+        self._deadline = time.monotonic() + self.timeout
         self.entered = seq
         if self.broken is not None:
             raise self.op_error(f"the MPI communicator is unusable after an earlier failure ({self.broken})")
@@ -373,7 +374,8 @@ class MpiBackend(Backend):
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x, op):
         if self.size > 1:
-            self._ready(x)
+            if self.cuda_aware:
+                self._ready(x)
             if x.size <= self.max_count:  # the common case, without slicing
                 buf, mpi_op = self.types.reduction(x, op)
                 self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)

@@ -240,7 +240,7 @@ class ZmqBackend(Backend):
                 if not last:
                     self._send(right, step + 1, i, piece)
                 elif gather:
-                    pass
+                    reduce_op.finish(op, piece, n)
                     self._send(right, 1000, i, piece)
 
     def _ring_all_gather(self, x, b, sent=False):
