@@ -50,6 +50,19 @@ class _PendingRecv:
         self.source, self.error = None, None
 
 
+def _send_frame(sock, frame, flags: int, peer: int, deadline: float, check, **kwargs):
+    """``sock.send`` that never blocks past ``deadline`` and runs ``check()`` while it waits."""
+    while True:
+        try:
+            return sock.send(frame, flags | zmq.NOBLOCK, **kwargs)
+        except zmq.Again:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"cannot send to rank {peer}: not connected") from None
+            if not sock.poll(int(min(left, 0.1) * 1000) + 1, zmq.POLLOUT) and check is not None:
+                check()
+
+
 class Transport:
     """Messaging for one process group. ``progress`` returns this rank's (entered, finished) op seqs."""
 
@@ -191,33 +204,27 @@ class Transport:
         pend.done.set()
 
     # ------------------------------------------------------------ collective plane (op thread)
-    def send_coll(self, peer: int, hdr: bytes, data=None, deadline: float = 0.0):
+    def send_coll(self, peer: int, hdr: bytes, data=None, deadline: float = 0.0, check=None):
         """Queue ``data`` (a contiguous array, bytes or None) for ``peer``.
 
         Returns the zmq tracker of a zero-copy send (large arrays: call ``wait_sent`` or
         ``flush_coll`` before modifying them), else None. Raises TimeoutError at ``deadline``
         if the message cannot be queued: a bound PAIR refuses to queue until its peer has
-        connected, which a peer that died during start-up never does.
+        connected, which a peer that died during start-up never does. ``check()`` runs
+        about every 100 ms while waiting and may raise (a peer that died mid-message
+        blocks a PAIR socket just as well).
         """
         sock = self.data[peer]
-        while True:
-            try:
-                sock.send(hdr, zmq.SNDMORE | zmq.NOBLOCK)
-                break
-            except zmq.Again:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"cannot send to rank {peer}: not connected") from None
-                sock.poll(int(min(left, 0.1) * 1000) + 1, zmq.POLLOUT)
+        _send_frame(sock, hdr, zmq.SNDMORE, peer, deadline, check)
         if data is None:
-            sock.send(b"")
-            return
+            _send_frame(sock, b"", 0, peer, deadline, check)
+            return None
         buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
         if len(buf) >= _ZERO_COPY_MIN:
-            tracker = sock.send(buf, copy=False, track=True)
+            tracker = _send_frame(sock, buf, 0, peer, deadline, check, copy=False, track=True)
             self.coll_trackers.append(tracker)
             return tracker
-        sock.send(buf)
+        _send_frame(sock, buf, 0, peer, deadline, check)
         return None
 
     def recv_coll(self, src: int, hdr: bytes, deadline: float, check=None, into=None):

@@ -109,7 +109,8 @@ class ZmqBackend(Backend):
         """Queue message (step, piece) for ``peer``; returns its zero-copy tracker or None."""
         try:
             return self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data,
-                                            self.deadline() - min(1.0, 0.1 * self.timeout))
+                                            self.deadline() - min(1.0, 0.1 * self.timeout),
+                                            self._check_peers)
         except TimeoutError:
             self._timed_out([peer])
 
