@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -65,26 +66,60 @@ def _peak_rss_child(framework: str, steps: int) -> float:
     # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the forking
     # parent (this process, which has torch loaded) across exec.
     code = (
-        f"import sys; sys.path.insert(0, {HERE!r}); import bench_nn; "
-        f"s = bench_nn.make_step({framework!r}, 'mlp'); [s() for _ in range({steps})]; "
+        f"import bench_nn; s = bench_nn.make_step({framework!r}, 'mlp'); [s() for _ in range({steps})]; "
         "print([int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-                         cwd=os.path.dirname(HERE), check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(_child(code))
+
+
+def _child(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {HERE!r}); {code}"],
+                         capture_output=True, text=True, timeout=600, cwd=os.path.dirname(HERE), check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _step_times_child(framework: str, model_name: str, steps: int) -> list:
+    """Step times (s) measured in a fresh process that loads only ``framework``.
+
+    Note [Separate processes]: torch's OpenMP threads keep spinning for a while after
+    each parallel region, and OpenBLAS's threads do too; timing both frameworks in one
+    process makes whichever runs second fight the other's idle threads on the cores.
+    """
+    code = (f"import bench_nn, json; print(json.dumps(bench_nn.time_steps({framework!r}, "
+            f"{model_name!r}, {steps})))")
+    return json.loads(_child(code))
+
+
+def time_steps(framework: str, model_name: str, steps: int, warmup: int = 5) -> list:
+    """Wall times of ``steps`` train steps after ``warmup`` (run inside the child process)."""
+    import time  # noqa: PLC0415 - only the child needs it
+
+    step = make_step(framework, model_name)
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def bench(repeat: int, paired_times, have_torch: bool):
-    """Rows for the table in scripts/bench.py."""
+    """Rows for the table in scripts/bench.py: each framework runs in its own processes,
+    alternating, several rounds (see Note [Separate processes])."""
     rows = []
     threads = os.environ.get("OMP_NUM_THREADS", "default")
+    rounds, steps = 4, max(repeat // 2, 5)
     for model_name, target in (("mlp", "<= 1.0x"), ("cnn", "<= 1.5x")):
-        ours = make_step("ours", model_name)
-        peer = make_step("torch", model_name) if have_torch else None
-        ours_t, peer_t = paired_times(ours, peer, max(repeat // 2, 5))
+        ours, peer = [], []
+        for _ in range(rounds):
+            ours += _step_times_child("ours", model_name, steps)
+            if have_torch:
+                peer += _step_times_child("torch", model_name, steps)
         label = "MLP 784-512-512-10 b128" if model_name == "mlp" else "CNN conv5-pool-conv5-pool-fc b64"
-        rows.append((f"{label} train step, threads={threads} (ms)", ours_t * 1e3,
-                     peer_t * 1e3 if peer_t else None, "torch", target))
+        rows.append((f"{label} train step, threads={threads} (ms)", statistics.median(ours) * 1e3,
+                     statistics.median(peer) * 1e3 if peer else None, "torch", target))
     ours_rss = _peak_rss_child("ours", 20)
     peer_rss = _peak_rss_child("torch", 20) if have_torch else None
     rows.append(("MLP benchmark peak RSS (MiB)", ours_rss, peer_rss, "torch", "<= 1.5x"))
