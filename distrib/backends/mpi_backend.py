@@ -110,6 +110,9 @@ def cuda_aware(mpi) -> bool:
     return any(os.environ.get(name, "").lower() in values for name, values in hints.items())
 
 
+_ABORT_GRACE_SECONDS = 0.5
+
+
 def install_abort_hook(mpi) -> bool:
     """Make an uncaught exception abort the whole MPI job (once per process; only when the
     job has more than one rank). Returns whether the hook is installed."""
@@ -128,6 +131,9 @@ def install_abort_hook(mpi) -> bool:
                     stream.flush()
                 except Exception:  # noqa: BLE001 - aborting anyway
                     pass
+            # mpiexec forwards our output through its proxy, and MPI_Abort makes it kill the job
+            # at once: give the proxy a moment to pass the traceback on, or the user sees half of it.
+            time.sleep(_ABORT_GRACE_SECONDS)
             mpi.COMM_WORLD.Abort(1)
 
     sys.excepthook = abort_on_uncaught
