@@ -433,3 +433,22 @@ def shm_check():
     dist.all_reduce(tensor.ones(10))
     dist.destroy_process_group()
     return {"shm": uses}
+
+
+def _decode(enc) -> np.ndarray:
+    return np.array(enc["values"], dtype=enc["dtype"]).reshape(enc["shape"])
+
+
+def check_conformance_case(results: list, case: str, size: int) -> None:
+    """Assert every rank's result for one conformance case: exact shape, dtype and values."""
+    for rank, result in enumerate(results):
+        entry = result.get(case)
+        assert entry is not None, f"rank {rank} did not reach {case} (an earlier case failed)"
+        assert "error" not in entry, f"rank {rank}:\n{entry.get('error')}"
+        if entry.get("skipped"):
+            assert size == 1, f"{case} skipped on {size} ranks"
+            continue
+        actual, expected = _decode(entry["actual"]), _decode(entry["expected"])
+        assert actual.shape == expected.shape, f"rank {rank}: shape {actual.shape} != {expected.shape}"
+        assert actual.dtype == expected.dtype, f"rank {rank}: dtype {actual.dtype} != {expected.dtype}"
+        np.testing.assert_array_equal(actual, expected, err_msg=f"rank {rank}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 from tests.distrib import _scenarios
@@ -28,24 +27,11 @@ def _run(transport: str, size: int):
     return [r.result for r in results]
 
 
-def _decode(enc) -> np.ndarray:
-    return np.array(enc["values"], dtype=enc["dtype"]).reshape(enc["shape"])
-
 
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
 @pytest.mark.parametrize(("transport", "size"), CONFIGS, ids=[f"{t}-{n}" for t, n in CONFIGS])
 def test_collective(transport, size, case):
-    for rank, result in enumerate(_run(transport, size)):
-        entry = result.get(case)
-        assert entry is not None, f"rank {rank} did not reach {case} (an earlier case failed)"
-        assert "error" not in entry, f"rank {rank}:\n{entry.get('error')}"
-        if entry.get("skipped"):
-            assert size == 1, f"{case} skipped on {size} ranks"
-            continue
-        actual, expected = _decode(entry["actual"]), _decode(entry["expected"])
-        assert actual.shape == expected.shape, f"rank {rank}: shape {actual.shape} != {expected.shape}"
-        assert actual.dtype == expected.dtype, f"rank {rank}: dtype {actual.dtype} != {expected.dtype}"
-        np.testing.assert_array_equal(actual, expected, err_msg=f"rank {rank}")
+    _scenarios.check_conformance_case(_run(transport, size), case, size)
 
 
 @pytest.mark.parametrize(("transport", "expect_shm"), [("zmq-shm", True), ("zmq-tcp", False)])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import tempfile
 
-import numpy as np
 import pytest
 
 from tests.distrib import _scenarios
@@ -32,21 +31,8 @@ def _run(variant: str, size: int):
     return [run.result(r) for r in range(size)]
 
 
-def _decode(enc) -> np.ndarray:
-    return np.array(enc["values"], dtype=enc["dtype"]).reshape(enc["shape"])
-
 
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
 @pytest.mark.parametrize(("variant", "size"), CONFIGS, ids=["mpi-1", "mpi-2", "mpi-3", "mpi-chunked-2"])
 def test_collective_on_mpi(variant, size, case):
-    for rank, result in enumerate(_run(variant, size)):
-        entry = result.get(case)
-        assert entry is not None, f"rank {rank} did not reach {case} (an earlier case failed)"
-        assert "error" not in entry, f"rank {rank}:\n{entry.get('error')}"
-        if entry.get("skipped"):
-            assert size == 1, f"{case} skipped on {size} ranks"
-            continue
-        actual, expected = _decode(entry["actual"]), _decode(entry["expected"])
-        assert actual.shape == expected.shape, f"rank {rank}: shape {actual.shape} != {expected.shape}"
-        assert actual.dtype == expected.dtype, f"rank {rank}: dtype {actual.dtype} != {expected.dtype}"
-        np.testing.assert_array_equal(actual, expected, err_msg=f"rank {rank}")
+    _scenarios.check_conformance_case(_run(variant, size), case, size)
