@@ -18,8 +18,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from tests.distrib._harness import ROOT, shm_entries
+from tests.distrib._harness import ROOT, free_port, shm_entries
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_mpi_worker.py")
@@ -118,3 +119,25 @@ def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 
             with open(path) as f:
                 results[r] = json.load(f)
     return MpiRun(proc.returncode, out, err, results, leftovers)
+
+
+def run_without_mpiexec(scenario: str, n: int, out_dir, timeout: float = 60) -> list:
+    """Run ``scenario`` on ``n`` ranks started as plain processes (env:// rendezvous, no
+    mpiexec); returns each rank's JSON result after asserting that every rank exited 0."""
+    port = free_port()
+    procs = []
+    for rank in range(n):
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
+               "WORLD_SIZE": str(n), "PYTHONPATH": ROOT}
+        procs.append(subprocess.Popen([sys.executable, WORKER, str(out_dir), scenario], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    try:
+        outputs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for rank, p in enumerate(procs):
+        assert p.returncode == 0, outputs[rank][1][-3000:]
+    return [json.loads((Path(out_dir) / f"rank{rank}.json").read_text()) for rank in range(n)]

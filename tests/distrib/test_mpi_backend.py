@@ -7,15 +7,12 @@ checks use stand-in ``mpi`` modules in this process (importing mpi4py here would
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import types
 
 import pytest
 
-from tests.distrib._harness import ROOT, free_port
-from tests.distrib._mpi_harness import WORKER, run_mpi, skip_reason
+from tests.distrib._mpi_harness import run_mpi, run_without_mpiexec, skip_reason
 
 needs_mpi = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
@@ -63,25 +60,8 @@ def test_dtypes_without_an_mpi_datatype_reduce_through_user_ops(tmp_path):
 
 @needs_mpi
 def test_ranks_not_started_by_one_mpiexec_get_a_clear_error(tmp_path):
-    port = free_port()
-    procs = []
-    for rank in range(2):
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "WORLD_SIZE": "2", "PYTHONPATH": ROOT}
-        procs.append(subprocess.Popen([sys.executable, WORKER, str(tmp_path), "outside_mpi_job"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        outputs = [p.communicate(timeout=60) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, p in enumerate(procs):
-        assert p.returncode == 0, outputs[rank][1][-3000:]
-        import json
-
-        error = json.loads((tmp_path / f"rank{rank}.json").read_text())["error"]
+    for result in run_without_mpiexec("outside_mpi_job", 2, tmp_path):
+        error = result["error"]
         assert error["type"] == "DistBackendError"
         assert "are not all in one MPI job" in error["message"]
         assert "mpiexec -n 2 python script.py" in error["message"]

@@ -7,19 +7,13 @@ of what NCCL cannot do, need no GPU.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import distrib as dist
 import tensor
 from tests.conftest import CUDA_SKIP_REASON
-from tests.distrib._harness import ROOT, free_port
-from tests.distrib._mpi_harness import WORKER
+from tests.distrib._mpi_harness import run_without_mpiexec
 
 S = dist.ReduceOp
 
@@ -72,23 +66,7 @@ def test_collectives_on_gpus(tmp_path, size):
         pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
     if tensor.cuda.device_count() < size:
         pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
-    port = free_port()
-    procs = []
-    for rank in range(size):
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "WORLD_SIZE": str(size), "PYTHONPATH": ROOT}
-        procs.append(subprocess.Popen([sys.executable, WORKER, str(tmp_path), "nccl_conformance"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    try:
-        outputs = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, p in enumerate(procs):
-        assert p.returncode == 0, outputs[rank][1][-3000:]
-        results = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for rank, results in enumerate(run_without_mpiexec("nccl_conformance", size, tmp_path, timeout=120)):
         for case, entry in results.items():
             assert "error" not in entry, f"rank {rank}, {case}:\n{entry['error']}"
             assert entry["ok"], f"rank {rank}: {case} gave the wrong values"
