@@ -125,8 +125,9 @@ def _run_hooks(hooks, g):
 
 
 def _accumulate_into_leaf(leaf, g, create_graph, claimed=None):
-    """Add ``g`` into ``leaf.grad``. ``claimed`` holds the ids of gradient tensors already
-    visible to the user in this backward (roots, other leaves' grads, retained grads)."""
+    """Add ``g`` into ``leaf.grad``. ``claimed`` maps the ids of gradient tensors already
+    visible to the user in this backward (roots, other leaves' grads, retained grads) to the
+    tensors themselves: holding them keeps their ids from being reused by new gradients."""
     if leaf._hooks:
         g = _run_hooks(leaf._hooks, g)
     if leaf.grad is None:
@@ -139,7 +140,7 @@ def _accumulate_into_leaf(leaf, g, create_graph, claimed=None):
             # Optimizers update .grad in place, so it needs its own contiguous storage.
             leaf.grad = g.detach().clone().contiguous()
         if claimed is not None:
-            claimed.add(id(g))
+            claimed[id(g)] = g
     elif create_graph:
         leaf.grad = leaf.grad + g
     else:
@@ -168,7 +169,7 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             root_nodes.append(out._grad_fn)
     order, leaf_edges = _collect(root_nodes)
     finish = _LeafFinisher(leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph)
-    finish.claimed.update(id(g) for _, g in roots)
+    finish.claimed.update((id(g), g) for _, g in roots)
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
     outer_queue, _callbacks.queue = getattr(_callbacks, "queue", None), []
@@ -200,7 +201,7 @@ class _LeafFinisher:
         self.capture = capture
         self.accumulate_leaves = accumulate_leaves
         self.create_graph = create_graph
-        self.claimed: set = set()
+        self.claimed: dict = {}
 
     def add(self, leaf, g) -> None:
         """One edge into ``leaf`` ran, carrying ``g`` (possibly None)."""
@@ -245,7 +246,7 @@ def _run_node(node, grads, buffers, finish, capture):
             owner, g = ref(), grads[nr]
             if owner is not None and g is not None:
                 owner.grad = g if owner.grad is None else owner.grad + g
-                finish.claimed.add(id(g))
+                finish.claimed[id(g)] = g
     if capture is not None:
         for nr, g in enumerate(grads):
             slot = capture.get((id(node), nr))

@@ -15,6 +15,8 @@ import os
 
 import numpy as np
 
+from . import _threads
+
 __all__ = ["Backend", "cpu_backend", "cuda_backend", "check_cuda_available"]
 
 
@@ -236,6 +238,14 @@ def scatter_add(xp, target, index, values):
         import cupyx  # noqa: PLC0415 - only reached with the CuPy backend loaded
 
         cupyx.scatter_add(target, index, values)
+
+
+def matmul(xp, a, b):
+    """``a @ b``; on the CPU a large product is split across the intra-op threads
+    (Note [Intra-op matmul] in tensor/_threads.py). Raises what ``matmul`` raises."""
+    if xp is np:
+        return _threads.matmul(a, b)
+    return xp.matmul(a, b)
 
 
 def as_strided(xp, array, shape, strides):

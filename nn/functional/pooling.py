@@ -1,7 +1,7 @@
 """Pooling: ``max_pool1d/2d/3d``, ``avg_pool1d/2d/3d`` and ``adaptive_avg_pool1d/2d``.
 
-Max pooling finds each window's argmax once (``tensor.ops.window.max_pool_indices``) and
-reads the values through ``take_flat``, whose backward scatters the gradient to exactly
+Max pooling finds each window's argmax once (``tensor.ops.pool.window_argmax``) and
+reads the values through ``take_windows``, whose backward writes the gradient to exactly
 those elements, as PyTorch does. Average pooling sums the windows from ``unfold_windows``.
 Adaptive average pooling is two small matmuls with averaging matrices.
 """
@@ -14,7 +14,8 @@ import numpy as np
 
 import tensor
 from tensor import Tensor
-from tensor.ops.window import max_pool_indices, take_flat, unfold_windows
+from tensor.ops.pool import take_windows, window_argmax, window_flat_indices
+from tensor.ops.window import unfold_windows
 
 from .conv import IntOrTuple, ntuple
 
@@ -80,12 +81,12 @@ def _max_poolnd(input, kernel_size, stride, padding, dilation, ceil_mode, return
     x, unbatched = _batched(input, nd, name)
     kernel, stride, _, dilation, _, pads = _pool_geometry(x, kernel_size, stride, padding, dilation,
                                                           ceil_mode, nd, name)
-    indices = max_pool_indices(x, kernel, dilation, pads, stride)
-    unique = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
-    values = take_flat(x, indices, unique)
-    if unbatched:
-        values, indices = values.squeeze(0), indices.squeeze(0)
-    return (values, indices) if return_indices else values
+    arg = window_argmax(x, kernel, dilation, pads, stride)
+    values = take_windows(x, arg, kernel, dilation, pads, stride, is_argmax=True)
+    if not return_indices:
+        return values.squeeze(0) if unbatched else values
+    indices = window_flat_indices(arg, x.shape[2:], kernel, dilation, pads, stride)
+    return (values.squeeze(0), indices.squeeze(0)) if unbatched else (values, indices)
 
 
 def max_pool1d(input: Tensor, kernel_size: IntOrTuple, stride: IntOrTuple | None = None,

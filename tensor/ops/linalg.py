@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .registry import defop
 
 __all__ = ["matmul", "mm", "bmm", "dot", "einsum"]
@@ -10,7 +10,7 @@ __all__ = ["matmul", "mm", "bmm", "dot", "einsum"]
 
 @defop("matmul", saves=(0, 1))
 def _matmul(xp, a, b):
-    return xp.matmul(a, b)
+    return _backend.matmul(xp, a, b)
 
 
 @_matmul.derivative

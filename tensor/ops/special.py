@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from . import elementwise as _ew
 from .reduction import wrap_dim
 from .registry import defop
@@ -321,9 +321,9 @@ def nll_loss(logp, target, weight_array, ignore_index: int, reduction: str):
 @defop("linear", saves=(0, 1))
 def _linear(xp, x, w, b=None):
     if x.ndim > 2 and x.flags.c_contiguous:
-        out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        out = _backend.matmul(xp, x.reshape(-1, x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
     else:
-        out = xp.matmul(x, w.T)
+        out = _backend.matmul(xp, x, w.T)
     if b is not None:
         out += b
     return out

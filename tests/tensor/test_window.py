@@ -1,9 +1,8 @@
-"""Sliding-window primitives (``tensor.ops.window``): unfold_windows / im2col, fold_windows,
-max_pool_indices, take_flat and put_flat.
+"""Sliding-window primitives (``tensor.ops.window``): unfold_windows / im2col and fold_windows.
 
 Values against loop-based numpy references, the adjoint identity between unfold and fold,
 gradients with float64 ``gradcheck`` and ``gradgradcheck`` (each primitive's derivative is
-the other one), non-contiguous and channel-major inputs, and NaN/tie rules of max pooling.
+the other one), and non-contiguous and channel-major inputs.
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import tensor
 from tensor.ops.window import (
     fold_windows,
     im2col,
-    max_pool_indices,
-    put_flat,
-    take_flat,
     unfold_windows,
     window_output_shape,
 )
@@ -34,6 +30,7 @@ GEOMETRIES = [
     ("2d_plain", (5, 6), (2, 3), (1, 1), ((0, 0), (0, 0)), (1, 1)),
     ("2d_all", (7, 8), (3, 2), (2, 1), ((1, 2), (0, 1)), (2, 3)),
     ("2d_kernel_is_input", (3, 4), (3, 4), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ("2d_tiled", (4, 6), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2)),
     ("3d", (4, 3, 5), (2, 2, 3), (1, 1, 2), ((1, 0), (0, 1), (1, 1)), (1, 2, 2)),
 ]
 IDS = [g[0] for g in GEOMETRIES]
@@ -111,89 +108,9 @@ def test_unfold_output_is_a_writable_copy_even_when_the_windows_are_contiguous(d
     assert x.sum().item() == 9.0 and out.sum().item() == 18.0
 
 
-def test_max_pool_indices_with_one_by_one_windows_and_an_empty_batch(device):
-    x = tensor.tensor(RNG.standard_normal((1, 2, 3, 3)), device=device)
-    out = max_pool_indices(x, (1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1))
-    assert_close(out, np.broadcast_to(np.arange(9).reshape(3, 3), (1, 2, 3, 3)))
-    empty = max_pool_indices(tensor.zeros(0, 2, 4, 4, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
-    assert empty.shape == (0, 2, 2, 2)
-
-
 def test_unfold_of_empty_batch(device):
     out = unfold_windows(tensor.zeros(0, 2, 4, 4, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
     assert out.shape == (0, 2, 2, 2, 2, 2)
-
-
-def _reference_max_indices(x, kernel, dilation, padding, stride):
-    windows = _reference_unfold(np.pad(x, [(0, 0), (0, 0)] + list(padding), constant_values=-np.inf),
-                                kernel, dilation, ((0, 0),) * len(kernel), stride)
-    nd = len(kernel)
-    n, c = x.shape[:2]
-    out_shape = windows.shape[2 + nd:]
-    flat = windows.reshape(n, c, -1, *out_shape)
-    local = flat.argmax(axis=2)  # the first maximum
-    offsets = np.array(list(itertools.product(*(range(k) for k in kernel))))
-    result = np.zeros(local.shape, np.int64)
-    for o in itertools.product(*(range(s) for s in out_shape)):
-        k = offsets[local[(slice(None), slice(None)) + o]]  # (n, c, nd)
-        pos = [o[i] * stride[i] - padding[i][0] + k[..., i] * dilation[i] for i in range(nd)]
-        result[(slice(None), slice(None)) + o] = np.ravel_multi_index(pos, x.shape[2:])
-    return result
-
-
-@pytest.mark.parametrize("name,spatial,kernel,dilation,padding,stride", GEOMETRIES, ids=IDS)
-def test_max_pool_indices_match_reference(device, name, spatial, kernel, dilation, padding, stride):
-    x = RNG.standard_normal((2, 3) + spatial)
-    out = max_pool_indices(tensor.tensor(x, device=device), kernel, dilation, padding, stride)
-    assert_close(out, _reference_max_indices(x, kernel, dilation, padding, stride))
-
-
-def test_max_pool_indices_pick_the_first_of_ties_and_the_last_nan(device):
-    x = np.array([[[[1.0, 1.0, 2.0, 2.0], [0.0, 1.0, np.nan, np.nan]]]])
-    out = max_pool_indices(tensor.tensor(x, device=device), (2, 2), (1, 1), ((0, 0), (0, 0)), (2, 2))
-    assert out.tolist() == [[[[0, 7]]]]  # first 1.0 at flat 0; the last NaN (PyTorch's rule)
-
-
-def test_max_pool_indices_on_integers(device):
-    x = np.array([[[5, -3, 7, 7]]], dtype=np.int64)
-    out = max_pool_indices(tensor.tensor(x, device=device), (2,), (1,), ((1, 1),), (2,))
-    assert out.tolist() == [[[0, 2, 3]]]  # the padding (the dtype's minimum) never wins
-
-
-@pytest.mark.parametrize("unique", [False, True])
-def test_put_flat_is_the_adjoint_of_take_flat(device, unique):
-    idx = np.stack([RNG.permutation(12)[:5] for _ in range(6)]).reshape(2, 3, 5) if unique \
-        else RNG.integers(0, 12, (2, 3, 5))
-    values = RNG.standard_normal((2, 3, 5))
-    out = put_flat(tensor.tensor(values, device=device), tensor.tensor(idx, device=device), (3, 4), unique)
-    expected = np.zeros((2, 3, 12))
-    for n, c, k in itertools.product(range(2), range(3), range(5)):
-        expected[n, c, idx[n, c, k]] += values[n, c, k]
-    assert_close(out, expected.reshape(2, 3, 3, 4))
-
-
-def test_put_flat_stores_its_result_in_the_given_layout(device):
-    idx = tensor.tensor(RNG.integers(0, 12, (2, 3, 5)), device=device)
-    values = tensor.tensor(RNG.standard_normal((2, 3, 5)), device=device)
-    plain = put_flat(values, idx, (3, 4))
-    batch_last = put_flat(values, idx, (3, 4), layout=(1, 2, 3, 0))  # stored (C, H, W, N)
-    assert_close(batch_last, plain)
-    strides = batch_last.stride()
-    assert strides[0] == 1 and strides[1] > strides[2] > strides[3] > 1
-
-
-@pytest.mark.parametrize("order", [(1, 0, 2, 3), (1, 2, 3, 0), (0, 2, 3, 1)])
-def test_take_flat_on_permuted_storage_and_its_gradient_layout(device, order):
-    data = RNG.standard_normal(tuple((2, 3, 4, 4)[i] for i in order))
-    x = tensor.tensor(data, device=device).permute(*np.argsort(order).tolist())  # logical (2, 3, 4, 4)
-    x.requires_grad_(True)
-    idx = RNG.integers(0, 16, (2, 3, 4))
-    out = take_flat(x, tensor.tensor(idx, device=device))
-    expected = np.take_along_axis(x.detach().cpu().numpy().reshape(2, 3, 16), idx, axis=2)
-    assert_close(out, expected)
-    out.sum().backward()
-    ones = tensor.ones(2, 3, 4, device=device, dtype=tensor.float64)
-    assert_close(x.grad, put_flat(ones, tensor.tensor(idx, device=device), (4, 4)))
 
 
 def test_fold_of_batch_innermost_windows(device):
@@ -204,16 +121,6 @@ def test_fold_of_batch_innermost_windows(device):
     out = fold_windows(t, (4, 3), *args)
     expected = fold_windows(tensor.tensor(np.ascontiguousarray(np.moveaxis(cols, -1, 0))), (4, 3), *args)
     assert_close(out, expected)
-
-
-def test_take_and_put_flat_gradcheck_and_gradgradcheck():
-    idx = tensor.tensor(RNG.integers(0, 6, (1, 2, 4)))
-    x = tensor.tensor(RNG.standard_normal((1, 2, 2, 3)), requires_grad=True)
-    v = tensor.tensor(RNG.standard_normal((1, 2, 4)), requires_grad=True)
-    assert autograd.gradcheck(lambda t: take_flat(t, idx), (x,))
-    assert autograd.gradgradcheck(lambda t: take_flat(t, idx), (x,))
-    assert autograd.gradcheck(lambda t: put_flat(t, idx, (2, 3)), (v,))
-    assert autograd.gradgradcheck(lambda t: put_flat(t, idx, (2, 3)), (v,))
 
 
 def test_window_output_shape():
