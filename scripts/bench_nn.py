@@ -90,7 +90,7 @@ def _step_times_child(framework: str, model_name: str, steps: int) -> list:
     return json.loads(_child(code))
 
 
-def time_steps(framework: str, model_name: str, steps: int, warmup: int = 5) -> list:
+def time_steps(framework: str, model_name: str, steps: int, warmup: int = 20) -> list:
     """Wall times of ``steps`` train steps after ``warmup`` (run inside the child process)."""
     import time  # noqa: PLC0415 - only the child needs it
 
@@ -110,7 +110,7 @@ def bench(repeat: int, paired_times, have_torch: bool):
     alternating, several rounds (see Note [Separate processes])."""
     rows = []
     threads = os.environ.get("OMP_NUM_THREADS", "default")
-    rounds, steps = 4, max(repeat // 2, 5)
+    rounds, steps = 8, max(2 * repeat, 10)
     for model_name, target in (("mlp", "<= 1.0x"), ("cnn", "<= 1.5x")):
         ours, peer = [], []
         for _ in range(rounds):

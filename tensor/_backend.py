@@ -248,6 +248,15 @@ def matmul(xp, a, b):
     return xp.matmul(a, b)
 
 
+def parallel_for(xp, size: int, work: int, body) -> None:
+    """``body(block)`` over slices covering ``range(size)``, split across the intra-op threads
+    on the CPU when ``work`` (elements touched) is large; once, whole, on a GPU."""
+    if xp is np:
+        _threads.parallel_for(size, work, body)
+    else:
+        body(slice(0, size))
+
+
 def as_strided(xp, array, shape, strides):
     """A view of ``array`` with the given shape and byte strides (e.g. sliding windows).
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import tensor
 from autograd.graph import RemovableHandle
-from tensor import Tensor
+from tensor import Tensor, _backend
 
 __all__ = ["Optimizer", "required", "ParamsT"]
 
@@ -312,6 +312,18 @@ def _cast(param: Tensor, value, key=None):
 
 
 # ---------------------------------------------------------------- helpers for the update rules
+def for_blocks(xp, arrays, update) -> None:
+    """Call ``update(*blocks)`` on matching blocks of same-shaped ``arrays`` (a parameter and
+    its gradient and state), split across the intra-op threads when they are large; on the
+    whole arrays when any of them is not contiguous. The update must be elementwise."""
+    if all(a.flags.c_contiguous for a in arrays):
+        flat = [a.reshape(-1) for a in arrays]
+        size = flat[0].size
+        _backend.parallel_for(xp, size, size * len(flat), lambda block: update(*(f[block] for f in flat)))
+    else:
+        update(*arrays)
+
+
 def effective_grad(xp, param, grad, weight_decay: float, maximize: bool):
     """The gradient (negated if ``maximize``) plus ``weight_decay * param``, as a raw array.
 

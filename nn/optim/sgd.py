@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, effective_grad
+from .optimizer import Optimizer, ParamsT, effective_grad, for_blocks
 
 __all__ = ["SGD"]
 
@@ -42,40 +43,45 @@ class SGD(Optimizer):
         """Update every parameter that has a gradient; returns the closure's loss (or None)."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            lr = float(group["lr"])
-            momentum = float(group["momentum"])
-            dampening = float(group["dampening"])
-            weight_decay = float(group["weight_decay"])
-            nesterov, maximize = group["nesterov"], group["maximize"]
+            hyper = (float(group["lr"]), float(group["momentum"]), float(group["dampening"]),
+                     float(group["weight_decay"]), group["nesterov"], group["maximize"])
             for p, grad in self._params_with_grad(group):
                 xp = p._device.backend.xp
-                data = p._data
-                g, owned = effective_grad(xp, data, grad._data, weight_decay, maximize)
-                if momentum != 0:
+                buf, first = None, False
+                if hyper[1] != 0:
                     state = self.state[p]
-                    buf_t = state.get("momentum_buffer")
-                    if buf_t is None:
-                        buf_t = state["momentum_buffer"] = tensor.empty_like(p)
-                        buf = buf_t._data
-                        xp.copyto(buf, g)
-                    else:
-                        buf = buf_t._data
-                        xp.multiply(buf, momentum, out=buf)
-                        if dampening == 0:
-                            xp.add(buf, g, out=buf)
-                        else:
-                            scaled = xp.empty_like(buf)
-                            xp.multiply(g, 1 - dampening, out=scaled)
-                            xp.add(buf, scaled, out=buf)
-                    if nesterov:
-                        ahead = xp.empty_like(buf)
-                        xp.multiply(buf, momentum, out=ahead)
-                        xp.add(g, ahead, out=ahead)
-                        g, owned = ahead, True
-                    else:
-                        g, owned = buf, False
-                step = g if owned else xp.empty_like(data)
-                xp.multiply(g, lr, out=step)
-                xp.subtract(data, step, out=data)
+                    first = "momentum_buffer" not in state
+                    if first:
+                        state["momentum_buffer"] = tensor.empty_like(p)
+                    buf = state["momentum_buffer"]._data
+                arrays = (p._data, grad._data) if buf is None else (p._data, grad._data, buf)
+                for_blocks(xp, arrays, functools.partial(_update, xp, hyper=hyper, first=first))
                 p._version_box[0] += 1
         return loss
+
+
+def _update(xp, data, grad, buf=None, *, hyper, first):
+    """One SGD step on raw arrays (``buf`` is the momentum buffer, None without momentum)."""
+    lr, momentum, dampening, weight_decay, nesterov, maximize = hyper
+    g, owned = effective_grad(xp, data, grad, weight_decay, maximize)
+    if buf is not None:
+        if first:
+            xp.copyto(buf, g)
+        else:
+            xp.multiply(buf, momentum, out=buf)
+            if dampening == 0:
+                xp.add(buf, g, out=buf)
+            else:
+                scaled = xp.empty_like(buf)
+                xp.multiply(g, 1 - dampening, out=scaled)
+                xp.add(buf, scaled, out=buf)
+        if nesterov:
+            ahead = xp.empty_like(buf)
+            xp.multiply(buf, momentum, out=ahead)
+            xp.add(g, ahead, out=ahead)
+            g, owned = ahead, True
+        else:
+            g, owned = buf, False
+    step = g if owned else xp.empty_like(data)
+    xp.multiply(g, lr, out=step)
+    xp.subtract(data, step, out=data)

@@ -27,7 +27,17 @@ import math
 from .. import _dispatch
 from .._dtype import int64
 from .registry import defop
-from .window import _alloc, _copy, _memory_order, _offsets, _pad, _windows, offset_regions, window_output_shape
+from .window import (
+    _alloc,
+    _copy,
+    _memory_order,
+    _offsets,
+    _pad,
+    _windows,
+    offset_regions,
+    over_lead_blocks,
+    window_output_shape,
+)
 
 __all__ = ["window_argmax", "take_windows", "put_windows", "window_flat_indices", "max_pool_indices"]
 
@@ -45,29 +55,34 @@ def _lowest(xp, dtype):
     return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
 
 
-def _scan(xp, views, nan_aware):
-    """(running maximum, offset of the first maximum) over the per-offset views."""
-    small = xp.int8 if len(views) < 128 else xp.int32
-    best = views[0].copy(order="K")  # stored like the input
-    arg = xp.zeros(best.shape, dtype=small) if len(views) == 1 else None
+def _scan(xp, views, nan_aware, best, arg):
+    """Fill ``best`` with the running maximum over the per-offset views and ``arg`` with the
+    offset of the first maximum."""
+    best[...] = views[0]
+    arg[...] = 0
     for k, value in enumerate(views[1:], start=1):
         hit = value > best
         if nan_aware:
             hit |= value != value  # NaN wins, and a later NaN wins again
         xp.maximum(best, value, out=best)
         # Hits only ever move to a later offset, so the winner is the largest k that hit.
-        hit_k = xp.multiply(hit, small(k), dtype=small)
-        arg = hit_k if arg is None else xp.maximum(arg, hit_k, out=arg)
-    return best, arg
+        xp.maximum(arg, xp.multiply(hit, arg.dtype.type(k), dtype=arg.dtype), out=arg)
 
 
 @defop("window_argmax", differentiable=False)
 def _window_argmax(xp, a, kernel, dilation, padding, stride):
     views = _offset_views(xp, a, kernel, dilation, padding, stride, _lowest(xp, a.dtype))
-    best, arg = _scan(xp, views, nan_aware=False)
+    order = _memory_order(views[0])
+    best = _alloc(xp, views[0].shape, a.dtype, order)  # stored like the input
+    arg = _alloc(xp, views[0].shape, xp.int8 if len(views) < 128 else xp.int32, order)
+
+    def scan(index, nan_aware=False):
+        _scan(xp, [v[index] for v in views], nan_aware, best[index], arg[index])
+
+    over_lead_blocks(xp, order, best.shape[:2], best.size * len(views), scan)
     # The maximum propagates NaN: without one in ``best`` no window holds a NaN.
     if a.dtype.kind == "f" and bool(xp.isnan(best).any()):
-        best, arg = _scan(xp, views, nan_aware=True)
+        scan((), nan_aware=True)
     return arg
 
 
@@ -129,13 +144,18 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     out = _alloc(xp, lead + padded, g.dtype, layout, None if covered and finite else 0)
     zero = xp.zeros((), dtype=g.dtype)
     keep = (slice(None),) * len(lead)
-    for k, region in enumerate(offset_regions(kernel, dilation, stride, out_shape)):
-        mask = arg == k
-        target = out[keep + region]
-        if finite and not overlap:
-            xp.multiply(g, mask, out=target)
-        else:
-            target += g * mask if finite else xp.where(mask, g, zero)
+
+    def scatter(index):
+        part, g_part, arg_part = out[index], g[index], arg[index]
+        for k, region in enumerate(offset_regions(kernel, dilation, stride, out_shape)):
+            mask = arg_part == k
+            target = part[keep + region]
+            if finite and not overlap:
+                xp.multiply(g_part, mask, out=target)
+            else:
+                target += g_part * mask if finite else xp.where(mask, g_part, zero)
+
+    over_lead_blocks(xp, _memory_order(g), lead, out.size, scatter)
     if padded != tuple(spatial):
         out = out[keep + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
     return out

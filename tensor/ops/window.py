@@ -26,7 +26,7 @@ import math
 from .. import _backend, _dispatch
 from .registry import defop
 
-__all__ = ["unfold_windows", "im2col", "fold_windows", "offset_regions", "window_output_shape"]
+__all__ = ["unfold_windows", "im2col", "fold_windows", "offset_regions", "over_lead_blocks", "window_output_shape"]
 
 
 def window_output_shape(spatial, kernel, dilation, padding, stride) -> tuple:
@@ -103,6 +103,18 @@ def _window_order(padded, nd) -> tuple:
     return kernel_axes + rest
 
 
+def over_lead_blocks(xp, order, lead, work, body) -> None:
+    """Call ``body(index)`` with index tuples whose blocks together cover the leading dims
+    ``lead`` (e.g. N and C, which windows never mix), split along the outermost stored of
+    them (``order`` lists axes outermost first) across the intra-op threads when ``work``
+    elements make that worth it."""
+    axis = next((i for i in order if i < len(lead)), None)
+    if axis is None:
+        body(())
+        return
+    _backend.parallel_for(xp, lead[axis], work, lambda block: body((slice(None),) * axis + (block,)))
+
+
 def _offsets(kernel):
     return itertools.product(*(range(k) for k in kernel))
 
@@ -127,7 +139,13 @@ def _unfold(xp, a, kernel, dilation, padding, stride, as_matrix):
     # (C, *spatial, N), every window row is one long contiguous run.
     padded = _pad(xp, a, padding, 0, (1,) + tuple(range(2, 2 + nd)) + (0,))
     view = _windows(xp, padded, kernel, dilation, stride, out_shape)
-    cols = _copy(xp, view.transpose((1,) + tuple(range(2, 2 + 2 * nd)) + (0,)))
+    view = view.transpose((1,) + tuple(range(2, 2 + 2 * nd)) + (0,))  # (C, *kernel, *out, N)
+    cols = xp.empty(view.shape, dtype=a.dtype)
+
+    def copy(index):
+        cols[index] = view[index]
+
+    over_lead_blocks(xp, (0,), view.shape[:1], cols.size, copy)
     return cols.reshape(a.shape[1] * math.prod(kernel), -1)
 
 
@@ -155,8 +173,13 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
     cols_order = _memory_order(cols, tuple(range(n_lead)) + tuple(range(n_lead + nd, n_lead + 2 * nd)))
     out = _alloc(xp, lead + padded, cols.dtype, tuple(i if i < n_lead else i - nd for i in cols_order), 0)
     keep = (slice(None),) * n_lead
-    for offsets, region in zip(_offsets(kernel), offset_regions(kernel, dilation, stride, out_shape)):
-        out[keep + region] += cols[keep + offsets]
+
+    def add_windows(index):
+        part, source = out[index], cols[index]
+        for offsets, region in zip(_offsets(kernel), offset_regions(kernel, dilation, stride, out_shape)):
+            part[keep + region] += source[keep + offsets]
+
+    over_lead_blocks(xp, cols_order, lead, cols.size, add_windows)
     if padded != tuple(spatial):
         out = out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
     return out
