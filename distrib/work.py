@@ -32,6 +32,8 @@ class Future:
         self._error: BaseException | None = None
         self._callbacks: list = []
         self._lock = threading.Lock()
+        # For an op's future: runs the op's queue in the waiting thread (see Note [Helping wait]).
+        self._help = None
 
     def done(self) -> bool:
         """True once a value or an error is set."""
@@ -58,6 +60,8 @@ class Future:
     def wait(self, timeout=None):
         """Block until done and return the value (raises the op's error)."""
         seconds = _seconds(timeout)
+        if self._help is not None and not self._event.is_set():
+            self._help(self._event)
         if not self._event.wait(seconds):
             raise DistBackendError(f"timed out after {seconds} s waiting for a Future")
         if self._error is not None:
@@ -119,7 +123,10 @@ class Work:
     def wait(self, timeout=None) -> bool:
         """Block until the op finished; raises its error, or DistBackendError after ``timeout``."""
         seconds = _seconds(timeout)
-        if not self._future._event.wait(seconds):
+        future = self._future
+        if future._help is not None and not future._event.is_set():
+            future._help(future._event)
+        if not future._event.wait(seconds):
             raise DistBackendError(
                 f"Work.wait timed out after {seconds} s: {self.name} (seq {self.seq}) is still running"
             )

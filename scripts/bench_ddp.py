@@ -27,7 +27,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORLD, BATCH, WARMUP, ROUNDS = 2, 128, 5, 2
+WORLD, BATCH, WARMUP, ROUNDS = 2, 128, 20, 4
 SIZES = (784, 512, 512, 10)
 
 

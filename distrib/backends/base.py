@@ -61,6 +61,8 @@ class Backend:
 
     name = "base"
     device_types: tuple[str, ...] = ("cpu",)
+    # Whether a thread waiting for an async op may run it (Note [Helping wait] in process_group.py).
+    help_in_wait = True
 
     def __init__(self, store, rank: int, size: int, timeout: float, options: dict | None = None) -> None:
         self.store, self.rank, self.size = store, rank, size
