@@ -8,7 +8,9 @@ each rank. Rows (times in ms, medians from rank 0):
 
 * our DDP step (2 ranks) vs torch's DDP with gloo (2 ranks), target <= 1.0x;
 * our DDP step (2 ranks) vs our single-process step at the same per-rank batch: the cost of
-  communication that backward did not hide, target <= 1.3x.
+  communication that backward did not hide, target <= 1.3x; once with the defaults and once
+  with ``gradient_as_bucket_view=True`` (PyTorch's option that saves the copy of the averaged
+  gradients out of the buckets).
 
 Every job runs as subprocesses on 127.0.0.1 (``OMP_NUM_THREADS=1`` each, as the launchers
 set it) with a deadline; the jobs alternate for ``ROUNDS`` rounds and the per-step times of
@@ -49,7 +51,7 @@ def _timed_steps(step, steps: int) -> list[float]:
     return times
 
 
-def _worker_ours(rank: int, world: int, port: int, steps: int) -> list[float]:
+def _worker_ours(rank: int, world: int, port: int, steps: int, bucket_view: bool = False) -> list[float]:
     sys.path.insert(0, ROOT)
     import distrib as dist  # noqa: PLC0415 - the worker process imports what it measures
     import nn  # noqa: PLC0415
@@ -62,7 +64,7 @@ def _worker_ours(rank: int, world: int, port: int, steps: int) -> list[float]:
     if world > 1:
         dist.init_process_group("zmq", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                                 timeout=120)
-        model = dist.DistributedDataParallel(model)
+        model = dist.DistributedDataParallel(model, gradient_as_bucket_view=bucket_view)
     opt = nn.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = _data(tensor, rank)
 
@@ -136,9 +138,10 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
     """Rows ``(workload, ours_ms, peer_ms, peer_name, target)``; ``paired_times`` is unused (the
     workloads run in subprocesses, alternating by round instead)."""
     steps = max(5, repeat)
-    ddp, single, gloo = [], [], []
+    ddp, ddp_view, single, gloo = [], [], [], []
     for _ in range(ROUNDS):
         ddp += _job("ours", WORLD, steps)
+        ddp_view += _job("ours-bucket-view", WORLD, steps)
         single += _job("ours", 1, steps)
         if have_torch:
             try:
@@ -151,6 +154,7 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
     return [
         (f"{name}, zmq (peer: gloo DDP)", ms(ddp), ms(gloo), "torch", "<= 1.0x"),
         (f"{name} (peer: 1 process, overlap)", ms(ddp), ms(single), "ours", "<= 1.3x"),
+        (f"{name}, gradient_as_bucket_view (peer: 1 process)", ms(ddp_view), ms(single), "ours", "<= 1.3x"),
     ]
 
 
@@ -161,8 +165,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         impl, rank, world, port, steps = args.worker
-        fn = _worker_ours if impl == "ours" else _worker_torch
-        print(json.dumps(fn(int(rank), int(world), int(port), int(steps))), flush=True)
+        args = (int(rank), int(world), int(port), int(steps))
+        if impl == "torch":
+            times = _worker_torch(*args)
+        else:
+            times = _worker_ours(*args, bucket_view=impl == "ours-bucket-view")
+        print(json.dumps(times), flush=True)
         return
     try:
         import torch  # noqa: F401, PLC0415 - only to know whether the peer can run

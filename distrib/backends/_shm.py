@@ -41,6 +41,7 @@ from .. import reduce_op
 __all__ = ["ShmGroup", "setup"]
 
 _HEADER = 4096
+_SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (header word 3, checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
 
@@ -63,12 +64,22 @@ def _alive(pid: int) -> bool:
 def setup(store, rank: int, size: int, slot_bytes: int):
     """Create and map the segments of a group (collective over ``store``); None if unusable anywhere."""
     slot_bytes = max(4096, slot_bytes // 4096 * 4096)
-    total = _HEADER + 2 * slot_bytes
+    mapped = _exchange_segments(store, "shm", rank, size, _HEADER + 2 * slot_bytes, wake_fifo=True)
+    if mapped is None:
+        return None
+    maps, wake_r, wake_w = mapped
+    return ShmGroup(maps, rank, size, slot_bytes, wake_r, wake_w)
+
+
+def _exchange_segments(store, key: str, rank: int, size: int, total: int, wake_fifo: bool):
+    """Create this rank's segment of ``total`` bytes (and its wake-up FIFO) and map every
+    peer's, collectively over ``store`` under ``key``: ``(maps, wake_r, wake_w)``, the maps
+    indexed by rank, or None (on every rank) if any rank could not."""
     if rank == 0:
-        store.set("shm/token", secrets.token_hex(8))
-    token = store.get("shm/token").decode()
+        store.set(f"{key}/token", secrets.token_hex(8))
+    token = store.get(f"{key}/token").decode()
     path = os.path.join(_SHM_DIR, f"distrib-{token}-{rank}")
-    fifo = path + ".wake"
+    fifo = path + ".wake" if wake_fifo else None
     mm, wake_r, reason = None, None, ""
     try:
         stat = os.statvfs(_SHM_DIR)
@@ -81,13 +92,14 @@ def setup(store, rank: int, size: int, slot_bytes: int):
         finally:
             os.close(fd)
         np.frombuffer(mm, np.uint8)[:] = 0  # fault the pages in now, not in the first collective
-        os.mkfifo(fifo, 0o600)
-        wake_r = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # RDWR: opening never blocks
+        if fifo:
+            os.mkfifo(fifo, 0o600)
+            wake_r = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # RDWR: opening never blocks
     except OSError as exc:
         reason = str(exc)
         mm = _discard(mm, path, wake_r, fifo)
-    store.set(f"shm/ok/{rank}", "1" if mm is not None else "0:" + reason)
-    answers = [store.get(f"shm/ok/{p}") for p in range(size)]
+    store.set(f"{key}/ok/{rank}", "1" if mm is not None else "0:" + reason)
+    answers = [store.get(f"{key}/ok/{p}") for p in range(size)]
     if not all(a == b"1" for a in answers):
         _discard(mm, path, wake_r, fifo)
         return None
@@ -102,16 +114,20 @@ def setup(store, rank: int, size: int, slot_bytes: int):
             maps.append(mmap.mmap(fd, total))
         finally:
             os.close(fd)
-        wake_w.append(os.open(peer_path + ".wake", os.O_WRONLY | os.O_NONBLOCK))
-    store.set(f"shm/mapped/{rank}", "1")
-    store.wait([f"shm/mapped/{p}" for p in range(size)])
-    os.unlink(path)
-    os.unlink(fifo)
-    return ShmGroup(maps, rank, size, slot_bytes, wake_r, wake_w)
+        if fifo:
+            wake_w.append(os.open(peer_path + ".wake", os.O_WRONLY | os.O_NONBLOCK))
+    store.set(f"{key}/mapped/{rank}", "1")
+    store.wait([f"{key}/mapped/{p}" for p in range(size)])
+    for name in (path, fifo):
+        if name:
+            os.unlink(name)
+    return maps, wake_r, wake_w
 
 
 def _discard(mm, path, wake_r, fifo):
     for name in (path, fifo):
+        if name is None:
+            continue
         try:
             os.unlink(name)
         except OSError:
@@ -136,6 +152,8 @@ class ShmGroup:
         self.phase = 0
         self.slot = 0
         self.owner = None
+        self.buffers: list[list[np.ndarray]] = []  # per alloc_buffer: every rank's buffer, by rank
+        self.buffer_maps: list[mmap.mmap] = []
 
     # ------------------------------------------------------------ synchronisation
     def mark_op(self, seq: int) -> None:
@@ -202,9 +220,71 @@ class ShmGroup:
         self.slot ^= 1
         return s
 
+    # ------------------------------------------------------------ shared buffers
+    def alloc_buffer(self, store, nbytes: int) -> np.ndarray | None:
+        """``nbytes`` of shared memory that every peer maps too (collective: each rank asks for
+        the same size, in the same order), or None if it cannot be had. An all_reduce of a
+        contiguous view of it reduces in place, without the copies through the slots (Note
+        [Shared buffers])."""
+        mapped = _exchange_segments(store, f"shm/buffer{len(self.buffers)}", self.rank, self.size,
+                                    max(nbytes, 1), wake_fifo=False)
+        if mapped is None:
+            return None
+        maps = mapped[0]
+        self.buffer_maps += maps
+        self.buffers.append([np.frombuffer(m, np.uint8)[:nbytes] for m in maps])
+        return self.buffers[-1][self.rank]
+
+    def _peer_views(self, x: np.ndarray) -> list[np.ndarray] | None:
+        """Every rank's view of the region ``x`` covers, if ``x`` lies in a shared buffer."""
+        if not self.buffers or not x.flags.c_contiguous:
+            return None
+        start = x.__array_interface__["data"][0]
+        for arrays in self.buffers:
+            base = arrays[self.rank]
+            offset = start - base.__array_interface__["data"][0]
+            if 0 <= offset and offset + x.nbytes <= base.size and offset % x.itemsize == 0:
+                return [x if p == self.rank else arrays[p][offset: offset + x.nbytes].view(x.dtype)
+                        for p in range(self.size)]
+        return None
+
+    def _all_reduce_shared(self, x: np.ndarray, views: list[np.ndarray], op, f) -> None:
+        # Note [Shared buffers]: every rank's tensor is already visible to the others, so after
+        # one barrier rank r reduces part r of all of them (in rank order) and writes the result
+        # into every rank's part r; after a second barrier each tensor holds the whole result.
+        # Each byte is read once and written once per rank, with no copy into the slots.
+        n, me = self.size, self.rank
+        self._barrier_agreeing(_SHARED)
+        lo, hi = x.size * me // n, x.size * (me + 1) // n
+        parts = [v[lo:hi] for v in views]
+        # With two ranks the result may overwrite our part as it is read; with more, our part
+        # is read after the first step, so the sum builds up in a temporary.
+        out = f(parts[0], parts[1], out=parts[me] if n == 2 else None)
+        for part in parts[2:]:
+            f(out, part, out=out)
+        reduce_op.finish(op, out, n)
+        for p in range(n):
+            if parts[p] is not out:
+                np.copyto(parts[p], out)
+        self.barrier()
+
+    def _barrier_agreeing(self, mode: int) -> None:
+        """A barrier that also checks every peer reduces the same way (all through shared
+        buffers, or all through the slots): a mix would read the wrong memory."""
+        self.hdr[self.rank][3] = mode
+        self.barrier()
+        odd = [p for p in self.peers if self.hdr[p][3] != mode]
+        if odd:
+            raise self.owner.op_error(
+                "all_reduce: this rank's tensor lies in a buffer from alloc_comm_buffer and rank(s) "
+                f"{odd}'s do not (or the other way round); every rank must pass the same kind", odd)
+
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x: np.ndarray, op) -> None:
         n, me, f = self.size, self.rank, reduce_op.ufunc(op, x.dtype)
+        views = self._peer_views(x)
+        if views is not None:
+            return self._all_reduce_shared(x, views, op, f)
         cap = self.slot_bytes // x.itemsize
         if n == 2:
             return self._all_reduce_pair(x, op, f, cap)
@@ -216,7 +296,7 @@ class ShmGroup:
             mine = self._slot(me, s, x.dtype, m)
             for j in self.peers:
                 np.copyto(mine[b[j]: b[j + 1]], blk[b[j]: b[j + 1]])
-            self.barrier()
+            self._barrier_agreeing(_SLOTS)
             lo, hi = b[me], b[me + 1]
             out = mine[lo:hi]
             srcs = [blk[lo:hi] if p == me else self._slot(p, s, x.dtype, m)[lo:hi] for p in range(n)]
@@ -241,7 +321,7 @@ class ShmGroup:
             s = self._next_slot()
             mine = self._slot(self.rank, s, x.dtype, m)
             np.copyto(mine, blk)
-            self.barrier()
+            self._barrier_agreeing(_SLOTS)
             theirs = self._slot(other, s, x.dtype, m)
             if self.rank == 0:
                 f(blk, theirs, out=blk)
@@ -298,9 +378,10 @@ class ShmGroup:
             os.close(fd)
         self.wake_w = []
         self.raw = self.hdr = None
-        for m in self.maps:
+        self.buffers = []
+        for m in self.maps + self.buffer_maps:
             try:
                 m.close()
             except BufferError:
                 pass  # a view is still alive somewhere; the mapping goes with the process
-        self.maps = []
+        self.maps = self.buffer_maps = []

@@ -97,6 +97,13 @@ class Backend:
         """Release sockets, memory and threads. Must not block."""
 
     # ------------------------------------------------------------ array primitives
+    def alloc_comm_buffer(self, nbytes: int) -> np.ndarray | None:
+        """Zeroed host memory of ``nbytes`` for tensors this group will reduce often (DDP's
+        gradient buckets) that the backend reduces faster than others (the zmq backend's
+        shared memory, which its peers read directly), or None where it has none. Collective:
+        every rank asks for the same sizes in the same order."""
+        return None
+
     def all_reduce(self, array, op: ReduceOp) -> None:
         raise NotImplementedError
 

@@ -84,6 +84,9 @@ class ZmqBackend(Backend):
             if self.shm is not None:
                 self.shm.owner = self
 
+    def alloc_comm_buffer(self, nbytes):
+        return self.shm.alloc_buffer(self.store, nbytes) if self.shm is not None else None
+
     def _progress(self):
         return self.entered, self.finished
 

@@ -80,16 +80,28 @@ class GradBucket:
 class _Bucket:
     __slots__ = ("index", "indices", "params", "buffer", "views", "pending", "future")
 
-    def __init__(self, index: int, indices: list, params: list) -> None:
+    def __init__(self, index: int, indices: list, params: list, process_group) -> None:
         self.index, self.indices, self.params = index, indices, params
-        total = sum(p.numel() for p in params)
-        self.buffer = tensor.zeros(total, dtype=params[0].dtype, device=params[0].device)
+        self.buffer = _bucket_buffer(process_group, sum(p.numel() for p in params), params[0])
         self.views, offset = [], 0
         for p in params:
             self.views.append(self.buffer[offset:offset + p.numel()].view(p.shape))
             offset += p.numel()
         self.pending = len(params)
         self.future = None
+
+
+def _bucket_buffer(process_group, numel: int, like: Tensor) -> Tensor:
+    """A zeroed flat buffer for ``numel`` elements like ``like``; in the memory the backend
+    reduces fastest (for zmq on one host, shared memory its peers read directly) when it
+    offers such memory for this device. Collective: every rank makes the same buckets."""
+    buffer = tensor.zeros(numel, dtype=like.dtype, device=like.device)
+    backend = process_group.backend_for(buffer)
+    if buffer.device.type in backend.device_types and buffer.numel():
+        raw = backend.alloc_comm_buffer(buffer.numel() * buffer.element_size())
+        if raw is not None:
+            buffer = tensor.from_numpy(raw.view(buffer.numpy().dtype))
+    return buffer
 
 
 def assign_buckets(params: list, caps: list[int]) -> list[list[int]]:
@@ -165,7 +177,7 @@ class Reducer:
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.find_unused_parameters = find_unused_parameters
         self.static_graph = static_graph
-        self.buckets = [_Bucket(b, idx, [params[i] for i in idx])
+        self.buckets = [_Bucket(b, idx, [params[i] for i in idx], process_group)
                         for b, idx in enumerate(assign_buckets(params, bucket_caps))]
         self.locate = [None] * len(params)
         for bucket in self.buckets:
@@ -370,7 +382,11 @@ class Reducer:
         """For a rank that has joined (no more inputs): issue the all-reduces a backward would, with zeros."""
         futures = []
         for bucket in self.buckets:
-            zeros = tensor.zeros_like(bucket.buffer)
+            # The bucket itself, zeroed: the peers reduce their buckets, and a backend may reduce
+            # tensors in its own comm buffers differently from others (Note [Shared buffers]).
+            zeros = bucket.buffer
+            with tensor.no_grad():
+                zeros.zero_()
             if self.comm_hook is not None:
                 state, hook = self.comm_hook
                 futures.append(hook(state, GradBucket(bucket.index, zeros, bucket.params, [],

@@ -54,6 +54,26 @@ def _avg_all_reduce_of(count):
     return case
 
 
+def _comm_buffer_all_reduce(op, count):
+    """All-reduce a view, 16 elements in, of a buffer from the backend's ``alloc_comm_buffer``
+    (zmq+shm: shared memory the peers write into; elsewhere None, and a plain tensor). The
+    elements around the view keep this rank's values."""
+
+    def case(rank, n):
+        raw = dist.group.WORLD.backend.alloc_comm_buffer(4 * (count + 32))
+        buffer = tensor.zeros(count + 32) if raw is None else tensor.from_numpy(raw.view(np.float32))
+        buffer.fill_(-1.0 - rank)
+        view = buffer[16:16 + count]
+        view.copy_(tensor.arange(count, dtype=tensor.float32) + rank)
+        dist.all_reduce(view, op=op)
+        expected = np.full(count + 32, -1.0 - rank, np.float32)
+        values = np.arange(count, dtype=np.float32)
+        expected[16:16 + count] = values + (n - 1) / 2 if op is AVG else values * n + n * (n - 1) / 2
+        return buffer, expected
+
+    return case
+
+
 def _noncontiguous_all_reduce(rank, n):
     t = (tensor.arange(12, dtype=tensor.float32).reshape(3, 4) * (rank + 1)).T
     version = t._version
@@ -286,6 +306,8 @@ CASES = {
     "all_reduce_avg_pieces": _avg_all_reduce_of(700_000),
     "all_reduce_avg_ring": _avg_all_reduce_of(1_100_000),
     "all_reduce_noncontiguous": _noncontiguous_all_reduce,
+    "all_reduce_comm_buffer_sum": _comm_buffer_all_reduce(SUM, 1001),
+    "all_reduce_comm_buffer_avg_large": _comm_buffer_all_reduce(AVG, 1_500_001),
     "all_reduce_0d": _zero_d,
     "all_reduce_empty": _empty,
     "broadcast": _broadcast,
@@ -424,6 +446,19 @@ def secure_objects():
     sys.stdin.readline()  # the test says go after its attack
     dist.send_object_list(["legit"], dst=0)
     return {}
+
+
+def comm_buffer_mismatch():
+    """Rank 0 reduces a tensor in a shared comm buffer, rank 1 a plain one: both must raise."""
+    dist.init_process_group("zmq", timeout=10)
+    rank = dist.get_rank()
+    raw = dist.group.WORLD.backend.alloc_comm_buffer(4 * 100)
+    t = tensor.from_numpy(raw.view(np.float32)) if rank == 0 else tensor.zeros(100)
+    try:
+        dist.all_reduce(t)
+        return {"error": None}
+    except dist.DistError as exc:
+        return {"error": _error(exc)}
 
 
 def shm_check():

@@ -43,3 +43,14 @@ def test_rank_that_dies_is_named_before_the_timeout(transport):
     assert "all_reduce (op seq 2)" in error["message"]
     assert "exited" in error["message"] and "rank 1" in error["message"]
     assert "missing rank(s): [1]" in error["message"]
+
+
+def test_mixing_a_shared_comm_buffer_with_a_plain_tensor_raises_on_both_ranks():
+    before = shm_entries()
+    results = finish_ranks(start_ranks("comm_buffer_mismatch", 2, TRANSPORTS["zmq-shm"]), timeout=40)
+    for r in results:
+        error = r.result["error"]
+        assert error is not None, f"rank {r.rank} did not raise"
+        assert error["type"] == "DistBackendError"
+    assert "lies in a buffer from alloc_comm_buffer" in results[0].result["error"]["message"]
+    assert shm_entries() - before == set()
