@@ -24,6 +24,15 @@ Note [Shared-memory collectives]
 
     Segments live in /dev/shm with mode 0600 and are unlinked as soon as every rank has
     mapped them, so a crash cannot leak them.
+
+Note [Shared buffers]
+    ``alloc_buffer`` (the backend's ``alloc_comm_buffer``, which DDP uses for its gradient
+    buckets) hands out more such segments, mapped by every rank. An all_reduce of a view of
+    one needs no slots: after a barrier, rank r reduces part r of every rank's view (in rank
+    order) and writes the result into every rank's part r; after a second barrier each view
+    holds the whole result. Each byte is read and written once per rank, half the traffic of
+    the slot scheme. Ranks must agree on which scheme they use (all pass views of shared
+    buffers, at the same offsets, or none do); the first barrier checks the first part.
 """
 
 from __future__ import annotations
@@ -249,10 +258,7 @@ class ShmGroup:
         return None
 
     def _all_reduce_shared(self, x: np.ndarray, views: list[np.ndarray], op, f) -> None:
-        # Note [Shared buffers]: every rank's tensor is already visible to the others, so after
-        # one barrier rank r reduces part r of all of them (in rank order) and writes the result
-        # into every rank's part r; after a second barrier each tensor holds the whole result.
-        # Each byte is read once and written once per rank, with no copy into the slots.
+        # Note [Shared buffers].
         n, me = self.size, self.rank
         self._barrier_agreeing(_SHARED)
         lo, hi = x.size * me // n, x.size * (me + 1) // n
