@@ -167,6 +167,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1, got {args.repeat}")
+    from tensor import _threads  # noqa: PLC0415 - a private helper, for the header only
+
+    print(f"numpy BLAS: {_threads.describe()}", file=sys.stderr)
     if torch is None:
         print("note: torch is not installed; torch columns show n/a", file=sys.stderr)
     else:

@@ -48,12 +48,33 @@ _MIN_BLOCK = 16
 _MIN_SPLIT_ELEMENTS = 1 << 16
 
 
-def _find_openblas_setter():
-    """``(set_num_threads, get_num_threads)`` of the OpenBLAS that numpy loaded, or None."""
+class _OpenBLAS:
+    """The thread controls of the OpenBLAS that numpy loaded."""
+
+    def __init__(self, lib, prefix: str, suffix: str) -> None:
+        self.set_threads = getattr(lib, f"{prefix}_set_num_threads{suffix}")
+        self.get_threads = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+        self.set_threads.restype, self.set_threads.argtypes = None, [ctypes.c_int]
+        self.get_threads.restype, self.get_threads.argtypes = ctypes.c_int, []
+        self._config = getattr(lib, f"{prefix}_get_config{suffix}", None)
+        self._corename = getattr(lib, f"{prefix}_get_corename{suffix}", None)
+        for fn in (self._config, self._corename):
+            if fn is not None:
+                fn.restype, fn.argtypes = ctypes.c_char_p, []
+
+    def describe(self) -> str:
+        """E.g. ``OpenBLAS 0.3.31 ... (SkylakeX kernels)``."""
+        config = self._config().decode() if self._config else "OpenBLAS"
+        core = f" ({self._corename().decode()} kernels)" if self._corename else ""
+        return config + core
+
+
+def _find_openblas():
+    """The OpenBLAS that numpy loaded, or None (another BLAS, or not Linux)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
-    except OSError:  # not Linux
+    except OSError:
         return None
     for path in sorted(paths):
         try:
@@ -62,13 +83,9 @@ def _find_openblas_setter():
             continue
         for prefix, suffix in (("scipy_openblas", "64_"), ("openblas", ""), ("openblas", "64_")):
             try:
-                setter = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-                getter = getattr(lib, f"{prefix}_get_num_threads{suffix}")
+                return _OpenBLAS(lib, prefix, suffix)
             except AttributeError:
                 continue
-            setter.restype, getter.restype = None, ctypes.c_int
-            setter.argtypes, getter.argtypes = [ctypes.c_int], []
-            return setter, getter
     return None
 
 
@@ -77,14 +94,14 @@ def _default_num_threads() -> int:
     try:
         return max(1, int(os.environ["OMP_NUM_THREADS"]))
     except (KeyError, ValueError):
-        return _openblas[1]() if _openblas else 1
+        return _openblas.get_threads() if _openblas else 1
 
 
-_openblas = _find_openblas_setter()
+_openblas = _find_openblas()
 _num_threads = _default_num_threads()
 _splitting = _openblas is not None and os.environ.get("DISTRIB_INTRAOP", "split") != "blas"
 if _splitting:
-    _openblas[0](1)
+    _openblas.set_threads(1)
 _pool: ThreadPoolExecutor | None = None
 _split_lock = threading.Lock()
 
@@ -96,6 +113,13 @@ def _forget_pool_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def describe() -> str:
+    """How CPU matmuls run: the BLAS and who threads it (for benchmark headers and bug reports)."""
+    blas = _openblas.describe() if _openblas else "numpy's BLAS (not an OpenBLAS tensor controls)"
+    how = f"split by tensor across {_num_threads} threads" if _splitting else "BLAS threads itself"
+    return f"{blas}; {how}"
 
 
 def get_num_threads() -> int:
@@ -114,7 +138,7 @@ def set_num_threads(num: int) -> None:
         raise RuntimeError(f"set_num_threads expects a positive integer, but got {num!r}")
     if not _splitting:  # BLAS threads itself (see Note [Intra-op matmul])
         if _openblas:
-            _openblas[0](num)
+            _openblas.set_threads(num)
         _num_threads = num
         return
     with _split_lock:

@@ -103,14 +103,15 @@ def test_mismatched_shapes_raise_like_numpy(two_threads):
 
 @needs_split
 def test_openblas_runs_single_threaded_while_we_split():
-    out = _run("import tensor; from tensor import _threads as t; print(t._openblas[1](), tensor.get_num_threads())",
+    out = _run("import tensor; from tensor import _threads as t; "
+               "print(t._openblas.get_threads(), tensor.get_num_threads())",
                OMP_NUM_THREADS="3", OPENBLAS_NUM_THREADS="3")
     assert out == "1 3"
 
 
 @needs_split
 def test_distrib_intraop_blas_leaves_blas_threading_alone():
-    out = _run("import tensor; from tensor import _threads as t; print(t._splitting, t._openblas[1](), "
+    out = _run("import tensor; from tensor import _threads as t; print(t._splitting, t._openblas.get_threads(), "
                "tensor.get_num_threads())", DISTRIB_INTRAOP="blas", OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
     assert out == "False 2 2"
 
@@ -130,3 +131,10 @@ def test_a_forked_child_splits_on_its_own_pool():
         "print(os.waitstatus_to_exitcode(status))\n"
     )
     assert _run(code) == "0"
+
+
+def test_describe_names_the_blas_and_who_threads_it():
+    text = _threads.describe()
+    assert ("split by tensor across" in text) == _threads._splitting
+    if _threads._openblas is not None:
+        assert "OpenBLAS" in text and "kernels" in text
