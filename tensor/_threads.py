@@ -118,7 +118,8 @@ os.register_at_fork(after_in_child=_forget_pool_after_fork)
 def describe() -> str:
     """How CPU matmuls run: the BLAS and who threads it (for benchmark headers and bug reports)."""
     blas = _openblas.describe() if _openblas else "numpy's BLAS (not an OpenBLAS tensor controls)"
-    how = f"split by tensor across {_num_threads} thread{'s' if _num_threads != 1 else ''}" if _splitting else "BLAS threads itself"
+    threads = f"{_num_threads} thread{'s' if _num_threads != 1 else ''}"
+    how = f"split by tensor across {threads}" if _splitting else "BLAS threads itself"
     return f"{blas}; {how}"
 
 
