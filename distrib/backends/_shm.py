@@ -181,6 +181,8 @@ class ShmGroup:
                 os.write(fd, b"w")
             except BlockingIOError:
                 pass  # the FIFO is full of wake-ups already
+            except BrokenPipeError:
+                pass  # the peer exited: waiting for it checks its liveness and names it
 
     def wait_peers(self) -> None:
         """The second half: wait until every peer reached this rank's phase."""
