@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from numbers import Real
 from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step, square_avg_
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    addcdiv_,
+    effective_grad,
+    for_blocks,
+    increment_step,
+    lerp_,
+    new_step,
+    square_avg_,
+)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -66,32 +77,37 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = tensor.zeros_like(p)
                 step = increment_step(state["step"])
                 xp = p._device.backend.xp
-                data = p._data
-                if weight_decay != 0 and decoupled:
-                    xp.multiply(data, 1 - lr * weight_decay, out=data)
-                    g, _ = effective_grad(xp, data, grad._data, 0, maximize)
-                else:
-                    g, _ = effective_grad(xp, data, grad._data, weight_decay, maximize)
-                exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                scratch = xp.empty_like(data)
-                lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-                square_avg_(xp, exp_avg_sq, g, beta2, scratch)
-
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = bias_correction2 ** 0.5
-                second = exp_avg_sq
+                arrays = [p._data, grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data]
                 if amsgrad:
-                    second = state["max_exp_avg_sq"]._data
-                    xp.maximum(second, exp_avg_sq, out=second)
-                denom = scratch
-                xp.sqrt(second, out=denom)
-                xp.divide(denom, bias_correction2_sqrt, out=denom)
-                xp.add(denom, eps, out=denom)
-                addcdiv_(xp, data, exp_avg, denom, -step_size)
+                    arrays.append(state["max_exp_avg_sq"]._data)
+                hyper = (lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step)
+                for_blocks(xp, arrays, functools.partial(_update, xp, hyper=hyper))
                 p._version_box[0] += 1
         return loss
+
+
+def _update(xp, data, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, hyper):
+    """One Adam step on raw arrays (``max_exp_avg_sq`` only with amsgrad)."""
+    lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step = hyper
+    if weight_decay != 0 and decoupled:
+        xp.multiply(data, 1 - lr * weight_decay, out=data)
+        g, _ = effective_grad(xp, data, grad, 0, maximize)
+    else:
+        g, _ = effective_grad(xp, data, grad, weight_decay, maximize)
+    scratch = xp.empty_like(data)
+    lerp_(xp, exp_avg, g, 1 - beta1, scratch)
+    square_avg_(xp, exp_avg_sq, g, beta2, scratch)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    second = exp_avg_sq
+    if max_exp_avg_sq is not None:
+        second = max_exp_avg_sq
+        xp.maximum(second, exp_avg_sq, out=second)
+    denom = scratch
+    xp.sqrt(second, out=denom)
+    xp.divide(denom, bias_correction2_sqrt, out=denom)
+    xp.add(denom, eps, out=denom)
+    addcdiv_(xp, data, exp_avg, denom, -lr / bias_correction1)
 
 
 class AdamW(Adam):
