@@ -32,7 +32,8 @@ Note [Shared buffers]
     order) and writes the result into every rank's part r; after a second barrier each view
     holds the whole result. Each byte is read and written once per rank, half the traffic of
     the slot scheme. Ranks must agree on which scheme they use (all pass views of shared
-    buffers, at the same offsets, or none do); the first barrier checks the first part.
+    buffers, at the same offsets, or none do); every all_reduce's first barrier checks that,
+    through a per-phase record of what each rank does there (``_barrier_agreeing``).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from .. import reduce_op
 __all__ = ["ShmGroup", "setup"]
 
 _HEADER = 4096
-_SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (header word 3, checked at its first barrier)
+_SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
 
@@ -156,6 +157,8 @@ class ShmGroup:
         self.wake_r, self.wake_w = wake_r, wake_w
         self.raw = [np.frombuffer(m, np.uint8) for m in maps]
         self.hdr = [r[:64].view(np.int64) for r in self.raw]
+        # What each rank does at each barrier phase (phase % 8): see _barrier_agreeing.
+        self.modes = [r[64:128].view(np.int64) for r in self.raw]
         self.hdr[rank][2] = os.getpid()
         self.peers = [p for p in range(size) if p != rank]
         self.phase = 0
@@ -172,9 +175,11 @@ class ShmGroup:
         self.arrive()
         self.wait_peers()
 
-    def arrive(self) -> None:
-        """The first half of a barrier: publish that this rank reached the next phase."""
+    def arrive(self, mode: int = 0) -> None:
+        """The first half of a barrier: publish that this rank reached the next phase (and
+        ``mode``, what it does there)."""
         self.phase += 1
+        self.modes[self.rank][self.phase % 8] = mode
         self.hdr[self.rank][0] = self.phase
         for fd in self.wake_w:
             try:
@@ -278,14 +283,18 @@ class ShmGroup:
 
     def _barrier_agreeing(self, mode: int) -> None:
         """A barrier that also checks every peer reduces the same way (all through shared
-        buffers, or all through the slots): a mix would read the wrong memory."""
-        self.hdr[self.rank][3] = mode
-        self.barrier()
-        odd = [p for p in self.peers if self.hdr[p][3] != mode]
+        buffers, or all through the slots): a mix would read the wrong memory. Each rank
+        publishes its mode for this phase in a ring of 8 phases; a peer cannot get two phases
+        ahead of this rank, so the entry it wrote for this phase is still there."""
+        self.arrive(mode)
+        self.wait_peers()
+        phase = self.phase % 8
+        odd = [p for p in self.peers if self.modes[p][phase] != mode]
         if odd:
             raise self.owner.op_error(
-                "all_reduce: this rank's tensor lies in a buffer from alloc_comm_buffer and rank(s) "
-                f"{odd}'s do not (or the other way round); every rank must pass the same kind", odd)
+                f"all_reduce: rank(s) {odd} reduce a different kind of tensor at this step (a buffer from "
+                "alloc_comm_buffer on one side, a plain tensor on the other) or are in another collective; "
+                "every rank must call the same collectives with the same kind of tensor", odd)
 
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x: np.ndarray, op) -> None:
