@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from _bench_ranks import run_ranks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = {"4KB": 4 << 10, "1MB": 1 << 20, "4MB": 4 << 20, "64MB": 64 << 20}
@@ -102,31 +103,8 @@ def _worker_torch(rank, port, repeat):
     return results
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(impl: str, repeat: int, env_extra: dict, deadline: float = 600) -> dict:
-    port = _free_port()
-    env = {**os.environ, **env_extra, "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, __file__, "--worker", impl, str(r), str(port), str(repeat)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(WORLD)]
-    outputs = []
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=deadline)
-            if p.returncode != 0:
-                raise RuntimeError(f"{impl} worker failed ({p.returncode}):\n{err[-3000:]}")
-            outputs.append(out)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return json.loads(outputs[0].strip().splitlines()[-1])
+    return run_ranks(__file__, WORLD, lambda rank, port: ("--worker", impl, rank, port, repeat), env_extra, deadline)
 
 
 def _rounds(repeat: int, rounds: int) -> tuple[list[dict], list[dict], list[dict]]:

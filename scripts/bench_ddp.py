@@ -22,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from _bench_ranks import run_ranks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORLD, BATCH, WARMUP, ROUNDS = 2, 128, 20, 4
@@ -104,34 +105,10 @@ def _worker_torch(rank: int, world: int, port: int, steps: int) -> list[float]:
     return times  # no destroy_process_group: gloo's teardown can abort at exit; the result is printed first
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _job(impl: str, world: int, steps: int, deadline: float = 300) -> list[float]:
     """Per-step times (s) of rank 0 of one job of ``world`` subprocesses."""
-    port = _free_port()
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT}
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", impl, str(r), str(world),
-                               str(port), str(steps)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, stdin=subprocess.DEVNULL)
-             for r in range(world)]
-    outputs = []
-    end = time.monotonic() + deadline
-    try:
-        for p in procs:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-            if not out.strip():
-                raise RuntimeError(f"{impl} worker failed ({p.returncode}):\n{err[-3000:]}")
-            outputs.append(out)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return json.loads(outputs[0].strip().splitlines()[-1])
+    return run_ranks(os.path.abspath(__file__), world,
+                     lambda rank, port: ("--worker", impl, rank, world, port, steps), {"PYTHONPATH": ROOT}, deadline)
 
 
 def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[tuple]:

@@ -1,6 +1,8 @@
-"""Assertion helpers shared by the test suite."""
+"""Assertion and waiting helpers shared by the test suite."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -21,3 +23,15 @@ def assert_close(actual, expected, *, rtol=1e-5, atol=1e-6, check_dtype=True) ->
     if check_dtype:
         assert a.dtype == e.dtype, f"dtype: got {a.dtype}, expected {e.dtype}"
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def wait_until(condition, timeout: float = 20.0) -> bool:
+    """Poll ``condition()`` until it is true or ``timeout`` seconds pass; returns whether it
+    became true. For effects that another process completes (a reaped child, a removed
+    segment), which give no event to wait on."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

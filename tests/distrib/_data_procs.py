@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import time
 
 BUFFER_NAME = "distrib-dataloader-batch"
 
@@ -62,14 +61,3 @@ def mapped_buffers() -> int:
         except OSError:
             continue
     return count
-
-
-def wait_until(condition, timeout: float = 20.0) -> bool:
-    """Poll ``condition()`` until it is true or ``timeout`` passes; returns its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from distrib.data import DataLoader, Dataset, _pool
-from tests.distrib._data_procs import alive, children, mapped_buffers, shm_names, wait_until
+from tests.distrib._data_procs import alive, children, mapped_buffers, shm_names
+from tests.helpers import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -12,8 +12,8 @@ import pytest
 
 import tensor
 from distrib.data import DataLoader, Dataset, IterableDataset, TensorDataset, default_collate, get_worker_info
-from tests.distrib._data_procs import children, mapped_buffers, shm_names, wait_until
-from tests.helpers import assert_close
+from tests.distrib._data_procs import children, mapped_buffers, shm_names
+from tests.helpers import assert_close, wait_until
 
 Pair = collections.namedtuple("Pair", ["a", "b"])
 

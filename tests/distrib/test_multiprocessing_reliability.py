@@ -22,6 +22,8 @@ import time
 
 import pytest
 
+from tests.helpers import wait_until
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEADLINE = 30.0
 
@@ -61,11 +63,8 @@ def _watchdogs_of(pids) -> list[int]:
 
 
 def _wait_until(condition, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        time.sleep(0.05)
+    if not wait_until(condition, DEADLINE):
+        pytest.fail(f"timed out waiting until {what}")
 
 
 def _run_script(tmp_path, source: str, *args, env=None, preexec_fn=None, timeout=120):

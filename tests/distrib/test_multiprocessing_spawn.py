@@ -16,6 +16,7 @@ import time
 import pytest
 
 import distrib.multiprocessing as mp
+from tests.helpers import wait_until
 
 
 def _write_rank(rank, directory):
@@ -39,9 +40,7 @@ def _kill_self(rank):
 
 def _fail_fast_or_block(rank, directory, ignore_sigterm):
     if rank == 0:  # fail once rank 1 is blocking with its SIGTERM disposition in place
-        deadline = time.monotonic() + 30
-        while not os.path.exists(os.path.join(directory, "rank1")) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: os.path.exists(os.path.join(directory, "rank1")), timeout=30)
         raise RuntimeError("rank zero fails")
     if ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

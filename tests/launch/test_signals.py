@@ -19,7 +19,7 @@ import pytest
 from .conftest import Launcher, kill_leftovers, wait_all_dead, write_script
 
 TREE_SCRIPT = """\
-import os, signal, subprocess, sys, time
+import os, signal, subprocess, sys
 mode = sys.argv[1]
 if mode == "ignore-term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -29,7 +29,7 @@ if mode == "fail":  # rank 1 fails once rank 0 has printed its pids (opening a F
     open(sys.argv[2], "w" if os.environ["RANK"] == "0" else "r").close()
     if os.environ["RANK"] == "1":
         sys.exit(4)
-time.sleep(120)
+signal.pause()  # until the launcher's signal stops this worker
 """
 
 

@@ -77,11 +77,11 @@ EXITS = [  # (code run by rank 1 while rank 0 blocks, launcher exit code)
 @pytest.mark.parametrize("code,expected", EXITS)
 def test_exit_code_is_the_root_causes(tmp_path, code, expected):
     script = write_script(tmp_path, "fail.py", f"""\
-        import os, signal, sys, time
+        import os, signal, sys
         if os.environ["RANK"] == "1":
             {code}
         elif {expected} != 0:
-            time.sleep(60)  # blocks until the launcher stops it
+            signal.pause()  # blocks until the launcher stops it
     """)
     result = run_launch("--nproc", "2", "--kill-timeout", "5", script)
     assert result.returncode == expected, result.stderr
@@ -90,14 +90,14 @@ def test_exit_code_is_the_root_causes(tmp_path, code, expected):
 
 def test_summary_names_the_root_cause_with_its_traceback_from_the_error_file(tmp_path):
     script = write_script(tmp_path, "rec.py", """\
-        import os, time
+        import os, signal
         from launch.errors import record
 
         @record
         def main():
             if os.environ["RANK"] == "1":
                 raise KeyError("missing-shard-17")
-            time.sleep(60)
+            signal.pause()  # blocks until the launcher stops it
 
         main()
     """)
