@@ -95,13 +95,12 @@ def _bucket_buffer(process_group, numel: int, like: Tensor) -> Tensor:
     """A zeroed flat buffer for ``numel`` elements like ``like``; in the memory the backend
     reduces fastest (for zmq on one host, shared memory its peers read directly) when it
     offers such memory for this device. Collective: every rank makes the same buckets."""
-    buffer = tensor.zeros(numel, dtype=like.dtype, device=like.device)
-    backend = process_group.backend_for(buffer)
-    if buffer.device.type in backend.device_types and buffer.numel():
-        raw = backend.alloc_comm_buffer(buffer.numel() * buffer.element_size())
+    backend = process_group.backend_for(like)
+    if like.device.type in backend.device_types and numel:
+        raw = backend.alloc_comm_buffer(numel * like.element_size())
         if raw is not None:
-            buffer = tensor.from_numpy(raw.view(buffer.numpy().dtype))
-    return buffer
+            return tensor.from_numpy(raw.view(like.detach().numpy().dtype))
+    return tensor.zeros(numel, dtype=like.dtype, device=like.device)
 
 
 def assign_buckets(params: list, caps: list[int]) -> list[list[int]]:
