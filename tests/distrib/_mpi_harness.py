@@ -16,11 +16,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.distrib._harness import ROOT, free_port, shm_entries
+from tests.helpers import wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_mpi_worker.py")
@@ -93,19 +93,20 @@ def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 
             proc.kill()
             out, err = proc.communicate()
         err += f"\n[harness] mpiexec stopped at the {timeout} s deadline"
-    leftovers = []
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+    killed: set[int] = set()
+
+    def none_left() -> bool:  # kill whatever is left, until nothing is (cleanup, not synchronisation)
         pids = _marked_pids(marker)
-        if not pids:
-            break
-        leftovers = sorted(set(leftovers) | set(pids))
+        killed.update(pids)
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        time.sleep(0.05)  # let the kernel reap what we just killed (cleanup, not synchronisation)
+        return not pids
+
+    wait_until(none_left, timeout=5)
+    leftovers = sorted(killed)
     for name in _mpich_segments() - mpich_before:
         try:
             os.unlink(os.path.join("/dev/shm", name))
