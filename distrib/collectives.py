@@ -129,12 +129,15 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if pg is None:
         return None
     be = pg.backend_for(tensor)
+    if not async_op and not pg._debug and isinstance(tensor, Tensor):  # the hot path: no staging, no closures
+        arr = tensor._data
+        if arr.flags.c_contiguous and tensor._device.type in be.device_types:
+            pg.run_sync("all_reduce", be, be.all_reduce, arr if arr.ndim == 1 else arr.reshape(-1),
+                        check_op(op, arr.dtype))
+            tensor._version_box[0] += 1
+            return None
     s = _Staged(tensor, be, "all_reduce: tensor")
     op = check_op(op, s.flat.dtype)
-    if not async_op and s._copy is None and not pg._debug:  # the hot path: no closures, no staging
-        pg.run_sync("all_reduce", be, be.all_reduce, s.flat, op)
-        tensor._version_box[0] += 1
-        return None
 
     def body(b):
         b.all_reduce(s.flat, op)

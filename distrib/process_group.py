@@ -36,7 +36,9 @@ class Executor:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.cond = threading.Condition()
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.waiting = 0  # threads in cond.wait(): leave() skips the costly notify_all without them
         self.queue: collections.deque = collections.deque()
         self.active = False
         self.thread: threading.Thread | None = None
@@ -48,16 +50,25 @@ class Executor:
 
     def enter(self) -> None:
         """Wait until the ops issued earlier are done, then mark the caller's op active."""
-        with self.cond:
+        with self.lock:
             while self.queue or self.active:
-                self.cond.wait()
+                self._wait()
             self.active = True
 
     def leave(self) -> None:
         """End the active op: clear ``active`` and wake the waiters."""
-        with self.cond:
+        with self.lock:
             self.active = False
-            self.cond.notify_all()
+            if self.waiting:
+                self.cond.notify_all()
+
+    def _wait(self) -> None:
+        """``cond.wait()``, counted in ``waiting`` (the caller holds the lock)."""
+        self.waiting += 1
+        try:
+            self.cond.wait()
+        finally:
+            self.waiting -= 1
 
     def _run_active(self, job) -> None:
         """Run ``job`` (``active`` is set), then end it."""
@@ -67,20 +78,21 @@ class Executor:
             self.leave()
 
     def submit(self, job) -> None:
-        with self.cond:
+        with self.lock:
             if self.stopped:
                 raise DistError(f"process group {self.name} was destroyed")
             self.queue.append(job)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, name=f"distrib-{self.name}", daemon=True)
                 self.thread.start()
-            self.cond.notify_all()
+            if self.waiting:
+                self.cond.notify_all()
 
     def _loop(self) -> None:
         while True:
-            with self.cond:
+            with self.lock:
                 while (not self.queue or self.active) and not self.stopped:
-                    self.cond.wait()
+                    self._wait()
                 if self.stopped and not self.queue:
                     return
                 job = self.queue.popleft()
@@ -91,7 +103,7 @@ class Executor:
         """Run queued ops in the calling thread, in order, until ``done`` is set; return early
         when the worker thread is running one (see Note [Helping wait])."""
         while not done.is_set():
-            with self.cond:
+            with self.lock:
                 if self.active or not self.queue:
                     return
                 job = self.queue.popleft()
@@ -99,7 +111,7 @@ class Executor:
             self._run_active(job)
 
     def stop(self) -> None:
-        with self.cond:
+        with self.lock:
             self.stopped = True
             self.cond.notify_all()
 
@@ -170,9 +182,7 @@ class ProcessGroup:
         def job():
             backend.begin_op(name, seq)
             fn(backend)
-            end = getattr(backend, "end_op", None)
-            if end is not None:
-                end()
+            backend.end_op()
 
         if not async_op:
             self._executor.run(job)
@@ -203,9 +213,7 @@ class ProcessGroup:
         try:
             backend.begin_op(name, self.seq)
             fn(*args)
-            end = getattr(backend, "end_op", None)
-            if end is not None:
-                end()
+            backend.end_op()
         finally:
             executor.leave()
 

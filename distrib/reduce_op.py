@@ -41,6 +41,7 @@ for _name in ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG"):
 ReduceOp.RedOpType = ReduceOp  # torch spells the enum type ReduceOp.RedOpType
 
 _BITWISE = {"BAND", "BOR", "BXOR"}
+_CHECKED: set[tuple] = set()  # (op, dtype) pairs check_op accepted
 _UFUNC = {
     "SUM": np.add, "AVG": np.add, "PRODUCT": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
     "BAND": np.bitwise_and, "BOR": np.bitwise_or, "BXOR": np.bitwise_xor,
@@ -57,6 +58,11 @@ def check_op(op, dtype: np.dtype) -> ReduceOp:
         TypeError: ``op`` is not a ReduceOp.
         ValueError: the op is not defined for the dtype (bitwise on floats, AVG on bool).
     """
+    try:
+        if (op, dtype) in _CHECKED:  # collectives' hot path
+            return op
+    except TypeError:  # unhashable: not a ReduceOp, which the next check reports
+        pass
     if not isinstance(op, ReduceOp):
         raise TypeError(f"op must be a distrib.ReduceOp (e.g. ReduceOp.SUM), got {op!r}")
     dtype = np.dtype(dtype)
@@ -69,6 +75,7 @@ def check_op(op, dtype: np.dtype) -> ReduceOp:
         raise ValueError("ReduceOp.AVG is not defined for bool tensors; use SUM (any) or PRODUCT (all)")
     if op.name in ("MIN", "MAX") and dtype.kind == "c":
         raise ValueError(f"ReduceOp.{op.name} is not defined for complex dtype {dtype.name}")
+    _CHECKED.add((op, dtype))
     return op
 
 

@@ -21,8 +21,9 @@ Note [Backend design] (for authors of new backends, e.g. ``mpi`` and ``nccl``)
     * Reductions: ``distrib.reduce_op`` validates the op for the dtype before the call;
       ``reduce_op.combine``/``finish`` are the numpy kernels. AVG = SUM then ``/ size``.
     * Ordering and errors: ``ProcessGroup`` calls ``begin_op(name, seq)`` before every
-      collective, from one thread at a time, in the same order on every rank. A backend
-      must never block past ``self.deadline()``; on timeout or a dead peer it raises
+      collective and ``end_op()`` after it succeeds, from one thread at a time, in the same
+      order on every rank. A backend must never block past ``self.deadline()``; on timeout
+      or a dead peer it raises
       ``self.op_error(reason, missing_ranks)``, a DistBackendError naming the op, its
       sequence number and the missing ranks. ``shutdown()`` must not block.
     * Security: when ``distrib.security.auth_key()`` is set, refuse unauthenticated peers
@@ -76,6 +77,9 @@ class Backend:
         """Called before each collective: names it for errors and starts its deadline."""
         self.op_name, self.op_seq = name, seq
         self._deadline = time.monotonic() + self.timeout
+
+    def end_op(self) -> None:
+        """Called after each collective that finished without an error (progress bookkeeping)."""
 
     def deadline(self) -> float:
         """The ``time.monotonic()`` by which the current op must finish."""

@@ -28,9 +28,19 @@ def test_reduce_op_refused_for_dtype(op, dtype, match):
         check_op(op, dtype)
 
 
-def test_reduce_op_must_be_a_reduce_op():
+@pytest.mark.parametrize("op", ["sum", ["SUM"], None])
+def test_reduce_op_must_be_a_reduce_op(op):
     with pytest.raises(TypeError, match="op must be a distrib.ReduceOp"):
-        check_op("sum", np.float32)
+        check_op(op, np.float32)
+
+
+def test_reduce_op_refusal_survives_accepted_pairs():
+    """check_op remembers accepted (op, dtype) pairs; a refused pair must stay refused."""
+    assert check_op(dist.ReduceOp.BAND, np.dtype(np.int32)) is dist.ReduceOp.BAND
+    assert check_op(dist.ReduceOp.BAND, np.dtype(np.int32)) is dist.ReduceOp.BAND
+    for _ in range(2):
+        with pytest.raises(ValueError, match="BAND .*float32"):
+            check_op(dist.ReduceOp.BAND, np.dtype(np.float32))
 
 
 def test_bitwise_all_reduce_on_float_tensor_names_dtype(world1):
