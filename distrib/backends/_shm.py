@@ -51,6 +51,7 @@ from .. import reduce_op
 __all__ = ["ShmGroup", "setup"]
 
 _HEADER = 4096
+_MIN_BCAST_BLOCK = 256 << 10  # bytes; smaller blocks cost more in barriers than they overlap
 _SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
@@ -347,7 +348,9 @@ class ShmGroup:
             reduce_op.finish(op, blk, 2)
 
     def broadcast(self, x: np.ndarray, root: int) -> None:
-        cap = self.slot_bytes // x.itemsize
+        # The root's copy of block k+1 overlaps the receivers' copy of block k, so the
+        # op takes (blocks + 1) block copies: cut large tensors into about 8 blocks.
+        cap = min(self.slot_bytes, max(_MIN_BCAST_BLOCK, -(-x.nbytes // 8))) // x.itemsize
         for start in range(0, x.size, cap):
             blk = x[start: start + cap]
             s = self._next_slot()
