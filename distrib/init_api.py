@@ -7,7 +7,7 @@ import os
 from datetime import timedelta
 
 from . import process_group as _pg
-from .errors import DistError
+from .errors import ProcessGroupStateError
 from .process_group import GroupMember, ProcessGroup, world
 from .rendezvous import rendezvous
 from .store import PrefixStore
@@ -51,7 +51,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     >>> dist.destroy_process_group()
     """
     if world.default_pg is not None:
-        raise DistError("trying to initialize the default process group twice! "
+        raise ProcessGroupStateError("trying to initialize the default process group twice! "
                         "help: call destroy_process_group() first")
     if timeout is None:
         env = os.environ.get("DISTRIB_TIMEOUT")
@@ -104,7 +104,8 @@ def destroy_process_group(group=None) -> None:
 
 def _group(group, what):
     if world.default_pg is None:
-        raise DistError(f"{what}: the default process group is not initialized; call init_process_group first")
+        raise ProcessGroupStateError(
+            f"{what}: the default process group is not initialized; call init_process_group first")
     return world.default_pg if group is None else group
 
 

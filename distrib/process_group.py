@@ -15,7 +15,7 @@ import warnings
 
 from . import debug
 from .backends import backend_class
-from .errors import DistError
+from .errors import DistError, ProcessGroupStateError
 from .store import PrefixStore
 from .work import Work, _seconds
 
@@ -265,7 +265,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     >>> evens = dist.new_group([0, 2])                          # doctest: +SKIP
     """
     if world.default_pg is None:
-        raise DistError("new_group: call init_process_group first")
+        raise ProcessGroupStateError(
+            "new_group: the default process group is not initialized; call init_process_group first")
     world.group_count += 1
     ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
     if len(set(ranks)) != len(ranks):
@@ -287,7 +288,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
 def resolve(group, op_name: str) -> ProcessGroup | None:
     """The group an op runs on (None when this rank is not a member: the op is skipped)."""
     if world.default_pg is None:
-        raise DistError(f"{op_name}: the default process group is not initialized; "
+        raise ProcessGroupStateError(f"{op_name}: the default process group is not initialized; "
                         "call distrib.init_process_group first")
     if group is None:
         return world.default_pg

@@ -14,6 +14,8 @@ import numpy as np
 
 import tensor
 
+from ..errors import ProcessGroupStateError
+
 __all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler",
            "SubsetRandomSampler", "WeightedRandomSampler"]
 
@@ -180,7 +182,7 @@ def _world_default(what: str) -> int:
 
     is_initialized = getattr(distrib, "is_initialized", None)
     if is_initialized is None or not is_initialized():
-        raise RuntimeError(
+        raise ProcessGroupStateError(
             f"DistributedSampler: {what} was not given and the default process group is not initialized. "
             "help: call distrib.init_process_group(...) first (e.g. under launch/torchrun), or pass "
             "num_replicas= and rank= explicitly.")

@@ -14,6 +14,7 @@ import tensor
 
 from .. import collectives
 from .. import process_group as _pg
+from ..errors import ProcessGroupStateError
 from ..work import Future
 
 __all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "noop_hook"]
@@ -22,7 +23,7 @@ __all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "noop_h
 def _group(process_group):
     group = process_group if process_group is not None else _pg.world.default_pg
     if group is None:
-        raise RuntimeError("DDP communication hook: the default process group is not initialized")
+        raise ProcessGroupStateError("DDP communication hook: the default process group is not initialized")
     return group
 
 

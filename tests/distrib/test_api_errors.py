@@ -61,8 +61,21 @@ def test_collective_before_init_says_how_to_fix():
 
 
 def test_init_twice_raises(world1):
-    with pytest.raises(dist.DistError, match="twice"):
+    with pytest.raises(dist.DistError, match="twice") as info:
         dist.init_process_group("zmq", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+    assert isinstance(info.value, ValueError)  # PyTorch raises ValueError here
+
+
+@pytest.mark.parametrize("call", [
+    dist.get_rank, dist.get_world_size, dist.get_backend, dist.barrier, lambda: dist.new_group([0]),
+    lambda: dist.all_reduce(tensor.ones(2)), lambda: dist.broadcast(tensor.ones(2), 0),
+])
+def test_use_before_init_is_a_value_error_as_in_pytorch(call):
+    """PyTorch raises ValueError ("Default process group has not been initialized"); ours is
+    also a DistError, so code written either way catches it."""
+    with pytest.raises(ValueError, match="not initialized") as info:
+        call()
+    assert isinstance(info.value, dist.DistError)
 
 
 def test_queries_on_world_of_one(world1):
