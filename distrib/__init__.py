@@ -11,6 +11,18 @@ Subpackages: ``distrib.multiprocessing`` (torch.multiprocessing) and ``distrib.d
 """
 
 from . import backends, store
+from .availability import (
+    Backend,
+    get_default_backend_for_device,
+    get_node_local_rank,
+    is_backend_available,
+    is_gloo_available,
+    is_mpi_available,
+    is_nccl_available,
+    is_torchelastic_launched,
+    is_ucc_available,
+    is_xccl_available,
+)
 from .collectives import (
     P2POp,
     all_gather,

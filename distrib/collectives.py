@@ -355,6 +355,12 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         return [k * per_row for k in splits]
 
     in_counts, out_counts = counts(input, input_split_sizes, "input"), counts(output, output_split_sizes, "output")
+    if output.dtype != input.dtype:
+        raise ValueError(f"all_to_all_single: output is {output.dtype.name} but input is {input.dtype.name}")
+    me = pg.rank()
+    if out_counts[me] != in_counts[me]:  # the piece a rank sends itself: the one size checkable here
+        raise ValueError(f"all_to_all_single: this rank (group rank {me}) sends itself {in_counts[me]} elements "
+                         f"of input but has room for {out_counts[me]} in output; check the split sizes and shapes")
 
     def body(b):
         b.all_to_all(o.flat, s.flat, out_counts, in_counts)

@@ -52,7 +52,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     """
     if world.default_pg is not None:
         raise ProcessGroupStateError("trying to initialize the default process group twice! "
-                        "help: call destroy_process_group() first")
+                                     "help: call destroy_process_group() first")
     if timeout is None:
         env = os.environ.get("DISTRIB_TIMEOUT")
         timeout = float(env) if env else default_pg_timeout

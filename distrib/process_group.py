@@ -14,6 +14,7 @@ import threading
 import warnings
 
 from . import debug
+from .availability import get_default_backend_for_device
 from .backends import backend_class
 from .errors import DistError, ProcessGroupStateError
 from .store import PrefixStore
@@ -131,7 +132,7 @@ class ProcessGroup:
         self.options = dict(options or {})
         # backend=None means "nccl for CUDA tensors, zmq otherwise"; the CUDA one starts lazily.
         self._by_device: dict[str, object] = {}
-        self.backend = self._create("zmq" if backend_name is None else backend_name)
+        self.backend = self._create(get_default_backend_for_device("cpu") if backend_name is None else backend_name)
         self._executor = Executor(name)
         self._debug = debug.mode() == "DETAIL"
 
@@ -150,7 +151,7 @@ class ProcessGroup:
         if backend is None:
             if self.backend_name is not None:
                 return self.backend  # it stages other devices through host memory
-            backend = self._create("nccl")
+            backend = self._create(get_default_backend_for_device(device_type))
         return backend
 
     def rank(self) -> int:

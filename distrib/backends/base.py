@@ -65,6 +65,11 @@ class Backend:
     # Whether a thread waiting for an async op may run it (Note [Helping wait] in process_group.py).
     help_in_wait = True
 
+    @classmethod
+    def library_available(cls) -> bool:
+        """Whether the library this backend needs is installed (checked without initialising it)."""
+        return True
+
     def __init__(self, store, rank: int, size: int, timeout: float, options: dict | None = None) -> None:
         self.store, self.rank, self.size = store, rank, size
         self.timeout = float(timeout)

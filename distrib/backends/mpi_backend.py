@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -210,6 +211,10 @@ class MpiBackend(Backend):
 
     name = "mpi"
     device_types = ("cpu",)
+
+    @classmethod
+    def library_available(cls) -> bool:
+        return importlib.util.find_spec("mpi4py") is not None  # importing mpi4py.MPI would initialise MPI
 
     def __init__(self, store, rank, size, timeout, options=None) -> None:
         super().__init__(store, rank, size, timeout, options)

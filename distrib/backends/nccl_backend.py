@@ -72,6 +72,14 @@ class NcclBackend(Backend):
 
     name = "nccl"
     device_types = ("cuda",)
+
+    @classmethod
+    def library_available(cls) -> bool:
+        try:
+            _nccl.nccl_module()
+        except RuntimeError:
+            return False
+        return True
     help_in_wait = False  # ops are ordered on the worker thread's CUDA stream
 
     def __init__(self, store, rank, size, timeout, options=None) -> None:

@@ -96,6 +96,10 @@ def test_queries_on_world_of_one(world1):
     (lambda: dist.new_group([0, 4]), ValueError, r"rank\(s\) \[4\] are not in the world"),
     (lambda: dist.all_to_all_single(tensor.ones(3), tensor.ones(3), input_split_sizes=[2]), ValueError,
      "input_split_sizes"),
+    (lambda: dist.all_to_all_single(tensor.ones(3), tensor.ones(2)), ValueError,
+     "sends itself 2 elements of input but has room for 3"),
+    (lambda: dist.all_to_all_single(tensor.ones(2), tensor.ones(2, dtype=tensor.int64)), ValueError,
+     "output is float32 but input is int64"),
 ])
 def test_bad_arguments(world1, call, error, match):
     with pytest.raises(error, match=match):
