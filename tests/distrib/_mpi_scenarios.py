@@ -24,8 +24,9 @@ def _park(seconds: float = 60) -> None:
     threading.Event().wait(seconds)
 
 
-def skip_collective(timeout="2", skipper="1"):
-    """Rank ``skipper`` never calls the second collective; the others must fail, naming it."""
+def skip_collective(timeout="2", skipper="1", count="1000"):
+    """Rank ``skipper`` never calls the second collective (an all_reduce of ``count`` floats);
+    the others must fail, naming it."""
     dist.init_process_group("mpi", timeout=float(timeout))
     rank = dist.get_rank()
     dist.all_reduce(tensor.ones(2))
@@ -33,7 +34,7 @@ def skip_collective(timeout="2", skipper="1"):
         _park()
         return {}
     try:
-        dist.all_reduce(tensor.ones(1000))
+        dist.all_reduce(tensor.ones(int(count)))
         return {"error": None}
     except dist.DistError as exc:
         first = _error(exc)

@@ -27,11 +27,13 @@ def _rank_filled(rank, shape=(4,), dtype=tensor.float32, offset=0):
     return tensor.full(shape, rank + offset, dtype=dtype)
 
 
-def _all_reduce(op, dtype, fill, expect):
+def _all_reduce(op, dtype, fill, expect, count=5):
+    """``count`` elements; 300_001 takes every backend's large-tensor path (the mpi ring from
+    256 KiB, zmq's pieces and slots), with segments of unequal length."""
     def case(rank, n):
-        t = tensor.full((5,), fill(rank), dtype=dtype)
+        t = tensor.full((count,), fill(rank), dtype=dtype)
         dist.all_reduce(t, op=op)
-        return t, np.full((5,), expect(n), dtype=dtype.numpy)
+        return t, np.full((count,), expect(n), dtype=dtype.numpy)
     return case
 
 
@@ -303,6 +305,12 @@ CASES = {
     "all_reduce_sum_bool": _all_reduce(SUM, tensor.bool, lambda r: r == 1, lambda n: n > 1),
     "all_reduce_prod_bool": _all_reduce(PROD, tensor.bool, lambda r: r != 1, lambda n: n == 1),
     "all_reduce_large": _large_all_reduce,
+    "all_reduce_large_prod_i32": _all_reduce(PROD, tensor.int32, lambda r: r + 2,
+                                             lambda n: np.prod(np.arange(2, n + 2)), count=300_001),
+    "all_reduce_large_min_f16": _all_reduce(MIN, tensor.float16, lambda r: 5 - r, lambda n: 6 - n, count=300_001),
+    "all_reduce_large_bxor_u8": _all_reduce(BXOR, tensor.uint8, lambda r: 3, lambda n: 3 if n % 2 else 0,
+                                            count=300_001),
+    "all_reduce_large_sum_bool": _all_reduce(SUM, tensor.bool, lambda r: r == 1, lambda n: n > 1, count=300_001),
     "all_reduce_avg_pieces": _avg_all_reduce_of(500_000),
     "all_reduce_avg_ring": _avg_all_reduce_of(1_100_000),
     "all_reduce_noncontiguous": _noncontiguous_all_reduce,

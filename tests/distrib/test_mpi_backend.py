@@ -126,3 +126,28 @@ def test_abort_hook_prints_the_traceback_then_aborts(monkeypatch, capsys, size, 
     assert world.aborted == ([1] if installed else [])
     if installed:
         assert "uncaught KeyError on MPI rank 1; calling MPI_Abort" in err
+
+
+@pytest.mark.parametrize(("env", "same_host", "cuda_aware", "expected"), [
+    (None, True, False, 256 << 10),  # one host: the ring from 256 KiB
+    (None, False, False, float("inf")),  # across hosts: the MPI library's algorithms
+    ("0", False, False, 0),  # forced, also across hosts
+    ("1048576", True, False, 1 << 20),
+    ("0", True, True, float("inf")),  # CUDA arrays stay with CUDA-aware MPI
+])
+def test_ring_all_reduce_threshold(monkeypatch, env, same_host, cuda_aware, expected):
+    from distrib.backends.mpi_backend import _ring_min  # noqa: PLC0415 - imports no mpi4py
+
+    if env is None:
+        monkeypatch.delenv("DISTRIB_MPI_RING_MIN_BYTES", raising=False)
+    else:
+        monkeypatch.setenv("DISTRIB_MPI_RING_MIN_BYTES", env)
+    assert _ring_min(same_host, cuda_aware) == expected
+
+
+def test_ring_threshold_refuses_a_bad_value(monkeypatch):
+    from distrib.backends.mpi_backend import _ring_min  # noqa: PLC0415
+
+    monkeypatch.setenv("DISTRIB_MPI_RING_MIN_BYTES", "1MB")
+    with pytest.raises(ValueError, match="DISTRIB_MPI_RING_MIN_BYTES must be a non-negative integer, got '1MB'"):
+        _ring_min(True, False)

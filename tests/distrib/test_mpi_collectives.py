@@ -2,8 +2,9 @@
 
 Each world size runs every case of ``_scenarios.CASES`` once, in one job started by the
 mpich wheel's ``mpiexec`` with no rendezvous variables (rank, size and the store's address
-come from MPI). A second run splits every count into tiny pieces (``DISTRIB_MPI_MAX_COUNT``)
-to check the path taken for counts above INT_MAX.
+come from MPI). Further runs send every all_reduce through the ring (or none), and split
+every count into tiny pieces (``DISTRIB_MPI_MAX_COUNT``) to check the path taken for counts
+above INT_MAX.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from tests.distrib._mpi_harness import run_mpi, skip_reason
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
-CONFIGS = [("plain", 1), ("plain", 2), ("plain", 3), pytest.param("chunked", 2, marks=pytest.mark.slow)]
-ENVS = {"plain": {}, "chunked": {"DISTRIB_MPI_MAX_COUNT": "1000"}}
+CONFIGS = [("plain", 1), ("plain", 2), ("plain", 3), ("ring", 3), pytest.param("native", 2, marks=pytest.mark.slow),
+           pytest.param("chunked", 2, marks=pytest.mark.slow)]
+ENVS = {"plain": {}, "chunked": {"DISTRIB_MPI_MAX_COUNT": "1000"},
+        # every all_reduce through the ring (Note [MPI ring all_reduce]), or none at all
+        "ring": {"DISTRIB_MPI_RING_MIN_BYTES": "0"}, "native": {"DISTRIB_MPI_RING_MIN_BYTES": str(1 << 62)}}
 
 
 @functools.cache
@@ -33,6 +37,7 @@ def _run(variant: str, size: int):
 
 
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
-@pytest.mark.parametrize(("variant", "size"), CONFIGS, ids=["mpi-1", "mpi-2", "mpi-3", "mpi-chunked-2"])
+@pytest.mark.parametrize(("variant", "size"), CONFIGS,
+                         ids=["mpi-1", "mpi-2", "mpi-3", "mpi-ring-3", "mpi-native-2", "mpi-chunked-2"])
 def test_collective_on_mpi(variant, size, case):
     _scenarios.check_conformance_case(_run(variant, size), case, size)

@@ -15,9 +15,10 @@ from tests.distrib._mpi_harness import run_mpi, skip_reason
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
 
-@pytest.mark.parametrize(("size", "skipper"), [(2, 1), (3, 2)])
-def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper):
-    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper), timeout=40)
+@pytest.mark.parametrize(("size", "skipper", "count"), [(2, 1, 1000), (3, 2, 1000), (3, 1, 100_000)],
+                         ids=["2-ranks", "3-ranks", "3-ranks-ring"])  # 100_000 floats: the ring all_reduce
+def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper, count):
+    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper, count), timeout=40)
     waiting = [r for r in range(size) if r != skipper]
     for r in waiting:
         result = run.result(r)
