@@ -1,6 +1,6 @@
 """The ``mpi`` backend vs raw mpi4py: float32 all_reduce, 2 ranks, 4 KB / 1 MB / 4 MB / 64 MB.
 
-Usage: ``python scripts/bench_mpi.py [--repeat N]``. ``bench(repeat, paired_times, have_torch)``
+Usage: ``python scripts/bench_mpi.py [--repeat N] [--breakdown]``. ``bench(repeat, paired_times, have_torch)``
 returns rows ``(name, ours_ms, peer_ms, "mpi4py", target)`` for ``scripts/bench.py``. The job
 runs under the venv's ``mpiexec -n 2`` (the ``mpich`` wheel) as a subprocess with a deadline.
 On the same tensor's buffer, each iteration times ``dist.all_reduce(t)`` (the whole Tensor
@@ -31,7 +31,23 @@ def _iters(nbytes: int, repeat: int) -> int:
     return max(5, repeat if nbytes >= (16 << 20) else repeat * 10 if nbytes <= (64 << 10) else repeat * 3)
 
 
-def _worker(repeat: int) -> dict:
+def _medians(comm, fns: dict, iters: int) -> dict:
+    """Each function's median time in ms: every iteration runs all of them, each after a barrier,
+    in rotating order (no position bias), after 3 warm-up iterations."""
+    names = list(fns)
+    times = {name: [] for name in names}
+    for i in range(iters + 3):
+        for k in range(len(names)):
+            name = names[(i + k) % len(names)]
+            comm.Barrier()
+            t0 = time.perf_counter()
+            fns[name]()
+            if i >= 3:
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(record) * 1e3 for name, record in times.items()}
+
+
+def _worker(repeat: int, breakdown: bool) -> dict:
     sys.path.insert(0, ROOT)
     import numpy as np  # noqa: PLC0415
     from mpi4py import MPI  # noqa: PLC0415 - the worker process imports what it measures
@@ -43,40 +59,38 @@ def _worker(repeat: int) -> dict:
     comm = MPI.COMM_WORLD
     results = {}
     for label, nbytes in SIZES.items():
+        if breakdown and label != "4KB":
+            continue
         t = tensor.ones(nbytes // 4)
         buf = t._data  # the same memory both sides reduce
         other = np.empty_like(buf)
+        fns = {"ours": lambda t=t: dist.all_reduce(t),
+               "raw in place": lambda buf=buf: comm.Allreduce(MPI.IN_PLACE, buf),
+               "raw out of place": lambda buf=buf, other=other: comm.Allreduce(buf, other)}
+        if breakdown:  # the layers between the raw call and dist.all_reduce
+            backend = dist.group.WORLD.backend_for(t)
 
-        def ours(t=t):
-            dist.all_reduce(t)
+            def nonblocking(buf=buf, sub=backend.comm):
+                request = sub.Iallreduce(MPI.IN_PLACE, buf, MPI.SUM)
+                while not request.Test():
+                    pass
 
-        def raw_in_place(buf=buf):
-            comm.Allreduce(MPI.IN_PLACE, buf)
-
-        def raw_out_of_place(buf=buf, other=other):
-            comm.Allreduce(buf, other)
-
-        fns = (ours, raw_in_place, raw_out_of_place)
-        times = [[] for _ in fns]
-        for i in range(_iters(nbytes, repeat) + 3):
-            order = [(i + k) % len(fns) for k in range(len(fns))]  # rotate: no position bias
-            for fn, record in ((fns[k], times[k]) for k in order):
-                comm.Barrier()
-                t0 = time.perf_counter()
-                fn()
-                if i >= 3:  # warm-up
-                    record.append(time.perf_counter() - t0)
-        ours_ms, in_place_ms, out_ms = (statistics.median(record) * 1e3 for record in times)
-        results[label] = (ours_ms, min(in_place_ms, out_ms))
+            fns["Iallreduce + Test loop"] = nonblocking
+            fns["backend primitive"] = lambda buf=buf, b=backend: b.all_reduce(buf, dist.ReduceOp.SUM)
+        ms = _medians(comm, fns, _iters(nbytes, repeat))
+        if breakdown:
+            results = ms
+        else:
+            results[label] = (ms["ours"], min(ms["raw in place"], ms["raw out of place"]))
     dist.destroy_process_group()
     return results
 
 
-def _launch(repeat: int, deadline: float = 900) -> dict:
+def _launch(repeat: int, breakdown: bool = False, deadline: float = 900) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
     env.update({"OMP_NUM_THREADS": "1", "PYTHONPATH": ROOT})
     cmd = [MPIEXEC, "-launcher", "fork", "-n", str(WORLD), sys.executable, os.path.abspath(__file__),
-           "--worker", str(repeat)]
+           "--worker", str(repeat), *(["--breakdown"] if breakdown else [])]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=deadline)
@@ -104,12 +118,18 @@ def bench(repeat: int = 10, paired_times=None, have_torch: bool = False) -> list
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time the layers of a 4 KB all_reduce, from the raw call to dist.all_reduce")
     parser.add_argument("--worker", type=int, metavar="REPEAT")
     args = parser.parse_args()
     if args.worker is not None:
-        results = _worker(args.worker)
+        results = _worker(args.worker, args.breakdown)
         if int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))) == 0:
             print("RESULT " + json.dumps(results), flush=True)
+        return
+    if args.breakdown:
+        for name, ms in sorted(_launch(args.repeat, breakdown=True).items(), key=lambda item: item[1]):
+            print(f"4 KB all_reduce, {name:24} {ms * 1e3:7.2f} us")
         return
     print(f"{'case':36} {'ours ms':>9} {'mpi4py ms':>10} {'ratio':>7} {'busbw GB/s':>11}  target")
     for name, ours, raw, _, target in bench(args.repeat):
