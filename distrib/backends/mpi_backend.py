@@ -21,7 +21,8 @@ Note [MPI backend]
     * Note [MPI ring all_reduce]: from 256 KiB, when every rank is on this host, all_reduce is
       our own ring reduce-scatter + all-gather over ``Isend``/``Irecv`` (on a communicator of
       its own, so user messages never match it), reducing with numpy into the caller's array
-      and receiving into one scratch buffer the backend keeps. MPICH's shared-memory
+      and receiving into one scratch buffer the backend keeps (at most 64 MiB: larger
+      segments travel in several messages, each reduced as it lands). MPICH's shared-memory
       Allreduce takes 2x as long at 64 MB (18 ms against 9 ms here; it appears to pay for a
       fresh temporary buffer per call) and 0-20% longer at 1-4 MB; below 256 KiB its
       latency wins. Across hosts the MPI library's own algorithms (which know the network)
@@ -80,6 +81,7 @@ __all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
 _QUERY, _REPLY = 11, 12  # tags on the side communicator
 _RING_REDUCE_TAG, _RING_GATHER_TAG = 21, 22  # tags on the ring communicator
 _RING_MIN_BYTES = 256 << 10  # all_reduce from this size on one host: our ring (Note [MPI ring all_reduce])
+_RING_SCRATCH_MAX = 64 << 20  # bytes per ring message: the receive buffer the backend keeps
 _YIELD_AFTER = 16  # polls before the poll loop yields the CPU after each poll
 _CLOCK_EVERY = 16  # polls between clock checks (a yield may take a time slice when the core is shared)
 _NAP_AFTER = 5.0  # s of waiting before it also sleeps between polls
@@ -447,35 +449,40 @@ class MpiBackend(Backend):
     def _ring_all_reduce(self, x, op) -> None:
         """Ring reduce-scatter, then ring all-gather, in place on flat ``x`` (Note [MPI ring
         all_reduce]). Each segment is reduced once, along the ring, then copied to every rank:
-        all ranks get bitwise the same result."""
+        all ranks get bitwise the same result. Segments travel in messages of at most
+        ``_RING_SCRATCH_MAX`` bytes (and ``max_count``), each reduced as it lands."""
         n, me, f = self.size, self.rank, reduce_op.ufunc(op, x.dtype)
         right, left = (me + 1) % n, (me - 1) % n
         b = [x.size * j // n for j in range(n + 1)]
-        nbytes = -(-x.size // n) * x.itemsize  # the longest segment
+        per = max(1, min(_RING_SCRATCH_MAX, self.max_count) // x.itemsize)  # elements per message
+        nbytes = min(-(-x.size // n), per) * x.itemsize
         if self._scratch.size < nbytes:
             self._scratch = np.empty(nbytes, np.uint8)
         for step in range(n - 1):
             send, recv = (me - step) % n, (me - step - 1) % n
+            sends = self._post(self.ring_comm.Isend, x[b[send]: b[send + 1]], right, _RING_REDUCE_TAG, per)
             seg = x[b[recv]: b[recv + 1]]
-            theirs = self._scratch[: seg.nbytes].view(x.dtype)
-            self._exchange(x[b[send]: b[send + 1]], right, theirs, left, _RING_REDUCE_TAG)
-            f(seg, theirs, out=seg)
+            for lo in range(0, seg.size, per):
+                piece = seg[lo: lo + per]
+                theirs = self._scratch[: piece.nbytes].view(x.dtype)
+                self._complete(self._post(self.ring_comm.Irecv, theirs, left, _RING_REDUCE_TAG, per))
+                f(piece, theirs, out=piece)
+            self._complete(sends)
         for step in range(n - 1):
             send, recv = (me + 1 - step) % n, (me - step) % n
-            self._exchange(x[b[send]: b[send + 1]], right, x[b[recv]: b[recv + 1]], left, _RING_GATHER_TAG)
+            requests = self._post(self.ring_comm.Isend, x[b[send]: b[send + 1]], right, _RING_GATHER_TAG, per)
+            requests += self._post(self.ring_comm.Irecv, x[b[recv]: b[recv + 1]], left, _RING_GATHER_TAG, per)
+            self._complete(requests)
 
-    def _exchange(self, out, dst: int, into, src: int, tag: int) -> None:
-        """Send ``out`` to ``dst`` while receiving ``into`` from ``src`` (on the ring communicator)."""
-        raw_out, raw_in = _bytes(out), _bytes(into)
+    def _post(self, start, x, peer: int, tag: int, per: int) -> list:
+        """``start`` (Isend or Irecv) for each run of ``per`` elements of ``x``: the requests."""
         requests = []
         try:
-            for lo, hi in self._chunks(raw_out.size):
-                requests.append(self.ring_comm.Isend(raw_out[lo:hi], dst, tag))
-            for lo, hi in self._chunks(raw_in.size):
-                requests.append(self.ring_comm.Irecv(raw_in[lo:hi], src, tag))
+            for lo in range(0, x.size, per):  # the same runs as the peer's (an empty segment: none)
+                requests.append(start(_bytes(x[lo: lo + per]), peer, tag))
         except self.mpi.Exception as exc:
             raise self._mpi_failure(exc, requests) from None
-        self._complete(requests)
+        return requests
 
     def broadcast(self, x, root):
         if self.size == 1:
