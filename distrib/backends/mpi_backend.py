@@ -462,11 +462,15 @@ class MpiBackend(Backend):
             send, recv = (me - step) % n, (me - step - 1) % n
             sends = self._post(self.ring_comm.Isend, x[b[send]: b[send + 1]], right, _RING_REDUCE_TAG, per)
             seg = x[b[recv]: b[recv + 1]]
-            for lo in range(0, seg.size, per):
-                piece = seg[lo: lo + per]
-                theirs = self._scratch[: piece.nbytes].view(x.dtype)
-                self._complete(self._post(self.ring_comm.Irecv, theirs, left, _RING_REDUCE_TAG, per))
-                f(piece, theirs, out=piece)
+            try:
+                for lo in range(0, seg.size, per):
+                    piece = seg[lo: lo + per]
+                    theirs = self._scratch[: piece.nbytes].view(x.dtype)
+                    self._complete(self._post(self.ring_comm.Irecv, theirs, left, _RING_REDUCE_TAG, per))
+                    f(piece, theirs, out=piece)
+            except DistBackendError:
+                self._abandoned.extend(sends)  # still MPI's: keep them (and their buffers) alive
+                raise
             self._complete(sends)
         for step in range(n - 1):
             send, recv = (me + 1 - step) % n, (me - step) % n
