@@ -19,8 +19,8 @@ Note [MPI backend]
       a scratch buffer would cost a copy back (70 us per MB here), more than any algorithm
       difference MPICH has between its in-place and out-of-place forms.
     * Note [MPI ring all_reduce]: from 256 KiB, when every rank is on this host, all_reduce is
-      our own ring reduce-scatter + all-gather over ``Isend``/``Irecv`` (on a communicator of
-      its own, so user messages never match it), reducing with numpy into the caller's array
+      our own ring reduce-scatter + all-gather over ``Isend``/``Irecv`` (on the side
+      communicator, so user messages never match it), reducing with numpy into the caller's array
       and receiving into one scratch buffer the backend keeps (at most 64 MiB: larger
       segments travel in several messages, each reduced as it lands). MPICH's shared-memory
       Allreduce takes 2x as long at 64 MB (18 ms against 9 ms here; it appears to pay for a
@@ -78,8 +78,8 @@ from .zmq_backend import _host_id
 
 __all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
 
-_QUERY, _REPLY = 11, 12  # tags on the side communicator
-_RING_REDUCE_TAG, _RING_GATHER_TAG = 21, 22  # tags on the ring communicator
+_QUERY, _REPLY = 11, 12  # tags on the side communicator: progress queries
+_RING_REDUCE_TAG, _RING_GATHER_TAG = 21, 22  # and the ring all_reduce
 _RING_MIN_BYTES = 256 << 10  # all_reduce from this size on one host: our ring (Note [MPI ring all_reduce])
 _RING_SCRATCH_MAX = 64 << 20  # bytes per ring message: the receive buffer the backend keeps
 _YIELD_AFTER = 16  # polls before the poll loop yields the CPU after each poll
@@ -281,8 +281,9 @@ class MpiBackend(Backend):
             self.comm = world.Create_group(group, tag)
         finally:
             group.Free()
-        self.side = self.comm.Dup()  # progress queries, never mixed with the user's traffic
-        self.ring_comm = self.comm.Dup()  # the ring all_reduce's messages, apart from user sends
+        # Our own traffic, never mixed with the user's: progress queries and the ring
+        # all_reduce's messages, each kind under its own tags.
+        self.side = self.comm.Dup()
         if self.comm.Get_rank() != rank:
             raise DistBackendError(f"[mpi backend] communicator rank {self.comm.Get_rank()} != group rank {rank}")
         self.cuda_aware = cuda_aware(mpi)
@@ -460,13 +461,13 @@ class MpiBackend(Backend):
             self._scratch = np.empty(nbytes, np.uint8)
         for step in range(n - 1):
             send, recv = (me - step) % n, (me - step - 1) % n
-            sends = self._post(self.ring_comm.Isend, x[b[send]: b[send + 1]], right, _RING_REDUCE_TAG, per)
+            sends = self._post(self.side.Isend, x[b[send]: b[send + 1]], right, _RING_REDUCE_TAG, per)
             seg = x[b[recv]: b[recv + 1]]
             try:
                 for lo in range(0, seg.size, per):
                     piece = seg[lo: lo + per]
                     theirs = self._scratch[: piece.nbytes].view(x.dtype)
-                    self._complete(self._post(self.ring_comm.Irecv, theirs, left, _RING_REDUCE_TAG, per))
+                    self._complete(self._post(self.side.Irecv, theirs, left, _RING_REDUCE_TAG, per))
                     f(piece, theirs, out=piece)
             except DistBackendError:
                 self._abandoned.extend(sends)  # still MPI's: keep them (and their buffers) alive
@@ -474,8 +475,8 @@ class MpiBackend(Backend):
             self._complete(sends)
         for step in range(n - 1):
             send, recv = (me + 1 - step) % n, (me - step) % n
-            requests = self._post(self.ring_comm.Isend, x[b[send]: b[send + 1]], right, _RING_GATHER_TAG, per)
-            requests += self._post(self.ring_comm.Irecv, x[b[recv]: b[recv + 1]], left, _RING_GATHER_TAG, per)
+            requests = self._post(self.side.Isend, x[b[send]: b[send + 1]], right, _RING_GATHER_TAG, per)
+            requests += self._post(self.side.Irecv, x[b[recv]: b[recv + 1]], left, _RING_GATHER_TAG, per)
             self._complete(requests)
 
     def _post(self, start, x, peer: int, tag: int, per: int) -> list:
@@ -614,13 +615,13 @@ class MpiBackend(Backend):
     def shutdown(self):
         if self.broken is not None:
             return  # the communicators still have abandoned ops: leave them to MPI_Abort
-        for comm in (getattr(self, "ring_comm", None), getattr(self, "side", None), getattr(self, "comm", None)):
+        for comm in (getattr(self, "side", None), getattr(self, "comm", None)):
             if comm is not None:
                 try:
                     comm.Free()
                 except Exception:  # noqa: BLE001 - shutdown must not raise or block
                     pass
-        self.ring_comm = self.side = self.comm = None
+        self.side = self.comm = None
 
 
 class _RequestWork(Work):
