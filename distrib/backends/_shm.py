@@ -25,6 +25,16 @@ Note [Shared-memory collectives]
     Segments live in /dev/shm with mode 0600 and are unlinked as soon as every rank has
     mapped them, so a crash cannot leak them.
 
+Note [Slot size]
+    Slots are 256 KiB when the group's ranks fit the CPUs (``_usable_cpus``), else 2 MiB.
+    A small block is still in the CPU caches when the peer reads it: with 2 ranks on 2
+    CPUs, 64 MB all_reduce took 5.8-7.1 ms with 256 KiB slots against 12-13.6 ms with
+    2 MiB, and 4 MB all_gather and reduce_scatter 25-45% less. But every block costs a
+    barrier, and when ranks outnumber CPUs a barrier waits for a descheduled peer: 3 ranks
+    on 2 CPUs took twice as long with 256 KiB. Rank 0 decides and tells the others through
+    the store (every rank must cut tensors into the same blocks);
+    ``DISTRIB_SHM_SLOT_BYTES`` overrides.
+
 Note [Shared buffers]
     ``alloc_buffer`` (the backend's ``alloc_comm_buffer``, which DDP uses for its gradient
     buckets) hands out more such segments, mapped by every rank. An all_reduce of a view of
@@ -52,6 +62,7 @@ __all__ = ["ShmGroup", "setup"]
 
 _HEADER = 4096
 _MIN_BCAST_BLOCK = 256 << 10  # bytes; smaller blocks cost more in barriers than they overlap
+_SMALL_SLOT, _LARGE_SLOT = 256 << 10, 2 << 20  # bytes per slot (Note [Slot size])
 _SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
@@ -72,8 +83,26 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def setup(store, rank: int, size: int, slot_bytes: int):
-    """Create and map the segments of a group (collective over ``store``); None if unusable anywhere."""
+def _usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity, capped by a cgroup (v2) CPU quota."""
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return cpus
+
+
+def setup(store, rank: int, size: int, slot_bytes: int | None = None):
+    """Create and map the segments of a group (collective over ``store``); None if unusable
+    anywhere. ``slot_bytes`` None: chosen by rank 0 (Note [Slot size])."""
+    if slot_bytes is None:
+        if rank == 0:
+            store.set("shm/slot", str(_SMALL_SLOT if size <= _usable_cpus() else _LARGE_SLOT))
+        slot_bytes = int(store.get("shm/slot"))
     slot_bytes = max(4096, slot_bytes // 4096 * 4096)
     mapped = _exchange_segments(store, "shm", rank, size, _HEADER + 2 * slot_bytes, wake_fifo=True)
     if mapped is None:

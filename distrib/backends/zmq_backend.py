@@ -81,8 +81,8 @@ class ZmqBackend(Backend):
                                {p: v["data"][str(rank)] for p, v in peers.items() if p < rank})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
         if size > 1 and self.local and use_shm:
-            slot = int(os.environ.get("DISTRIB_SHM_SLOT_BYTES", 2 << 20))
-            self.shm = _shm.setup(store, rank, size, slot)
+            slot = os.environ.get("DISTRIB_SHM_SLOT_BYTES")
+            self.shm = _shm.setup(store, rank, size, int(slot) if slot else None)
             if self.shm is not None:
                 self.shm.owner = self
 

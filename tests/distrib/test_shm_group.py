@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import mmap
 import os
+from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from distrib.backends import _shm
 from distrib.backends._shm import _HEADER, ShmGroup
+from distrib.store import HashStore
 
 
 def test_a_barrier_arrival_survives_a_peer_that_already_exited():
@@ -22,3 +27,26 @@ def test_a_barrier_arrival_survives_a_peer_that_already_exited():
     assert group.hdr[0][0] == 1
     group.close()
     assert group.maps == []
+
+
+
+@pytest.mark.parametrize(("cpus", "slot", "expected"), [
+    (2, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
+    (1, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
+    (2, 8192, 8192),  # DISTRIB_SHM_SLOT_BYTES, as the zmq backend passes it
+])
+def test_both_ranks_use_one_slot_size(monkeypatch, cpus, slot, expected):
+    """Note [Slot size]; rank 0 decides, so every rank cuts tensors into the same blocks."""
+    monkeypatch.setattr(_shm, "_usable_cpus", lambda: cpus)
+    store = HashStore()
+    with ThreadPoolExecutor(2) as pool:  # the two ranks' setups meet through the store
+        groups = list(pool.map(lambda rank: _shm.setup(store, rank, 2, slot), range(2)))
+    try:
+        assert [g.slot_bytes for g in groups] == [expected, expected]
+    finally:
+        for g in groups:
+            g.close()
+
+
+def test_usable_cpus_is_within_the_affinity():
+    assert 1 <= _shm._usable_cpus() <= len(os.sched_getaffinity(0))
