@@ -41,9 +41,11 @@ Note [Shared buffers]
     one needs no slots: after a barrier, rank r reduces part r of every rank's view (in rank
     order) and writes the result into every rank's part r; after a second barrier each view
     holds the whole result. Each byte is read and written once per rank, half the traffic of
-    the slot scheme. Ranks must agree on which scheme they use (all pass views of shared
-    buffers, at the same offsets, or none do); every all_reduce's first barrier checks that,
-    through a per-phase record of what each rank does there (``_barrier_agreeing``).
+    the slot scheme. A part is reduced and copied out in 256 KiB blocks, so the copies read
+    the result from cache (25 MB: 1.25-1.3 ms unblocked, 0.6-0.9 ms blocked). Ranks must
+    agree on which scheme they use (all pass views of shared buffers, at the same offsets,
+    or none do); every all_reduce's first barrier checks that, through a per-phase record
+    of what each rank does there (``_barrier_agreeing``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ __all__ = ["ShmGroup", "setup"]
 _HEADER = 4096
 _MIN_BCAST_BLOCK = 256 << 10  # bytes; smaller blocks cost more in barriers than they overlap
 _SMALL_SLOT, _LARGE_SLOT = 256 << 10, 2 << 20  # bytes per slot (Note [Slot size])
+_SHARED_BLOCK = 256 << 10  # bytes reduced, then copied to the peers, while still in cache
 _SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
 _SHM_DIR = "/dev/shm"
@@ -299,16 +302,18 @@ class ShmGroup:
         n, me = self.size, self.rank
         self._barrier_agreeing(_SHARED)
         lo, hi = x.size * me // n, x.size * (me + 1) // n
-        parts = [v[lo:hi] for v in views]
-        # With two ranks the result may overwrite our part as it is read; with more, our part
-        # is read after the first step, so the sum builds up in a temporary.
-        out = f(parts[0], parts[1], out=parts[me] if n == 2 else None)
-        for part in parts[2:]:
-            f(out, part, out=out)
-        reduce_op.finish(op, out, n)
-        for p in range(n):
-            if parts[p] is not out:
-                np.copyto(parts[p], out)
+        block = max(1, _SHARED_BLOCK // x.itemsize)
+        for start in range(lo, hi, block):
+            parts = [v[start: min(start + block, hi)] for v in views]
+            # With two ranks the result may overwrite our part as it is read; with more, our
+            # part is read after the first step, so the sum builds up in a temporary.
+            out = f(parts[0], parts[1], out=parts[me] if n == 2 else None)
+            for part in parts[2:]:
+                f(out, part, out=out)
+            reduce_op.finish(op, out, n)
+            for p in range(n):
+                if parts[p] is not out:
+                    np.copyto(parts[p], out)
         self.barrier()
 
     def _barrier_agreeing(self, mode: int) -> None:
