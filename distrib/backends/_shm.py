@@ -26,7 +26,8 @@ Note [Shared-memory collectives]
     mapped them, so a crash cannot leak them.
 
 Note [Slot size]
-    Slots are 256 KiB when the group's ranks fit the CPUs (``_usable_cpus``), else 2 MiB.
+    Slots are 256 KiB when the ranks on this host (the group's, or the launcher's
+    ``LOCAL_WORLD_SIZE`` if larger) fit the CPUs (``_usable_cpus``), else 2 MiB.
     A small block is still in the CPU caches when the peer reads it: with 2 ranks on 2
     CPUs, 64 MB all_reduce took 5.8-7.1 ms with 256 KiB slots against 12-13.6 ms with
     2 MiB, and 4 MB all_gather and reduce_scatter 25-45% less. But every block costs a
@@ -104,7 +105,9 @@ def setup(store, rank: int, size: int, slot_bytes: int | None = None):
     anywhere. ``slot_bytes`` None: chosen by rank 0 (Note [Slot size])."""
     if slot_bytes is None:
         if rank == 0:
-            store.set("shm/slot", str(_SMALL_SLOT if size <= _usable_cpus() else _LARGE_SLOT))
+            # The launcher's LOCAL_WORLD_SIZE counts the ranks of other groups on this host too.
+            ranks_here = max(size, int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0))
+            store.set("shm/slot", str(_SMALL_SLOT if ranks_here <= _usable_cpus() else _LARGE_SLOT))
         slot_bytes = int(store.get("shm/slot"))
     slot_bytes = max(4096, slot_bytes // 4096 * 4096)
     mapped = _exchange_segments(store, "shm", rank, size, _HEADER + 2 * slot_bytes, wake_fifo=True)

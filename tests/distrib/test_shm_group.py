@@ -30,14 +30,19 @@ def test_a_barrier_arrival_survives_a_peer_that_already_exited():
 
 
 
-@pytest.mark.parametrize(("cpus", "slot", "expected"), [
-    (2, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
-    (1, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
-    (2, 8192, 8192),  # DISTRIB_SHM_SLOT_BYTES, as the zmq backend passes it
+@pytest.mark.parametrize(("cpus", "local_world", "slot", "expected"), [
+    (2, None, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
+    (1, None, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
+    (2, "4", None, _shm._LARGE_SLOT),  # a group of 2 among 4 ranks on this host
+    (2, None, 8192, 8192),  # DISTRIB_SHM_SLOT_BYTES, as the zmq backend passes it
 ])
-def test_both_ranks_use_one_slot_size(monkeypatch, cpus, slot, expected):
+def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_world, slot, expected):
     """Note [Slot size]; rank 0 decides, so every rank cuts tensors into the same blocks."""
     monkeypatch.setattr(_shm, "_usable_cpus", lambda: cpus)
+    if local_world is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world)
     store = HashStore()
     with ThreadPoolExecutor(2) as pool:  # the two ranks' setups meet through the store
         groups = list(pool.map(lambda rank: _shm.setup(store, rank, 2, slot), range(2)))
