@@ -386,7 +386,8 @@ class ShmGroup:
 
     def broadcast(self, x: np.ndarray, root: int) -> None:
         # The root's copy of block k+1 overlaps the receivers' copy of block k, so the
-        # op takes (blocks + 1) block copies: cut large tensors into about 8 blocks.
+        # op takes (blocks + 1) block copies: cut large tensors into 8 blocks or more
+        # (no block is larger than a slot).
         cap = min(self.slot_bytes, max(_MIN_BCAST_BLOCK, -(-x.nbytes // 8))) // x.itemsize
         for start in range(0, x.size, cap):
             blk = x[start: start + cap]
