@@ -29,7 +29,7 @@ Note [Slot size]
     Slots are 256 KiB when the ranks on this host (the group's, or the launcher's
     ``LOCAL_WORLD_SIZE`` if larger) fit the CPUs (``_usable_cpus``), else 2 MiB.
     A small block is still in the CPU caches when the peer reads it: with 2 ranks on 2
-    CPUs, 64 MB all_reduce took 5.8-7.1 ms with 256 KiB slots against 12-13.6 ms with
+    CPUs, 64 MB all_reduce took 5.8-8.8 ms with 256 KiB slots against 12.3-13.6 ms with
     2 MiB, and 4 MB all_gather and reduce_scatter 25-45% less. But every block costs a
     barrier, and when ranks outnumber CPUs a barrier waits for a descheduled peer: 3 ranks
     on 2 CPUs took twice as long with 256 KiB. Rank 0 decides and tells the others through
