@@ -87,9 +87,19 @@ def _slurm_first_host() -> str | None:
     return None if match is None else match.group(1) + (match.group(2) or "")
 
 
-def _all_local(world_size: int) -> bool:
+def local_world_size() -> int | None:
+    """The number of ranks on this host, as the launcher, MPI or SLURM tells it; None if unknown."""
     found = _first(_LOCAL_SIZE_VARS)
-    return found is not None and int(found[1].split("(")[0]) == world_size
+    if found is None:
+        return None
+    try:
+        return int(found[1].split("(")[0])  # SLURM_NTASKS_PER_NODE may read "2(x3)"
+    except ValueError:
+        return None
+
+
+def _all_local(world_size: int) -> bool:
+    return local_world_size() == world_size
 
 
 def _mpi_store(rank: int, world_size: int, timeout: float):

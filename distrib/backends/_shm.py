@@ -27,7 +27,8 @@ Note [Shared-memory collectives]
 
 Note [Slot size]
     Slots are 256 KiB when the ranks on this host (the group's, or the launcher's
-    ``LOCAL_WORLD_SIZE`` if larger) fit the CPUs (``_usable_cpus``), else 2 MiB.
+    ``LOCAL_WORLD_SIZE`` or MPI's or SLURM's count if larger) fit the CPUs
+    (``_usable_cpus``), else 2 MiB.
     A small block is still in the CPU caches when the peer reads it: with 2 ranks on 2
     CPUs, 64 MB all_reduce took 5.8-8.8 ms with 256 KiB slots against 12.3-13.6 ms with
     2 MiB, and 4 MB all_gather and reduce_scatter 25-45% less. But every block costs a
@@ -60,6 +61,7 @@ import time
 import numpy as np
 
 from .. import reduce_op
+from ..rendezvous import local_world_size
 
 __all__ = ["ShmGroup", "setup"]
 
@@ -105,8 +107,8 @@ def setup(store, rank: int, size: int, slot_bytes: int | None = None):
     anywhere. ``slot_bytes`` None: chosen by rank 0 (Note [Slot size])."""
     if slot_bytes is None:
         if rank == 0:
-            # The launcher's LOCAL_WORLD_SIZE counts the ranks of other groups on this host too.
-            ranks_here = max(size, int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0))
+            # The launcher's (or MPI's, SLURM's) count includes the ranks of other groups.
+            ranks_here = max(size, local_world_size() or 0)
             store.set("shm/slot", str(_SMALL_SLOT if ranks_here <= _usable_cpus() else _LARGE_SLOT))
         slot_bytes = int(store.get("shm/slot"))
     slot_bytes = max(4096, slot_bytes // 4096 * 4096)

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from distrib import rendezvous
 from distrib.backends import _shm
 from distrib.backends._shm import _HEADER, ShmGroup
 from distrib.store import HashStore
@@ -30,19 +31,20 @@ def test_a_barrier_arrival_survives_a_peer_that_already_exited():
 
 
 
-@pytest.mark.parametrize(("cpus", "local_world", "slot", "expected"), [
-    (2, None, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
-    (1, None, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
-    (2, "4", None, _shm._LARGE_SLOT),  # a group of 2 among 4 ranks on this host
-    (2, None, 8192, 8192),  # DISTRIB_SHM_SLOT_BYTES, as the zmq backend passes it
+@pytest.mark.parametrize(("cpus", "local_env", "slot", "expected"), [
+    (2, {}, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
+    (1, {}, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
+    (2, {"LOCAL_WORLD_SIZE": "4"}, None, _shm._LARGE_SLOT),  # a group of 2 among 4 ranks on this host
+    (2, {"MPI_LOCALNRANKS": "3"}, None, _shm._LARGE_SLOT),  # the same under MPICH's mpiexec
+    (2, {}, 8192, 8192),  # DISTRIB_SHM_SLOT_BYTES, as the zmq backend passes it
 ])
-def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_world, slot, expected):
+def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_env, slot, expected):
     """Note [Slot size]; rank 0 decides, so every rank cuts tensors into the same blocks."""
     monkeypatch.setattr(_shm, "_usable_cpus", lambda: cpus)
-    if local_world is None:
-        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    else:
-        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world)
+    for name in rendezvous._LOCAL_SIZE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in local_env.items():
+        monkeypatch.setenv(name, value)
     store = HashStore()
     with ThreadPoolExecutor(2) as pool:  # the two ranks' setups meet through the store
         groups = list(pool.map(lambda rank: _shm.setup(store, rank, 2, slot), range(2)))
@@ -55,3 +57,4 @@ def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_world, slot, expe
 
 def test_usable_cpus_is_within_the_affinity():
     assert 1 <= _shm._usable_cpus() <= len(os.sched_getaffinity(0))
+
