@@ -28,6 +28,15 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- staging
+def _in_place(t: Tensor, backend):
+    """``t``'s storage as a flat array ``backend`` can use directly, or None if it must be
+    staged (a device the backend cannot read, or a non-contiguous tensor)."""
+    arr = t._data
+    if t._device.type in backend.device_types and arr.flags.c_contiguous:
+        return arr if arr.ndim == 1 else arr.reshape(-1)
+    return None
+
+
 class _Staged:
     """A contiguous flat array the backend can use for ``t``, and the write-back of results."""
 
@@ -36,18 +45,18 @@ class _Staged:
     def __init__(self, t: Tensor, backend, what: str) -> None:
         if not isinstance(t, Tensor):
             raise TypeError(f"{what} must be a Tensor, got {type(t).__name__}")
-        arr = t._data
         self.t = t
+        self._copy = None
+        self.flat = _in_place(t, backend)
+        if self.flat is not None:
+            return
+        arr = t._data
         if t.device.type not in backend.device_types:  # e.g. a CUDA tensor on the zmq backend
             # to_numpy synchronises the device before the host copy is made
-            host = np.ascontiguousarray(array_backend.backend_for_array(arr)[0].to_numpy(arr))
-            self._copy = host
-        elif not arr.flags.c_contiguous:
-            self._copy = arr.copy()  # C order
+            self._copy = np.ascontiguousarray(array_backend.backend_for_array(arr)[0].to_numpy(arr))
         else:
-            self._copy = None
-        base = arr if self._copy is None else self._copy
-        self.flat = base.reshape(-1)
+            self._copy = arr.copy()  # C order
+        self.flat = self._copy.reshape(-1)
 
     def written(self) -> None:
         """Copy results back into the tensor if staged, and bump its version counter."""
@@ -129,13 +138,11 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if pg is None:
         return None
     be = pg.backend_for(tensor)
-    if not async_op and not pg._debug and isinstance(tensor, Tensor):  # the hot path: no staging, no closures
-        arr = tensor._data
-        if arr.flags.c_contiguous and tensor._device.type in be.device_types:
-            pg.run_sync("all_reduce", be, be.all_reduce, arr if arr.ndim == 1 else arr.reshape(-1),
-                        check_op(op, arr.dtype))
-            tensor._version_box[0] += 1
-            return None
+    flat = _in_place(tensor, be) if not async_op and not pg._debug and isinstance(tensor, Tensor) else None
+    if flat is not None:  # the hot path: no staging, no closures
+        pg.run_sync("all_reduce", be, be.all_reduce, flat, check_op(op, flat.dtype))
+        tensor._version_box[0] += 1
+        return None
     s = _Staged(tensor, be, "all_reduce: tensor")
     op = check_op(op, s.flat.dtype)
 

@@ -290,7 +290,7 @@ def resolve(group, op_name: str) -> ProcessGroup | None:
     """The group an op runs on (None when this rank is not a member: the op is skipped)."""
     if world.default_pg is None:
         raise ProcessGroupStateError(f"{op_name}: the default process group is not initialized; "
-                        "call distrib.init_process_group first")
+                                     "call distrib.init_process_group first")
     if group is None:
         return world.default_pg
     if group is GroupMember.NON_GROUP_MEMBER:

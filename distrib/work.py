@@ -60,13 +60,18 @@ class Future:
     def wait(self, timeout=None):
         """Block until done and return the value (raises the op's error)."""
         seconds = _seconds(timeout)
-        if self._help is not None and not self._event.is_set():
-            self._help(self._event)
-        if not self._event.wait(seconds):
+        if not self._await(seconds):
             raise DistBackendError(f"timed out after {seconds} s waiting for a Future")
         if self._error is not None:
             raise self._error
         return self._value
+
+    def _await(self, seconds) -> bool:
+        """Wait up to ``seconds`` (None: forever) for completion, first running the op's queue
+        in this thread where that is allowed (Note [Helping wait]); whether it completed."""
+        if self._help is not None and not self._event.is_set():
+            self._help(self._event)
+        return self._event.wait(seconds)
 
     def value(self):
         """The value of a completed future (raises the op's error)."""
@@ -123,10 +128,7 @@ class Work:
     def wait(self, timeout=None) -> bool:
         """Block until the op finished; raises its error, or DistBackendError after ``timeout``."""
         seconds = _seconds(timeout)
-        future = self._future
-        if future._help is not None and not future._event.is_set():
-            future._help(future._event)
-        if not future._event.wait(seconds):
+        if not self._future._await(seconds):
             raise DistBackendError(
                 f"Work.wait timed out after {seconds} s: {self.name} (seq {self.seq}) is still running"
             )

@@ -72,6 +72,7 @@ class NcclBackend(Backend):
 
     name = "nccl"
     device_types = ("cuda",)
+    help_in_wait = False  # ops are ordered on the worker thread's CUDA stream
 
     @classmethod
     def library_available(cls) -> bool:
@@ -80,7 +81,6 @@ class NcclBackend(Backend):
         except RuntimeError:
             return False
         return True
-    help_in_wait = False  # ops are ordered on the worker thread's CUDA stream
 
     def __init__(self, store, rank, size, timeout, options=None) -> None:
         super().__init__(store, rank, size, timeout, options)

@@ -99,7 +99,7 @@ def _bucket_buffer(process_group, numel: int, like: Tensor) -> Tensor:
     if like.device.type in backend.device_types and numel:
         raw = backend.alloc_comm_buffer(numel * like.element_size())
         if raw is not None:
-            return tensor.from_numpy(raw.view(like.detach().numpy().dtype))
+            return tensor.from_numpy(raw.view(like.dtype.numpy))
     return tensor.zeros(numel, dtype=like.dtype, device=like.device)
 
 
