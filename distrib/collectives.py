@@ -17,6 +17,7 @@ from tensor import _backend as array_backend
 
 from . import process_group as _pg
 from .errors import DistError
+from .process_group import world as _world
 from .reduce_op import ReduceOp, check_op
 from .work import Work, _seconds
 
@@ -134,6 +135,25 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
     >>> t = tensor.full((2,), float(dist.get_rank())); dist.all_reduce(t)   # doctest: +SKIP
     """
+    if group is None and not async_op and isinstance(tensor, Tensor):
+        # The backend's hot path, inline: every Python frame here costs about 4% of a 4 KB
+        # all_reduce (Note [Hot all_reduce] in backends/base.py).
+        hot = _world.hot_all_reduce
+        if hot is not None:
+            x = tensor._data
+            arg = hot.ops.get((op, x.dtype))
+            if arg is not None and x.__class__ is hot.array_type and x.nbytes < hot.limit and x.flags.c_contiguous:
+                executor = hot.executor
+                if not (executor.active or executor.queue):  # else earlier async ops go first
+                    hot.started = seq = executor.seq + 1
+                    executor.seq = seq
+                    try:
+                        hot.reduce(x, arg)
+                    except Exception as exc:
+                        raise hot.fail(exc, seq) from None
+                    hot.finished = seq
+                    tensor._version_box[0] += 1
+                    return None
     pg = _pg.resolve(group, "all_reduce")
     if pg is None:
         return None
@@ -395,8 +415,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     pg = _pg.resolve(group, "monitored_barrier")
     if pg is None:
         return None
-    pg.seq += 1
-    seq, me, store = pg.seq, pg.rank(), pg.store
+    seq, me, store = pg.next_seq(), pg.rank(), pg.store
     seconds = pg.timeout if timeout is None else _seconds(timeout)
     store.set(f"mb/{seq}/{me}", "1")
     if me == 0:

@@ -77,6 +77,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     try:
         world.default_pg = ProcessGroup(backend, list(range(world_size)), rank, PrefixStore("default_pg", store),
                                         seconds, "default_pg", world.options)
+        world.hot_all_reduce = world.default_pg.hot_all_reduce
     except BaseException:
         if owned is not None:
             owned.close()

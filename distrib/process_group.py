@@ -42,6 +42,7 @@ class Executor:
         self.waiting = 0  # threads in cond.wait(): leave() skips the costly notify_all without them
         self.queue: collections.deque = collections.deque()
         self.active = False
+        self.seq = 0  # the sequence number of the group's latest op
         self.thread: threading.Thread | None = None
         self.stopped = False
 
@@ -127,7 +128,6 @@ class ProcessGroup:
         self._rank = self.ranks.index(global_rank)
         self.store = store
         self.timeout = timeout
-        self.seq = 0
         self.backend_name = backend_name
         self.options = dict(options or {})
         # backend=None means "nccl for CUDA tensors, zmq otherwise"; the CUDA one starts lazily.
@@ -135,6 +135,11 @@ class ProcessGroup:
         self.backend = self._create(get_default_backend_for_device("cpu") if backend_name is None else backend_name)
         self._executor = Executor(name)
         self._debug = debug.mode() == "DETAIL"
+        # the backend's HotAllReduce (Note [Hot all_reduce] in backends/base.py); none in the
+        # debug mode, which compares every op across ranks first
+        self.hot_all_reduce = None if self._debug else self.backend.hot_all_reduce
+        if self.hot_all_reduce is not None:
+            self.hot_all_reduce.executor = self._executor
 
     def _create(self, name: str):
         sub = self.store if not self._by_device else PrefixStore(name, self.store)
@@ -153,6 +158,16 @@ class ProcessGroup:
                 return self.backend  # it stages other devices through host memory
             backend = self._create(get_default_backend_for_device(device_type))
         return backend
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the group's latest op."""
+        return self._executor.seq
+
+    def next_seq(self) -> int:
+        """Number the group's next op (ops are numbered 1, 2, ... in call order)."""
+        self._executor.seq += 1
+        return self._executor.seq
 
     def rank(self) -> int:
         """This process's rank in the group."""
@@ -174,8 +189,7 @@ class ProcessGroup:
 
         ``signature`` (what the debug mode compares across ranks) defaults to the op name.
         """
-        self.seq += 1
-        seq = self.seq
+        seq = self.next_seq()
         if self._debug:
             debug.check_consistency(self, name, seq, signature or {})
         backend = backend or self.backend
@@ -208,11 +222,11 @@ class ProcessGroup:
         (a bound backend primitive) as the group's next op, in the caller's thread. The hot
         path of ``all_reduce``: after a large message the interpreter's working set is out of
         the CPU caches, so every Python frame costs microseconds there."""
-        self.seq += 1
+        seq = self.next_seq()
         executor = self._executor
         executor.enter()
         try:
-            backend.begin_op(name, self.seq)
+            backend.begin_op(name, seq)
             fn(*args)
             backend.end_op()
         finally:
@@ -251,6 +265,7 @@ class _World:
         self.group_count = 0
         self.options: dict = {}
         self.owned_store = None
+        self.hot_all_reduce = None  # the default group's (Note [Hot all_reduce] in backends/base.py)
 
 
 world = _World()

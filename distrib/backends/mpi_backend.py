@@ -5,16 +5,27 @@ Note [MPI backend]
       and size from the MPI environment (see ``distrib.rendezvous``). Each group gets its own
       communicator, made with ``Comm.Create_group`` from the members' ``COMM_WORLD`` ranks
       (exchanged through the group's store), so only the members take part.
-    * Every collective is the capital-letter, nonblocking call (``Iallreduce``, ``Ibcast``,
-      ``Iallgather``, ``Ireduce_scatter_block``, ``Ireduce``, ``Igather``, ``Iscatter``,
-      ``Ialltoallv``, ``Ibarrier``; ``Isend``/``Irecv`` for point to point), completed by a
-      ``Test`` loop that watches the op's deadline: MPI's blocking calls cannot time out, so
-      a missing rank would hang them. The loop spins for a few polls only (MPI progresses
-      only inside MPI calls), then yields the CPU after every poll, as MPICH's own blocking
-      waits do; after a few seconds it also naps between polls. Yielding early matters: on
-      a busy host the ranks often share a core, and a rank that spins keeps its peer off the
-      CPU for a whole time slice per message step (a 1 MB all_reduce then took 2 ms, not
-      0.2 ms, when the loop first spun for 1 ms).
+    * Every collective but the small synchronous all_reduce below is the capital-letter,
+      nonblocking call (``Iallreduce``, ``Ibcast``, ``Iallgather``, ``Ireduce_scatter_block``,
+      ``Ireduce``, ``Igather``, ``Iscatter``, ``Ialltoallv``, ``Ibarrier``; ``Isend``/``Irecv``
+      for point to point), completed by a ``Test`` loop that watches the op's deadline:
+      MPI's blocking calls cannot time out, so a missing rank would hang them. The loop
+      spins for a few polls only (MPI progresses only inside MPI calls), then yields the CPU
+      after every poll, as MPICH's own blocking waits do; after a few seconds it also naps
+      between polls. Yielding early matters: on a busy host the ranks often share a core,
+      and a rank that spins keeps its peer off the CPU for a whole time slice per message
+      step (a 1 MB all_reduce then took 2 ms, not 0.2 ms, when the loop first spun for 1 ms).
+    * Note [Blocking all_reduce]: ``dist.all_reduce(t)`` on the default group, synchronous,
+      below the ring threshold, on a dtype and op MPI reduces natively (not AVG), is MPI's
+      blocking ``Allreduce``, run inline by ``collectives.all_reduce`` (Note [Hot all_reduce]
+      in ``base.py``). At 4 KB the nonblocking call and its ``Test`` loop cost 0.2-0.3 us
+      more than the blocking one, 10% of the op; the Python layers of the general path
+      another 2 us. The price: such an op cannot raise on timeout. The backend's watchdog
+      thread (Note [MPI watchdog] in ``_mpi_watchdog.py``) prints the error the op would have
+      raised (op, sequence number, missing ranks) and ends the job with ``MPI_Abort`` at the
+      timeout, or at once when a peer process on this host exits, as PyTorch's NCCL watchdog
+      does. ``DISTRIB_MPI_BLOCKING=0`` turns the path off: every op then raises
+      ``DistBackendError`` in the caller.
     * ``all_reduce`` reduces in place (``MPI_IN_PLACE``) in the caller's contiguous array:
       a scratch buffer would cost a copy back (70 us per MB here), more than any algorithm
       difference MPICH has between its in-place and out-of-place forms.
@@ -29,10 +40,10 @@ Note [MPI backend]
       stay in charge. ``DISTRIB_MPI_RING_MIN_BYTES`` sets the threshold (also across hosts);
       a huge value turns the ring off.
     * On timeout the rank asks its peers, over a second communicator, which op they are in;
-      peers waiting in a distrib op answer from their own poll loops. Ranks that do not answer,
-      or answer with an older op, are named as missing. Peers on this host are also checked for
-      being alive every 50 ms, so a dead rank is named at once (when ``mpiexec`` does not kill
-      the job first, which MPICH's does by default).
+      each peer's watchdog thread answers. Ranks that do not answer, or answer with an older
+      op, are named as missing. Peers on this host are also checked for being alive every
+      50 ms, so a dead rank is named at once (when ``mpiexec`` does not kill the job first,
+      which MPICH's does by default).
     * An MPI communicator cannot recover from an abandoned collective. After a failure the
       backend refuses further ops, and the process ends with ``MPI_Abort`` instead of
       ``MPI_Finalize`` (which would wait forever for the abandoned op).
@@ -56,6 +67,7 @@ Note [MPI backend]
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib
 import importlib.util
 import json
@@ -72,8 +84,9 @@ from tensor import _backend as array_backend
 from .. import reduce_op
 from ..errors import DistBackendError
 from ..work import Work, _seconds
+from ._mpi_watchdog import Watchdog, abort_job
 from ._shm import _alive
-from .base import Backend
+from .base import Backend, HotAllReduce
 from .zmq_backend import _host_id
 
 __all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
@@ -127,9 +140,6 @@ def cuda_aware(mpi) -> bool:
     return any(os.environ.get(name, "").lower() in values for name, values in hints.items())
 
 
-_ABORT_GRACE_SECONDS = 0.5
-
-
 def install_abort_hook(mpi) -> bool:
     """Make an uncaught exception abort the whole MPI job (once per process; only when the
     job has more than one rank). Returns whether the hook is installed."""
@@ -140,18 +150,9 @@ def install_abort_hook(mpi) -> bool:
     def abort_on_uncaught(exc_type, exc, tb):
         try:
             previous(exc_type, exc, tb)
-            print(f"distrib: uncaught {exc_type.__name__} on MPI rank {mpi.COMM_WORLD.Get_rank()}; "
-                  "calling MPI_Abort so that the other ranks do not wait forever", file=sys.stderr)
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except Exception:  # noqa: BLE001 - aborting anyway
-                    pass
-            # mpiexec forwards our output through its proxy, and MPI_Abort makes it kill the job
-            # at once: give the proxy a moment to pass the traceback on, or the user sees half of it.
-            time.sleep(_ABORT_GRACE_SECONDS)
-            mpi.COMM_WORLD.Abort(1)
+            abort_job(mpi, f"distrib: uncaught {exc_type.__name__} on MPI rank {mpi.COMM_WORLD.Get_rank()}; "
+                           "calling MPI_Abort so that the other ranks do not wait forever")
 
     sys.excepthook = abort_on_uncaught
     _state["hook"] = True
@@ -174,6 +175,19 @@ def _ring_min(same_host: bool, cuda_aware: bool) -> float:
             raise ValueError(f"DISTRIB_MPI_RING_MIN_BYTES must be a non-negative integer, got {forced!r}")
         return int(forced)
     return _RING_MIN_BYTES if same_host else float("inf")
+
+
+def _blocking_enabled() -> bool:
+    """``DISTRIB_MPI_BLOCKING`` (default 1): whether small synchronous all_reduces may use MPI's
+    blocking call (Note [Blocking all_reduce]).
+
+    Raises:
+        ValueError: the variable is set to something other than 0 or 1.
+    """
+    value = os.environ.get("DISTRIB_MPI_BLOCKING", "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"DISTRIB_MPI_BLOCKING must be 0 or 1, got {value!r}")
+    return value == "1"
 
 
 def _doom(mpi) -> None:
@@ -210,17 +224,22 @@ class _Datatypes:
                 self.native[dtype] = False
         return self.native[dtype]
 
+    def native_op(self, dtype: np.dtype, op):
+        """The MPI op that reduces ``dtype`` with ``op`` on MPI's own datatype, or None (bool,
+        and dtypes MPI has no datatype for)."""
+        mpi_op = self.native_ops.get((dtype, op.name))
+        if mpi_op is None and dtype.kind != "b" and self.is_native(dtype):
+            mpi_op = self.native_ops[(dtype, op.name)] = getattr(self.mpi, _MPI_OP[op.name])
+        return mpi_op
+
     def reduction(self, x, op):
         """``(buffer spec, MPI op)`` to reduce array ``x`` with ``op``."""
         mpi, dtype = self.mpi, x.dtype
-        mpi_op = self.native_ops.get((dtype, op.name))
-        if mpi_op is not None:  # the hot path
+        mpi_op = self.native_op(dtype, op)
+        if mpi_op is not None:
             return x, mpi_op
         if dtype.kind == "b":
             return x.view(np.uint8), getattr(mpi, _BOOL_OP[op.name])
-        if self.is_native(dtype):
-            mpi_op = self.native_ops[(dtype, op.name)] = getattr(mpi, _MPI_OP[op.name])
-            return x, mpi_op
         if dtype not in self.user_types:
             self.user_types[dtype] = mpi.BYTE.Create_contiguous(dtype.itemsize).Commit()
         key = (dtype, op.name)
@@ -261,6 +280,7 @@ class MpiBackend(Backend):
         self.entered = self.finished = 0
         self.broken: str | None = None
         self.max_count = int(os.environ.get("DISTRIB_MPI_MAX_COUNT", (1 << 31) - 1))
+        blocking = _blocking_enabled() and size > 1
         self.types = _Datatypes(mpi)
         self._serve_lock = threading.Lock()
         self._pending_replies: list = []
@@ -294,6 +314,13 @@ class MpiBackend(Backend):
             self.device_types = ("cpu", "cuda")
         self.ring_min = _ring_min(same_host=len(self.pids) == size - 1, cuda_aware=self.cuda_aware)
         self._scratch = np.empty(0, np.uint8)  # the ring's receive buffer, kept: fresh pages cost faults
+        # MPI's blocking Allreduce as the hot path (Note [Hot all_reduce] in base.py), for the
+        # (ReduceOp, dtype) pairs an all_reduce has checked and MPI reduces natively.
+        self.hot = HotAllReduce({}, functools.partial(self.comm.Allreduce, mpi.IN_PLACE), np.ndarray,
+                                min(self.ring_min, self.max_count), self._hot_failure)
+        if blocking:
+            self.hot_all_reduce = self.hot
+        self.watchdog = Watchdog(self) if size > 1 else None
 
     # ------------------------------------------------------------ bookkeeping
     def begin_op(self, name, seq):
@@ -308,6 +335,7 @@ class MpiBackend(Backend):
 
     def _fail(self, error: DistBackendError) -> DistBackendError:
         self.broken = f"{self.op_name} (op seq {self.op_seq})"
+        self.hot.ops.clear()  # the hot path now declines: the general path reports the failure
         _doom(self.mpi)
         return error
 
@@ -340,14 +368,14 @@ class MpiBackend(Backend):
 
     def _complete(self, requests: list) -> None:
         """Wait for every request by the op's deadline, or fail naming the missing ranks."""
-        slack = min(1.0, 0.1 * self.timeout)  # kept back to ask the peers where they are
+        slack = self.query_slack()
         try:
             for request in requests:
                 self._poll(request, None, self.deadline() - slack, self.timeout)
         except _Stall as stall:
             self._abandoned.extend(requests)
             if stall.missing is None:
-                stall = self._find_missing()
+                stall = self.find_missing()
             raise self._fail(self.op_error(stall.reason, stall.missing)) from None
         except self.mpi.Exception as exc:
             raise self._mpi_failure(exc, requests) from None
@@ -373,20 +401,26 @@ class MpiBackend(Backend):
             now = time.monotonic()
             if now - last_check > _CHECK_EVERY:
                 last_check = now
-                self._serve()
-                self._check_peers()
+                dead = self.dead_peers()
+                if dead is not None:
+                    raise dead
             if now > deadline:
                 raise _Stall(f"timed out after {seconds:g} s")
             if now - start > _NAP_AFTER:
                 time.sleep(1e-4)
 
-    def _check_peers(self) -> None:
-        dead = [p for p, pid in self.pids.items() if not _alive(pid)]
-        if dead:
-            raise _Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead),
-                         dead)
+    def query_slack(self) -> float:
+        """Seconds of an op's timeout kept back to ask the peers where they are."""
+        return min(1.0, 0.1 * self.timeout)
 
-    def _serve(self) -> None:
+    def dead_peers(self) -> _Stall | None:
+        """A _Stall naming the peer processes on this host that have exited, or None."""
+        dead = [p for p, pid in self.pids.items() if not _alive(pid)]
+        if not dead:
+            return None
+        return _Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
+
+    def serve(self) -> None:
         """Answer other ranks' progress queries (from inside our own poll loops)."""
         if not self._serve_lock.acquire(blocking=False):
             return
@@ -396,7 +430,8 @@ class MpiBackend(Backend):
                 src = status.Get_source()
                 query = np.empty(1, np.int64)
                 self.side.Recv(query, src, _QUERY)
-                reply = np.array([self.entered, self.finished], np.int64)
+                hot = self.hot  # the hot path's ops count too: sequence numbers only grow
+                reply = np.array([max(self.entered, hot.started), max(self.finished, hot.finished)], np.int64)
                 self._pending_replies.append((self.side.Isend(reply, src, _REPLY), reply))
             self._pending_replies = [(r, b) for r, b in self._pending_replies if not r.Test()]
         finally:
@@ -411,14 +446,14 @@ class MpiBackend(Backend):
         while requests and time.monotonic() < deadline:
             for p in [p for p, r in requests.items() if r.Test()]:
                 del requests[p]
-            self._serve()
+            self.serve()
             os.sched_yield()
         for r in requests.values():
             r.Cancel()
         self._abandoned.extend([*queries, *requests.values()])
         return {p: tuple(int(v) for v in a) for p, a in answers.items() if p not in requests}
 
-    def _find_missing(self) -> _Stall:
+    def find_missing(self) -> _Stall:
         """After a timeout: which peers are not in this op (asked over the side communicator)."""
         peers = [p for p in range(self.size) if p != self.rank]
         answers = self._query_progress(peers, min(1.0, 0.1 * self.timeout))
@@ -426,10 +461,12 @@ class MpiBackend(Backend):
         for p in peers:
             if p not in answers:
                 missing.add(p)
-                notes.append(f"rank {p} did not answer (not in a distrib op: busy, hung or dead)")
+                notes.append(f"rank {p} did not answer (dead, or hung in code that holds the GIL)")
             elif answers[p][0] < self.op_seq:
+                entered, finished = answers[p]
                 missing.add(p)
-                notes.append(f"rank {p} is at op seq {answers[p][0]}")
+                notes.append(f"rank {p} is in op seq {entered}" if entered > finished else
+                             f"rank {p} has not called it (its last op: seq {entered})")
         detail = "; ".join(notes) or "every peer is in this op; the MPI library did not complete it"
         return _Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
 
@@ -438,8 +475,10 @@ class MpiBackend(Backend):
         if self.size > 1:
             if self.cuda_aware:
                 self._ready(x)
-            mpi_op = self.types.native_ops.get((x.dtype, op.name))
-            if mpi_op is not None and x.nbytes < self.ring_min and x.size <= self.max_count:  # the hot path
+            mpi_op = self.types.native_op(x.dtype, op)
+            if mpi_op is not None and x.nbytes < self.ring_min and x.size <= self.max_count:
+                if op.name != "AVG":
+                    self.hot.ops[(op, x.dtype)] = mpi_op
                 self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, x, mpi_op)
             elif x.nbytes >= self.ring_min:
                 self._ring_all_reduce(x, op)
@@ -449,6 +488,12 @@ class MpiBackend(Backend):
                     self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)
         if op.name == "AVG":
             reduce_op.finish(op, x, self.size)
+
+    def _hot_failure(self, exc, seq: int) -> DistBackendError:
+        """The error of hot-path all_reduce ``seq`` whose MPI call raised ``exc``."""
+        self.op_name, self.op_seq = "all_reduce", seq
+        self.hot.finished = seq  # no longer in flight: the watchdog must not end the job over it
+        return self._mpi_failure(exc, [])
 
     def _ring_all_reduce(self, x, op) -> None:
         """Ring reduce-scatter, then ring all-gather, in place on flat ``x`` (Note [MPI ring
@@ -616,6 +661,9 @@ class MpiBackend(Backend):
         return work._result
 
     def shutdown(self):
+        if getattr(self, "watchdog", None) is not None:
+            self.watchdog.stop()
+            self.hot.ops.clear()
         if self.broken is not None:
             return  # the communicators still have abandoned ops: leave them to MPI_Abort
         for comm in (getattr(self, "side", None), getattr(self, "comm", None)):

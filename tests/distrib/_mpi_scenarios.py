@@ -40,19 +40,21 @@ def skip_collective(timeout="2", skipper="1", count="1000"):
         first = _error(exc)
     try:  # the communicator is unusable now: later ops refuse at once instead of hanging
         dist.barrier()
-        return {"error": first, "later": None}
+        later = None
     except dist.DistError as exc:
-        return {"error": first, "later": _error(exc)}
+        later = _error(exc)
+    return {"error": first, "later": later}
 
 
-def dead_rank(timeout="60"):
-    """Rank 1 exits before the second collective; rank 0 must name it long before ``timeout``."""
+def dead_rank(timeout="60", count="100000"):
+    """Rank 1 exits before the second collective (an all_reduce of ``count`` floats); rank 0
+    must name it long before ``timeout``."""
     dist.init_process_group("mpi", timeout=float(timeout))
     dist.all_reduce(tensor.ones(2))
     if dist.get_rank() == 1:
         os._exit(3)
     try:
-        dist.all_reduce(tensor.ones(100_000))
+        dist.all_reduce(tensor.ones(int(count)))
         return {"error": None}
     except dist.DistError as exc:
         return {"error": _error(exc)}
@@ -191,3 +193,40 @@ def outside_mpi_job():
         return {"error": _error(exc)}
     dist.destroy_process_group()
     return {"error": None}
+
+
+def hot_all_reduce():
+    """Small synchronous all_reduces on the blocking hot path (Note [Blocking all_reduce]): exact
+    values for each dtype and op, which calls took the path, and order with async ops."""
+    dist.init_process_group("mpi", timeout=30)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    pg = dist.group.WORLD
+    hot = pg.backend.hot
+    wrong, paths = [], {}
+    cases = [(tensor.float32, dist.ReduceOp.SUM), (tensor.float64, dist.ReduceOp.MAX),
+             (tensor.int32, dist.ReduceOp.PRODUCT), (tensor.int64, dist.ReduceOp.MIN),
+             (tensor.uint8, dist.ReduceOp.BXOR), (tensor.float32, dist.ReduceOp.AVG)]
+    values = list(range(1, n + 1))  # rank r contributes r + 1
+    expected = {"SUM": sum(values), "MAX": max(values), "PRODUCT": int(np.prod(values)), "MIN": min(values),
+                "BXOR": int(np.bitwise_xor.reduce(values)), "AVG": sum(values) / n}
+    for dtype, op in cases:
+        key = f"{dtype}/{op.name}"
+        paths[key] = []
+        for _ in range(3):
+            t = tensor.full((1000,), rank + 1, dtype=dtype)
+            version = t._version
+            dist.all_reduce(t, op=op)
+            paths[key].append(hot.finished == pg.seq)  # this op ran on the hot path
+            if t.tolist() != [expected[op.name]] * 1000 or t._version != version + 1:
+                wrong.append(key)
+    # an async op still queued or running goes first: the hot path declines meanwhile
+    a, b = tensor.full((1000,), 1.0), tensor.full((1000,), 2.0)
+    work = dist.all_reduce(a, async_op=True)
+    dist.all_reduce(b)
+    work.wait()
+    ordered = a.tolist() == [float(n)] * 1000 and b.tolist() == [2.0 * n] * 1000
+    view = tensor.full((4, 250), rank + 1.0).t()  # not contiguous: the general path stages it
+    dist.all_reduce(view)
+    strided = view.tolist() == [[float(sum(values))] * 4] * 250 and hot.finished != pg.seq
+    dist.destroy_process_group()
+    return {"wrong": wrong, "paths": paths, "ordered": ordered, "strided": strided}

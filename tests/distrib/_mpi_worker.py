@@ -2,7 +2,10 @@
 with RANK/WORLD_SIZE/MASTER_* set).
 
 ``scenario`` names a function of ``_mpi_scenarios``, ``_nccl_scenarios`` or ``_scenarios``;
-its JSON-able return value goes to ``<out_dir>/rank<r>.json``, r being the MPI rank.
+its JSON-able return value goes to ``<out_dir>/rank<r>.json``, r being the MPI rank. With
+``DISTRIB_TEST_LINGER=<seconds>`` the rank then waits that long before it exits: a rank whose
+communicator failed ends the job with MPI_Abort at exit, which would kill the other failing
+ranks before they write their results.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -24,3 +28,4 @@ if __name__ == "__main__":
     with open(path + ".tmp", "w") as f:
         json.dump(result, f)
     os.replace(path + ".tmp", path)
+    time.sleep(float(os.environ.get("DISTRIB_TEST_LINGER", "0")))

@@ -35,6 +35,33 @@ def test_overlapping_subgroups_get_their_own_communicators(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.parametrize(("size", "env", "hot"), [(2, {}, True), (3, {}, True),
+                                                  (2, {"DISTRIB_MPI_BLOCKING": "0"}, False)])
+def test_small_all_reduce_takes_the_blocking_hot_path(tmp_path, size, env, hot):
+    run = run_mpi("hot_all_reduce", size, tmp_path, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for r in range(size):
+        out = run.result(r)
+        assert out["wrong"] == []
+        assert out["ordered"] is True and out["strided"] is True
+        for key, taken in out["paths"].items():
+            # the first call of a (dtype, op) checks it on the general path; AVG divides after MPI
+            assert taken == ([False, hot, hot] if not key.endswith("AVG") else [False] * 3), key
+
+
+def test_blocking_switch_refuses_a_bad_value(monkeypatch):
+    from distrib.backends import mpi_backend
+
+    monkeypatch.setenv("DISTRIB_MPI_BLOCKING", "yes")
+    with pytest.raises(ValueError, match="DISTRIB_MPI_BLOCKING must be 0 or 1, got 'yes'"):
+        mpi_backend._blocking_enabled()
+    monkeypatch.setenv("DISTRIB_MPI_BLOCKING", "0")
+    assert mpi_backend._blocking_enabled() is False
+    monkeypatch.delenv("DISTRIB_MPI_BLOCKING")
+    assert mpi_backend._blocking_enabled() is True
+
+
+@needs_mpi
 def test_object_collectives_span_many_chunks(tmp_path):
     run = run_mpi("big_objects", 2, tmp_path, env={"DISTRIB_MPI_MAX_COUNT": str(1 << 18)}, timeout=60)
     assert run.returncode == 0, run.stderr[-3000:]

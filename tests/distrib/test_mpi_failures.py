@@ -15,10 +15,14 @@ from tests.distrib._mpi_harness import run_mpi, skip_reason
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
 
-@pytest.mark.parametrize(("size", "skipper", "count"), [(2, 1, 1000), (3, 2, 1000), (3, 1, 100_000)],
-                         ids=["2-ranks", "3-ranks", "3-ranks-ring"])  # 100_000 floats: the ring all_reduce
-def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper, count):
-    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper, count), timeout=40)
+@pytest.mark.parametrize(("size", "skipper", "count", "env"), [
+    (2, 1, 1000, {"DISTRIB_MPI_BLOCKING": "0"}),  # the small all_reduce without its blocking hot path
+    (3, 2, 1000, {"DISTRIB_MPI_BLOCKING": "0"}),
+    (3, 1, 100_000, {}),  # 100_000 floats: the ring all_reduce
+], ids=["2-ranks", "3-ranks", "3-ranks-ring"])
+def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper, count, env):
+    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper, count),
+                  env={**env, "DISTRIB_TEST_LINGER": "1"}, timeout=40)
     waiting = [r for r in range(size) if r != skipper]
     for r in waiting:
         result = run.result(r)
@@ -28,7 +32,8 @@ def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper, 
         assert "all_reduce (op seq 2)" in error["message"]
         assert f"missing rank(s): [{skipper}]" in error["message"]
         assert "timed out after 2 s" in error["message"]
-        assert f"rank {skipper} did not answer" in error["message"]
+        # the skipper's watchdog thread answers the progress query while its main thread is parked
+        assert f"rank {skipper} has not called it (its last op: seq 1)" in error["message"]
         later = result["later"]
         assert later is not None and "barrier (op seq 3)" in later["message"]
         assert "unusable after an earlier failure (all_reduce (op seq 2))" in later["message"]
@@ -38,19 +43,39 @@ def test_rank_that_never_calls_the_collective_is_named(tmp_path, size, skipper, 
     assert skipper not in run.results
 
 
-def test_rank_that_dies_is_named_before_the_timeout(tmp_path):
-    run = run_mpi("dead_rank", 2, tmp_path, args=("60",), timeout=30, flags=("-disable-auto-cleanup",))
+@pytest.mark.parametrize(("size", "skipper"), [(2, 1), (3, 2)])
+def test_blocking_all_reduce_timeout_ends_the_job_naming_the_missing_rank(tmp_path, size, skipper):
+    """The small synchronous all_reduce is MPI's blocking call (Note [Blocking all_reduce]): the
+    watchdog prints the op's error and aborts the job at the timeout."""
+    run = run_mpi("skip_collective", size, tmp_path, args=("2", skipper, "1000"), timeout=40)
+    assert run.returncode not in (0, None)
+    assert "[harness]" not in run.stderr, "the job was still running at the deadline"
+    assert run.results == {}, "no rank may get past the abandoned all_reduce"
+    assert (f"DistBackendError: [mpi backend, rank 0/{size}] all_reduce (op seq 2) failed: timed out after 2 s "
+            f"(rank {skipper} has not called it (its last op: seq 1)); missing rank(s): [{skipper}]") in run.stderr
+    assert "a blocking MPI call cannot be interrupted; calling MPI_Abort" in run.stderr
+
+
+@pytest.mark.parametrize("count", ["100000", "1000"], ids=["ring", "blocking"])
+def test_rank_that_dies_is_named_before_the_timeout(tmp_path, count):
+    run = run_mpi("dead_rank", 2, tmp_path, args=("60", count), timeout=30, flags=("-disable-auto-cleanup",))
+    assert run.returncode != 0
+    if count == "1000":  # the blocking all_reduce: the watchdog names the dead rank, then aborts
+        assert "[harness]" not in run.stderr, "the job was still running at the deadline"
+        assert run.results == {}
+        assert ("all_reduce (op seq 2) failed: peer process(es) exited: rank 1 (pid " in run.stderr
+                and "missing rank(s): [1]" in run.stderr), run.stderr[-2000:]
+        return
     error = run.result(0)["error"]
     assert error is not None and error["type"] == "DistBackendError"
     assert "all_reduce (op seq 2)" in error["message"]
     assert "peer process(es) exited: rank 1" in error["message"]
     assert "missing rank(s): [1]" in error["message"]
-    assert run.returncode != 0
 
 
 def test_rank_that_dies_ends_the_job_under_default_mpiexec(tmp_path):
     run = run_mpi("dead_rank", 2, tmp_path, args=("60",), timeout=30)
-    assert run.returncode == 3, run.stderr[-2000:]
+    assert run.returncode != 0, run.stderr[-2000:]  # 3 (the dead rank's code), or 9 if mpiexec reports the kill
     assert "[harness]" not in run.stderr  # ended by mpiexec, not by the test's deadline
     assert run.results == {}
 
