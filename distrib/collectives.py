@@ -21,6 +21,8 @@ from .process_group import world as _world
 from .reduce_op import ReduceOp, check_op
 from .work import Work, _seconds
 
+_NOT_HOT = (0, None, None)  # the hot path's (limit, datatype, op_arg) for what it does not cover
+
 __all__ = [
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
     "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
@@ -140,20 +142,20 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         # all_reduce (Note [Hot all_reduce] in backends/base.py).
         hot = _world.hot_all_reduce
         if hot is not None:
-            x = tensor._data
-            arg = hot.ops.get((op, x.dtype))
-            if arg is not None and x.__class__ is hot.array_type and x.nbytes < hot.limit and x.flags.c_contiguous:
-                executor = hot.executor
-                if not (executor.active or executor.queue):  # else earlier async ops go first
-                    hot.started = seq = executor.seq + 1
-                    executor.seq = seq
-                    try:
-                        hot.reduce(x, arg)
-                    except Exception as exc:
-                        raise hot.fail(exc, seq) from None
-                    hot.finished = seq
-                    tensor._version_box[0] += 1
-                    return None
+            x, executor = tensor._data, hot.executor
+            limit, datatype, op_arg = hot.ops.get((op, x.dtype, x.__class__)) or _NOT_HOT
+            n = x.size
+            # async ops go first
+            if n < limit and x.flags.c_contiguous and not (executor.active or executor.queue):
+                hot.started = seq = executor.seq + 1
+                executor.seq = seq
+                try:
+                    hot.reduce(hot.in_place, (x, n, datatype), op_arg)
+                except Exception as exc:
+                    raise hot.fail(exc, seq) from None
+                hot.finished = seq
+                tensor._version_box[0] += 1
+                return None
     pg = _pg.resolve(group, "all_reduce")
     if pg is None:
         return None

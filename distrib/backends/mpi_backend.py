@@ -66,13 +66,11 @@ Note [MPI backend]
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import importlib
 import importlib.util
 import json
+import math
 import os
-import sys
 import threading
 import time
 import zlib
@@ -83,8 +81,19 @@ from tensor import _backend as array_backend
 
 from .. import reduce_op
 from ..errors import DistBackendError
-from ..work import Work, _seconds
-from ._mpi_watchdog import Watchdog, abort_job
+from ._mpi_p2p import RequestWork
+from ._mpi_setup import (
+    Datatypes,
+    Stall,
+    as_bytes,
+    blocking_enabled,
+    cuda_aware,
+    doom,
+    install_abort_hook,
+    mpi_module,
+    ring_threshold,
+)
+from ._mpi_watchdog import Watchdog
 from ._shm import _alive
 from .base import Backend, HotAllReduce
 from .zmq_backend import _host_id
@@ -93,7 +102,6 @@ __all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
 
 _QUERY, _REPLY = 11, 12  # tags on the side communicator: progress queries
 _RING_REDUCE_TAG, _RING_GATHER_TAG = 21, 22  # and the ring all_reduce
-_RING_MIN_BYTES = 256 << 10  # all_reduce from this size on one host: our ring (Note [MPI ring all_reduce])
 # Bytes per ring message, and the size of the receive buffer the backend keeps. A segment
 # travels in pieces, each reduced as it lands while the next one arrives: at 64 MB, 1 MiB
 # pieces took 8.5 ms and whole 32 MB segments 11.4 ms; smaller pieces cost more calls.
@@ -101,163 +109,7 @@ _RING_PIECE_BYTES = 1 << 20
 _YIELD_AFTER = 16  # polls before the poll loop yields the CPU after each poll
 _CLOCK_EVERY = 16  # polls between clock checks (a yield may take a time slice when the core is shared)
 _NAP_AFTER = 5.0  # s of waiting before it also sleeps between polls
-_CHECK_EVERY = 0.05  # s between liveness checks and serving progress queries
-
-_MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "MAX",
-           "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
-_BOOL_OP = {"SUM": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "MAX": "MAX", "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
-
-_state = {"hook": False}
-
-
-def _mpi():
-    """``mpi4py.MPI`` (imported on first use: importing it initialises MPI)."""
-    return importlib.import_module("mpi4py.MPI")
-
-
-def cuda_aware(mpi) -> bool:
-    """Whether the MPI library reads CUDA device memory.
-
-    ``DISTRIB_MPI_CUDA_AWARE=0/1`` decides if set; then mpi4py's ``Query_cuda_support``, then
-    the library's ``MPIX_Query_cuda_support`` (MPICH, Open MPI, MVAPICH); then the
-    environment hints that turn CUDA support on.
-    """
-    forced = os.environ.get("DISTRIB_MPI_CUDA_AWARE")
-    if forced in ("0", "1"):
-        return forced == "1"
-    query = getattr(mpi, "Query_cuda_support", None)
-    if query is not None:
-        try:
-            return bool(query())
-        except Exception:  # noqa: BLE001 - not implemented by this library: try the next way
-            pass
-    try:
-        return bool(ctypes.CDLL(mpi.__file__).MPIX_Query_cuda_support())
-    except (OSError, AttributeError, TypeError):
-        pass
-    hints = {"OMPI_MCA_opal_cuda_support": ("1", "true"), "MV2_USE_CUDA": ("1",),
-             "MPICH_GPU_SUPPORT_ENABLED": ("1",), "MPIR_CVAR_ENABLE_GPU": ("1",)}
-    return any(os.environ.get(name, "").lower() in values for name, values in hints.items())
-
-
-def install_abort_hook(mpi) -> bool:
-    """Make an uncaught exception abort the whole MPI job (once per process; only when the
-    job has more than one rank). Returns whether the hook is installed."""
-    if _state["hook"] or mpi.COMM_WORLD.Get_size() == 1:
-        return _state["hook"]
-    previous = sys.excepthook
-
-    def abort_on_uncaught(exc_type, exc, tb):
-        try:
-            previous(exc_type, exc, tb)
-        finally:
-            abort_job(mpi, f"distrib: uncaught {exc_type.__name__} on MPI rank {mpi.COMM_WORLD.Get_rank()}; "
-                           "calling MPI_Abort so that the other ranks do not wait forever")
-
-    sys.excepthook = abort_on_uncaught
-    _state["hook"] = True
-    return True
-
-
-def _ring_min(same_host: bool, cuda_aware: bool) -> float:
-    """The all_reduce size (bytes) from which the ring is used: ``DISTRIB_MPI_RING_MIN_BYTES``
-    if set; else 256 KiB when every rank is on this host and never otherwise (across hosts
-    the MPI library knows the network; CUDA arrays stay with CUDA-aware MPI).
-
-    Raises:
-        ValueError: the variable is not a non-negative integer.
-    """
-    forced = os.environ.get("DISTRIB_MPI_RING_MIN_BYTES")
-    if cuda_aware:
-        return float("inf")
-    if forced is not None:
-        if not forced.isdigit():
-            raise ValueError(f"DISTRIB_MPI_RING_MIN_BYTES must be a non-negative integer, got {forced!r}")
-        return int(forced)
-    return _RING_MIN_BYTES if same_host else float("inf")
-
-
-def _blocking_enabled() -> bool:
-    """``DISTRIB_MPI_BLOCKING`` (default 1): whether small synchronous all_reduces may use MPI's
-    blocking call (Note [Blocking all_reduce]).
-
-    Raises:
-        ValueError: the variable is set to something other than 0 or 1.
-    """
-    value = os.environ.get("DISTRIB_MPI_BLOCKING", "1")
-    if value not in ("0", "1"):
-        raise ValueError(f"DISTRIB_MPI_BLOCKING must be 0 or 1, got {value!r}")
-    return value == "1"
-
-
-def _doom(mpi) -> None:
-    """End the process with MPI_Abort: MPI_Finalize would wait for an abandoned op."""
-    setter = getattr(mpi, "_set_abort_status", None)
-    if setter is not None:
-        setter(1)
-
-
-class _Stall(Exception):
-    """A wait that cannot finish: ``missing`` None means "timed out; ask the peers"."""
-
-    def __init__(self, reason: str, missing=None) -> None:
-        super().__init__(reason)
-        self.reason, self.missing = reason, missing
-
-
-class _Datatypes:
-    """Per-dtype MPI handling: native datatype, or a byte type with user-defined ops."""
-
-    def __init__(self, mpi) -> None:
-        self.mpi = mpi
-        self.native: dict[np.dtype, bool] = {}
-        self.user_types: dict[np.dtype, object] = {}
-        self.user_ops: dict[tuple, object] = {}
-        self.native_ops: dict[tuple, object] = {}  # (dtype, op name) -> MPI op, for native dtypes
-
-    def is_native(self, dtype: np.dtype) -> bool:
-        if dtype not in self.native:
-            try:
-                self.mpi.Datatype.fromcode(dtype.char)
-                self.native[dtype] = True
-            except (KeyError, ValueError, self.mpi.Exception):
-                self.native[dtype] = False
-        return self.native[dtype]
-
-    def native_op(self, dtype: np.dtype, op):
-        """The MPI op that reduces ``dtype`` with ``op`` on MPI's own datatype, or None (bool,
-        and dtypes MPI has no datatype for)."""
-        mpi_op = self.native_ops.get((dtype, op.name))
-        if mpi_op is None and dtype.kind != "b" and self.is_native(dtype):
-            mpi_op = self.native_ops[(dtype, op.name)] = getattr(self.mpi, _MPI_OP[op.name])
-        return mpi_op
-
-    def reduction(self, x, op):
-        """``(buffer spec, MPI op)`` to reduce array ``x`` with ``op``."""
-        mpi, dtype = self.mpi, x.dtype
-        mpi_op = self.native_op(dtype, op)
-        if mpi_op is not None:
-            return x, mpi_op
-        if dtype.kind == "b":
-            return x.view(np.uint8), getattr(mpi, _BOOL_OP[op.name])
-        if dtype not in self.user_types:
-            self.user_types[dtype] = mpi.BYTE.Create_contiguous(dtype.itemsize).Commit()
-        key = (dtype, op.name)
-        if key not in self.user_ops:
-            f = reduce_op.ufunc(op, dtype)
-
-            def apply(inbuf, inoutbuf, datatype, dtype=dtype, f=f):
-                a, b = np.frombuffer(inbuf, dtype), np.frombuffer(inoutbuf, dtype)
-                f(a, b, out=b)
-
-            self.user_ops[key] = mpi.Op.Create(apply, commute=True)
-        return [x.view(np.uint8), self.user_types[dtype]], self.user_ops[key]
-
-
-def _bytes(x):
-    """A flat uint8 view of contiguous ``x`` (data-movement ops move bytes: any dtype works)."""
-    return x.reshape(-1).view(np.uint8)
-
+_CHECK_EVERY = 0.05  # s between checks that the peers on this host are alive
 
 class MpiBackend(Backend):
     """Collectives through mpi4py. See Note [MPI backend] above."""
@@ -271,7 +123,7 @@ class MpiBackend(Backend):
 
     def __init__(self, store, rank, size, timeout, options=None) -> None:
         super().__init__(store, rank, size, timeout, options)
-        mpi = self.mpi = _mpi()
+        mpi = self.mpi = mpi_module()
         if mpi.Query_thread() < mpi.THREAD_MULTIPLE:
             raise DistBackendError("the mpi backend needs MPI initialised with MPI_THREAD_MULTIPLE (async ops run "
                                    "on a worker thread); do not set mpi4py.rc.thread_level lower")
@@ -280,8 +132,8 @@ class MpiBackend(Backend):
         self.entered = self.finished = 0
         self.broken: str | None = None
         self.max_count = int(os.environ.get("DISTRIB_MPI_MAX_COUNT", (1 << 31) - 1))
-        blocking = _blocking_enabled() and size > 1
-        self.types = _Datatypes(mpi)
+        blocking = blocking_enabled() and size > 1
+        self.types = Datatypes(mpi)
         self._serve_lock = threading.Lock()
         self._pending_replies: list = []
         self._abandoned: list = []  # requests MPI still owns after a failure
@@ -312,12 +164,11 @@ class MpiBackend(Backend):
         self.cuda_aware = cuda_aware(mpi)
         if self.cuda_aware:
             self.device_types = ("cpu", "cuda")
-        self.ring_min = _ring_min(same_host=len(self.pids) == size - 1, cuda_aware=self.cuda_aware)
+        self.ring_min = ring_threshold(same_host=len(self.pids) == size - 1, cuda_aware=self.cuda_aware)
         self._scratch = np.empty(0, np.uint8)  # the ring's receive buffer, kept: fresh pages cost faults
         # MPI's blocking Allreduce as the hot path (Note [Hot all_reduce] in base.py), for the
         # (ReduceOp, dtype) pairs an all_reduce has checked and MPI reduces natively.
-        self.hot = HotAllReduce({}, functools.partial(self.comm.Allreduce, mpi.IN_PLACE), np.ndarray,
-                                min(self.ring_min, self.max_count), self._hot_failure)
+        self.hot = HotAllReduce({}, self.comm.Allreduce, mpi.IN_PLACE, self._hot_failure)
         if blocking:
             self.hot_all_reduce = self.hot
         self.watchdog = Watchdog(self) if size > 1 else None
@@ -336,7 +187,7 @@ class MpiBackend(Backend):
     def _fail(self, error: DistBackendError) -> DistBackendError:
         self.broken = f"{self.op_name} (op seq {self.op_seq})"
         self.hot.ops.clear()  # the hot path now declines: the general path reports the failure
-        _doom(self.mpi)
+        doom(self.mpi)
         return error
 
     def _ready(self, *arrays) -> None:
@@ -372,7 +223,7 @@ class MpiBackend(Backend):
         try:
             for request in requests:
                 self._poll(request, None, self.deadline() - slack, self.timeout)
-        except _Stall as stall:
+        except Stall as stall:
             self._abandoned.extend(requests)
             if stall.missing is None:
                 stall = self.find_missing()
@@ -386,7 +237,7 @@ class MpiBackend(Backend):
         return self._fail(self.op_error(f"MPI error: {exc}"))
 
     def _poll(self, request, status, deadline: float, seconds: float) -> None:
-        """Test ``request`` until it completes; raises _Stall at ``deadline`` (the end of a
+        """Test ``request`` until it completes; raises Stall at ``deadline`` (the end of a
         ``seconds``-long wait) or when a peer dies."""
         start = now = last_check = time.monotonic()
         polls = 0
@@ -405,7 +256,7 @@ class MpiBackend(Backend):
                 if dead is not None:
                     raise dead
             if now > deadline:
-                raise _Stall(f"timed out after {seconds:g} s")
+                raise Stall(f"timed out after {seconds:g} s")
             if now - start > _NAP_AFTER:
                 time.sleep(1e-4)
 
@@ -413,15 +264,16 @@ class MpiBackend(Backend):
         """Seconds of an op's timeout kept back to ask the peers where they are."""
         return min(1.0, 0.1 * self.timeout)
 
-    def dead_peers(self) -> _Stall | None:
-        """A _Stall naming the peer processes on this host that have exited, or None."""
+    def dead_peers(self) -> Stall | None:
+        """A Stall naming the peer processes on this host that have exited, or None."""
         dead = [p for p, pid in self.pids.items() if not _alive(pid)]
         if not dead:
             return None
-        return _Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
+        return Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
 
     def serve(self) -> None:
-        """Answer other ranks' progress queries (from inside our own poll loops)."""
+        """Answer other ranks' progress queries (from the watchdog thread, and from this rank's
+        own query loop when it timed out too)."""
         if not self._serve_lock.acquire(blocking=False):
             return
         try:
@@ -453,7 +305,7 @@ class MpiBackend(Backend):
         self._abandoned.extend([*queries, *requests.values()])
         return {p: tuple(int(v) for v in a) for p, a in answers.items() if p not in requests}
 
-    def find_missing(self) -> _Stall:
+    def find_missing(self) -> Stall:
         """After a timeout: which peers are not in this op (asked over the side communicator)."""
         peers = [p for p in range(self.size) if p != self.rank]
         answers = self._query_progress(peers, min(1.0, 0.1 * self.timeout))
@@ -468,7 +320,7 @@ class MpiBackend(Backend):
                 notes.append(f"rank {p} is in op seq {entered}" if entered > finished else
                              f"rank {p} has not called it (its last op: seq {entered})")
         detail = "; ".join(notes) or "every peer is in this op; the MPI library did not complete it"
-        return _Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
+        return Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
 
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x, op):
@@ -477,8 +329,9 @@ class MpiBackend(Backend):
                 self._ready(x)
             mpi_op = self.types.native_op(x.dtype, op)
             if mpi_op is not None and x.nbytes < self.ring_min and x.size <= self.max_count:
-                if op.name != "AVG":
-                    self.hot.ops[(op, x.dtype)] = mpi_op
+                if op.name != "AVG" and isinstance(x, np.ndarray):  # CUDA arrays need _ready first
+                    self.hot.ops[(op, x.dtype, np.ndarray)] = (self._hot_limit(x.dtype), self.types.datatype(x.dtype),
+                                                               mpi_op)
                 self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, x, mpi_op)
             elif x.nbytes >= self.ring_min:
                 self._ring_all_reduce(x, op)
@@ -488,6 +341,12 @@ class MpiBackend(Backend):
                     self._run(self.comm.Iallreduce, self.mpi.IN_PLACE, buf, mpi_op)
         if op.name == "AVG":
             reduce_op.finish(op, x, self.size)
+
+    def _hot_limit(self, dtype: np.dtype) -> float:
+        """The element count from which an all_reduce of ``dtype`` leaves the hot path: the
+        ring's threshold, or the largest count one MPI call takes."""
+        ring = self.ring_min / dtype.itemsize  # inf where the ring is off
+        return self.max_count + 1 if math.isinf(ring) else min(math.ceil(ring), self.max_count + 1)
 
     def _hot_failure(self, exc, seq: int) -> DistBackendError:
         """The error of hot-path all_reduce ``seq`` whose MPI call raised ``exc``."""
@@ -532,7 +391,7 @@ class MpiBackend(Backend):
         requests = []
         try:
             for lo in range(0, x.size, per):  # the same runs as the peer's (an empty segment: none)
-                requests.append(start(_bytes(x[lo: lo + per]), peer, tag))
+                requests.append(start(as_bytes(x[lo: lo + per]), peer, tag))
         except self.mpi.Exception as exc:
             raise self._mpi_failure(exc, requests) from None
         return requests
@@ -541,7 +400,7 @@ class MpiBackend(Backend):
         if self.size == 1:
             return
         self._ready(x)
-        raw = _bytes(x)
+        raw = as_bytes(x)
         for lo, hi in self._chunks(raw.size):
             self._run(self.comm.Ibcast, raw[lo:hi], root)
 
@@ -559,7 +418,7 @@ class MpiBackend(Backend):
 
     def all_gather(self, output, x):
         self._ready(output, x)
-        src, out = _bytes(x), _bytes(output)
+        src, out = as_bytes(x), as_bytes(output)
         chunks = self._chunks(src.size)
         if len(chunks) == 1:
             self._run(self.comm.Iallgather, src, out)
@@ -582,13 +441,13 @@ class MpiBackend(Backend):
 
     def gather(self, output, x, root):
         self._ready(output, x)
-        out = _bytes(output) if self.rank == root else None
-        self._run(self.comm.Igather, _bytes(x), out, root)
+        out = as_bytes(output) if self.rank == root else None
+        self._run(self.comm.Igather, as_bytes(x), out, root)
 
     def scatter(self, output, x, root):
         self._ready(output, x)
-        src = _bytes(x) if self.rank == root else None
-        self._run(self.comm.Iscatter, src, _bytes(output), root)
+        src = as_bytes(x) if self.rank == root else None
+        self._run(self.comm.Iscatter, src, as_bytes(output), root)
 
     def all_to_all(self, output, x, output_counts, input_counts):
         self._ready(output, x)
@@ -597,7 +456,7 @@ class MpiBackend(Backend):
         def spec(array, counts):
             counts = [int(c) * k for c in counts]
             displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
-            return [_bytes(array), (counts, displs)]
+            return [as_bytes(array), (counts, displs)]
 
         self._run(self.comm.Ialltoallv, spec(x, input_counts), spec(output, output_counts))
 
@@ -615,11 +474,11 @@ class MpiBackend(Backend):
     # posted at once (MPI keeps messages between two ranks in order), so that ranks that both
     # send and receive large tensors cannot wait on each other.
     def _send_steps(self, x, dst, tag):
-        raw = _bytes(x)
+        raw = as_bytes(x)
         yield [(self.comm.Isend(raw[lo:hi], dst, tag), None) for lo, hi in self._chunks(raw.size)]
 
     def _recv_steps(self, x, src, tag):
-        raw, chunks = _bytes(x), self._chunks(_bytes(x).size)
+        raw, chunks = as_bytes(x), self._chunks(as_bytes(x).size)
         posted = []
         if src is None:  # the first chunk tells the source; the rest come from it
             status = self.mpi.Status()
@@ -643,14 +502,14 @@ class MpiBackend(Backend):
     def isend(self, x, dst, tag=0):
         self._check_peer_rank(dst, "send")
         self._ready(x)
-        return _RequestWork(self, "send", f"send to rank {dst} (tag {tag})", self._send_steps(x, dst, tag))
+        return RequestWork(self, "send", f"send to rank {dst} (tag {tag})", self._send_steps(x, dst, tag))
 
     def irecv(self, x, src, tag=0):
         if src is not None:
             self._check_peer_rank(src, "recv")
         self._ready(x)
         who = "any rank" if src is None else f"rank {src}"
-        return _RequestWork(self, "recv", f"recv from {who} (tag {tag})", self._recv_steps(x, src, tag))
+        return RequestWork(self, "recv", f"recv from {who} (tag {tag})", self._recv_steps(x, src, tag))
 
     def send(self, x, dst, tag=0):
         self.isend(x, dst, tag).wait()
@@ -673,85 +532,3 @@ class MpiBackend(Backend):
                 except Exception:  # noqa: BLE001 - shutdown must not raise or block
                     pass
         self.side = self.comm = None
-
-
-class _RequestWork(Work):
-    """A point-to-point op as a sequence of MPI requests (one per chunk), driven by ``wait``."""
-
-    def __init__(self, backend: MpiBackend, name: str, what: str, steps) -> None:
-        super().__init__(name)
-        self._backend, self._what, self._steps = backend, what, steps
-        self._lock = threading.Lock()
-        self._current = None
-        self._advance()
-
-    def _finish(self, error: BaseException | None = None, result=None) -> None:
-        self._current = None
-        self._result = result
-        self._complete(error)
-
-    def _advance(self) -> None:
-        """Start the next request, or finish with the steps' return value."""
-        be = self._backend
-        try:
-            self._current = self._steps.send(None) if self._current is not None else next(self._steps)
-        except StopIteration as stop:
-            self._finish(result=stop.value)
-        except (ValueError, be.mpi.Exception) as exc:
-            self._finish(be.p2p_error(self._what, str(exc)))
-
-    def _drive(self, deadline: float | None, seconds: float = 0.0) -> None:
-        """Progress until done (or ``seconds`` pass, at ``deadline``); without a deadline, only as
-        far as possible without waiting."""
-        be = self._backend
-        if not self._lock.acquire(blocking=deadline is not None):
-            return
-        try:
-            while self._current is not None:
-                while self._current:  # the requests of the current step
-                    request, status = self._current[0]
-                    try:
-                        if deadline is None:
-                            if not request.Test(status):
-                                return
-                        else:
-                            be._poll(request, status, deadline, seconds)
-                    except _Stall as stall:
-                        self._give_up([r for r, _ in self._current], stall.reason)
-                        return
-                    except be.mpi.Exception as exc:
-                        self._finish(be.p2p_error(self._what, f"MPI error: {exc}"))
-                        return
-                    self._current.pop(0)
-                self._advance()
-        finally:
-            self._lock.release()
-
-    def _give_up(self, requests, reason: str) -> None:
-        """Cancel requests that cannot finish; if MPI cannot cancel them, the job ends with MPI_Abort."""
-        be = self._backend
-        for request in requests:
-            request.Cancel()
-            status, until = be.mpi.Status(), time.monotonic() + 0.1
-            done = request.Test(status)
-            while not done and time.monotonic() < until:
-                os.sched_yield()
-                done = request.Test(status)
-            if not (done and status.Is_cancelled()):
-                be._abandoned.append(request)
-                _doom(be.mpi)
-        self._finish(be.p2p_error(self._what, reason))
-
-    def wait(self, timeout=None) -> bool:
-        seconds = self._backend.timeout if timeout is None else _seconds(timeout)
-        self._drive(time.monotonic() + seconds, seconds)
-        return super().wait(0)
-
-    def is_completed(self) -> bool:
-        if not self._future.done():
-            self._drive(None)
-        return self._future.done()
-
-    def source_rank(self) -> int:
-        self.wait()
-        return self._result

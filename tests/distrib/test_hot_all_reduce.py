@@ -25,19 +25,23 @@ CALLS: list = []  # (array, arg) of each call that reached the stand-in hot path
 
 @pytest.fixture
 def hot(monkeypatch):
-    """A 1-rank zmq world whose default group has a stand-in hot path for float32 SUM under 4 KB."""
+    """A 1-rank zmq world whose default group has a stand-in hot path for float32 SUM below 1024
+    elements."""
     dist.init_process_group("zmq", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
     calls = CALLS
     calls.clear()
 
-    def reduce(array, arg):
-        calls.append((array, arg))
+    def reduce(in_place, spec, op_arg):
+        array, count, datatype = spec
+        assert (in_place, count, datatype) == ("in-place", array.size, "float-type")
+        calls.append((array, op_arg))
         array *= 2  # visible: the real op on one rank would leave the values as they are
 
     def fail(exc, seq):
         return dist.DistBackendError(f"op {seq} failed: {exc}")
 
-    record = HotAllReduce({(SUM, np.dtype(np.float32)): "the-arg"}, reduce, np.ndarray, 4096, fail)
+    record = HotAllReduce({(SUM, np.dtype(np.float32), np.ndarray): (1024, "float-type", "the-op")}, reduce, "in-place",
+                          fail)
     record.executor = dist.group.WORLD._executor
     monkeypatch.setattr(world, "hot_all_reduce", record)
     try:
@@ -51,7 +55,7 @@ def test_the_hot_path_runs_the_call_as_the_groups_next_op(hot):
     t = tensor.ones(100)
     seq, version = pg.seq, t._version
     assert dist.all_reduce(t) is None
-    assert len(CALLS) == 1 and CALLS[0][0] is t._data and CALLS[0][1] == "the-arg"
+    assert len(CALLS) == 1 and CALLS[0][0] is t._data and CALLS[0][1] == "the-op"
     assert t.tolist() == [2.0] * 100
     assert pg.seq == seq + 1 and hot.started == hot.finished == seq + 1
     assert t._version == version + 1  # autograd sees the in-place write
@@ -93,7 +97,7 @@ def test_the_hot_path_waits_its_turn_behind_an_async_op(hot):
 
 
 def test_a_failing_call_raises_the_backends_error(hot):
-    def broken(array, arg):
+    def broken(in_place, spec, op_arg):
         raise RuntimeError("library said no")
 
     hot.reduce = broken

@@ -50,15 +50,15 @@ def test_small_all_reduce_takes_the_blocking_hot_path(tmp_path, size, env, hot):
 
 
 def test_blocking_switch_refuses_a_bad_value(monkeypatch):
-    from distrib.backends import mpi_backend
+    from distrib.backends import _mpi_setup as mpi_setup
 
     monkeypatch.setenv("DISTRIB_MPI_BLOCKING", "yes")
     with pytest.raises(ValueError, match="DISTRIB_MPI_BLOCKING must be 0 or 1, got 'yes'"):
-        mpi_backend._blocking_enabled()
+        mpi_setup.blocking_enabled()
     monkeypatch.setenv("DISTRIB_MPI_BLOCKING", "0")
-    assert mpi_backend._blocking_enabled() is False
+    assert mpi_setup.blocking_enabled() is False
     monkeypatch.delenv("DISTRIB_MPI_BLOCKING")
-    assert mpi_backend._blocking_enabled() is True
+    assert mpi_setup.blocking_enabled() is True
 
 
 @needs_mpi
@@ -111,7 +111,7 @@ def _fake_mpi(**attrs):
     ({}, {}, False),
 ])
 def test_cuda_aware_detection(monkeypatch, env, attrs, expected):
-    from distrib.backends.mpi_backend import cuda_aware
+    from distrib.backends._mpi_setup import cuda_aware
 
     for name in ("DISTRIB_MPI_CUDA_AWARE", "OMPI_MCA_opal_cuda_support", "MV2_USE_CUDA",
                  "MPICH_GPU_SUPPORT_ENABLED", "MPIR_CVAR_ENABLE_GPU"):
@@ -137,12 +137,12 @@ class _FakeWorld:
 
 @pytest.mark.parametrize(("size", "installed"), [(1, False), (2, True)])
 def test_abort_hook_prints_the_traceback_then_aborts(monkeypatch, capsys, size, installed):
-    from distrib.backends import mpi_backend
+    from distrib.backends import _mpi_setup as mpi_setup
 
-    monkeypatch.setattr(mpi_backend, "_state", {"hook": False})
+    monkeypatch.setattr(mpi_setup, "_state", {"hook": False})
     monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
     world = _FakeWorld(size)
-    assert mpi_backend.install_abort_hook(_fake_mpi(COMM_WORLD=world)) is installed
+    assert mpi_setup.install_abort_hook(_fake_mpi(COMM_WORLD=world)) is installed
     assert (sys.excepthook is not sys.__excepthook__) is installed
     try:
         raise KeyError("lost")
@@ -163,18 +163,18 @@ def test_abort_hook_prints_the_traceback_then_aborts(monkeypatch, capsys, size, 
     ("0", True, True, float("inf")),  # CUDA arrays stay with CUDA-aware MPI
 ])
 def test_ring_all_reduce_threshold(monkeypatch, env, same_host, cuda_aware, expected):
-    from distrib.backends.mpi_backend import _ring_min  # noqa: PLC0415 - imports no mpi4py
+    from distrib.backends._mpi_setup import ring_threshold  # noqa: PLC0415 - imports no mpi4py
 
     if env is None:
         monkeypatch.delenv("DISTRIB_MPI_RING_MIN_BYTES", raising=False)
     else:
         monkeypatch.setenv("DISTRIB_MPI_RING_MIN_BYTES", env)
-    assert _ring_min(same_host, cuda_aware) == expected
+    assert ring_threshold(same_host, cuda_aware) == expected
 
 
 def test_ring_threshold_refuses_a_bad_value(monkeypatch):
-    from distrib.backends.mpi_backend import _ring_min  # noqa: PLC0415
+    from distrib.backends._mpi_setup import ring_threshold  # noqa: PLC0415
 
     monkeypatch.setenv("DISTRIB_MPI_RING_MIN_BYTES", "1MB")
     with pytest.raises(ValueError, match="DISTRIB_MPI_RING_MIN_BYTES must be a non-negative integer, got '1MB'"):
-        _ring_min(True, False)
+        ring_threshold(True, False)
