@@ -21,8 +21,6 @@ from .process_group import world as _world
 from .reduce_op import ReduceOp, check_op
 from .work import Work, _seconds
 
-_NOT_HOT = (0, None, None)  # the hot path's (limit, datatype, op_arg) for what it does not cover
-
 __all__ = [
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
     "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier",
@@ -143,14 +141,14 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         hot = _world.hot_all_reduce
         if hot is not None:
             x, executor = tensor._data, hot.executor
-            limit, datatype, op_arg = hot.ops.get((op, x.dtype, x.__class__)) or _NOT_HOT
-            n = x.size
-            # async ops go first
-            if n < limit and x.flags.c_contiguous and not (executor.active or executor.queue):
+            last_array, last_op, spec, op_arg = hot.last
+            if x is not last_array or op is not last_op:
+                spec, op_arg = hot.lookup(x, op)
+            if spec is not None and not (executor.active or executor.queue):  # else async ops go first
                 hot.started = seq = executor.seq + 1
                 executor.seq = seq
                 try:
-                    hot.reduce(hot.in_place, (x, n, datatype), op_arg)
+                    hot.reduce(hot.in_place, spec, op_arg)
                 except Exception as exc:
                     raise hot.fail(exc, seq) from None
                 hot.finished = seq

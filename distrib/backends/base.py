@@ -70,12 +70,18 @@ class HotAllReduce:
           group has no op in flight.
         * ``ops[(op, array.dtype, type(array))] = (limit, datatype, op_arg)`` for what takes
           the path: a backend adds an entry once its general path has checked the op for the
-          dtype, and an empty ``ops`` turns the path off. ``array`` must also be C-contiguous,
+          dtype, and ``disable()`` turns the path off. ``array`` must also be C-contiguous,
           with fewer than ``limit`` elements.
         * ``reduce(in_place, (array, array.size, datatype), op_arg)``: a C-level callable
           that all-reduces ``array`` in place, in mpi4py's terms (``in_place`` is
           ``MPI.IN_PLACE``; the explicit count and datatype spare mpi4py the parsing of the
           array's format, 50 ns).
+        * ``last``: the array and op of the previous call, with the arguments ``lookup`` made
+          for them. Reducing the same array again (a metric, a reused buffer, a benchmark)
+          skips ``lookup`` and its checks: an array object keeps its memory, dtype and layout
+          (``tensor`` never changes them in place), and ``last`` holds it, so its identity
+          cannot pass to another array. A new array costs one ``lookup`` call, about 3%.
+          ``last`` is one tuple, replaced whole, so a racing thread never sees half of it.
         * ``started``/``finished``: the op sequence numbers that ``collectives`` writes before
           and after the call. A ``reduce`` without a timeout of its own is watched through
           them (the mpi backend's watchdog, Note [MPI watchdog]).
@@ -84,12 +90,33 @@ class HotAllReduce:
           ``ProcessGroup``.
     """
 
-    __slots__ = ("ops", "reduce", "in_place", "fail", "started", "finished", "executor")
+    __slots__ = ("ops", "reduce", "in_place", "fail", "started", "finished", "executor", "last")
 
     def __init__(self, ops: dict, reduce, in_place, fail) -> None:
         self.ops, self.reduce, self.in_place, self.fail = ops, reduce, in_place, fail
         self.started = self.finished = 0
         self.executor = None
+        self.last = _NO_CALL
+
+    def lookup(self, array, op) -> tuple:
+        """``(spec, op_arg)`` for ``reduce`` to all-reduce ``array`` with ``op``, remembered in
+        ``last``; ``(None, None)`` where the path does not apply."""
+        limit, datatype, op_arg = self.ops.get((op, array.dtype, array.__class__)) or _NOT_COVERED
+        n = array.size
+        if n < limit and array.flags.c_contiguous:
+            self.last = (array, op, (array, n, datatype), op_arg)
+            return self.last[2:]
+        return None, None
+
+    def disable(self) -> None:
+        """Turn the path off (after a failure, or at shutdown); ``collectives`` then takes the
+        general one."""
+        self.ops.clear()
+        self.last = _NO_CALL
+
+
+_NOT_COVERED = (0, None, None)  # HotAllReduce.ops' (limit, datatype, op_arg) for what it does not cover
+_NO_CALL = (None, None, None, None)  # HotAllReduce.last before any call
 
 
 class Backend:

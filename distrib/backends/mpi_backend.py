@@ -186,7 +186,7 @@ class MpiBackend(Backend):
 
     def _fail(self, error: DistBackendError) -> DistBackendError:
         self.broken = f"{self.op_name} (op seq {self.op_seq})"
-        self.hot.ops.clear()  # the hot path now declines: the general path reports the failure
+        self.hot.disable()  # the general path now reports the failure
         doom(self.mpi)
         return error
 
@@ -522,7 +522,7 @@ class MpiBackend(Backend):
     def shutdown(self):
         if getattr(self, "watchdog", None) is not None:
             self.watchdog.stop()
-            self.hot.ops.clear()
+            self.hot.disable()
         if self.broken is not None:
             return  # the communicators still have abandoned ops: leave them to MPI_Abort
         for comm in (getattr(self, "side", None), getattr(self, "comm", None)):

@@ -104,3 +104,19 @@ def test_a_failing_call_raises_the_backends_error(hot):
     seq = dist.group.WORLD.seq
     with pytest.raises(dist.DistBackendError, match=f"op {seq + 1} failed: library said no"):
         dist.all_reduce(tensor.ones(100))
+
+
+def test_the_same_array_again_skips_the_lookup(hot, monkeypatch):
+    lookups = []
+    real_lookup = HotAllReduce.lookup
+    monkeypatch.setattr(HotAllReduce, "lookup", lambda self, x, op: lookups.append(x) or real_lookup(self, x, op))
+    a, b = tensor.ones(100), tensor.ones(100)
+    for t in (a, a, b, a, a):
+        dist.all_reduce(t)
+    assert lookups == [a._data, b._data, a._data]
+    assert [x is t._data for (x, _), t in zip(CALLS, (a, a, b, a, a), strict=True)] == [True] * 5
+    dist.all_reduce(a, op=dist.ReduceOp.MAX)  # another op: looked up, and not covered
+    assert len(lookups) == 4 and len(CALLS) == 5
+    hot.disable()
+    dist.all_reduce(a)
+    assert len(CALLS) == 5 and hot.last == (None, None, None, None)
