@@ -411,9 +411,9 @@ def dead_rank(timeout="20"):
         return {"error": _error(exc)}
 
 
-def debug_mismatch(kind="shape"):
+def debug_mismatch(kind="shape", backend="zmq"):
     """Under DISTRIB_DEBUG=DETAIL, ranks call disagreeing collectives; each must raise."""
-    dist.init_process_group("zmq", timeout=10)
+    dist.init_process_group(backend, timeout=10)
     rank = dist.get_rank()
     dist.all_reduce(tensor.ones(3))  # agreeing calls pass
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.distrib._harness import run_ranks
+from tests.distrib._mpi_harness import run_mpi, skip_reason
 
 DEBUG = {"DISTRIB_DEBUG": "DETAIL", "DISTRIB_ZMQ_SHM": "1"}
 
@@ -31,3 +32,15 @@ def test_agreeing_calls_pass_and_a_skipped_call_names_the_missing_rank():
     # rank 1 called barrier instead: the op names differ, so this is a mismatch, reported at once
     assert error is not None and "collective mismatch at op seq 2" in error["message"]
     assert "rank 1: barrier()" in error["message"]
+
+
+@pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+def test_the_mpi_hot_path_yields_to_the_debug_checks(tmp_path):
+    """A small all_reduce on ``mpi`` is normally MPI's blocking call, run inline (Note [Hot
+    all_reduce]); the debug mode must still compare it across ranks first."""
+    run = run_mpi("debug_mismatch", 2, tmp_path, args=("shape", "mpi"), env={"DISTRIB_DEBUG": "DETAIL"}, timeout=60)
+    assert run.returncode == 0, run.stderr[-3000:]
+    for r in range(2):
+        error = run.result(r)["error"]
+        assert error is not None and "collective mismatch at op seq 2" in error["message"]
+        assert "rank 1: all_reduce(dtype=float32, op=SUM, shape=[4])" in error["message"]
