@@ -24,25 +24,19 @@ from .availability import (
     is_xccl_available,
 )
 from .collectives import (
-    P2POp,
     all_gather,
     all_gather_into_tensor,
     all_reduce,
     all_to_all,
     all_to_all_single,
     barrier,
-    batch_isend_irecv,
     broadcast,
     gather,
-    irecv,
-    isend,
     monitored_barrier,
-    recv,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
     scatter,
-    send,
 )
 from .errors import DistBackendError, DistError, DistNetworkError, DistStoreError
 from .init_api import (
@@ -66,6 +60,7 @@ from .object_collectives import (
     scatter_object_list,
     send_object_list,
 )
+from .p2p import P2POp, batch_isend_irecv, irecv, isend, recv, send
 from .process_group import GroupMember, ProcessGroup, new_group
 from .reduce_op import ReduceOp
 from .store import FileStore, HashStore, PrefixStore, Store, TCPStore

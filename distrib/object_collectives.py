@@ -8,7 +8,7 @@ nothing from an unknown peer is ever unpickled. Only use these with ranks you tr
 from __future__ import annotations
 
 from . import process_group as _pg
-from .collectives import _group_rank
+from ._staging import resolve_rank
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list",
            "send_object_list", "recv_object_list"]
@@ -25,7 +25,7 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = _pg.resolve(group, "broadcast_object_list")
     if pg is None:
         return
-    root = _group_rank(pg, src, group_src, "src", "broadcast_object_list")
+    root = resolve_rank(pg, src, group_src, "src", "broadcast_object_list")
     items = _run(pg, "broadcast_object_list",
                  lambda b: b.broadcast_object(list(object_list) if pg.rank() == root else None, root))
     if len(items) != len(object_list):
@@ -49,7 +49,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     pg = _pg.resolve(group, "gather_object")
     if pg is None:
         return
-    root = _group_rank(pg, dst, group_dst, "dst", "gather_object")
+    root = resolve_rank(pg, dst, group_dst, "dst", "gather_object")
     if pg.rank() == root and (object_gather_list is None or len(object_gather_list) != pg.size()):
         raise ValueError(f"gather_object: object_gather_list must have {pg.size()} slots on the destination rank")
     result = _run(pg, "gather_object", lambda b: b.gather_object(obj, root))
@@ -63,7 +63,7 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
     pg = _pg.resolve(group, "scatter_object_list")
     if pg is None:
         return
-    root = _group_rank(pg, src, group_src, "src", "scatter_object_list")
+    root = resolve_rank(pg, src, group_src, "src", "scatter_object_list")
     if pg.rank() == root and (scatter_object_input_list is None or len(scatter_object_input_list) != pg.size()):
         raise ValueError(f"scatter_object_list: scatter_object_input_list must have {pg.size()} items on the "
                          "source rank")
@@ -78,7 +78,7 @@ def send_object_list(object_list, dst=None, group=None, device=None, group_dst=N
     pg = _pg.resolve(group, "send_object_list")
     if pg is None:
         return
-    peer = _group_rank(pg, dst, group_dst, "dst", "send_object_list")
+    peer = resolve_rank(pg, dst, group_dst, "dst", "send_object_list")
     pg.backend.send_object(list(object_list), peer, 0)
 
 
@@ -87,7 +87,7 @@ def recv_object_list(object_list, src=None, group=None, device=None, group_src=N
     pg = _pg.resolve(group, "recv_object_list")
     if pg is None:
         return -1
-    peer = None if src is None and group_src is None else _group_rank(pg, src, group_src, "src",
+    peer = None if src is None and group_src is None else resolve_rank(pg, src, group_src, "src",
                                                                       "recv_object_list")
     items, source = pg.backend.recv_object(peer, 0)
     if len(items) != len(object_list):

@@ -1,0 +1,110 @@
+"""Tensors to arrays and back for the collectives: contiguous staging, argument checks, and
+the debug mode's call signatures (used by ``collectives.py``, ``p2p.py`` and
+``object_collectives.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensor import Tensor
+from tensor import _backend as array_backend
+
+
+def in_place_array(t: Tensor, backend):
+    """``t``'s storage as a flat array ``backend`` can use directly, or None if it must be
+    staged (a device the backend cannot read, or a non-contiguous tensor)."""
+    arr = t._data
+    if t._device.type in backend.device_types and arr.flags.c_contiguous:
+        return arr if arr.ndim == 1 else arr.reshape(-1)
+    return None
+
+
+class Staged:
+    """A contiguous flat array the backend can use for ``t``, and the write-back of results."""
+
+    __slots__ = ("t", "flat", "_copy")
+
+    def __init__(self, t: Tensor, backend, what: str) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what} must be a Tensor, got {type(t).__name__}")
+        self.t = t
+        self._copy = None
+        self.flat = in_place_array(t, backend)
+        if self.flat is not None:
+            return
+        arr = t._data
+        if t.device.type not in backend.device_types:  # e.g. a CUDA tensor on the zmq backend
+            # to_numpy synchronises the device before the host copy is made
+            self._copy = np.ascontiguousarray(array_backend.backend_for_array(arr)[0].to_numpy(arr))
+        else:
+            self._copy = arr.copy()  # C order
+        self.flat = self._copy.reshape(-1)
+
+    def written(self) -> None:
+        """Copy results back into the tensor if staged, and bump its version counter."""
+        if self._copy is not None:
+            arr = self.t._data
+            if isinstance(arr, np.ndarray):
+                arr[...] = self._copy
+            else:
+                arr[...] = array_backend.move(self._copy, array_backend.backend_for_array(arr)[0],
+                                              array_backend.backend_for_array(arr)[1])
+        self.t._version_box[0] += 1
+
+
+def resolve_rank(pg, rank, group_rank, what: str, op: str) -> int:
+    if group_rank is not None:
+        if rank is not None:
+            raise ValueError(f"{op}: pass {what} or group_{what}, not both")
+        r = int(group_rank)
+    else:
+        r = 0 if rank is None else int(rank)
+        if r not in pg.ranks:
+            raise ValueError(f"{op}: {what}={r} is not a member of the group (global ranks {pg.ranks})")
+        r = pg.ranks.index(r)
+    if not 0 <= r < pg.size():
+        raise ValueError(f"{op}: group_{what}={r} is out of range for a group of size {pg.size()}")
+    return r
+
+
+def debug_sig(t: Tensor, **extra) -> dict:
+    return {"shape": tuple(t.shape), "dtype": t.dtype.name, **extra}
+
+
+def check_list(op: str, name: str, tensors, like: Tensor, size: int) -> None:
+    """``tensors`` holds one Tensor per rank (``size``), each with the dtype and element count of ``like``."""
+    check_len(op, name, tensors, size)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {name}[{i}] must be a Tensor, got {type(t).__name__}")
+        if t.dtype != like.dtype or t.numel() != like.numel():
+            raise ValueError(f"{op}: {name}[{i}] has shape {tuple(t.shape)} and dtype {t.dtype.name}; "
+                             f"expected {like.numel()} elements of {like.dtype.name}")
+
+
+def check_len(op: str, name: str, tensors, size: int) -> None:
+    if tensors is None or len(tensors) != size:
+        got = "None" if tensors is None else f"{len(tensors)} entries"
+        raise ValueError(f"{op}: {name} must hold one tensor per rank of the group ({size}), got {got}")
+
+
+def check_root_list(op: str, name: str, tensors, like: Tensor, pg, is_root: bool, root_role: str) -> None:
+    """``tensors`` is a valid per-rank list (see ``check_list``) on the root rank and not given elsewhere."""
+    if is_root:
+        check_list(op, name, tensors, like, pg.size())
+    elif tensors:
+        raise ValueError(f"{op}: {name} must be given on the {root_role} rank only")
+
+
+def empty_flat(like: Staged, count: int):
+    return like.flat.__class__((count,), dtype=like.flat.dtype) if not isinstance(like.flat, np.ndarray) \
+        else np.empty(count, dtype=like.flat.dtype)
+
+
+def unstack(flat, outs: list[Staged]) -> None:
+    pos = 0
+    for o in outs:
+        n = o.flat.size
+        o.flat[...] = flat[pos: pos + n]
+        pos += n
+        o.written()
