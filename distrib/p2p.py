@@ -42,44 +42,50 @@ class _P2PWork(Work):
         return self._result
 
 
-def _peer(pg, rank, group_rank, what, op):
-    r = resolve_rank(pg, rank, group_rank, what, op)
-    if r == pg.rank():
-        raise ValueError(f"{op}: {what} must be another rank; this is rank {pg.ranks[r]}")
-    return r
+def _setup(op: str, tensor, group, rank, group_rank, what: str):
+    """``(group, backend, peer group rank or None for any source, staged tensor)`` for a
+    point-to-point ``op``, or None when this rank is not in ``group``.
+
+    Raises:
+        ValueError: the peer is this rank.
+    """
+    pg = _pg.resolve(group, op)
+    if pg is None:
+        return None
+    be = pg.backend_for(tensor)
+    peer = None
+    if rank is not None or group_rank is not None or what == "dst":
+        peer = resolve_rank(pg, rank, group_rank, what, op)
+        if peer == pg.rank():
+            raise ValueError(f"{op}: {what} must be another rank; this is rank {pg.ranks[peer]}")
+    return pg, be, peer, Staged(tensor, be, f"{op}: tensor")
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Send ``tensor`` to ``dst`` without waiting; returns a Work."""
-    pg = _pg.resolve(group, "isend")
-    if pg is None:
+    setup = _setup("isend", tensor, group, dst, group_dst, "dst")
+    if setup is None:
         return None
-    be = pg.backend_for(tensor)
-    peer = _peer(pg, dst, group_dst, "dst", "isend")
-    s = Staged(tensor, be, "isend: tensor")
+    pg, be, peer, s = setup
     flat = s.flat if s._copy is not None else s.flat.copy() if s.flat.nbytes < (1 << 16) else s.flat
     return _P2PWork("isend", be.isend(flat, peer, int(tag)), None, pg)
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receive into ``tensor`` from ``src`` (None: any rank) without waiting; returns a Work."""
-    pg = _pg.resolve(group, "irecv")
-    if pg is None:
+    setup = _setup("irecv", tensor, group, src, group_src, "src")
+    if setup is None:
         return None
-    be = pg.backend_for(tensor)
-    peer = None if src is None and group_src is None else _peer(pg, src, group_src, "src", "irecv")
-    s = Staged(tensor, be, "irecv: tensor")
+    pg, be, peer, s = setup
     return _P2PWork("irecv", be.irecv(s.flat, peer, int(tag)), s, pg)
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Send ``tensor`` to rank ``dst``; returns when the data is handed to the transport."""
-    pg = _pg.resolve(group, "send")
-    if pg is None:
+    setup = _setup("send", tensor, group, dst, group_dst, "dst")
+    if setup is None:
         return None
-    be = pg.backend_for(tensor)
-    peer = _peer(pg, dst, group_dst, "dst", "send")
-    s = Staged(tensor, be, "send: tensor")
+    _, be, peer, s = setup
     be.send(s.flat, peer, int(tag))
     return None
 
