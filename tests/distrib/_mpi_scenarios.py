@@ -219,6 +219,11 @@ def hot_all_reduce():
             paths[key].append(hot.finished == pg.seq)  # this op ran on the hot path
             if t.tolist() != [expected[op.name]] * 1000 or t._version != version + 1:
                 wrong.append(key)
+    scalars = []  # a loss or a metric: a 0-d tensor (float32 SUM is covered by now)
+    for _ in range(2):
+        loss = tensor.tensor(float(rank + 1))
+        dist.all_reduce(loss)
+        scalars.append([loss.item(), hot.finished == pg.seq])
     # an async op still queued or running goes first: the hot path declines meanwhile
     a, b = tensor.full((1000,), 1.0), tensor.full((1000,), 2.0)
     work = dist.all_reduce(a, async_op=True)
@@ -229,4 +234,4 @@ def hot_all_reduce():
     dist.all_reduce(view)
     strided = view.tolist() == [[float(sum(values))] * 4] * 250 and hot.finished != pg.seq
     dist.destroy_process_group()
-    return {"wrong": wrong, "paths": paths, "ordered": ordered, "strided": strided}
+    return {"wrong": wrong, "paths": paths, "scalars": scalars, "ordered": ordered, "strided": strided}

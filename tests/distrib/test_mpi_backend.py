@@ -44,6 +44,7 @@ def test_small_all_reduce_takes_the_blocking_hot_path(tmp_path, size, env, hot):
         out = run.result(r)
         assert out["wrong"] == []
         assert out["ordered"] is True and out["strided"] is True
+        assert out["scalars"] == [[float(sum(range(1, size + 1))), hot]] * 2
         for key, taken in out["paths"].items():
             # the first call of a (dtype, op) checks it on the general path; AVG divides after MPI
             assert taken == ([False, hot, hot] if not key.endswith("AVG") else [False] * 3), key
