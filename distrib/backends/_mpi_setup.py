@@ -7,11 +7,11 @@ import ctypes
 import importlib
 import os
 import sys
+import time
 
 import numpy as np
 
 from .. import reduce_op
-from ._mpi_watchdog import abort_job
 
 RING_MIN_BYTES = 256 << 10  # all_reduce from this size on one host: our ring (Note [MPI ring all_reduce])
 
@@ -20,6 +20,7 @@ _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "
 _BOOL_OP = {"SUM": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "MAX": "MAX", "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
 
 _state = {"hook": False}
+_ABORT_GRACE_SECONDS = 0.5  # mpiexec forwards output through a proxy: give it time before MPI_Abort
 
 
 def mpi_module():
@@ -50,6 +51,21 @@ def cuda_aware(mpi) -> bool:
     hints = {"OMPI_MCA_opal_cuda_support": ("1", "true"), "MV2_USE_CUDA": ("1",),
              "MPICH_GPU_SUPPORT_ENABLED": ("1",), "MPIR_CVAR_ENABLE_GPU": ("1",)}
     return any(os.environ.get(name, "").lower() in values for name, values in hints.items())
+
+
+def abort_job(mpi, message: str) -> None:
+    """Print ``message`` to stderr and end the whole MPI job (never returns)."""
+    try:
+        print(message, file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - aborting anyway
+                pass
+        # MPI_Abort makes mpiexec kill the job at once: without a pause the user may see half of it.
+        time.sleep(_ABORT_GRACE_SECONDS)
+    finally:
+        mpi.COMM_WORLD.Abort(1)
 
 
 def install_abort_hook(mpi) -> bool:

@@ -18,27 +18,12 @@ Note [MPI watchdog]
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
+from ._mpi_setup import Stall, abort_job
+
 _TICK = 0.05  # s between looks at the op in flight, and between answers to progress queries
-_ABORT_GRACE_SECONDS = 0.5  # mpiexec forwards output through a proxy: give it time before MPI_Abort
-
-
-def abort_job(mpi, message: str) -> None:
-    """Print ``message`` to stderr and end the whole MPI job (never returns)."""
-    try:
-        print(message, file=sys.stderr)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - aborting anyway
-                pass
-        # MPI_Abort makes mpiexec kill the job at once: without a pause the user may see half of it.
-        time.sleep(_ABORT_GRACE_SECONDS)
-    finally:
-        mpi.COMM_WORLD.Abort(1)
 
 
 class Watchdog:
@@ -61,7 +46,10 @@ class Watchdog:
         watched, since = 0, 0.0
         limit = backend.timeout - backend.query_slack() - _TICK
         while not self._stop.wait(_TICK):
-            backend.serve()
+            try:
+                backend.serve()
+            except Exception:  # noqa: BLE001 - a failed communicator: the op in flight reports it
+                pass
             seq = hot.started
             if seq <= hot.finished:
                 continue
@@ -78,7 +66,10 @@ class Watchdog:
         backend = self.backend
         backend.op_name, backend.op_seq = "all_reduce", seq  # the caller is blocked inside that op
         if stall is None:
-            stall = backend.find_missing()
+            try:
+                stall = backend.find_missing()
+            except Exception as exc:  # noqa: BLE001 - the job ends either way; say what is known
+                stall = Stall(f"timed out after {backend.timeout:g} s (asking the peers failed: {exc})")
         if backend.hot.finished >= seq or self._stop.is_set():
             return
         error = backend.op_error(stall.reason, stall.missing)
