@@ -69,7 +69,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         return None
     be = pg.backend_for(tensor)
     flat = in_place_array(tensor, be) if not async_op and not pg._debug and isinstance(tensor, Tensor) else None
-    if flat is not None:  # the hot path: no staging, no closures
+    if flat is not None:  # in place, in this thread: no staging, no closures
         pg.run_sync("all_reduce", be, be.all_reduce, flat, check_op(op, flat.dtype))
         tensor._version_box[0] += 1
         return None

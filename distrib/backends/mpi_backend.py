@@ -521,7 +521,8 @@ class MpiBackend(Backend):
 
     def shutdown(self):
         if getattr(self, "watchdog", None) is not None:
-            self.watchdog.stop()
+            self.watchdog.stop()  # before the communicators go: it calls MPI
+        if getattr(self, "hot", None) is not None:
             self.hot.disable()
         if self.broken is not None:
             return  # the communicators still have abandoned ops: leave them to MPI_Abort

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.distrib._harness import ROOT, free_port, shm_entries
 from tests.helpers import wait_until
 
@@ -38,6 +40,10 @@ def skip_reason() -> str | None:
     if shutil.which(MPIEXEC) is None:
         return f"no mpiexec next to {sys.executable} (pip install mpich)"
     return None
+
+
+# Skips a test, with the reason shown, where MPI tests cannot run.
+needs_mpi = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.distrib._harness import run_ranks
-from tests.distrib._mpi_harness import run_mpi, skip_reason
+from tests.distrib._mpi_harness import needs_mpi, run_mpi
 
 DEBUG = {"DISTRIB_DEBUG": "DETAIL", "DISTRIB_ZMQ_SHM": "1"}
 
@@ -34,7 +34,7 @@ def test_agreeing_calls_pass_and_a_skipped_call_names_the_missing_rank():
     assert "rank 1: barrier()" in error["message"]
 
 
-@pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+@needs_mpi
 def test_the_mpi_hot_path_yields_to_the_debug_checks(tmp_path):
     """A small all_reduce on ``mpi`` is normally MPI's blocking call, run inline (Note [Hot
     all_reduce]); the debug mode must still compare it across ranks first."""

@@ -12,9 +12,7 @@ import types
 
 import pytest
 
-from tests.distrib._mpi_harness import run_mpi, run_without_mpiexec, skip_reason
-
-needs_mpi = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+from tests.distrib._mpi_harness import needs_mpi, run_mpi, run_without_mpiexec
 
 
 @needs_mpi

@@ -15,9 +15,9 @@ import tempfile
 import pytest
 
 from tests.distrib import _scenarios
-from tests.distrib._mpi_harness import run_mpi, skip_reason
+from tests.distrib._mpi_harness import needs_mpi, run_mpi
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+pytestmark = needs_mpi
 
 CONFIGS = [("plain", 1), ("plain", 2), ("plain", 3), ("ring", 3), pytest.param("native", 2, marks=pytest.mark.slow),
            pytest.param("chunked", 2, marks=pytest.mark.slow)]

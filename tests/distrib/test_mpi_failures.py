@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from tests.distrib._mpi_harness import run_mpi, skip_reason
+from tests.distrib._mpi_harness import needs_mpi, run_mpi
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=str(skip_reason()))
+pytestmark = needs_mpi
 
 
 @pytest.mark.parametrize(("size", "skipper", "count", "env"), [
