@@ -255,4 +255,3 @@ def retain_grad(tensor) -> None:
         if fn.retained is None:
             fn.retained = {}
         fn.retained[tensor._output_nr] = weakref.ref(tensor)
-

@@ -147,7 +147,6 @@ class WorkerGroup:
                 reader.join(max(0.0, deadline - time.monotonic()))
 
 
-
 class Signals:
     """SIGINT/SIGTERM/SIGHUP are recorded for forwarding; they and SIGCHLD wake :meth:`wait`."""
 

@@ -448,7 +448,6 @@ class Tensor:
             return value
         return _dispatch.scalar_tensor(value, _dtype.scalar_result_type(self.dtype, value), self._device)
 
-
     # ------------------------------------------------------------ op methods
     # Each is the function of the same name in ``tensor.ops``; ``self`` is its first argument.
     add, sub, mul, div, pow = ops.add, ops.sub, ops.mul, ops.div, ops.pow

@@ -289,4 +289,3 @@ def load(f, map_location=None, weights_only: bool = True):
         return decoder.decode(header["tree"])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise RuntimeError(f"{name}: checkpoint is corrupt ({type(exc).__name__}: {exc})") from None
-

@@ -66,7 +66,6 @@ Note [MPI backend]
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import math
@@ -110,6 +109,7 @@ _YIELD_AFTER = 16  # polls before the poll loop yields the CPU after each poll
 _CLOCK_EVERY = 16  # polls between clock checks (a yield may take a time slice when the core is shared)
 _NAP_AFTER = 5.0  # s of waiting before it also sleeps between polls
 _CHECK_EVERY = 0.05  # s between checks that the peers on this host are alive
+
 
 class MpiBackend(Backend):
     """Collectives through mpi4py. See Note [MPI backend] above."""
@@ -497,7 +497,7 @@ class MpiBackend(Backend):
             if got != hi - lo:
                 raise ValueError(f"received {got} bytes from rank {src} where {hi - lo} were expected; the "
                                  "ranks passed tensors of different sizes")
-        return src
+        return src  # noqa: B901 -- the caller reads the source rank from StopIteration.value
 
     def isend(self, x, dst, tag=0):
         self._check_peer_rank(dst, "send")

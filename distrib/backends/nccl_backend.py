@@ -343,4 +343,3 @@ def _bytes(x):
 
 def _ptr(array) -> int:
     return _nccl.data_ptr(array) if array.size else 0
-

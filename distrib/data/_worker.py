@@ -104,9 +104,11 @@ class ExceptionWrapper:
             del exception  # no cycle through this frame: the iterator is freed (and its workers stopped) sooner
 
 
+@dataclasses.dataclass
 class _ByValue:
-    def __init__(self, blob: bytes) -> None:
-        self.blob = blob
+    """A class shipped by value (cloudpickle) because the main process cannot import it by name."""
+
+    blob: bytes
 
 
 def _rebuild_wrapper(exc_type, exc_msg, where):
@@ -479,4 +481,3 @@ def _run_task(fetcher: _Fetcher, ring: _Ring, index):
         return ring.pack(result, allocator)
     result = fetcher.collate_fn(data)
     return ring.pack(result, None)
-

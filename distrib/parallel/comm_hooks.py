@@ -70,4 +70,3 @@ def noop_hook(_state, bucket) -> Future:
     fut = Future()
     fut.set_result(bucket.buffer())
     return fut
-

@@ -247,4 +247,3 @@ class DistributedDataParallel(Module, Joinable):
     def extra_repr(self) -> str:
         return (f"world_size={self.process_group.size()}, buckets={len(self.reducer.buckets)}, "
                 f"find_unused_parameters={self.find_unused_parameters}")
-

@@ -27,7 +27,6 @@ def _run(transport: str, size: int):
     return [r.result for r in results]
 
 
-
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
 @pytest.mark.parametrize(("transport", "size"), CONFIGS, ids=[f"{t}-{n}" for t, n in CONFIGS])
 def test_collective(transport, size, case):

@@ -35,7 +35,6 @@ def _run(variant: str, size: int):
     return [run.result(r) for r in range(size)]
 
 
-
 @pytest.mark.parametrize("case", list(_scenarios.CASES))
 @pytest.mark.parametrize(("variant", "size"), CONFIGS,
                          ids=["mpi-1", "mpi-2", "mpi-3", "mpi-ring-3", "mpi-native-2", "mpi-chunked-2"])

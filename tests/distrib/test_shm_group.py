@@ -30,7 +30,6 @@ def test_a_barrier_arrival_survives_a_peer_that_already_exited():
     assert group.maps == []
 
 
-
 @pytest.mark.parametrize(("cpus", "local_env", "slot", "expected"), [
     (2, {}, None, _shm._SMALL_SLOT),  # 2 ranks fit 2 CPUs: cache-sized blocks
     (1, {}, None, _shm._LARGE_SLOT),  # 2 ranks on 1 CPU: fewer barriers
@@ -57,4 +56,3 @@ def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_env, slot, expect
 
 def test_usable_cpus_is_within_the_affinity():
     assert 1 <= _shm._usable_cpus() <= len(os.sched_getaffinity(0))
-

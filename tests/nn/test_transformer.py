@@ -86,6 +86,7 @@ def test_structure_and_repr_match_torch(torch):
     theirs = torch.nn.TransformerEncoderLayer(4, 2, 8)
     ours = nn.TransformerEncoderLayer(4, 2, 8)
     # LayerNorm's own repr is tested with LayerNorm; here the layer's structure and children.
+
     def lines(module):
         return [line.split("LayerNorm(")[0] for line in repr(module).splitlines()]
     assert lines(ours) == lines(theirs)
