@@ -12,6 +12,7 @@ agents agree on ranks, stops and restarts through :mod:`launch.rendezvous`.
 
 from __future__ import annotations
 
+import enum
 import os
 import secrets
 import select
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 
 from . import procs
 from .errors import Failure, format_summary, root_cause
@@ -183,6 +185,24 @@ class Signals:
         os.close(self.write_fd)
 
 
+class Ending(enum.Enum):
+    """How :meth:`Job.supervise` stopped waiting for a worker group."""
+
+    SUCCEEDED = "every worker exited with 0"
+    FAILED = "a worker failed"
+    SIGNALED = "the launcher got SIGINT, SIGTERM or SIGHUP"
+    REMOTE = "the rendezvous spoke (another node failed) or was lost"
+
+
+@dataclass
+class Outcome:
+    """What ended the wait: ``failed`` workers for FAILED, rendezvous ``messages`` for REMOTE."""
+
+    ending: Ending
+    failed: list[Worker] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+
+
 class Job:
     """One launcher run: the attempt loop, shared by the single- and multi-node paths."""
 
@@ -218,25 +238,24 @@ class Job:
         group.start()
         return group
 
-    def supervise(self, group: WorkerGroup, sigs: Signals, channel=None):
-        """Wait for the group: ("ok",), ("failed", workers), ("signal", signum) or ("remote", messages)."""
+    def supervise(self, group: WorkerGroup, sigs: Signals, channel=None) -> Outcome:
+        """Wait until the group succeeds or a worker fails, a signal arrives, or ``channel`` has messages."""
         fds = [channel.fileno()] if channel is not None else []
         while True:
             if sigs.received:
-                return "signal", sigs.received
-            exited = group.poll()
-            failed = [w for w in exited if w.returncode != 0]
+                return Outcome(Ending.SIGNALED)
+            failed = [w for w in group.poll() if w.returncode != 0]
             if failed:
-                return "failed", failed
+                return Outcome(Ending.FAILED, failed=failed)
             if group.done():
-                return ("ok",)
+                return Outcome(Ending.SUCCEEDED)
             if channel is not None and channel.inbox:
-                return "remote", channel.take()
+                return Outcome(Ending.REMOTE, messages=channel.take())
             if sigs.wait(self.args.monitor_interval, fds):
                 try:
                     channel.poll()
                 except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: RendezvousError
-                    return "remote", [{"op": "lost", "reason": str(exc)}]
+                    return Outcome(Ending.REMOTE, messages=[{"op": "lost", "reason": str(exc)}])
 
     def stop_for_signal(self, group: WorkerGroup, sigs: Signals) -> int:
         signum = sigs.received
@@ -268,12 +287,12 @@ def _run_single(job: Job, sigs: Signals) -> int:
                       "restart_count": restart_count, "run_id": run_id, "auth_key": auth_key}
         group = job.start_group(assignment)
         outcome = job.supervise(group, sigs)
-        if outcome[0] == "signal":
+        if outcome.ending is Ending.SIGNALED:
             return job.stop_for_signal(group, sigs)
-        if outcome[0] == "ok":
+        if outcome.ending is Ending.SUCCEEDED:
             group.stop(signal.SIGTERM, args.kill_timeout)  # stragglers: grandchildren left running
             return 0
-        failures = job.stop_after_failure(group, outcome[1], sigs)
+        failures = job.stop_after_failure(group, outcome.failed, sigs)
         first = root_cause(failures)
         if sigs.received:
             job.report(failures)
@@ -341,12 +360,34 @@ def _run_multi(job: Job, sigs: Signals) -> int:
             server.join(5.0)
 
 
-def _abort(channel, code: int, reason: str) -> int:
+def _abort_for_signal(job: Job, sigs: Signals, channel) -> int:
+    """Tell the rendezvous this launcher got a signal (ending the job on every node); 128+signal."""
+    code = 128 + sigs.received
     try:
-        channel.send({"op": "abort", "exit_code": code, "reason": reason})
+        channel.send({"op": "abort", "exit_code": code,
+                      "reason": f"the launcher on {job.host} got {signal.Signals(sigs.received).name}"})
     except OSError:
         pass
     return code
+
+
+def _end_round(job: Job, group: WorkerGroup, outcome: Outcome, sigs: Signals, channel) -> dict | None:
+    """Stop the group, send this node's result; the verdict if the rendezvous already gave it."""
+    if outcome.ending is Ending.FAILED:
+        failures = job.stop_after_failure(group, outcome.failed, sigs)
+        channel.send({"op": "result", "ok": False, "failures": [f.to_dict() for f in failures]})
+        return None
+    if outcome.ending is Ending.SUCCEEDED:
+        group.stop(signal.SIGTERM, job.args.kill_timeout)
+        channel.send({"op": "result", "ok": True})
+        return None
+    # REMOTE: the server said stop (another node failed), or the connection dropped
+    group.stop(signal.SIGTERM, job.args.kill_timeout, give_up=lambda: sigs.received is not None)
+    lost = next((m for m in outcome.messages if m.get("op") == "lost"), None)
+    if lost is not None:
+        raise ConnectionError(lost.get("reason"))
+    channel.send({"op": "result", "ok": True, "stopped": True})
+    return next((m for m in outcome.messages if m.get("op") in ("done", "restart", "fail")), None)
 
 
 def _agent_loop(job: Job, sigs: Signals, channel) -> int:
@@ -355,37 +396,20 @@ def _agent_loop(job: Job, sigs: Signals, channel) -> int:
         channel.send({"op": "join", "node_rank": args.node_rank, "nproc": args.nproc, "host": job.host})
         assignment = _wait_message(channel, sigs, args.rdzv_timeout)
         if assignment is None:
-            code = 128 + sigs.received
-            return _abort(channel, code, f"the launcher on {job.host} got {signal.Signals(sigs.received).name}")
+            return _abort_for_signal(job, sigs, channel)
         if assignment["op"] != "assign":
             return _verdict(job, assignment)
         group = job.start_group(assignment)
         outcome = job.supervise(group, sigs, channel)
-        verdict = None
-        if outcome[0] == "signal":
-            name = signal.Signals(sigs.received).name
-            return _abort(channel, job.stop_for_signal(group, sigs), f"the launcher on {job.host} got {name}")
-        if outcome[0] == "failed":
-            failures = job.stop_after_failure(group, outcome[1], sigs)
-            channel.send({"op": "result", "ok": False, "failures": [f.to_dict() for f in failures]})
-        elif outcome[0] == "ok":
-            group.stop(signal.SIGTERM, args.kill_timeout)
-            channel.send({"op": "result", "ok": True})
-        else:  # the server spoke: stop (another node failed), or the connection dropped
-            ops = [m.get("op") for m in outcome[1]]
-            group.stop(signal.SIGTERM, args.kill_timeout, give_up=lambda: sigs.received is not None)
-            if "lost" in ops:
-                raise ConnectionError(outcome[1][ops.index("lost")].get("reason"))
-            channel.send({"op": "result", "ok": True, "stopped": True})
-            verdict = next((m for m in outcome[1] if m.get("op") in ("done", "restart", "fail")), None)
-        verdict = verdict or _wait_message(channel, sigs)
+        if outcome.ending is Ending.SIGNALED:
+            job.stop_for_signal(group, sigs)
+            return _abort_for_signal(job, sigs, channel)
+        verdict = _end_round(job, group, outcome, sigs, channel) or _wait_message(channel, sigs)
         if verdict is None:
-            return _abort(channel, 128 + sigs.received,
-                          f"the launcher on {job.host} got {signal.Signals(sigs.received).name}")
-        if verdict["op"] == "restart":
-            job.console.notice(f"restarting the worker group ({verdict['restart_count']}/{args.max_restarts})")
-            continue
-        return _verdict(job, verdict)
+            return _abort_for_signal(job, sigs, channel)
+        if verdict["op"] != "restart":
+            return _verdict(job, verdict)
+        job.console.notice(f"restarting the worker group ({verdict['restart_count']}/{args.max_restarts})")
 
 
 def _verdict(job: Job, verdict: dict) -> int:
