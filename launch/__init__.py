@@ -9,5 +9,6 @@ feature. The command line is ``distrib-launch`` (``python -m launch``).
 - ``procs``: parent-death signals and process-tree kills;
 - ``output``: ``[rankN]:`` prefixes, log files, readable progress bars;
 - ``errors``: worker-side error files (``launch.errors.record``) and the summary format;
-- ``rendezvous``: how the launchers of a multi-node job meet and agree.
+- ``coordinator``: how the launchers of a multi-node job meet and agree (the workers' own
+  rendezvous is ``distrib.rendezvous``).
 """

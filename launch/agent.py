@@ -7,7 +7,7 @@ gets SIGTERM, then SIGKILL after ``--kill-timeout`` (see Note [Process trees] in
 The whole group restarts while restarts remain (``DISTRIB_RESTART_COUNT`` counts them);
 otherwise the failure summary is printed, root cause first, and the launcher exits with the
 root cause's exit code (128+signal for a signal), never 0. With ``--nnodes`` > 1 the
-agents agree on ranks, stops and restarts through :mod:`launch.rendezvous`.
+agents agree on ranks, stops and restarts through :mod:`launch.coordinator`.
 """
 
 from __future__ import annotations
@@ -326,8 +326,8 @@ def _wait_message(channel, sigs: Signals, timeout: float | None = None) -> dict 
 
 
 def _run_multi(job: Job, sigs: Signals) -> int:
-    """One node of a multi-node job (see Note [Rendezvous protocol] in rendezvous.py)."""
-    from . import rendezvous  # noqa: PLC0415 - sockets and threads only for multi-node jobs
+    """One node of a multi-node job (see Note [Rendezvous protocol] in coordinator.py)."""
+    from . import coordinator  # noqa: PLC0415 - sockets and threads only for multi-node jobs
 
     args, notice = job.args, job.console.notice
     env_key = os.environ.get("DISTRIB_AUTH_KEY") or None
@@ -339,19 +339,19 @@ def _run_multi(job: Job, sigs: Signals) -> int:
             if key is None:
                 notice("DISTRIB_AUTH_KEY is not set: the rendezvous hands a fresh job key to any launcher that "
                        "reaches it; set the same DISTRIB_AUTH_KEY on every node to authenticate them")
-            server = rendezvous.Server(args.master_addr, port, key, args.min_nodes, args.max_nodes,
+            server = coordinator.Coordinator(args.master_addr, port, key, args.min_nodes, args.max_nodes,
                                        args.max_restarts, args.run_id or secrets.token_hex(6),
                                        env_key or secrets.token_hex(32), args.rdzv_timeout, notice).start()
-        channel = rendezvous.connect(args.master_addr, port, key, time.monotonic() + args.rdzv_timeout,
+        channel = coordinator.connect(args.master_addr, port, key, time.monotonic() + args.rdzv_timeout,
                                      give_up=lambda: sigs.received is not None)
-    except (rendezvous.RendezvousError, OSError, ValueError) as exc:
+    except (coordinator.RendezvousError, OSError, ValueError) as exc:
         notice(f"rendezvous failed: {exc}")
         if server is not None:
             server.join(0.0)
         return 128 + sigs.received if sigs.received else 1
     try:
         return _agent_loop(job, sigs, channel)
-    except (rendezvous.RendezvousError, OSError, ValueError) as exc:
+    except (coordinator.RendezvousError, OSError, ValueError) as exc:
         notice(f"lost the rendezvous at {args.master_addr}:{port}: {exc}")
         return 128 + sigs.received if sigs.received else 1
     finally:

@@ -1,8 +1,10 @@
-"""Multi-node rendezvous: the launchers of one job meet on MASTER_ADDR:MASTER_PORT+1.
+"""The coordinator of a multi-node job: the launchers meet on MASTER_ADDR:MASTER_PORT+1 and agree.
 
-The node-rank-0 launcher runs a small TCP server (:class:`Server`, threads); every launcher,
-node 0 included, connects to it as a client (:class:`Channel`). Messages are JSON (never
-pickle: nothing a peer sends is executed), framed by length and authenticated.
+Not to be confused with ``distrib/rendezvous.py``, where the *workers* of a job find each
+other. The node-rank-0 launcher runs a small TCP server (:class:`Coordinator`, threads);
+every launcher, node 0 included, connects to it as a client (:class:`Channel`). Messages
+are JSON (never pickle: nothing a peer sends is executed), framed by length and
+authenticated.
 
 Note [Rendezvous protocol]
     join    agent -> server  {node_rank, nproc, host}. When all nodes joined (N, or MIN:MAX
@@ -38,7 +40,7 @@ import struct
 import threading
 import time
 
-__all__ = ["Channel", "Server", "connect", "RendezvousError"]
+__all__ = ["Channel", "Coordinator", "connect", "RendezvousError"]
 
 _HEADER = struct.Struct("!I")
 _MAC_SIZE = 32
@@ -200,7 +202,7 @@ def connect(host: str, port: int, key: bytes | None, deadline: float, give_up=la
                           f"in time: {last}")
 
 
-class Server:
+class Coordinator:
     """The coordinator run by the node-rank-0 launcher (see Note [Rendezvous protocol])."""
 
     def __init__(self, host: str, port: int, key: bytes | None, min_nodes: int, max_nodes: int,
@@ -223,7 +225,7 @@ class Server:
         self.threads = [threading.Thread(target=self._accept, daemon=True, name="distrib-rdzv-accept"),
                         threading.Thread(target=self._coordinate, daemon=True, name="distrib-rdzv-coordinator")]
 
-    def start(self) -> Server:
+    def start(self) -> Coordinator:
         for thread in self.threads:
             thread.start()
         return self
