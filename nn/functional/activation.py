@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 import tensor
-from tensor import Tensor
-from tensor.ops import special
+from tensor import Tensor, _inplace
+from tensor.ops import activation, special
 
 __all__ = [
     "relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "tanh", "sigmoid", "softmax",
@@ -24,10 +24,24 @@ def relu_(input: Tensor) -> Tensor:
     return input.relu_()
 
 
+def _run(op, input: Tensor, inplace: bool, *params) -> Tensor:
+    """``op(input, *params)``; with ``inplace``, written into ``input`` and recorded as one in-place
+    op (Note [In-place activations] in ``tensor/ops/activation.py``).
+
+    Raises:
+        RuntimeError: with ``inplace``, if autograd records and ``input`` is a leaf that
+            requires grad (or a view of one).
+    """
+    return _inplace.commit(input, op, params, {}) if inplace else op(input, *params)
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    """``x`` where positive, ``negative_slope * x`` elsewhere."""
-    out = tensor.where(input > 0, input, input * negative_slope)
-    return input.copy_(out) if inplace else out
+    """``x`` where positive, ``negative_slope * x`` elsewhere.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(activation.leaky_relu, input, inplace, negative_slope)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -45,9 +59,12 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * sigmoid(x)`` (swish)."""
-    out = input * input.sigmoid()
-    return input.copy_(out) if inplace else out
+    """``x * sigmoid(x)`` (swish).
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(activation.silu, input, inplace)
 
 
 def tanh(input: Tensor) -> Tensor:
@@ -73,26 +90,39 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
-    out = tensor.where(input > 0, input, input.clamp(max=0).expm1() * alpha)
-    return input.copy_(out) if inplace else out
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(activation.elu, input, inplace, alpha)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """Clamp into ``[min_val, max_val]``."""
-    out = input.clamp(min_val, max_val)
-    return input.copy_(out) if inplace else out
+    """Clamp into ``[min_val, max_val]``; the gradient is zero at and beyond the bounds.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(activation.hardtanh, input, inplace, min_val, max_val)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * tanh(softplus(x))``."""
-    out = input * softplus(input).tanh()
-    return input.copy_(out) if inplace else out
+    """``x * tanh(softplus(x))``.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(activation.mish, input, inplace)
 
 
 def softsign(input: Tensor) -> Tensor:

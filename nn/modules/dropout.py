@@ -7,7 +7,7 @@ from tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -44,11 +44,21 @@ class Dropout1d(_DropoutNd):
 
 
 class Dropout2d(_DropoutNd):
-    """Zero whole channels of (N, C, H, W) inputs with probability ``p`` in training."""
+    """Zero whole channels of (N, C, H, W) inputs with probability ``p`` in training (other
+    inputs as ``F.dropout2d``)."""
 
     def forward(self, input: Tensor) -> Tensor:
         """Apply channel dropout when training."""
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability ``p`` in
+    training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel dropout when training."""
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):

@@ -72,7 +72,9 @@ def test_functional_gradcheck(ours, torch_name, args, fn):
     assert autograd.gradcheck(fn, (x,))
 
 
-@pytest.mark.parametrize("fn", [F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu,
+@pytest.mark.parametrize("fn", [F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu, F.mish,
+                                lambda x: F.leaky_relu(x, 0.2), lambda x: F.elu(x, 0.5),
+                                lambda x: F.hardtanh(x, -2.0, 3.0),
                                 lambda x: F.softmax(x, 0), lambda x: F.log_softmax(x, 1), tensor.erf,
                                 tensor.erfc])
 def test_gradgradcheck(fn):
@@ -158,11 +160,15 @@ def test_inplace_forms_overwrite_the_input():
     assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
 
 
-def test_leaky_relu_gradient_at_zero_is_the_slope(torch):
-    x = tensor.tensor([0.0], requires_grad=True)
-    F.leaky_relu(x, 0.3).sum().backward()
-    ref = torch.tensor([0.0], requires_grad=True)
-    torch.nn.functional.leaky_relu(ref, 0.3).sum().backward()
+@pytest.mark.parametrize("name, args", [("leaky_relu", (0.3,)), ("elu", (0.5,)), ("hardtanh", (-1.0, 1.0)),
+                                        ("relu6", ()), ("silu", ()), ("mish", ())])
+def test_gradient_at_the_kinks_matches_torch(torch, name, args):
+    # At 0 leaky_relu takes the slope; hardtanh and relu6 are flat at their bounds (unlike clamp).
+    values = [-1.0, 0.0, 1.0, 6.0, -100.0, 100.0]
+    x = tensor.tensor(values, requires_grad=True)
+    getattr(F, name)(x, *args).sum().backward()
+    ref = torch.tensor(values, requires_grad=True)
+    getattr(torch.nn.functional, name)(ref, *args).sum().backward()
     assert_close(x.grad, ref.grad.numpy())
 
 

@@ -1,0 +1,115 @@
+"""Activation primitives for ``nn``: leaky_relu, elu, hardtanh, silu and mish.
+
+Each is one graph node with its derivative beside it, as in PyTorch, so that the in-place
+forms in ``nn.functional`` record as one in-place op (Note [In-place activations]).
+
+Note [In-place activations]
+    ``nn.functional.leaky_relu(x, inplace=True)`` and the other in-place activations run
+    their op through ``tensor._inplace.commit``, like ``Tensor.relu_``: the op gets a copy of
+    ``x``'s old values, its result is written into ``x``, and ``x`` takes the op's node as its
+    history. Writing an out-of-place composition back with ``x.copy_(...)`` instead leaves the
+    composition's saved ``x`` stale, and backward refuses it ("modified by an inplace
+    operation"). The derivatives read the input, as PyTorch's out-of-place rules do; since
+    the in-place form hands the op a copy, that input is never stale. PyTorch's
+    ``leaky_relu_`` and ``elu_`` read their result instead, which saves nothing here (the copy
+    exists either way) and is why PyTorch refuses them with a negative slope or alpha at
+    backward; here they work.
+"""
+
+from __future__ import annotations
+
+from .. import _dispatch
+from . import elementwise as _ew
+from .elementwise import _sigmoid_kernel
+from .registry import defop
+from .special import _as_float
+
+__all__: list[str] = []
+
+
+@defop("leaky_relu", saves=(0,))
+def _leaky_relu(xp, a, negative_slope):
+    return xp.where(a > 0, a, a * negative_slope)
+
+
+@_leaky_relu.derivative
+def _(node, g):
+    (a,) = node.saved
+    (negative_slope,) = node.params
+    return (_ew.where(a > 0, g, g * negative_slope),)
+
+
+def leaky_relu(input, negative_slope: float = 0.01):
+    """``x`` where positive, ``negative_slope * x`` elsewhere (integers become floats)."""
+    return _dispatch.apply_unary(_leaky_relu, _as_float(input), (negative_slope,))
+
+
+@defop("elu", saves=(0,))
+def _elu(xp, a, alpha):
+    return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0)))
+
+
+@_elu.derivative
+def _(node, g):
+    (a,) = node.saved
+    (alpha,) = node.params
+    # exp of the clamped input: the discarded branch must not overflow to inf (inf * 0 = nan).
+    return (_ew.where(a > 0, g, g * alpha * _ew.exp(_ew.clamp(a, max=0))),)
+
+
+def elu(input, alpha: float = 1.0):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere (integers become floats)."""
+    return _dispatch.apply_unary(_elu, _as_float(input), (alpha,))
+
+
+@defop("hardtanh", saves=(0,))
+def _hardtanh(xp, a, min_val, max_val):
+    return xp.clip(a, min_val, max_val)
+
+
+@_hardtanh.derivative
+def _(node, g):
+    (a,) = node.saved
+    min_val, max_val = node.params
+    # Zero at the bounds themselves, as PyTorch (clamp passes the gradient there).
+    return (g * (a > min_val) * (a < max_val),)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0):
+    """Clamp into ``[min_val, max_val]``; the gradient is zero outside the open interval."""
+    return _dispatch.apply_unary(_hardtanh, _as_float(input), (min_val, max_val))
+
+
+@defop("silu", saves=(0,))
+def _silu(xp, a):
+    return a * _sigmoid_kernel(xp, a)
+
+
+@_silu.derivative
+def _(node, g):
+    (a,) = node.saved
+    s = _ew.sigmoid(a)
+    return (g * s * (1 + a * (1 - s)),)
+
+
+def silu(input):
+    """``x * sigmoid(x)`` (swish), as one op (integers become floats)."""
+    return _dispatch.apply_unary(_silu, _as_float(input))
+
+
+@defop("mish", saves=(0,))
+def _mish(xp, a):
+    return a * xp.tanh(xp.logaddexp(a, 0))
+
+
+@_mish.derivative
+def _(node, g):
+    (a,) = node.saved
+    softplus = _ew.log1p(_ew.exp(-_ew.abs(a))) + _ew.relu(a)
+    t = _ew.tanh(softplus)
+    return (g * (t + a * _ew.sigmoid(a) * (1 - t * t)),)
+
+
+def mish(input):
+    """``x * tanh(softplus(x))``, as one op (integers become floats)."""
+    return _dispatch.apply_unary(_mish, _as_float(input))
