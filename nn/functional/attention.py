@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import tensor
 from tensor import Tensor
@@ -142,6 +143,111 @@ def _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads) -> 
         f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query tensor")
 
 
+class _Heads(NamedTuple):
+    """How the (L, N, E) or (N, L, E) projections split into ``num`` heads of ``dim`` features."""
+
+    bsz: int
+    num: int
+    dim: int
+    seq_dim: int  # 0 for (L, N, E), 1 for batch_first (N, L, E)
+
+
+def _head_dim(embed_dim: int, embed_dim_to_check: int, num_heads: int) -> int:
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    return head_dim
+
+
+def _check_key_value(key: Tensor, value: Tensor, use_separate_proj_weight: bool) -> None:
+    if use_separate_proj_weight:
+        if key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
+                                 f"{tuple(value.shape[:2])}")
+    elif key.shape != value.shape:
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+
+
+def _packed_projection(query, key, value, in_proj_weight, in_proj_bias) -> tuple[Tensor, Tensor, Tensor]:
+    """q, k, v from one ``(3E, E)`` weight: one matmul for self-attention, two when key is value."""
+    if query is key and key is value:
+        return linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+    embed_dim = query.shape[-1]
+    w_q, w_kv = in_proj_weight.split([embed_dim, 2 * embed_dim])
+    b_q = b_kv = None
+    if in_proj_bias is not None:
+        b_q, b_kv = in_proj_bias.split([embed_dim, 2 * embed_dim])
+    q = linear(query, w_q, b_q)
+    if key is value:
+        return (q, *linear(key, w_kv, b_kv).chunk(2, -1))
+    w_k, w_v = w_kv.chunk(2)
+    b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
+    return q, linear(key, w_k, b_k), linear(value, w_v, b_v)
+
+
+def _separate_projection(inputs, weights, in_proj_bias) -> tuple[Tensor, Tensor, Tensor]:
+    """q, k, v from three weights (key and value may have their own sizes)."""
+    biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
+    return tuple(linear(x, w, b) for x, w, b in zip(inputs, weights, biases))
+
+
+def _attn_mask_4d(attn_mask: Tensor | None, heads: _Heads, tgt_len: int, src_len: int) -> Tensor | None:
+    """An additive ``(L, S)`` or ``(N * H, L, S)`` mask as ``(1, 1, L, S)`` or ``(N, H, L, S)``."""
+    if attn_mask is None:
+        return None
+    if attn_mask.ndim == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                               f"{(tgt_len, src_len)}.")
+        return attn_mask.reshape(1, 1, tgt_len, src_len)
+    expected = (heads.bsz * heads.num, tgt_len, src_len)
+    if tuple(attn_mask.shape) != expected:
+        raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                           f"{expected}.")
+    return attn_mask.reshape(heads.bsz, heads.num, tgt_len, src_len)
+
+
+def _append_bias_kv(k: Tensor, v: Tensor, bias_k: Tensor | None, bias_v: Tensor | None,
+                    heads: _Heads) -> tuple[Tensor, Tensor]:
+    """k and v with the learned ``bias_k`` / ``bias_v`` appended as one more source position."""
+    if bias_k is None or bias_v is None:
+        raise AssertionError("bias_k is set but bias_v is None" if bias_v is None
+                             else "bias_v is set but bias_k is None")
+    embed_dim = heads.num * heads.dim
+    shape = (1, heads.bsz, embed_dim) if heads.seq_dim == 0 else (heads.bsz, 1, embed_dim)
+    return tuple(tensor.cat([t, bias.reshape(1, 1, embed_dim).expand(*shape)], heads.seq_dim)
+                 for t, bias in ((k, bias_k), (v, bias_v)))
+
+
+def _with_padding(mask: Tensor | None, key_padding_mask: Tensor | None, bsz: int, src_len: int) -> Tensor | None:
+    """The attention mask plus the additive ``(N, S)`` key padding mask, as ``(N, 1, 1, S)``."""
+    if key_padding_mask is None:
+        return mask
+    if key_padding_mask.shape[0] != bsz:
+        raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+    if key_padding_mask.shape[1] != src_len:
+        raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                             f"{key_padding_mask.shape[1]}")
+    padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
+    return padding if mask is None else mask + padding
+
+
+def _attend(q, k, v, mask, dropout_p: float, need_weights: bool, average_attn_weights: bool,
+            use_causal: bool) -> tuple[Tensor, Tensor | None]:
+    """Attention over ``(N, H, L, head_dim)`` heads: the output, and the weights when needed."""
+    if not need_weights:
+        return scaled_dot_product_attention(q, k, v, mask, dropout_p, use_causal), None
+    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.mT
+    if mask is not None:
+        scores = scores + mask
+    weights = scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return weights @ v, weights.mean(1) if average_attn_weights else weights
+
+
 def multi_head_attention_forward(
     query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
     in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None, bias_v: Tensor | None,
@@ -164,131 +270,59 @@ def multi_head_attention_forward(
         AssertionError: for inconsistent ranks or sizes (PyTorch's error type here), e.g. "was
             expecting embedding dimension of 8, but got 6".
         RuntimeError: for an ``attn_mask`` of the wrong shape, or ``is_causal`` without ``attn_mask``.
+        NotImplementedError: for ``static_k`` or ``static_v``.
     """
     batched = _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k / static_v are not supported")
-    seq_dim, batch_dim = (1, 0) if batch_first and batched else (0, 1)
-    if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, embed_dim = query.shape[seq_dim], query.shape[batch_dim], query.shape[2]
-    src_len = key.shape[seq_dim]
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
+    seq_dim = 1 if batch_first and batched else 0
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        key_padding_mask = key_padding_mask.unsqueeze(0) if key_padding_mask is not None else None
     use_causal = is_causal and key_padding_mask is None and not need_weights
     key_padding_mask = _additive_mask(key_padding_mask, "key_padding_mask", query.dtype)
     attn_mask = None if use_causal else _additive_mask(attn_mask, "attn_mask", query.dtype)
-    if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    heads = _Heads(query.shape[1 - seq_dim], num_heads, _head_dim(query.shape[2], embed_dim_to_check, num_heads),
+                   seq_dim)
+    _check_key_value(key, value, use_separate_proj_weight)
     if use_separate_proj_weight:
-        if key.shape[:2] != value.shape[:2]:
-            raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
-                                 f"{tuple(value.shape[:2])}")
-    elif key.shape != value.shape:
-        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
-
-    # ---- projections
-    if not use_separate_proj_weight:
-        if query is key and key is value:
-            q, k, v = linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
-        else:
-            w_q, w_kv = in_proj_weight.split([embed_dim, 2 * embed_dim])
-            b_q = b_kv = None
-            if in_proj_bias is not None:
-                b_q, b_kv = in_proj_bias.split([embed_dim, 2 * embed_dim])
-            q = linear(query, w_q, b_q)
-            if key is value:
-                k, v = linear(key, w_kv, b_kv).chunk(2, -1)
-            else:
-                w_k, w_v = w_kv.chunk(2)
-                b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
-                k, v = linear(key, w_k, b_k), linear(value, w_v, b_v)
+        q, k, v = _separate_projection((query, key, value), (q_proj_weight, k_proj_weight, v_proj_weight),
+                                       in_proj_bias)
     else:
-        b_q = b_k = b_v = None
-        if in_proj_bias is not None:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-        q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight, b_v)
-
-    # ---- masks, as one additive (N or 1, H or 1, L, S) tensor
-    mask = None
-    if attn_mask is not None:
-        if attn_mask.ndim == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(tgt_len, src_len)}.")
-            mask = attn_mask.reshape(1, 1, tgt_len, src_len)
-        else:
-            expected = (bsz * num_heads, tgt_len, src_len)
-            if tuple(attn_mask.shape) != expected:
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{expected}.")
-            mask = attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+        q, k, v = _packed_projection(query, key, value, in_proj_weight, in_proj_bias)
+    mask = _attn_mask_4d(attn_mask, heads, query.shape[seq_dim], key.shape[seq_dim])
     if bias_k is not None or bias_v is not None:
-        if bias_k is None or bias_v is None:
-            raise AssertionError("bias_k is set but bias_v is None" if bias_v is None
-                                 else "bias_v is set but bias_k is None")
-        k = tensor.cat([k, bias_k.reshape(1, 1, embed_dim).expand(*_seq_shape(1, bsz, embed_dim, seq_dim))], seq_dim)
-        v = tensor.cat([v, bias_v.reshape(1, 1, embed_dim).expand(*_seq_shape(1, bsz, embed_dim, seq_dim))], seq_dim)
+        k, v = _append_bias_kv(k, v, bias_k, bias_v, heads)
         mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
-    # (L, N, E) or (N, L, E) -> (N, H, L, head_dim)
-    q = _split_heads(q, bsz, num_heads, head_dim, seq_dim)
-    k = _split_heads(k, bsz, num_heads, head_dim, seq_dim)
-    v = _split_heads(v, bsz, num_heads, head_dim, seq_dim)
+    q, k, v = (_split_heads(t, heads) for t in (q, k, v))
     if add_zero_attn:
-        zeros = tensor.zeros(bsz, num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
-        k, v = tensor.cat([k, zeros], 2), tensor.cat([v, zeros], 2)
+        k, v = (tensor.cat([t, t.new_zeros((heads.bsz, heads.num, 1, heads.dim))], 2) for t in (k, v))
         mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
-    src_len = k.shape[2]
-    if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
-                                 f"{key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
-                                 f"{key_padding_mask.shape[1]}")
-        padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        mask = padding if mask is None else mask + padding
-    if not training:
-        dropout_p = 0.0
-
-    # ---- attention
-    if need_weights:
-        scores = (q * (1.0 / math.sqrt(head_dim))) @ k.mT
-        if mask is not None:
-            scores = scores + mask
-        weights = scores.softmax(-1)
-        if dropout_p > 0.0:
-            weights = dropout(weights, dropout_p, True)
-        out = weights @ v
-        if average_attn_weights:
-            weights = weights.mean(1)
-    else:
-        out = scaled_dot_product_attention(q, k, v, mask, dropout_p, use_causal)
-        weights = None
-    # (N, H, L, head_dim) -> (L, N, E) or (N, L, E)
-    out = out.permute(2, 0, 1, 3) if seq_dim == 0 else out.permute(0, 2, 1, 3)
-    out = linear(out.reshape(out.shape[0], out.shape[1], embed_dim), out_proj_weight, out_proj_bias)
+    mask = _with_padding(mask, key_padding_mask, heads.bsz, k.shape[2])
+    out, weights = _attend(q, k, v, mask, dropout_p if training else 0.0, need_weights, average_attn_weights,
+                           use_causal)
+    out = linear(_merge_heads(out, heads), out_proj_weight, out_proj_bias)
     if not batched:
         out = out.squeeze(1)
         weights = weights.squeeze(0) if weights is not None else None
     return out, weights
 
 
-def _seq_shape(length, bsz, embed_dim, seq_dim):
-    return (length, bsz, embed_dim) if seq_dim == 0 else (bsz, length, embed_dim)
+def _split_heads(t: Tensor, heads: _Heads) -> Tensor:
+    """(L, N, E) or (N, L, E) -> (N, H, L, head_dim)."""
+    length = t.shape[heads.seq_dim]
+    if heads.seq_dim == 0:
+        return t.reshape(length, heads.bsz, heads.num, heads.dim).permute(1, 2, 0, 3)
+    return t.reshape(heads.bsz, length, heads.num, heads.dim).permute(0, 2, 1, 3)
 
 
-def _split_heads(t: Tensor, bsz: int, num_heads: int, head_dim: int, seq_dim: int) -> Tensor:
-    length = t.shape[seq_dim]
-    if seq_dim == 0:
-        return t.reshape(length, bsz, num_heads, head_dim).permute(1, 2, 0, 3)
-    return t.reshape(bsz, length, num_heads, head_dim).permute(0, 2, 1, 3)
+def _merge_heads(t: Tensor, heads: _Heads) -> Tensor:
+    """(N, H, L, head_dim) -> (L, N, E) or (N, L, E)."""
+    t = t.permute(2, 0, 1, 3) if heads.seq_dim == 0 else t.permute(0, 2, 1, 3)
+    return t.reshape(t.shape[0], t.shape[1], heads.num * heads.dim)
 
 
 def _pad_last(mask: Tensor | None) -> Tensor | None:

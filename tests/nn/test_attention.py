@@ -90,7 +90,7 @@ def test_sdpa_dropout_one_zeroes_the_output(device):
     out = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
     assert_close(out, np.zeros((2, 3, 4), np.float32))
     out.sum().backward()
-    assert q.grad is not None
+    assert_close(q.grad, np.zeros((2, 3, 4), np.float32))  # every path to q goes through a dropped weight
 
 
 def test_sdpa_dropout_keeps_the_expectation(device):
@@ -195,10 +195,13 @@ def test_multihead_attention_matches_torch(torch, device, kwargs, call_kwargs, s
 
 def test_mha_dropout_in_training_applies_to_the_weights(device):
     mha = nn.MultiheadAttention(8, 2, dropout=1.0).to(device)
-    x = tensor.randn(3, 2, 8, device=device)
+    x = tensor.randn(3, 2, 8, device=device, requires_grad=True)
     out, weights = mha(x, x, x)
     assert_close(weights, np.zeros((2, 3, 3), np.float32))  # every weight dropped
     assert_close(out, np.zeros((3, 2, 8), np.float32))  # out_proj bias starts at zero
+    out.sum().backward()
+    assert_close(x.grad, np.zeros((3, 2, 8), np.float32))
+    assert_close(mha.in_proj_weight.grad, np.zeros((24, 8), np.float32))
     mha.eval()
     out, weights = mha(x, x, x)
     assert_close(weights.sum(-1), np.ones((2, 3), np.float32), atol=1e-6)
