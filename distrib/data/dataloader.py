@@ -45,6 +45,76 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+def _checked_prefetch_factor(num_workers: int, timeout: float, prefetch_factor: int | None,
+                             persistent_workers: bool) -> int | None:
+    """The prefetch factor to use (2 by default with workers), after PyTorch's checks of the worker
+    options.
+
+    Raises:
+        ValueError: for a negative ``num_workers``, ``timeout`` or ``prefetch_factor``, or
+            ``prefetch_factor``/``persistent_workers`` without workers.
+    """
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                         "multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers "
+                         "> 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+    if num_workers > 0 and prefetch_factor is None:
+        prefetch_factor = 2
+    elif prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    return prefetch_factor
+
+
+def _check_iterable_options(shuffle, sampler, batch_sampler) -> None:
+    if shuffle not in {False, None}:
+        raise ValueError(
+            f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
+    if sampler is not None:
+        raise ValueError(
+            f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
+    if batch_sampler is not None:
+        raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                         f"but got batch_sampler={batch_sampler}")
+
+
+def _checked_batching(is_iterable: bool, shuffle, sampler, batch_sampler, batch_size, drop_last) -> tuple:
+    """``(shuffle, batch_size, drop_last)`` as the loader uses them, after PyTorch's checks of how
+    the sampling options combine (a ``batch_sampler`` replaces ``batch_size`` and ``drop_last``).
+
+    Raises:
+        ValueError: for the combinations PyTorch refuses.
+    """
+    if is_iterable:
+        _check_iterable_options(shuffle, sampler, batch_sampler)
+    else:
+        shuffle = bool(shuffle)
+    if sampler is not None and shuffle:
+        raise ValueError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                             "and drop_last")
+        return shuffle, None, False
+    if batch_size is None and drop_last:
+        raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                         "drop_last")
+    return shuffle, batch_size, drop_last
+
+
+def _default_sampler(dataset, is_iterable: bool, shuffle, generator) -> Sampler:
+    if is_iterable:
+        return _InfiniteConstantSampler()
+    if shuffle:
+        return RandomSampler(dataset, generator=generator)
+    return SequentialSampler(dataset)
+
+
 class DataLoader:
     """Iterate over ``dataset`` in batches, as ``torch.utils.data.DataLoader`` does.
 
@@ -69,21 +139,7 @@ class DataLoader:
                  drop_last: bool = False, timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
                  generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
                  pin_memory_device: str = "", in_order: bool = True) -> None:
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
-                             "multiprocessing.")
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers "
-                             "> 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
-        if num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
-
+        prefetch_factor = _checked_prefetch_factor(num_workers, timeout, prefetch_factor, persistent_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -95,35 +151,10 @@ class DataLoader:
         self.in_order = in_order
 
         self._is_iterable = isinstance(dataset, IterableDataset)
-        if self._is_iterable:
-            if shuffle not in {False, None}:
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
-            if sampler is not None:
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
-            if batch_sampler is not None:
-                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, "
-                                 f"but got batch_sampler={batch_sampler}")
-        else:
-            shuffle = bool(shuffle)
-        if sampler is not None and shuffle:
-            raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_sampler is not None:
-            if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
-                                 "and drop_last")
-            batch_size, drop_last = None, False
-        elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
-                             "drop_last")
+        shuffle, batch_size, drop_last = _checked_batching(self._is_iterable, shuffle, sampler, batch_sampler,
+                                                           batch_size, drop_last)
         if sampler is None:
-            if self._is_iterable:
-                sampler = _InfiniteConstantSampler()
-            elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)
-            else:
-                sampler = SequentialSampler(dataset)
+            sampler = _default_sampler(dataset, self._is_iterable, shuffle, generator)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
