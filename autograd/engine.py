@@ -106,7 +106,7 @@ def _sum(a, b):
 
 def _fit(g, meta):
     # Gradients arrive in the shape and dtype of the op's computation; the input may
-    # have been broadcast or promoted.
+    # have been broadcast or promoted. Most need no change: this returns them as they are.
     shape, dtype = meta
     data = g._data
     if data.shape != shape:
@@ -230,32 +230,20 @@ class _LeafFinisher:
             return
         capture = self.capture
         if capture is not None and id(leaf) in capture:
-            slot = capture[id(leaf)]
-            slot[0] = g if slot[0] is None else slot[0] + g
+            _add_to_slot(capture[id(leaf)], g)
         if self.accumulate_leaves:
             _accumulate_into_leaf(leaf, g, self.create_graph, self.claimed)
 
 
 def _run_node(node, grads, buffers, finish, capture):
-    if node.pre_hooks:
-        for nr, hooks in node.pre_hooks.items():
-            if hooks and grads[nr] is not None:
-                grads[nr] = _run_hooks(hooks, grads[nr])
-    if node.retained is not None:
-        for nr, ref in node.retained.items():
-            owner, g = ref(), grads[nr]
-            if owner is not None and g is not None:
-                owner.grad = g if owner.grad is None else owner.grad + g
-                finish.claimed[id(g)] = g
-    if capture is not None:
-        for nr, g in enumerate(grads):
-            slot = capture.get((id(node), nr))
-            if slot is not None and g is not None:
-                slot[0] = g if slot[0] is None else slot[0] + g
-    if node.n_outputs == 1:
-        upstream = grads[0]
-    else:
-        upstream = tuple(grads)
+    """Apply ``node``'s derivative to ``grads`` (one per output) and pass each input's gradient
+    on: into the buffer of the node that made the input, or to the leaf.
+
+    Raises:
+        RuntimeError: if the derivative returns the wrong number of gradients.
+    """
+    _before_derivative(node, grads, finish, capture)
+    upstream = grads[0] if node.n_outputs == 1 else tuple(grads)
     if upstream is None:
         input_grads = (None,) * len(node.next_edges)
     else:
@@ -271,19 +259,33 @@ def _run_node(node, grads, buffers, finish, capture):
         target, nr = edge
         if type(target) is Node:
             if g is not None:
-                meta = target.out_meta[nr]
-                if g._data.shape != meta[0] or g._data.dtype != meta[1]:
-                    g = _fit(g, meta)
-                slot = buffers.get(target)
-                if slot is None:
-                    slot = buffers[target] = [None] * target.n_outputs
-                slot[nr] = g if slot[nr] is None else _sum(slot[nr], g)
+                _accumulate(buffers, target, nr, target.n_outputs, _fit(g, target.out_meta[nr]))
         else:
-            if g is not None:
-                data = target._data
-                if g._data.shape != data.shape or g._data.dtype != data.dtype:
-                    g = _fit(g, (data.shape, data.dtype))
-            finish.add(target, g)
+            finish.add(target, None if g is None else _fit(g, (target._data.shape, target._data.dtype)))
+
+
+def _before_derivative(node, grads, finish, capture) -> None:
+    """Run ``node``'s pre-hooks on ``grads`` (replacing them in the list), then hand them to the
+    tensors that retain their gradient and to ``autograd.grad``'s capture."""
+    if node.pre_hooks:
+        for nr, hooks in node.pre_hooks.items():
+            if hooks and grads[nr] is not None:
+                grads[nr] = _run_hooks(hooks, grads[nr])
+    if node.retained is not None:
+        for nr, ref in node.retained.items():
+            owner, g = ref(), grads[nr]
+            if owner is not None and g is not None:
+                owner.grad = g if owner.grad is None else owner.grad + g
+                finish.claimed[id(g)] = g
+    if capture is not None:
+        for nr, g in enumerate(grads):
+            slot = capture.get((id(node), nr))
+            if slot is not None and g is not None:
+                _add_to_slot(slot, g)
+
+
+def _add_to_slot(slot, g) -> None:
+    slot[0] = g if slot[0] is None else slot[0] + g
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None) -> None:
@@ -327,14 +329,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, t in enumerate(inputs):
         if not t._requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
-        key = id(t) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
-        capture.setdefault(key, [None])
+        capture.setdefault(_capture_key(t), [None])
     roots = _make_root_grads(outputs, list(grad_outputs))
     _execute(roots, retain_graph, create_graph, capture, accumulate_leaves=False)
     results = []
     for i, t in enumerate(inputs):
-        key = id(t) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
-        g = capture[key][0]
+        g = capture[_capture_key(t)][0]
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
@@ -347,3 +347,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         results.append(g)
     return tuple(results)
+
+
+def _capture_key(t):
+    """Where the gradient reaching ``t`` is captured: the leaf itself, or its node's output."""
+    return id(t) if t._grad_fn is None else (id(t._grad_fn), t._output_nr)
