@@ -28,34 +28,44 @@ def _(node, g):
     return (g.to(node.params[1]),)
 
 
-def _parse(args, kwargs):
+def parse_to(args, kwargs) -> tuple:
+    """The ``(device, dtype, copy)`` that ``to(*args, **kwargs)`` asks for, read as PyTorch reads
+    ``Tensor.to`` and ``Module.to``: a device, a dtype (or a Python type), or a tensor (its device
+    and dtype), then the bools ``non_blocking`` (ignored: every copy here is synchronous) and
+    ``copy``; each also by keyword. The dtype comes back as a ``tensor.dtype`` or None.
+
+    Raises:
+        TypeError: for an unexpected keyword argument or an unknown dtype.
+    """
+    kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []  # positional non_blocking, then copy
     for arg in args:
         if _dispatch.is_tensor(arg):
             device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, (_dtype.dtype,)) or arg in (float, int, bool):
+        elif isinstance(arg, _dtype.dtype) or arg in (float, int, bool):
             dtype = arg
         elif isinstance(arg, bool):
-            copy = arg
+            flags.append(arg)
         elif arg is not None:
             device = arg
-    return device, dtype, copy
+    if len(flags) > 1:
+        copy = flags[1]
+    return device, None if dtype is None else _dtype.as_dtype(dtype), copy
 
 
 def to(tensor, *args, **kwargs):
     """``Tensor.to``: see there."""
-    device, dtype, copy = _parse(args, dict(kwargs))
+    device, dtype, copy = parse_to(args, kwargs)
     out = tensor
-    if dtype is not None:
-        target = _dtype.as_dtype(dtype)
-        if target.numpy != out._data.dtype:
-            out = _dispatch.apply_unary(_to_dtype, out, (target.numpy, out.dtype))
-            copy = False
+    if dtype is not None and dtype.numpy != out._data.dtype:
+        out = _dispatch.apply_unary(_to_dtype, out, (dtype.numpy, out.dtype))
+        copy = False
     if device is not None:
         target_device = _device_cls(device)
         if target_device.type == "cuda" and target_device.index is None:

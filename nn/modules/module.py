@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import tensor
 from autograd.graph import RemovableHandle
-from tensor import Tensor
+from tensor import Tensor, _conversion
 
 from ..parameter import Buffer, Parameter
 
@@ -33,7 +33,6 @@ class Module:
     assignment, and runs ``forward`` (with hooks) when called."""
 
     training: bool
-    _version = 1
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -336,8 +335,20 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
-        """Move (in place) parameters and buffers to a device and/or cast floating ones to a dtype."""
-        device, dtype = _parse_to(args, kwargs)
+        """Move (in place) parameters and buffers to a device and/or cast floating ones to a dtype.
+
+        Takes the arguments of ``Tensor.to``.
+
+        Raises:
+            TypeError: for a dtype that is not floating point, or arguments ``Tensor.to`` refuses.
+            RuntimeError: for ``copy=True``.
+        """
+        device, dtype, copy = _conversion.parse_to(args, kwargs)
+        if copy:
+            raise RuntimeError(".to() does not accept copy argument")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
             target_dtype = dtype if dtype is not None and t.is_floating_point() else None
@@ -465,21 +476,3 @@ class Module:
         if len(lines) == 1 and not self._modules:
             return f"{type(self).__name__}({lines[0]})"
         return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
-
-
-def _parse_to(args, kwargs):
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    for arg in args:
-        if isinstance(arg, tensor.dtype):
-            dtype = arg
-        elif isinstance(arg, Tensor):
-            device, dtype = arg.device, arg.dtype
-        else:
-            device = arg
-    if dtype is not None and not dtype.is_floating_point:
-        raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
-    return device, dtype

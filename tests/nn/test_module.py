@@ -102,6 +102,18 @@ def test_to_dtype_casts_floating_members_in_place():
         m.to(tensor.int64)
 
 
+def test_to_reads_its_arguments_as_tensor_to(torch):
+    m = Block()
+    assert m.to("cpu", tensor.float64, True).fc.weight.dtype is tensor.float64  # True: non_blocking
+    assert m.to(tensor.ones(1, dtype=tensor.float32)).fc.weight.dtype is tensor.float32
+    assert m.to(device=None, dtype=tensor.float64, non_blocking=True).cache.dtype is tensor.float64
+    for module in (m, torch.nn.Linear(2, 2)):
+        with pytest.raises(RuntimeError, match=r"\.to\(\) does not accept copy argument"):
+            module.to(copy=True)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        m.to(memory="cpu")
+
+
 def test_zero_grad():
     m = Block()
     m(tensor.randn(4, 3)).sum().backward()

@@ -72,6 +72,15 @@ def test_to_same_device_returns_self():
     assert t.cpu() is t
 
 
+def test_to_reads_positional_non_blocking_then_copy_as_torch(torch):
+    t, ref = tensor.ones(2), torch.ones(2)
+    for args in [(tensor.float32, True), ("cpu", tensor.float32, True), (tensor.float32, False, True),
+                 ("cpu", None, True, True), (t, False, True)]:
+        torch_args = [torch.float32 if a is tensor.float32 else ref if a is t else a for a in args]
+        assert (t.to(*args) is t) is (ref.to(*torch_args) is ref), args
+    assert t.to(copy=True) is not t
+
+
 # ------------------------------------------------------------ default device
 def test_device_context_manager_sets_default():
     with tensor.device("cpu") as d:
