@@ -14,8 +14,6 @@ from ._device import device as _device_cls
 
 __all__ = ["Tensor"]
 
-_DEFAULT_DTYPE_FOR_KIND = {"i": _dtype.int64, "b": _dtype.bool_}
-
 
 class Tensor:
     """A multi-dimensional array on a device, with autograd support.

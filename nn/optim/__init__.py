@@ -1,4 +1,5 @@
-"""``nn.optim``: optimizers and learning-rate schedulers. Our ``torch.optim``.
+"""``nn.optim``: the optimizers SGD, Adam, AdamW, RMSprop and Adagrad, and (in ``lr_scheduler``)
+learning-rate schedulers, with ``torch.optim``'s names and arguments.
 
     >>> opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     >>> opt.zero_grad(); loss.backward(); opt.step()

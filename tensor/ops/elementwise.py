@@ -310,27 +310,31 @@ def clamp(input, min=None, max=None):
 # ---------------------------------------------------------------- comparisons and logic
 
 
-def _compare(name, ufunc_name):
+def _no_grad_binary(name, ufunc_name, result):
+    """The public function ``name``: the xp ufunc ``ufunc_name`` on two broadcast inputs, as a
+    non-differentiable op whose output is ``result`` (said in its docstring)."""
     op = defop(name, differentiable=False)(lambda xp, a, b: getattr(xp, ufunc_name)(a, b))
 
     def run(input, other):
         return _dispatch.apply_binary(op, input, other)
 
-    return public(run, name, f"Elementwise ``{ufunc_name}``; returns a bool tensor.")
+    return public(run, name, f"Elementwise ``{ufunc_name}``; returns {result}.")
 
 
-eq = _compare("eq", "equal")
-ne = _compare("ne", "not_equal")
-lt = _compare("lt", "less")
-le = _compare("le", "less_equal")
-gt = _compare("gt", "greater")
-ge = _compare("ge", "greater_equal")
-logical_and = _compare("logical_and", "logical_and")
-logical_or = _compare("logical_or", "logical_or")
-logical_xor = _compare("logical_xor", "logical_xor")
-bitwise_and = _compare("bitwise_and", "bitwise_and")
-bitwise_or = _compare("bitwise_or", "bitwise_or")
-bitwise_xor = _compare("bitwise_xor", "bitwise_xor")
+_BOOL = "a bool tensor"
+_BITS = "a tensor of the inputs' promoted integer or bool dtype"
+eq = _no_grad_binary("eq", "equal", _BOOL)
+ne = _no_grad_binary("ne", "not_equal", _BOOL)
+lt = _no_grad_binary("lt", "less", _BOOL)
+le = _no_grad_binary("le", "less_equal", _BOOL)
+gt = _no_grad_binary("gt", "greater", _BOOL)
+ge = _no_grad_binary("ge", "greater_equal", _BOOL)
+logical_and = _no_grad_binary("logical_and", "logical_and", _BOOL)
+logical_or = _no_grad_binary("logical_or", "logical_or", _BOOL)
+logical_xor = _no_grad_binary("logical_xor", "logical_xor", _BOOL)
+bitwise_and = _no_grad_binary("bitwise_and", "bitwise_and", _BITS)
+bitwise_or = _no_grad_binary("bitwise_or", "bitwise_or", _BITS)
+bitwise_xor = _no_grad_binary("bitwise_xor", "bitwise_xor", _BITS)
 logical_not = _unary("logical_not", lambda xp, a: xp.logical_not(a), floats_only=False)
 bitwise_not = _unary("bitwise_not", lambda xp, a: xp.invert(a), floats_only=False)
 isnan = _unary("isnan", lambda xp, a: xp.isnan(a), floats_only=False)

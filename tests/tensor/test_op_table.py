@@ -1,10 +1,14 @@
-"""The op table: every primitive has a kernel and a derivative, or is declared non-differentiable."""
+"""The op table: every primitive has a kernel and a derivative, or is declared non-differentiable;
+and ``saves=`` decides what a recorded node keeps alive and checks at backward."""
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 
-import tensor  # noqa: F401 - registers every op
+import tensor
+from tensor import _dispatch
 from tensor.ops.registry import OPS, OpDef, defop
 
 
@@ -29,6 +33,38 @@ def test_registering_a_name_twice_is_refused():
         defop("add")(lambda xp, a, b: a)
 
 
-def test_opdef_repr_names_the_op():
-    assert repr(OPS["mul"]) == "<op mul>"
-    assert isinstance(OPS["mul"], OpDef)
+def test_every_op_is_registered_under_its_own_name():
+    assert all(isinstance(op, OpDef) and op.name == name for name, op in OPS.items())
+
+
+@pytest.fixture
+def scaled_product():
+    """A throwaway op ``a * b`` whose derivative reads only ``b`` (saved) and the output."""
+    op = defop("test_scaled_product", saves=(1,), saves_output=True)(lambda xp, a, b: a * b)
+    op.derivative(lambda node, g: (g * node.saved[0], g * node.output / node.saved[0]))
+    yield op
+    del OPS["test_scaled_product"]
+
+
+def test_saves_decides_what_backward_reads_and_what_stays_alive(scaled_product):
+    x = tensor.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = tensor.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    a, b = x * 1, y * 1
+    out = _dispatch.apply(scaled_product, (a, b))
+    assert out.grad_fn.saved == [b]
+    unsaved = weakref.ref(a)
+    del a
+    assert unsaved() is None  # an input the derivative does not read is not kept for backward
+    out.sum().backward()
+    assert x.grad.tolist() == [4.0, 5.0, 6.0] and y.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_saved_input_modified_in_place_is_refused_at_backward(scaled_product):
+    a = tensor.ones(3, requires_grad=True) * 1
+    b = tensor.ones(3, requires_grad=True) * 1
+    out = _dispatch.apply(scaled_product, (a, b))
+    a.add_(1)  # not saved: backward does not need its old value
+    out.sum().backward(retain_graph=True)
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
