@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
 import numpy as np
 
-from .. import reduce_op, security
+from .. import debug, reduce_op, security
 from ..work import Work, _seconds
 from . import _shm
 from ._zmq_transport import COLL, P2P, Transport, header
@@ -85,6 +86,9 @@ class ZmqBackend(Backend):
             self.shm = _shm.setup(store, rank, size, int(slot) if slot else None)
             if self.shm is not None:
                 self.shm.owner = self
+        if debug.mode() != "OFF":  # two network namespaces share a boot id: say which path was chosen
+            print(f"[DISTRIB_DEBUG] zmq backend, rank {rank}/{size}: collectives over "
+                  f"{'shared memory (every rank on this host)' if self.shm is not None else 'TCP'}", file=sys.stderr)
 
     def alloc_comm_buffer(self, nbytes):
         return self.shm.alloc_buffer(self.store, nbytes) if self.shm is not None else None
