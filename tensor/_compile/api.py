@@ -1,0 +1,186 @@
+"""``tensor.compile``: the front end. Guards, the cache of captured graphs, recompiles.
+
+Each compiled function keeps a cache of entries, one per guard key
+(``guards.py``). An entry holds the paths captured under that key (one per
+outcome of the values Python read, see Note [Capture by tracing] in
+``capture.py``), each with its compiled segments. After ``cache_size_limit``
+captures the function runs eagerly and says why, once.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from .. import _creation, _device, _dispatch, _tensor
+from . import guards
+from .capture import Tracer, tracing
+from .config import config
+from .entry import EAGER, Entry, Path
+
+__all__ = ["CompiledFunction", "compile"]
+
+_BACKENDS = ("default", "inductor", "eager", "numba")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class CompiledFunction:
+    """A function under ``tensor.compile``: call it as the original."""
+
+    def __init__(self, fn, *, fullgraph, dynamic, backend, options) -> None:
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = "eager" if backend == "eager" else "default"
+        self.options = dict(options or {})
+        self.cache: dict = {}
+        self.shapes_seen: dict = {}        # key without sizes -> first sizes seen
+        self.dynamic_dims: dict = {}       # leaf index -> set of dims not guarded
+        self.captures = 0
+        self.eager_reason = None
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if _dispatch.tracer is not None or self.eager_reason is not None:
+            return self.fn(*args, **kwargs)  # inlined into an outer capture, or given up
+        leaves: list = []
+        spec = guards.flatten((args, kwargs), leaves)
+        numpy_program = any(isinstance(x, np.ndarray) for x in leaves)
+        tensors = [host_to_tensor(x) if isinstance(x, np.ndarray) else x for x in leaves]
+        key = self._key(spec, leaves)
+        entry = self.cache.get(key)
+        if entry is not None:
+            entry.prune()
+            result = entry.run(tensors)
+            if result is EAGER:
+                return self.fn(*args, **kwargs)
+            if result is not None:
+                return _to_numpy(result) if numpy_program else result
+        else:
+            entry = self.cache[key] = Entry()
+        return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs))
+
+    # ------------------------------------------------------------ guards
+    def _key(self, spec, leaves):
+        values = guards.captured_values(self.fn)
+        if self.dynamic is True and not self.dynamic_dims:
+            self.dynamic_dims = {i: set(range(x.ndim)) for i, x in enumerate(leaves)}
+        key = guards.guard_key(spec, leaves, values, self.dynamic_dims)
+        if self.dynamic is None:
+            key = self._mark_dynamic(spec, leaves, values, key)
+        return key
+
+    def _mark_dynamic(self, spec, leaves, values, key):
+        """PyTorch's automatic dynamic shapes: a dim seen with a second size stops being guarded."""
+        sizeless = guards.guard_key(spec, leaves, values, {i: set(range(x.ndim)) for i, x in enumerate(leaves)})
+        sizes = tuple(tuple(x.shape) for x in leaves)
+        first = self.shapes_seen.setdefault(sizeless, sizes)
+        changed = False
+        for i, (old, new) in enumerate(zip(first, sizes)):
+            for d, (a, b) in enumerate(zip(old, new)):
+                if a != b and d not in self.dynamic_dims.get(i, ()):
+                    self.dynamic_dims.setdefault(i, set()).add(d)
+                    changed = True
+        return guards.guard_key(spec, leaves, values, self.dynamic_dims) if changed else key
+
+    # ------------------------------------------------------------ capture
+    def _capture(self, key, spec, tensors, entry, numpy_program, original):
+        limit = self.options.get("cache_size_limit", config.cache_size_limit)
+        if self.captures >= limit:
+            self._give_up(f"the recompile limit cache_size_limit={limit} was reached "
+                          f"(last change: {_describe_key(key)})")
+            return self.fn(*original[0], **original[1])
+        self.captures += 1
+        tracer = Tracer(tensors, fullgraph=self.fullgraph)
+        args, kwargs = _traced_args(spec, tensors, numpy_program)
+        with tracing(tracer):
+            result = _unwrap_traced(self.fn(*args, **kwargs))
+            tracer.finish(result, _tensor.Tensor)
+        entry.paths.append(Path(tracer.graph, tracer.unreplayable, self.backend, self.options, tracer.consts))
+        return _to_numpy(result) if numpy_program else result
+
+    def _give_up(self, reason: str) -> None:
+        self.eager_reason = reason
+        warnings.warn(f"tensor.compile: {getattr(self.fn, '__qualname__', self.fn)} runs eagerly from now on: "
+                      f"{reason}", RuntimeWarning, stacklevel=3)
+
+
+def _describe_key(key) -> str:
+    return f"inputs {[m[:2] for m in key[1]]}"
+
+
+def host_to_tensor(array):
+    """An ndarray argument of a NumPy program as a tensor on the default device (shared on the CPU)."""
+    t = _creation.from_numpy(array)
+    target = _device.get_default_device()
+    return t if target.type == "cpu" else t.to(target)
+
+
+def _traced_args(spec, tensors, numpy_program):
+    """The arguments the function sees while captured: ndarrays become traced arrays."""
+    if not numpy_program:
+        return guards.unflatten(spec, tensors)
+    from .numpy_capture import TracedArray  # noqa: PLC0415 - only NumPy programs need it
+
+    flags = [False] * len(tensors)
+    _mark_numpy(spec, flags)
+    return guards.unflatten(spec, [TracedArray(t) if f else t for t, f in zip(tensors, flags)])
+
+
+def _mark_numpy(spec, flags) -> None:
+    if isinstance(spec, guards.TensorSlot):
+        flags[spec.index] = spec.numpy
+    elif isinstance(spec, tuple):
+        for item in spec:
+            _mark_numpy(item, flags)
+
+
+def _unwrap_traced(value):
+    inner = getattr(value, "_tensor_", None)
+    if inner is not None:
+        return inner
+    if isinstance(value, (tuple, list)):
+        return type(value)(_unwrap_traced(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrap_traced(v) for k, v in value.items()}
+    return value
+
+
+def _to_numpy(value):
+    if isinstance(value, _tensor.Tensor):
+        return value._device.backend.to_numpy(value._data)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_numpy(v) for k, v in value.items()}
+    return value
+
+
+def compile(fn=None, *, fullgraph: bool = False, dynamic: bool | None = None, backend: str = "default",
+            mode: str | None = None, options: dict | None = None):
+    """Compile ``fn``: capture its ops into a graph, fuse them, and replay it on later calls.
+
+    Usable as ``tensor.compile(fn)``, ``@tensor.compile`` or ``@tensor.compile(fullgraph=True)``.
+    A module is compiled through its ``forward``. See the README section "tensor.compile".
+
+    Raises:
+        ValueError: for an unknown ``backend`` or ``mode``.
+        GraphBreakError: (when called) with ``fullgraph=True``, where a graph break is needed.
+    """
+    if backend not in _BACKENDS:
+        raise ValueError(f"tensor.compile: unknown backend {backend!r}; choose one of {_BACKENDS}")
+    if mode not in _MODES:
+        raise ValueError(f"tensor.compile: unknown mode {mode!r}; choose one of {_MODES}")
+    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, options=options)
+    if fn is None:
+        return lambda f: compile(f, mode=mode, **settings)
+    if hasattr(fn, "forward") and hasattr(fn, "modules"):
+        from .module import compile_module  # noqa: PLC0415 - modules live in nn, above us
+
+        return compile_module(fn, CompiledFunction, settings)
+    return CompiledFunction(fn, **settings)

@@ -1,0 +1,122 @@
+"""Guards: what a captured graph assumed about its inputs, as one hashable key.
+
+A compiled function keeps one entry per guard key. The key holds, for every
+tensor argument, its shape (dynamic dims as ``None``), dtype, device and
+``requires_grad``; every other argument by value; the Python values the function
+reads from its globals and closure (numbers, strings, bools, None); the
+``training`` flags of a module; and the global modes that change what ops do
+(grad mode, default dtype). A call whose key has no entry recompiles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _autograd_hooks, _dtype, _tensor
+
+__all__ = ["flatten", "unflatten", "guard_key", "const_metas", "captured_values", "TensorSlot"]
+
+_SIMPLE = (int, float, bool, str, type(None), complex)
+
+
+class TensorSlot:
+    """Marks the i-th tensor leaf in a flattened argument structure."""
+
+    __slots__ = ("index", "numpy")
+
+    def __init__(self, index: int, numpy: bool) -> None:
+        self.index, self.numpy = index, numpy
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TensorSlot) and (self.index, self.numpy) == (other.index, other.numpy)
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.numpy))
+
+    def __repr__(self) -> str:
+        return f"<{'ndarray' if self.numpy else 'tensor'} {self.index}>"
+
+
+def flatten(value, leaves: list):
+    """``value`` with every Tensor or ndarray moved into ``leaves`` and replaced by a TensorSlot.
+
+    Raises:
+        TypeError: for an argument that is neither a tensor, a container, nor hashable.
+    """
+    if isinstance(value, (_tensor.Tensor, np.ndarray)):
+        leaves.append(value)
+        return TensorSlot(len(leaves) - 1, isinstance(value, np.ndarray))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(flatten(v, leaves) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, flatten(v, leaves)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(
+            f"tensor.compile: cannot guard on an argument of type {type(value).__name__}; "
+            "pass tensors, numbers, strings or containers of them"
+        ) from None
+    return value
+
+
+def unflatten(spec, leaves: list):
+    """The inverse of ``flatten``: rebuild the structure with ``leaves`` in the slots."""
+    if isinstance(spec, TensorSlot):
+        return leaves[spec.index]
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("tuple", "list", "dict"):
+        kind, items = spec
+        if kind == "dict":
+            return {k: unflatten(v, leaves) for k, v in items}
+        built = [unflatten(v, leaves) for v in items]
+        return built if kind == "list" else tuple(built)
+    return spec
+
+
+def _meta(t, dynamic_dims) -> tuple:
+    data = t._data if isinstance(t, _tensor.Tensor) else t
+    shape = tuple(None if (i in dynamic_dims) else s for i, s in enumerate(data.shape))
+    if isinstance(t, _tensor.Tensor):
+        return shape, data.dtype.str, str(t._device), t._requires_grad
+    return shape, data.dtype.str, "numpy", False
+
+
+def guard_key(spec, leaves, python_values, dynamic: dict) -> tuple:
+    """The key a call is looked up by (see the module docstring).
+
+    ``dynamic`` maps a leaf index to the set of its dims whose size is not guarded.
+    """
+    metas = tuple(_meta(t, dynamic.get(i, ())) for i, t in enumerate(leaves))
+    modes = (_autograd_hooks.grad_mode.enabled, _dtype.get_default_dtype().name)
+    return spec, metas, python_values, modes
+
+
+def const_metas(consts) -> tuple:
+    """Shapes, dtypes, devices and requires_grad of the tensors a graph reads from outside."""
+    return tuple(_meta(t, ()) for t in consts)
+
+
+def captured_values(fn) -> tuple:
+    """The simple Python values ``fn`` reads from its globals and closure, and module flags."""
+    module = getattr(fn, "__self__", None)
+    flags = tuple(m.training for m in module.modules()) if hasattr(module, "modules") else ()
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return flags
+    found = []
+    glob = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = glob.get(name, _MISSING)
+        if isinstance(value, _SIMPLE):
+            found.append((name, value))
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, _SIMPLE):
+            found.append((name, value))
+    return flags + tuple(found)
+
+
+_MISSING = object()
