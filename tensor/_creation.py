@@ -18,6 +18,8 @@ __all__ = [
 
 def _finish(array, device, requires_grad):
     t = _dispatch.make(array, device)
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.on_create(t)
     if hooks.grad_mode.inference:
         t._is_inference = True
     if requires_grad:
@@ -231,6 +233,8 @@ def from_numpy(array: np.ndarray):
         TypeError: for non-arrays or unsupported dtypes.
     """
     if not isinstance(array, np.ndarray):
+        if _dispatch.tracer is not None and hasattr(array, "_tensor_"):  # tensor.compile's traced array
+            return array._tensor_
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _dtype.from_numpy_dtype(array.dtype)
     return _finish(array, as_device("cpu"), False)

@@ -48,6 +48,8 @@ def _write(tensor, result) -> None:
 
 
 def _store(tensor, index, value) -> None:
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.on_store(tensor, index, value)
     try:
         tensor._data[index] = value
     except ValueError as exc:

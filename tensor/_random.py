@@ -76,6 +76,8 @@ class Generator:
     @property
     def numpy(self) -> np.random.Generator:
         """The underlying numpy generator (for code that samples arrays directly)."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_random()
         return self._rng
 
 
@@ -108,6 +110,8 @@ def set_rng_state(new_state) -> None:
 
 
 def _rng(generator):
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.on_random()
     return (generator or default_generator)._rng
 
 

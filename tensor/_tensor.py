@@ -178,10 +178,14 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_read(self, "item")
         return self._data.reshape(()).item()
 
     def tolist(self):
         """The data as nested Python lists (a number for 0-d tensors)."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_read(self, "tolist")
         return self._device.backend.to_numpy(self._data).tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -200,10 +204,16 @@ class Tensor:
                 f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() "
                 "to copy the tensor to host memory first."
             )
+        if _dispatch.tracer is not None:  # inside tensor.compile: may stay a traced array
+            traced = _dispatch.tracer.on_read(self, "numpy")
+            if traced is not None:
+                return traced
         return self._device.backend.to_numpy(self._data)
 
     def __array__(self, dtype=None, copy=None):
         # numpy 2 passes copy=True for np.array(t) and trusts us to honour it.
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_read(self, "array")
         array = self._device.backend.to_numpy(self._data)
         if copy is False and (self._device.type != "cpu" or (dtype is not None and array.dtype != dtype)):
             raise ValueError("Unable to avoid copy while creating an array as requested.")
