@@ -13,6 +13,9 @@ from . import _dtype, _tensor
 _grad_mode = hooks.grad_mode
 _api = hooks.api
 _new = object.__new__
+# While tensor.compile captures a function, its Tracer (tensor/_compile/capture.py): every op
+# run here is reported to it.
+tracer = None
 
 
 def make(array, device, version=None) -> _tensor.Tensor:
@@ -83,6 +86,8 @@ def apply(op, inputs, params=()):
             if t._requires_grad:
                 _api.record(op, result, inputs, params)
                 break
+    if tracer is not None:
+        tracer.record(op, "apply", inputs, params, result)
     return result
 
 
@@ -99,6 +104,8 @@ def apply_unary(op, a, params=()):
         result = make(out, device)
     if a._requires_grad and op.differentiable and _grad_mode.enabled:
         _api.record(op, result, (a,), params)
+    if tracer is not None:
+        tracer.record(op, "unary", (a,), params, result)
     return result
 
 
@@ -146,6 +153,11 @@ def apply_binary(op, a, b, float_result=False):
     result = make(out, device)
     if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
         _api.record(op, result, (a, b), ())
+    if tracer is not None:
+        if isinstance(b, _tensor.Tensor):
+            tracer.record(op, "binary", (a, b), (), result, None, float_result)
+        else:
+            tracer.record(op, "binary", (a,), (), result, b, float_result)
     return result
 
 
