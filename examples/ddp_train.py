@@ -17,8 +17,9 @@ atomically (a temporary file renamed into place) holding the model, optimizer an
 states, the loop position and every rank's random state. A restarted job
 (``DISTRIB_RESTART_COUNT > 0``, set by ``distrib-launch --max-restarts``) or ``--resume``
 continues from the latest one, mid-epoch if need be, and ends with exactly the parameters
-of a run that never stopped. ``--simulate-failure STEP`` makes the last rank SIGKILL itself
-at that step on the first attempt (to try the restart).
+of a run that never stopped; with several nodes, ``OUT`` must be on a filesystem that every
+node sees (the ranks check that they resumed at the same step). ``--simulate-failure STEP``
+makes the last rank SIGKILL itself at that step on the first attempt (to try the restart).
 
 At the end: ``OUT/final_model.pt`` (the state dict), a training-curve plot
 ``OUT/training_curve.png`` when matplotlib is installed, else ``OUT/training_summary.txt``.
@@ -191,6 +192,12 @@ def main(argv=None) -> float:
         epoch_sums = list(extra["epoch_sums"][rank])
         if master_process:
             print(f"resumed from {path} at step {step} (restart {restart})")
+    if ddp and (args.resume or restart > 0):  # a node that cannot see the checkpoint would start over
+        steps = [None] * world
+        dist.all_gather_object(steps, step)
+        if len(set(steps)) > 1:
+            sys.exit(f"the ranks resumed at different steps {steps}: every node must see --out-dir {args.out_dir} "
+                     "(a shared filesystem)")
 
     def save(step: int) -> None:
         # every rank's random state and epoch sums: a collective, so every rank calls it

@@ -10,5 +10,6 @@ feature. The command line is ``distrib-launch`` (``python -m launch``).
 - ``output``: ``[rankN]:`` prefixes, log files, readable progress bars;
 - ``errors``: worker-side error files (``launch.errors.record``) and the summary format;
 - ``coordinator``: how the launchers of a multi-node job meet and agree (the workers' own
-  rendezvous is ``distrib.rendezvous``).
+  rendezvous is ``distrib.rendezvous``); ``node``: one launcher's side of it; ``channel``:
+  the authenticated wire between them, with heartbeats.
 """

@@ -11,8 +11,30 @@ from __future__ import annotations
 
 import sys
 
-from .agent import run
+from . import procs
+from .agent import Job, Signals, run_single
 from .cli import parse_args
+from .output import Console
+
+
+def run(args, console: Console | None = None) -> int:
+    """Run the job described by parsed ``args``; returns the launcher's exit code."""
+    console = console or Console()
+    job = Job(args, console)
+    job.watchdog = procs.Watchdog()  # forked now, before any thread exists
+    if not job.keep:
+        job.watchdog.remove_on_death(job.base_dir)
+    procs.become_subreaper()
+    try:
+        with Signals() as sigs:
+            if args.max_nodes == 1:
+                return run_single(job, sigs)
+            from .node import run_node  # noqa: PLC0415 - sockets, HMAC and threads only for multi-node jobs
+
+            return run_node(job, sigs)
+    finally:
+        job.watchdog.close()
+        job.cleanup()
 
 
 def main(argv=None) -> int:

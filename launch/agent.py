@@ -1,13 +1,14 @@
 """The agent: start the local worker group, watch it, stop it, restart it, report failures.
 
-One launcher per node. :func:`run` starts ``nproc`` workers with the job's environment and
+One launcher per node. :class:`Job` starts ``nproc`` workers with the job's environment and
 waits for them: a worker exit wakes it at once (SIGCHLD through the signal wakeup fd), so
 ``--monitor-interval`` only bounds the wait. On the first failure every local worker tree
 gets SIGTERM, then SIGKILL after ``--kill-timeout`` (see Note [Process trees] in procs.py).
 The whole group restarts while restarts remain (``DISTRIB_RESTART_COUNT`` counts them);
 otherwise the failure summary is printed, root cause first, and the launcher exits with the
-root cause's exit code (128+signal for a signal), never 0. With ``--nnodes`` > 1 the
-agents agree on ranks, stops and restarts through :mod:`launch.coordinator`.
+root cause's exit code (128+signal for a signal), never 0. :func:`run_single` is that loop
+for one node; with ``--nnodes`` > 1 the agents agree on ranks, stops and restarts through
+the coordinator instead (``launch/node.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from . import procs
 from .errors import Failure, format_summary, root_cause
 from .output import Console, StreamReader, parse_std_spec
 
-__all__ = ["run", "WorkerGroup", "Worker"]
+__all__ = ["Job", "WorkerGroup", "Worker", "Signals", "Ending", "Outcome", "run_single"]
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _KILL_GRACE = 5.0  # seconds to wait for SIGKILLed processes to be gone (the kernel is quick)
@@ -44,6 +45,7 @@ class Worker:
         self.readers: list[StreamReader] = []
 
     def stderr_tail(self) -> str:
+        """The last lines the worker wrote to stderr (for the failure summary)."""
         return "".join(r.tail_text() for r in self.readers if r.target == 2)
 
 
@@ -62,6 +64,7 @@ class WorkerGroup:
         self.tee = parse_std_spec(args.tee, args.nproc, "--tee")
 
     def environment(self, worker: Worker) -> dict:
+        """The environment of ``worker``: the job's, plus torchrun's variables and ours."""
         a, args = self.assignment, self.args
         env = dict(self.env_base)
         env.update({
@@ -81,6 +84,7 @@ class WorkerGroup:
         return env
 
     def start(self) -> None:
+        """Start every worker (own session, parent-death signal) and its output readers."""
         parent = os.getpid()
         for worker in self.workers:
             os.makedirs(os.path.dirname(worker.error_file), exist_ok=True)
@@ -116,6 +120,7 @@ class WorkerGroup:
         return exited
 
     def done(self) -> bool:
+        """Whether every worker has exited."""
         return all(w.returncode is not None for w in self.workers)
 
     def stop(self, sig: int, timeout: float, give_up=lambda: False) -> None:
@@ -143,6 +148,7 @@ class WorkerGroup:
         self.join_readers()
 
     def join_readers(self) -> None:
+        """Wait (bounded) for the output readers to reach the end of the workers' pipes."""
         deadline = time.monotonic() + _READER_GRACE
         for worker in self.workers:
             for reader in worker.readers:
@@ -191,12 +197,12 @@ class Ending(enum.Enum):
     SUCCEEDED = "every worker exited with 0"
     FAILED = "a worker failed"
     SIGNALED = "the launcher got SIGINT, SIGTERM or SIGHUP"
-    REMOTE = "the rendezvous spoke (another node failed) or was lost"
+    REMOTE = "the coordinator spoke: the round is over elsewhere"
 
 
 @dataclass
 class Outcome:
-    """What ended the wait: ``failed`` workers for FAILED, rendezvous ``messages`` for REMOTE."""
+    """What ended the wait: ``failed`` workers for FAILED, the coordinator's ``messages`` for REMOTE."""
 
     ending: Ending
     failed: list[Worker] = field(default_factory=list)
@@ -229,18 +235,24 @@ class Job:
         self.watchdog: procs.Watchdog | None = None
 
     def attempt_dir(self, run_id: str, restart_count: int) -> str:
+        """Where one attempt's error files and logs go."""
         return os.path.join(self.base_dir, run_id, f"attempt_{restart_count}")
 
     def start_group(self, assignment: dict) -> WorkerGroup:
+        """Start this node's workers with the ranks of ``assignment``."""
         group = WorkerGroup(self.args, assignment, self.env_base,
                             self.attempt_dir(assignment["run_id"], assignment["restart_count"]), self.console,
                             self.watchdog)
         group.start()
         return group
 
-    def supervise(self, group: WorkerGroup, sigs: Signals, channel=None) -> Outcome:
-        """Wait until the group succeeds or a worker fails, a signal arrives, or ``channel`` has messages."""
-        fds = [channel.fileno()] if channel is not None else []
+    def supervise(self, group: WorkerGroup, sigs: Signals, link=None) -> Outcome:
+        """Wait until the group succeeds or a worker fails, a signal arrives, or ``link`` has messages.
+
+        ``link`` (multi-node: the connection to the coordinator, see ``launch/node.py``) is read
+        at every wake-up; its ``poll`` raises when the coordinator is lost.
+        """
+        fds = [link.fileno()] if link is not None else []
         while True:
             if sigs.received:
                 return Outcome(Ending.SIGNALED)
@@ -249,35 +261,47 @@ class Job:
                 return Outcome(Ending.FAILED, failed=failed)
             if group.done():
                 return Outcome(Ending.SUCCEEDED)
-            if channel is not None and channel.inbox:
-                return Outcome(Ending.REMOTE, messages=channel.take())
-            if sigs.wait(self.args.monitor_interval, fds):
-                try:
-                    channel.poll()
-                except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: RendezvousError
-                    return Outcome(Ending.REMOTE, messages=[{"op": "lost", "reason": str(exc)}])
+            if link is not None:
+                link.poll()
+                if link.inbox:
+                    return Outcome(Ending.REMOTE, messages=link.take())
+            sigs.wait(self.args.monitor_interval, fds)
 
     def stop_for_signal(self, group: WorkerGroup, sigs: Signals) -> int:
+        """Forward the received signal to the group (a second one means SIGKILL); 128+signal."""
         signum = sigs.received
         self.console.notice(f"received {signal.Signals(signum).name}: forwarding it to the workers")
         group.stop(signum, self.args.kill_timeout, give_up=lambda: sigs.count > 1)  # a second signal: SIGKILL
         return 128 + signum
 
     def cleanup(self) -> None:
+        """Remove the temporary directory of error files, unless the user asked for logs."""
         if not self.keep:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
     def stop_after_failure(self, group: WorkerGroup, failed: list[Worker], sigs: Signals) -> list[Failure]:
         """Stop the group, then describe the failed workers (their stderr is fully read by then)."""
         group.stop(signal.SIGTERM, self.args.kill_timeout, give_up=lambda: sigs.received is not None)
-        return [Failure.of_worker(w, self.host, w.stderr_tail()) for w in failed]
+        return self.describe(failed)
+
+    def stop_unasked(self, group: WorkerGroup, sigs: Signals) -> list[Failure]:
+        """Stop the group for a reason outside it; describe the workers that had failed by themselves
+        by then (exited non-zero, not by our SIGTERM or SIGKILL)."""
+        group.stop(signal.SIGTERM, self.args.kill_timeout, give_up=lambda: sigs.received is not None)
+        return self.describe([w for w in group.workers if w.returncode not in (0, -signal.SIGTERM, -signal.SIGKILL)])
+
+    def describe(self, workers: list[Worker]) -> list[Failure]:
+        """The failures of ``workers``, for the summary and the coordinator."""
+        return [Failure.of_worker(w, self.host, w.stderr_tail()) for w in workers]
 
     def report(self, failures: list[Failure]) -> int:
+        """Print the failure summary; the root cause's exit code."""
         self.console.notice("the job failed\n" + format_summary(self.name, failures))
         return root_cause(failures).exit_code or 1
 
 
-def _run_single(job: Job, sigs: Signals) -> int:
+def run_single(job: Job, sigs: Signals) -> int:
+    """The attempt loop of a single-node job; returns the launcher's exit code."""
     args = job.args
     run_id = args.run_id or secrets.token_hex(6)
     auth_key = os.environ.get("DISTRIB_AUTH_KEY") or secrets.token_hex(32)
@@ -302,140 +326,3 @@ def _run_single(job: Job, sigs: Signals) -> int:
         restart_count += 1
         job.console.notice(f"rank {first.rank} failed ({first.describe_exit()}); restarting the worker group "
                            f"({restart_count}/{args.max_restarts})")
-
-
-def _wait_message(channel, sigs: Signals, timeout: float | None = None) -> dict | None:
-    """The next rendezvous message other than ``stop`` (None on a signal); bounded by ``timeout``.
-
-    Without a timeout the wait lasts as long as the other nodes' workers run; a dead peer
-    host still ends it, through TCP keepalive.
-    """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        while channel.inbox:
-            message = channel.inbox.pop(0)
-            if message.get("op") != "stop":
-                return message
-        if sigs.received:
-            return None
-        remaining = 1.0 if deadline is None else deadline - time.monotonic()
-        if remaining <= 0:
-            return {"op": "fail", "exit_code": 1, "failures": [], "reason": "no reply from the rendezvous in time"}
-        if sigs.wait(remaining, [channel.fileno()]):
-            channel.poll()
-
-
-def _run_multi(job: Job, sigs: Signals) -> int:
-    """One node of a multi-node job (see Note [Rendezvous protocol] in coordinator.py)."""
-    from . import coordinator  # noqa: PLC0415 - sockets and threads only for multi-node jobs
-
-    args, notice = job.args, job.console.notice
-    env_key = os.environ.get("DISTRIB_AUTH_KEY") or None
-    key = env_key.encode() if env_key else None
-    port = args.master_port + 1
-    server = None
-    try:
-        if args.node_rank == 0:
-            if key is None:
-                notice("DISTRIB_AUTH_KEY is not set: the rendezvous hands a fresh job key to any launcher that "
-                       "reaches it; set the same DISTRIB_AUTH_KEY on every node to authenticate them")
-            server = coordinator.Coordinator(args.master_addr, port, key, args.min_nodes, args.max_nodes,
-                                       args.max_restarts, args.run_id or secrets.token_hex(6),
-                                       env_key or secrets.token_hex(32), args.rdzv_timeout, notice).start()
-        channel = coordinator.connect(args.master_addr, port, key, time.monotonic() + args.rdzv_timeout,
-                                     give_up=lambda: sigs.received is not None)
-    except (coordinator.RendezvousError, OSError, ValueError) as exc:
-        notice(f"rendezvous failed: {exc}")
-        if server is not None:
-            server.join(0.0)
-        return 128 + sigs.received if sigs.received else 1
-    try:
-        return _agent_loop(job, sigs, channel)
-    except (coordinator.RendezvousError, OSError, ValueError) as exc:
-        notice(f"lost the rendezvous at {args.master_addr}:{port}: {exc}")
-        return 128 + sigs.received if sigs.received else 1
-    finally:
-        channel.close()
-        if server is not None:
-            server.join(5.0)
-
-
-def _abort_for_signal(job: Job, sigs: Signals, channel) -> int:
-    """Tell the rendezvous this launcher got a signal (ending the job on every node); 128+signal."""
-    code = 128 + sigs.received
-    try:
-        channel.send({"op": "abort", "exit_code": code,
-                      "reason": f"the launcher on {job.host} got {signal.Signals(sigs.received).name}"})
-    except OSError:
-        pass
-    return code
-
-
-def _end_round(job: Job, group: WorkerGroup, outcome: Outcome, sigs: Signals, channel) -> dict | None:
-    """Stop the group, send this node's result; the verdict if the rendezvous already gave it."""
-    if outcome.ending is Ending.FAILED:
-        failures = job.stop_after_failure(group, outcome.failed, sigs)
-        channel.send({"op": "result", "ok": False, "failures": [f.to_dict() for f in failures]})
-        return None
-    if outcome.ending is Ending.SUCCEEDED:
-        group.stop(signal.SIGTERM, job.args.kill_timeout)
-        channel.send({"op": "result", "ok": True})
-        return None
-    # REMOTE: the server said stop (another node failed), or the connection dropped
-    group.stop(signal.SIGTERM, job.args.kill_timeout, give_up=lambda: sigs.received is not None)
-    lost = next((m for m in outcome.messages if m.get("op") == "lost"), None)
-    if lost is not None:
-        raise ConnectionError(lost.get("reason"))
-    channel.send({"op": "result", "ok": True, "stopped": True})
-    return next((m for m in outcome.messages if m.get("op") in ("done", "restart", "fail")), None)
-
-
-def _agent_loop(job: Job, sigs: Signals, channel) -> int:
-    args = job.args
-    while True:
-        channel.send({"op": "join", "node_rank": args.node_rank, "nproc": args.nproc, "host": job.host})
-        assignment = _wait_message(channel, sigs, args.rdzv_timeout)
-        if assignment is None:
-            return _abort_for_signal(job, sigs, channel)
-        if assignment["op"] != "assign":
-            return _verdict(job, assignment)
-        group = job.start_group(assignment)
-        outcome = job.supervise(group, sigs, channel)
-        if outcome.ending is Ending.SIGNALED:
-            job.stop_for_signal(group, sigs)
-            return _abort_for_signal(job, sigs, channel)
-        verdict = _end_round(job, group, outcome, sigs, channel) or _wait_message(channel, sigs)
-        if verdict is None:
-            return _abort_for_signal(job, sigs, channel)
-        if verdict["op"] != "restart":
-            return _verdict(job, verdict)
-        job.console.notice(f"restarting the worker group ({verdict['restart_count']}/{args.max_restarts})")
-
-
-def _verdict(job: Job, verdict: dict) -> int:
-    if verdict["op"] == "done":
-        return 0
-    failures = [Failure(**f) for f in verdict.get("failures", [])]
-    if failures:
-        job.report(failures)
-    if verdict.get("reason"):
-        job.console.notice(f"the job failed: {verdict['reason']}")
-    return int(verdict.get("exit_code") or 1)
-
-
-def run(args, console: Console | None = None) -> int:
-    """Run the job described by parsed ``args``; returns the launcher's exit code."""
-    console = console or Console()
-    job = Job(args, console)
-    job.watchdog = procs.Watchdog()  # forked now, before any thread exists
-    if not job.keep:
-        job.watchdog.remove_on_death(job.base_dir)
-    procs.become_subreaper()
-    try:
-        with Signals() as sigs:
-            if args.max_nodes == 1:
-                return _run_single(job, sigs)
-            return _run_multi(job, sigs)
-    finally:
-        job.watchdog.close()
-        job.cleanup()

@@ -24,6 +24,7 @@ def _flag(parser, *names, **kwargs) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``distrib-launch`` (torchrun's flags, and ours)."""
     parser = argparse.ArgumentParser(
         prog="distrib-launch",
         description="Start and supervise the worker processes of a distributed job (our torchrun).",
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
           help="seconds between SIGTERM and SIGKILL when stopping workers (default 30)")
     _flag(parser, "--rdzv-timeout", type=float, default=600.0,
           help="seconds to wait for all nodes to join the rendezvous (default 600)")
+    _flag(parser, "--heartbeat-interval", type=float, default=5.0,
+          help="seconds between the heartbeats of the launchers of a multi-node job; a node silent for 3 "
+               "intervals is lost, which ends the round (default 5)")
     _flag(parser, "--rdzv-id", "--run-id", dest="run_id", default=None,
           help="the job's run id (DISTRIB_RUN_ID); default: random, agreed on by all nodes")
     _flag(parser, "--module", "-m", action="store_true", help="run the script as a module, like python -m")
@@ -136,8 +140,9 @@ def parse_args(argv=None) -> argparse.Namespace:
             raise ValueError(f"--max-restarts: expected >= 0, got {args.max_restarts}")
         if not 0 <= args.master_port <= 65535 - (args.max_nodes > 1):
             raise ValueError(f"--master-port: expected a TCP port, got {args.master_port}")
-        if args.monitor_interval <= 0 or args.kill_timeout < 0 or args.rdzv_timeout <= 0:
-            raise ValueError("--monitor-interval and --rdzv-timeout must be > 0, --kill-timeout >= 0")
+        if min(args.monitor_interval, args.rdzv_timeout, args.heartbeat_interval) <= 0 or args.kill_timeout < 0:
+            raise ValueError("--monitor-interval, --rdzv-timeout and --heartbeat-interval must be > 0, "
+                             "--kill-timeout >= 0")
         args.command = worker_command(args)
     except ValueError as exc:
         parser.error(str(exc))

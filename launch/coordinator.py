@@ -2,215 +2,109 @@
 
 Not to be confused with ``distrib/rendezvous.py``, where the *workers* of a job find each
 other. The node-rank-0 launcher runs a small TCP server (:class:`Coordinator`, threads);
-every launcher, node 0 included, connects to it as a client (:class:`Channel`). Messages
-are JSON (never pickle: nothing a peer sends is executed), framed by length and
-authenticated.
+every launcher, node 0 included, connects to it over a :class:`~launch.channel.Channel`
+and runs the agent side in ``launch/node.py``.
 
 Note [Rendezvous protocol]
-    join    agent -> server  {node_rank, nproc, host}. When all nodes joined (N, or MIN:MAX
-                             after a last call), the server replies to each:
+    join    agent -> server  {node_rank, nproc, host, agent_id}. When all nodes joined (N,
+                             or MIN:MAX after a last call), the server replies to each:
     assign  server -> agent  {group_rank, group_world_size, rank_offset, world_size,
                               restart_count, run_id}. The agents start their workers.
     result  agent -> server  {ok, failures}: the local group finished, failed, or was stopped.
-    stop    server -> agent  another node failed: stop your workers, then send a result.
+    stop    server -> agent  the round is over (a node failed or was lost): stop your
+                             workers, then send a result.
     abort   agent -> server  this launcher got SIGINT/SIGTERM/SIGHUP: end the job, no restart.
     verdict server -> agent  ``done`` (exit 0), ``restart`` (rejoin with restart_count+1) or
                              ``fail`` {failures, exit_code, reason}.
-    A dropped connection counts as a failure of that node.
-
-Note [Rendezvous authentication]
-    With ``DISTRIB_AUTH_KEY`` set (the same on every node), both sides prove knowledge of it
-    by HMAC over two fresh nonces, and every later message carries an HMAC under a session
-    key with a sequence number, so the key never crosses the wire and a peer without it is
-    refused before anything it sends is parsed beyond the handshake. Without a key, node 0
-    makes a fresh one for the job and hands it to the other nodes in ``assign`` (like
-    torchrun, anyone who can reach the port can join; a notice says so).
+    heartbeat  both ways, every ``--heartbeat-interval`` (Note [Heartbeats] in channel.py).
+    A node is lost when its connection drops, when it is silent for ``LOST_AFTER``
+    heartbeat intervals, or when it does not report within ``--kill-timeout`` +
+    ``STOP_GRACE`` of a ``stop``. A lost node ends the round like a failure: the others
+    are stopped, and the job restarts while restarts remain (the lost node may connect
+    again and rejoin within ``--rdzv-timeout``) or fails with the first worker failure as
+    its root cause, else "lost node N (host): ...". A join that arrives during a round
+    (a lost node that came back) waits for the next round.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import os
 import queue
 import select
 import socket
-import struct
 import threading
 import time
+from dataclasses import dataclass, field
 
-__all__ = ["Channel", "Coordinator", "connect", "RendezvousError"]
+from .channel import LOST_AFTER, Channel, RendezvousError
+from .errors import Failure, root_cause
 
-_HEADER = struct.Struct("!I")
-_MAC_SIZE = 32
-_MAX_HANDSHAKE = 4096
-_MAX_MESSAGE = 16 << 20
+__all__ = ["Coordinator", "fail_verdict"]
+
 LAST_CALL = 2.0  # seconds to wait for more nodes once MIN have joined (MIN:MAX)
+STOP_GRACE = 10.0  # seconds past --kill-timeout for a stopped node to report (its SIGKILL and reader grace)
 
 
-class RendezvousError(RuntimeError):
-    """The rendezvous failed: unreachable server, bad key, timeout."""
+def fail_verdict(failures: list[dict], reason: str, exit_code: int | None = None) -> dict:
+    """A ``fail`` verdict; the exit code defaults to the root-cause failure's (1 without failures)."""
+    if exit_code is None:
+        exit_code = root_cause([Failure(**f) for f in failures]).exit_code if failures else 1
+    return {"op": "fail", "exit_code": exit_code or 1, "failures": failures, "reason": reason}
 
 
-def _mac(key: bytes, *parts: bytes) -> bytes:
-    return hmac.new(key, b"|".join(parts), hashlib.sha256).digest()
+def _cause(verdict: dict) -> str:
+    """One line for a ``fail`` verdict: its root-cause failure, else its reason."""
+    if verdict["failures"]:
+        first = root_cause([Failure(**f) for f in verdict["failures"]])
+        return f"rank {first.rank} on {first.host} failed ({first.message or f'exit code {first.exit_code}'})"
+    return verdict["reason"]
 
 
-def _keepalive(sock: socket.socket) -> None:
-    """Notice a dead peer host within ~30 s, even when no message is due."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for name, value in (("TCP_KEEPIDLE", 10), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 4)):
-        if hasattr(socket, name):
-            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+@dataclass
+class Event:
+    """What a connection thread tells the coordinator: a message, a new channel, or that it is gone."""
+
+    conn_id: int
+    message: dict | None = None
+    channel: Channel | None = None
+    gone: str = ""
 
 
-class Channel:
-    """One authenticated, framed JSON connection (see Note [Rendezvous authentication])."""
+@dataclass
+class RoundEnd:
+    """A round that did not succeed: its ``fail`` verdict, and whether a launcher aborted it."""
 
-    def __init__(self, sock: socket.socket, role: str) -> None:
-        self.sock, self.role = sock, role
-        self.peer_role = "server" if role == "client" else "client"
-        self.session = b""
-        self.sent = self.received = 0
-        self.buffer = b""
-        self.inbox: list[dict] = []
-        self.limit = _MAX_HANDSHAKE
-        sock.settimeout(30.0)  # bounds sendall; reads happen only after select() says readable
-
-    def fileno(self) -> int:
-        return self.sock.fileno()
-
-    # ---- framing
-    def _send_raw(self, payload: bytes) -> None:
-        self.sock.sendall(_HEADER.pack(len(payload)) + payload)
-
-    def _frames(self) -> list[bytes]:
-        frames = []
-        while len(self.buffer) >= _HEADER.size:
-            (size,) = _HEADER.unpack_from(self.buffer)
-            if size > self.limit:
-                raise RendezvousError(f"rendezvous: a {size}-byte message from the {self.peer_role} is too large")
-            if len(self.buffer) < _HEADER.size + size:
-                break
-            frames.append(self.buffer[_HEADER.size:_HEADER.size + size])
-            self.buffer = self.buffer[_HEADER.size + size:]
-        return frames
-
-    def _pump(self) -> list[bytes]:
-        """Read what is available; raises ConnectionError on EOF."""
-        data = self.sock.recv(1 << 16)
-        if not data:
-            raise ConnectionError(f"the rendezvous {self.peer_role} closed the connection")
-        self.buffer += data
-        return self._frames()
-
-    def _recv_raw(self, deadline: float) -> bytes:
-        frames = self._frames()
-        while not frames:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"rendezvous: no reply from the {self.peer_role} in time")
-            if select.select([self.sock], [], [], remaining)[0]:
-                frames = self._pump()
-        if len(frames) > 1:  # keep the rest for later
-            self.buffer = b"".join(_HEADER.pack(len(f)) + f for f in frames[1:]) + self.buffer
-        return frames[0]
-
-    # ---- messages
-    def send(self, message: dict) -> None:
-        payload = json.dumps(message).encode()
-        tag = _mac(self.session, self.role.encode(), str(self.sent).encode(), payload)
-        self.sent += 1
-        self._send_raw(tag + payload)
-
-    def _open(self, frame: bytes) -> dict:
-        tag, payload = frame[:_MAC_SIZE], frame[_MAC_SIZE:]
-        expected = _mac(self.session, self.peer_role.encode(), str(self.received).encode(), payload)
-        if not hmac.compare_digest(tag, expected):
-            raise RendezvousError(f"rendezvous: a message from the {self.peer_role} failed authentication")
-        self.received += 1
-        return json.loads(payload)
-
-    def poll(self) -> None:
-        """Read what the socket has into the inbox (call when select() says it is readable).
-
-        Raises ConnectionError when the peer closed the connection.
-        """
-        self.inbox.extend(self._open(frame) for frame in self._pump())
-
-    def take(self) -> list[dict]:
-        """The messages received so far, oldest first, emptying the inbox."""
-        messages, self.inbox = self.inbox, []
-        return messages
-
-    # ---- handshake
-    def handshake(self, key: bytes | None, timeout: float = 30.0) -> None:
-        """Mutual proof of ``key`` over fresh nonces; sets the session key for later messages."""
-        deadline = time.monotonic() + timeout
-        secret = key or b""
-        if self.role == "server":
-            server_nonce = os.urandom(16).hex()
-            self._send_raw(json.dumps({"nonce": server_nonce, "auth": key is not None}).encode())
-            hello = json.loads(self._recv_raw(deadline))
-            client_nonce = str(hello.get("nonce", ""))
-            proof = _mac(secret, b"client", server_nonce.encode(), client_nonce.encode()).hex()
-            if not hmac.compare_digest(str(hello.get("proof", "")), proof):
-                self._send_raw(json.dumps({"error": "authentication failed"}).encode())
-                raise RendezvousError("a launcher with a different DISTRIB_AUTH_KEY tried to join")
-            self._send_raw(json.dumps(
-                {"proof": _mac(secret, b"server", server_nonce.encode(), client_nonce.encode()).hex()}).encode())
-        else:
-            hello = json.loads(self._recv_raw(deadline))
-            server_nonce, client_nonce = str(hello.get("nonce", "")), os.urandom(16).hex()
-            if hello.get("auth") and key is None:
-                raise RendezvousError("the rendezvous server requires DISTRIB_AUTH_KEY: set the same value on "
-                                      "every node")
-            self._send_raw(json.dumps({"nonce": client_nonce, "proof": _mac(
-                secret, b"client", server_nonce.encode(), client_nonce.encode()).hex()}).encode())
-            reply = json.loads(self._recv_raw(deadline))
-            proof = _mac(secret, b"server", server_nonce.encode(), client_nonce.encode()).hex()
-            if not hmac.compare_digest(str(reply.get("proof", "")), proof):
-                raise RendezvousError("the rendezvous server refused this launcher: DISTRIB_AUTH_KEY must be the "
-                                      "same on every node (or unset on all)")
-        self.session = _mac(secret, b"session", server_nonce.encode(), client_nonce.encode())
-        self.limit = _MAX_MESSAGE
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+    verdict: dict
+    aborted: bool = False
 
 
-def connect(host: str, port: int, key: bytes | None, deadline: float, give_up=lambda: False) -> Channel:
-    """Connect to the rendezvous server, retrying until ``deadline`` (it may start later)."""
-    last = None
-    while time.monotonic() < deadline and not give_up():
-        try:
-            sock = socket.create_connection((host, port), timeout=min(5.0, max(0.1, deadline - time.monotonic())))
-        except OSError as exc:
-            last = exc
-            time.sleep(0.05)
-            continue
-        _keepalive(sock)
-        channel = Channel(sock, "client")
-        channel.handshake(key)
-        return channel
-    raise RendezvousError(f"could not reach the rendezvous server at {host}:{port} (the node-rank-0 launcher) "
-                          f"in time: {last}")
+@dataclass
+class _Round:
+    """The bookkeeping of one running round."""
+
+    waiting: set[int]
+    failures: list[dict] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    abort: dict | None = None
+    stop_by: float | None = None  # set once ``stop`` was sent
 
 
 class Coordinator:
-    """The coordinator run by the node-rank-0 launcher (see Note [Rendezvous protocol])."""
+    """The coordinator run by the node-rank-0 launcher (see Note [Rendezvous protocol]).
 
-    def __init__(self, host: str, port: int, key: bytes | None, min_nodes: int, max_nodes: int,
-                 max_restarts: int, run_id: str, job_key: str, timeout: float, notice) -> None:
-        self.key, self.min_nodes, self.max_nodes = key, min_nodes, max_nodes
-        self.max_restarts, self.run_id, self.job_key, self.timeout = max_restarts, run_id, job_key, timeout
-        self.notice = notice
-        self.events: queue.Queue = queue.Queue()
+    ``args`` are the launcher's parsed flags; ``key`` authenticates launchers (None: any),
+    ``job_key`` is handed to the workers, ``notice`` prints a launcher message.
+    Raises RendezvousError when it cannot listen on MASTER_ADDR:MASTER_PORT+1.
+    """
+
+    def __init__(self, args, key: bytes | None, run_id: str, job_key: str, notice) -> None:
+        self.args, self.key, self.run_id, self.job_key, self.notice = args, key, run_id, job_key, notice
+        self.interval = args.heartbeat_interval
+        self.lost_after = LOST_AFTER * self.interval
+        self.events: queue.Queue[Event] = queue.Queue()
+        self.channels: dict[int, Channel] = {}  # owned by the coordinating thread
+        self.pending: dict[int, dict] = {}  # joins that arrived during a round
+        self.next_beat = 0.0
+        host, port = args.master_addr, args.master_port + 1
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -220,25 +114,33 @@ class Coordinator:
             raise RendezvousError(f"the rendezvous server could not listen on {host}:{port}: {exc} "
                                   f"(is --master-addr this host, and is port {port} free?)") from exc
         self.listener.listen(64)
-        self.channels: dict[int, Channel] = {}
-        self.closing = False
         self.threads = [threading.Thread(target=self._accept, daemon=True, name="distrib-rdzv-accept"),
                         threading.Thread(target=self._coordinate, daemon=True, name="distrib-rdzv-coordinator")]
 
     def start(self) -> Coordinator:
+        """Start accepting launchers and coordinating; returns self."""
         for thread in self.threads:
             thread.start()
         return self
 
+    @property
+    def finished(self) -> bool:
+        """Whether the coordinating thread has given its last verdict."""
+        return not self.threads[1].is_alive()
+
     def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for the last verdict to go out, then stop listening."""
         self.threads[1].join(timeout)
-        self.closing = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        except OSError:
+            pass
         self.listener.close()
 
-    # ---- connections
+    # ---- connections (one thread each)
     def _accept(self) -> None:
         ids = 0
-        while not self.closing:
+        while True:
             try:
                 sock, _ = self.listener.accept()
             except OSError:
@@ -247,23 +149,26 @@ class Coordinator:
             threading.Thread(target=self._serve, args=(ids, sock), daemon=True, name=f"distrib-rdzv-{ids}").start()
 
     def _serve(self, conn_id: int, sock: socket.socket) -> None:
-        _keepalive(sock)
-        channel = Channel(sock, "server")
+        channel = Channel(sock, "server", send_timeout=self.lost_after)
         try:
             channel.handshake(self.key, timeout=10.0)
         except (OSError, ValueError, RendezvousError) as exc:
             self.notice(f"rendezvous: refused a connection: {exc}")
             channel.close()
             return
-        self.channels[conn_id] = channel
+        self.events.put(Event(conn_id, channel=channel))
         try:
             while True:
-                select.select([channel.sock], [], [])
+                select.select([channel.sock], [], [])  # until a frame or EOF (shutdown() wakes it)
                 channel.poll()
                 for message in channel.take():
-                    self.events.put((conn_id, message))
-        except (OSError, ValueError, RendezvousError):
-            self.events.put((conn_id, None))
+                    self.events.put(Event(conn_id, message))
+        except ConnectionError:  # EOF or reset: the launcher exited, or was killed
+            self.events.put(Event(conn_id, gone="its launcher closed the connection"))
+        except (OSError, ValueError, RendezvousError) as exc:
+            self.events.put(Event(conn_id, gone=f"its connection failed ({exc})"))
+        finally:
+            channel.close()
 
     def _send(self, conn_id: int, message: dict) -> None:
         channel = self.channels.get(conn_id)
@@ -271,58 +176,107 @@ class Coordinator:
             try:
                 channel.send(message)
             except OSError:
-                pass
+                channel.shutdown()  # its thread reports it gone
+
+    def _drop(self, conn_id: int) -> None:
+        channel = self.channels.pop(conn_id, None)
+        self.pending.pop(conn_id, None)
+        if channel is not None:
+            channel.shutdown()
+
+    def _next_event(self, until: float | None = None) -> Event | None:
+        """The next event from a live connection, or None at ``until``.
+
+        Meanwhile it sends the heartbeats that are due, and turns a connection silent for
+        ``lost_after`` into a ``gone`` event (Note [Heartbeats]).
+        """
+        while True:
+            now = time.monotonic()
+            if now >= self.next_beat:
+                for conn_id in list(self.channels):
+                    self._send(conn_id, {"op": "heartbeat"})
+                self.next_beat = now + self.interval
+            for conn_id, channel in list(self.channels.items()):
+                if channel.silence() > self.lost_after:
+                    self._drop(conn_id)
+                    return Event(conn_id, gone=f"no heartbeat for {channel.silence():.1f} s")
+            if until is not None and now >= until:
+                return None
+            wait = self.interval / 4 if until is None else min(self.interval / 4, until - now)
+            try:
+                event = self.events.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if event.channel is not None:
+                self.channels[event.conn_id] = event.channel
+            elif event.conn_id in self.channels:
+                if event.gone:
+                    self._drop(event.conn_id)
+                return event
 
     # ---- the coordinator
     def _coordinate(self) -> None:
-        restart_count = 0
+        restart_count, previous = 0, None
         while True:
             members, verdict = self._gather()
             if verdict is not None:  # the rendezvous itself failed
-                return self._finish(verdict, set(self.channels))
-            outcome = self._run_round(members, restart_count)
-            if outcome is None:
-                return self._finish({"op": "done"}, members)
-            if outcome.get("abort") or restart_count >= self.max_restarts:
-                return self._finish(outcome["verdict"], set(self.channels))
+                if previous is not None:  # after a failed round: that round's cause comes first
+                    verdict = fail_verdict(previous["failures"], f"{previous['reason']}; then {verdict['reason']}",
+                                           previous["exit_code"])
+                return self._finish(verdict)
+            end = self._run_round(members, restart_count)
+            if end is None:
+                return self._finish({"op": "done"})
+            if end.aborted or restart_count >= self.args.max_restarts:
+                return self._finish(end.verdict)
             restart_count += 1
+            previous = end.verdict
             for conn_id in members:
-                self._send(conn_id, {"op": "restart", "restart_count": restart_count})
+                self._send(conn_id, {"op": "restart", "restart_count": restart_count, "reason": _cause(end.verdict)})
 
-    def _gather(self):
+    def _gather(self) -> tuple[dict[int, dict] | None, dict | None]:
         """Wait for the nodes of one round: ({conn_id: join}, None), or (None, a fail verdict)."""
+        args = self.args
         joined: dict[int, dict] = {}
-        start, quorum_at = time.monotonic(), None
-        while True:
-            if len(joined) >= self.max_nodes or (quorum_at and time.monotonic() - quorum_at >= LAST_CALL):
-                return joined, None
-            waited = time.monotonic() - start
-            if waited >= self.timeout:
-                return None, {"op": "fail", "exit_code": 1, "failures": [],
-                              "reason": f"rendezvous timed out after {self.timeout:.0f} s: {len(joined)} of "
-                                        f"{self.min_nodes} node(s) joined"}
-            try:
-                conn_id, message = self.events.get(timeout=min(self.timeout - waited, LAST_CALL))
-            except queue.Empty:
-                continue
-            if message is None:
-                joined.pop(conn_id, None)
-                self.channels.pop(conn_id, None)
-            elif message.get("op") == "join":
-                fixed = self.min_nodes == self.max_nodes
-                if fixed and any(j["node_rank"] == message["node_rank"] for j in joined.values()):
-                    self._send(conn_id, {"op": "fail", "exit_code": 1, "failures": [],
-                                         "reason": f"two launchers have --node-rank {message['node_rank']}"})
-                    continue
-                joined[conn_id] = dict(message, arrival=len(joined))
-                if len(joined) >= self.min_nodes and quorum_at is None:
-                    quorum_at = time.monotonic()
-            elif message.get("op") == "abort":
-                return None, {"op": "fail", "exit_code": int(message.get("exit_code", 1)), "failures": [],
-                              "reason": message.get("reason", "a launcher was stopped")}
+        for conn_id, message in list(self.pending.items()):
+            self._admit(joined, conn_id, message)
+        self.pending.clear()
+        deadline, last_call = time.monotonic() + args.rdzv_timeout, None
+        while len(joined) < args.max_nodes:
+            if len(joined) < args.min_nodes:
+                last_call = None  # (again: a node that had joined was lost)
+            elif last_call is None:
+                last_call = time.monotonic() + LAST_CALL
+            event = self._next_event(deadline if last_call is None else min(deadline, last_call))
+            if event is None:
+                if last_call is not None:
+                    break
+                return None, fail_verdict([], f"rendezvous timed out after {args.rdzv_timeout:.0f} s: {len(joined)} "
+                                              f"of {args.min_nodes} node(s) joined")
+            op = None if event.gone else event.message.get("op")
+            if event.gone:
+                joined.pop(event.conn_id, None)
+            elif op == "join":
+                self._admit(joined, event.conn_id, event.message)
+            elif op == "abort":
+                return None, fail_verdict([], event.message.get("reason", "a launcher was stopped"),
+                                          int(event.message.get("exit_code", 1)))
+        return joined, None
 
-    def _run_round(self, members: dict[int, dict], restart_count: int):
-        """Assign ranks and wait for every node's result: None if all succeeded, else the failure outcome."""
+    def _admit(self, joined: dict[int, dict], conn_id: int, message: dict) -> None:
+        """Add a join; the same launcher on a new connection replaces its old one, a second
+        launcher with a taken ``--node-rank`` (fixed ``--nnodes``) is refused."""
+        rank = message["node_rank"]
+        for other, join in list(joined.items()):
+            if join["node_rank"] == rank and join.get("agent_id") == message.get("agent_id"):
+                del joined[other]
+                self._drop(other)
+            elif join["node_rank"] == rank and self.args.min_nodes == self.args.max_nodes:
+                self._send(conn_id, fail_verdict([], f"two launchers have --node-rank {rank}"))
+                return
+        joined[conn_id] = dict(message, arrival=len(joined))
+
+    def _assign(self, members: dict[int, dict], restart_count: int) -> None:
         order = sorted(members, key=lambda c: (members[c]["node_rank"], members[c]["arrival"]))
         world_size = sum(int(members[c]["nproc"]) for c in order)
         offset = 0
@@ -331,41 +285,57 @@ class Coordinator:
                                  "rank_offset": offset, "world_size": world_size, "restart_count": restart_count,
                                  "run_id": self.run_id, "auth_key": self.job_key})
             offset += int(members[conn_id]["nproc"])
-        waiting, stopped, failures, abort, reason = set(order), set(), [], None, ""
-        while waiting:
-            conn_id, message = self.events.get()
-            if conn_id not in waiting:
-                if message is None:
-                    self.channels.pop(conn_id, None)
-                continue
-            op = None if message is None else message.get("op")
-            if op in (None, "result", "abort"):
-                waiting.discard(conn_id)
-            if op is None:
-                info = members[conn_id]
-                self.channels.pop(conn_id, None)
-                reason = reason or f"lost node {info['node_rank']} ({info['host']}): its launcher exited"
-            elif op == "result" and not message.get("ok"):
-                failures.extend(message.get("failures", []))
-            elif op == "abort":
-                abort = abort or message
-            else:
-                continue
-            if failures or abort or reason:
-                for other in waiting - stopped:
-                    self._send(other, {"op": "stop"})
-                    stopped.add(other)
-        if not (failures or abort or reason):
-            return None
-        if abort:
-            verdict = {"op": "fail", "exit_code": int(abort.get("exit_code", 1)), "failures": failures,
-                       "reason": abort.get("reason", "")}
-        else:
-            first = min(failures, key=lambda f: (f["time"] or 0, f["rank"])) if failures else None
-            code = first and (128 - first["returncode"] if first["returncode"] < 0 else first["returncode"])
-            verdict = {"op": "fail", "exit_code": code or 1, "failures": failures, "reason": reason}
-        return {"abort": abort is not None, "verdict": verdict}
 
-    def _finish(self, verdict: dict, conn_ids) -> None:
-        for conn_id in list(conn_ids):
+    def _run_round(self, members: dict[int, dict], restart_count: int) -> RoundEnd | None:
+        """Assign ranks and wait for every node's result: None if all succeeded."""
+        self._assign(members, restart_count)
+        state = _Round(waiting=set(members))
+        while state.waiting:
+            event = self._next_event(state.stop_by)
+            if event is None:  # the stopped nodes did not report in time
+                for conn_id in state.waiting:
+                    state.reasons.append(f"{self._node(members, conn_id)} did not report within "
+                                         f"{self.args.kill_timeout + STOP_GRACE:g} s of the stop")
+                    self._drop(conn_id)
+                break
+            if event.conn_id not in state.waiting:
+                if event.message is not None and event.message.get("op") == "join":
+                    self.pending[event.conn_id] = event.message  # a lost node came back
+                continue
+            self._record(state, members, event)
+            if (state.failures or state.reasons or state.abort) and state.stop_by is None:
+                for conn_id in state.waiting:
+                    self._send(conn_id, {"op": "stop"})
+                state.stop_by = time.monotonic() + self.args.kill_timeout + STOP_GRACE
+        if not (state.failures or state.reasons or state.abort):
+            return None
+        if state.abort is not None:
+            return RoundEnd(fail_verdict(state.failures, state.abort.get("reason", ""),
+                                         int(state.abort.get("exit_code", 1))), aborted=True)
+        return RoundEnd(fail_verdict(state.failures, "; ".join(state.reasons)))
+
+    @staticmethod
+    def _node(members: dict[int, dict], conn_id: int) -> str:
+        return f"node {members[conn_id]['node_rank']} ({members[conn_id]['host']})"
+
+    def _record(self, state: _Round, members: dict[int, dict], event: Event) -> None:
+        """Note one member's result, abort or loss in ``state``."""
+        op = None if event.gone else event.message.get("op")
+        if event.gone:
+            state.reasons.append(f"lost {self._node(members, event.conn_id)}: {event.gone}")
+        elif op == "result":
+            state.failures.extend(event.message.get("failures", []))
+        elif op == "abort":
+            state.abort = state.abort or event.message
+        else:
+            return
+        state.waiting.discard(event.conn_id)
+
+    def _finish(self, verdict: dict) -> None:
+        """Give every connected launcher the last verdict; wait (bounded) for them to hang up, so that
+        closing our sockets at exit cannot reset a connection before the verdict is read."""
+        for conn_id in list(self.channels):
             self._send(conn_id, verdict)
+        until = time.monotonic() + min(self.lost_after, 5.0)
+        while self.channels and self._next_event(until) is not None:
+            pass

@@ -2,13 +2,16 @@
 
 Worker scripts are tiny Python files written into ``tmp_path``; they print environment
 variables, fail in controlled ways, or report their pids and then block, so tests wait
-on conditions (a line on the launcher's output), never on sleeps.
+on conditions (a line on the launcher's output), never on sleeps. :class:`NetnsPair`
+makes two network namespaces (two "hosts" on one machine) and removes them.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -129,3 +132,74 @@ def free_port_pair() -> int:
 @pytest.fixture
 def port() -> int:
     return free_port_pair()
+
+
+def netns_skip_reason() -> str | None:
+    """Why network-namespace tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "iproute2 (ip) is not installed"
+    return None
+
+
+def ip(*args: str) -> None:
+    """Run ``ip ARGS``; raises CalledProcessError with its output on failure."""
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+_pairs = itertools.count()
+
+
+class NetnsPair:
+    """Two network namespaces, ``ns[0]`` at ``ADDRS[0]`` and ``ns[1]`` at ``ADDRS[1]``, joined by a veth
+    pair (``devs``), or left unjoined (``joined=False``) for the caller to join another way.
+
+    Names carry this process's pid, so concurrent runs do not meet. :meth:`close` kills
+    whatever still runs inside (and returns its pids) and deletes the namespaces.
+    """
+
+    ADDRS = ("10.231.7.1", "10.231.7.2")
+
+    def __init__(self, joined: bool = True) -> None:
+        tag = f"{os.getpid() % 100000}{next(_pairs)}"
+        self.ns = [f"dl{tag}a", f"dl{tag}b"]
+        self.devs = [f"dl{tag}x", f"dl{tag}y"]
+        try:
+            for name in self.ns:
+                ip("netns", "add", name)
+                ip("-n", name, "link", "set", "lo", "up")
+            if joined:
+                ip("link", "add", self.devs[0], "type", "veth", "peer", "name", self.devs[1])
+                for name, dev, addr in zip(self.ns, self.devs, self.ADDRS):
+                    ip("link", "set", dev, "netns", name)
+                    ip("-n", name, "addr", "add", f"{addr}/24", "dev", dev)
+                    ip("-n", name, "link", "set", dev, "up")
+        except BaseException:
+            self.close()
+            raise
+
+    def prefix(self, i: int) -> tuple[str, ...]:
+        """The command prefix that runs a program in namespace ``i``."""
+        return ("ip", "netns", "exec", self.ns[i])
+
+    def set_link(self, i: int, state: str) -> None:
+        """``state`` "down" cuts namespace ``i`` off the link, "up" reconnects it."""
+        ip("-n", self.ns[i], "link", "set", self.devs[i], state)
+
+    def pids(self) -> list[int]:
+        """The processes running in either namespace."""
+        found = []
+        for name in self.ns:
+            out = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True, timeout=30).stdout
+            found += [int(p) for p in out.split()]
+        return found
+
+    def close(self) -> list[int]:
+        """Kill what still runs inside, delete the namespaces; returns the pids that had to be killed."""
+        leftovers = [p for p in self.pids() if alive(p)]
+        kill_leftovers(leftovers)
+        wait_all_dead(leftovers)
+        for name in self.ns:
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=30)
+        return leftovers

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from launch.cli import parse_args, parse_nnodes, resolve_nproc
+from launch.channel import LOST_AFTER
+from launch.cli import build_parser, parse_args, parse_nnodes, resolve_nproc
 from launch.output import parse_std_spec
 
 from .conftest import ROOT, clean_env, run_launch, write_script
@@ -36,6 +37,7 @@ def test_nproc_spellings_and_values(argv, expected, monkeypatch):
 DEFAULTS = [  # (attribute, default) as torchrun's
     ("master_addr", "127.0.0.1"), ("master_port", 29500), ("node_rank", 0), ("max_restarts", 0),
     ("min_nodes", 1), ("max_nodes", 1), ("standalone", False), ("redirects", "0"), ("tee", "0"),
+    ("heartbeat_interval", 5.0),  # ours
 ]
 
 
@@ -52,6 +54,12 @@ def test_underscore_spellings_and_script_args():
         (1, 3, 2, "10.0.0.1", 1234)
     assert (args.max_restarts, args.monitor_interval, args.start_method, args.log_dir) == (2, 0.5, "fork", "/tmp/x")
     assert args.command == [sys.executable, "train.py", "--lr", "0.1", "-m", "x"]  # script flags pass through
+
+
+def test_heartbeat_help_says_when_a_node_is_lost():
+    """The help spells out LOST_AFTER (cli.py stays free of the multi-node imports)."""
+    help_text = " ".join(build_parser().format_help().split())
+    assert f"a node silent for {LOST_AFTER} intervals is lost" in help_text
 
 
 COMMANDS = [  # (flags, expected argv after the interpreter)
@@ -85,6 +93,7 @@ BAD_ARGS = [  # (argv, message in the usage error)
     (["--nnodes", "x", "s.py"], r"--nnodes: expected N or MIN:MAX"),
     (["--nnodes", "2", "--node-rank", "2", "s.py"], r"--node-rank 2: expected 0 <= node rank < nnodes \(2\)"),
     (["--max-restarts", "-1", "s.py"], r"--max-restarts: expected >= 0, got -1"),
+    (["--heartbeat-interval", "0", "s.py"], r"--heartbeat-interval must be > 0"),
     (["--no-python", "-m", "s.py"], r"--no-python and -m/--module cannot be used together"),
     ([], r"the following arguments are required: script"),
 ]

@@ -1,19 +1,19 @@
-"""Multi-node jobs: launchers meet through the rendezvous and form one job.
+"""Multi-node jobs: launchers meet through the coordinator and form one job.
 
 Two launcher processes on loopback (``--nnodes 2 --node-rank 0/1``), and two network
-namespaces joined by a veth pair that the test makes itself with ``ip netns``.
+namespaces joined by a veth pair that the test makes itself with ``ip netns``. Network
+faults between namespaces are in ``test_network_faults.py``.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
+import signal
+import time
 
 import pytest
 
-from .conftest import Launcher, clean_env, write_script
+from .conftest import Launcher, NetnsPair, clean_env, kill_leftovers, netns_skip_reason, wait_all_dead, write_script
 
 ENV_SCRIPT = """\
 import os, sys
@@ -36,8 +36,8 @@ def _envs(text: str) -> dict[int, dict]:
 
 
 def _pair(tmp_path, port, fail_rank=-1, fail_times=0, nproc=(1, 2), extra=(), env=None, prefixes=((), ()),
-          addr="127.0.0.1"):
-    script = write_script(tmp_path, "env.py", ENV_SCRIPT)
+          addr="127.0.0.1", script=None):
+    script = script or write_script(tmp_path, "env.py", ENV_SCRIPT)
     launchers = [Launcher("--nnodes", 2, "--node-rank", rank, "--nproc", nproc[rank], "--master-addr", addr,
                           "--master-port", port, "--kill-timeout", 5, "--rdzv-timeout", 30, *extra, script,
                           fail_rank, fail_times, env=env, prefix=prefixes[rank]) for rank in (1, 0)]
@@ -104,43 +104,74 @@ def test_a_launcher_with_another_key_is_refused(tmp_path, port):
     assert code0 == 1 and "rendezvous timed out after 3 s: 1 of 2 node(s) joined" in err0
 
 
-def _netns_skip_reason() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None:
-        return "iproute2 (ip) is not installed"
-    return None
+BLOCK_SCRIPT = """\
+import os, signal
+print("pid", os.getpid(), flush=True)
+signal.pause()
+"""
+
+
+@pytest.mark.parametrize("victim, sig, cause", [
+    (1, signal.SIGSTOP, r"lost node 1 \(.*\): no heartbeat for"),
+    (0, signal.SIGSTOP, r"lost node 0 \(127.0.0.1, the coordinator\): no heartbeat for"),
+    (1, signal.SIGKILL, r"lost node 1 \(.*\): its launcher closed the connection"),
+    (0, signal.SIGKILL, r"lost node 0 \(127.0.0.1, the coordinator\): the rendezvous server closed the connection"),
+], ids=["node1-stopped", "node0-stopped", "node1-killed", "node0-killed"])
+def test_a_silent_or_dead_launcher_ends_the_job_on_the_other_node(tmp_path, port, victim, sig, cause):
+    """A stopped launcher falls silent (lost after 3 heartbeat intervals), a killed one closes its
+    connection (lost at once): either way the other node stops its workers and names the loss."""
+    script = write_script(tmp_path, "block.py", BLOCK_SCRIPT)
+    launchers = {rank: Launcher("--nnodes", 2, "--node-rank", rank, "--master-port", port, "--heartbeat-interval",
+                                0.5, "--kill-timeout", 5, script) for rank in (1, 0)}
+    pids = []
+    try:
+        for launcher in launchers.values():
+            pids += [int(p) for p in re.findall(r"pid (\d+)", launcher.wait_for(lambda t: "pid " in t))]
+        launchers[victim].proc.send_signal(sig)
+        start = time.monotonic()
+        code, _, err = launchers[1 - victim].finish()
+        took = time.monotonic() - start
+    finally:
+        for launcher in launchers.values():
+            launcher.kill()  # the victim: its workers go with it (parent-death signal, watchdog)
+        survivors = wait_all_dead(pids)
+        kill_leftovers(survivors)
+    assert code == 1, err
+    assert re.search(f"the job failed: {cause}", err), err
+    assert took < 10.0  # 1.5 s of silence (or none), then a SIGTERMed worker; slack for a loaded machine
+    assert survivors == []
+
+
+ALL_REDUCE_SCRIPT = ENV_SCRIPT + """\
+import distrib as dist, tensor
+dist.init_process_group("zmq")
+t = tensor.full((3,), float(dist.get_rank() + 1))
+dist.all_reduce(t)
+print("SUM", t.tolist())
+dist.destroy_process_group()
+"""
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_netns_skip_reason() is not None, reason=str(_netns_skip_reason()))
-def test_two_network_namespaces_joined_by_a_veth_pair(tmp_path, port):
-    tag = f"{os.getpid() % 100000}"
-    ns = [f"dl{tag}a", f"dl{tag}b"]
-    veth = [f"dl{tag}x", f"dl{tag}y"]
-    ips = ["10.231.7.1", "10.231.7.2"]
-
-    def ip(*args):
-        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
+@pytest.mark.skipif(netns_skip_reason() is not None, reason=str(netns_skip_reason()))
+@pytest.mark.parametrize("shm, path", [("1", "shared memory"), ("0", "TCP")])
+def test_two_network_namespaces_joined_by_a_veth_pair(tmp_path, port, shm, path):
+    """Two namespaces share the host's boot id, so the zmq backend takes shared memory between
+    them unless DISTRIB_ZMQ_SHM=0; DISTRIB_DEBUG=INFO says which path each rank took."""
+    script = write_script(tmp_path, "all_reduce.py", ALL_REDUCE_SCRIPT)
+    net = NetnsPair()
     try:
-        for name in ns:
-            ip("netns", "add", name)
-        ip("link", "add", veth[0], "type", "veth", "peer", "name", veth[1])
-        for name, dev, addr in zip(ns, veth, ips):
-            ip("link", "set", dev, "netns", name)
-            ip("-n", name, "addr", "add", f"{addr}/24", "dev", dev)
-            ip("-n", name, "link", "set", dev, "up")
-            ip("-n", name, "link", "set", "lo", "up")
-        prefixes = [("ip", "netns", "exec", name) for name in ns]
-        (code1, out1, err1), (code0, out0, err0) = _pair(tmp_path, port, prefixes=prefixes, addr=ips[0],
-                                                         env=clean_env(DISTRIB_AUTH_KEY="netns-key"))
+        prefixes = [net.prefix(0), net.prefix(1)]
+        env = clean_env(DISTRIB_AUTH_KEY="netns-key", DISTRIB_ZMQ_SHM=shm, DISTRIB_DEBUG="INFO", DISTRIB_TIMEOUT=30)
+        (code1, out1, err1), (code0, out0, err0) = _pair(tmp_path, port, prefixes=prefixes, addr=net.ADDRS[0],
+                                                         env=env, script=script)
     finally:
-        for name in ns:
-            subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=30)
+        leftovers = net.close()
     assert (code0, code1) == (0, 0), err0 + err1
     everyone = [e[0] for e in (*_envs(out0).values(), *_envs(out1).values())]
     assert sorted(e["RANK"] for e in everyone) == ["0", "1", "2"]
-    assert {(e["WORLD_SIZE"], e["MASTER_ADDR"]) for e in everyone} == {("3", ips[0])}
-    assert not any(name in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-                   for name in ns)
+    assert {(e["WORLD_SIZE"], e["MASTER_ADDR"]) for e in everyone} == {("3", net.ADDRS[0])}
+    assert (out0 + out1).count("SUM [6.0, 6.0, 6.0]") == 3
+    chosen = re.findall(r"rank \d/3: collectives over (shared memory|TCP)", err0 + err1)
+    assert chosen == [path] * 3, err0 + err1
+    assert leftovers == []
