@@ -1,15 +1,18 @@
 """``ReduceOp``: the reductions collectives apply, and their numpy kernels.
 
-Each op maps to a ufunc applied pairwise (``out = f(out, peer)``). AVG is SUM
-followed by a division by the number of contributions. Bitwise ops are refused on
-floating-point dtypes, AVG on bool, as the error message says.
+Each op maps to a ufunc applied pairwise (``out = f(out, peer)``), in rank order
+(``reduce_in_rank_order``), so that every rank that reduces the same contributions gets
+bitwise the same result. AVG is SUM followed by a division by the number of contributions.
+Bitwise ops are refused on floating-point dtypes, AVG on bool, as the error message says.
+On bool, SUM is "any" and PRODUCT is "all", as in PyTorch; libraries without a bool type
+reduce bools as uint8 0/1 with ``as_uint8_op``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ReduceOp", "check_op", "combine", "finish"]
+__all__ = ["ReduceOp", "as_uint8_op", "check_op", "finish", "reduce_in_rank_order", "ufunc"]
 
 
 class ReduceOp:
@@ -49,6 +52,8 @@ _UFUNC = {
 # On bool, SUM is "any" and PRODUCT is "all", as in PyTorch.
 _BOOL_UFUNC = {"SUM": np.logical_or, "PRODUCT": np.logical_and, "MIN": np.logical_and,
                "MAX": np.logical_or}
+# The same rule on bools stored as uint8 0/1: "any" is MAX, "all" is MIN; the rest act alike.
+_BOOL_AS_UINT8 = {"SUM": "MAX", "PRODUCT": "MIN"}
 
 
 def check_op(op, dtype: np.dtype) -> ReduceOp:
@@ -86,10 +91,23 @@ def ufunc(op: ReduceOp, dtype: np.dtype):
     return _UFUNC[op.name]
 
 
-def combine(op: ReduceOp, out: np.ndarray, other) -> None:
-    """``out = op(out, other)`` in place (``other`` may be any buffer of out's dtype and size)."""
-    f = ufunc(op, out.dtype)
-    f(out, other, out=out)
+def as_uint8_op(op: ReduceOp) -> ReduceOp:
+    """The op that reduces bools viewed as uint8 0/1 as ``op`` reduces bools (SUM, "any", is
+    MAX; PRODUCT, "all", is MIN; the others are themselves), for libraries with no bool type."""
+    return getattr(ReduceOp, _BOOL_AS_UINT8.get(op.name, op.name))
+
+
+def reduce_in_rank_order(op: ReduceOp, sources: list, out=None):
+    """Reduce ``sources`` (two or more same-sized arrays, one per rank, in rank order) with
+    ``op`` into ``out`` (a new array if None; it may be the first or second source, which are
+    read before it is written), then finish it (AVG divides). Ranks that reduce the same
+    sources get bitwise the same result. Returns ``out``."""
+    f = ufunc(op, sources[0].dtype)
+    out = f(sources[0], sources[1], out=out)
+    for source in sources[2:]:
+        f(out, source, out=out)
+    finish(op, out, len(sources))
+    return out
 
 
 def finish(op: ReduceOp, out: np.ndarray, count: int) -> None:

@@ -148,10 +148,3 @@ class Work:
     def __repr__(self) -> str:
         state = "completed" if self.is_completed() else "pending"
         return f"Work({self.name}, seq={self.seq}, {state})"
-
-
-def completed_work(name: str = "op", result=None) -> Work:
-    """A Work that is already done (ops that finish synchronously but were asked for async)."""
-    work = Work(name, result=result)
-    work._complete()
-    return work

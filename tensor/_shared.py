@@ -122,7 +122,8 @@ class Segment:
 
 
 # ident -> Segment, for every segment mapped in this process: receiving one twice gives the same
-# memory, so aliasing between views survives the trip (Note [receiver cache] in distrib).
+# memory, so aliasing between views survives the trip (Note [handles] in
+# distrib/multiprocessing/_handles.py).
 _segments: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _cpu = _device_cls("cpu")
 

@@ -8,7 +8,7 @@ import threading
 import time
 
 from ..work import Work, _seconds
-from ._mpi_setup import Stall, doom
+from ._mpi_setup import Stall, abort_at_exit
 
 
 class RequestWork(Work):
@@ -75,7 +75,7 @@ class RequestWork(Work):
                 done = request.Test(status)
             if not (done and status.Is_cancelled()):
                 be._abandoned.append(request)
-                doom(be.mpi)
+                abort_at_exit(be.mpi)
         self._finish(be.p2p_error(self._what, reason))
 
     def wait(self, timeout=None) -> bool:

@@ -17,7 +17,6 @@ RING_MIN_BYTES = 256 << 10  # all_reduce from this size on one host: our ring (N
 
 _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "MAX",
            "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
-_BOOL_OP = {"SUM": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "MAX": "MAX", "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
 
 _state = {"hook": False}
 _ABORT_GRACE_SECONDS = 0.5  # mpiexec forwards output through a proxy: give it time before MPI_Abort
@@ -118,8 +117,9 @@ def blocking_enabled() -> bool:
     return value == "1"
 
 
-def doom(mpi) -> None:
-    """End the process with MPI_Abort: MPI_Finalize would wait for an abandoned op."""
+def abort_at_exit(mpi) -> None:
+    """Make this process end with MPI_Abort instead of MPI_Finalize, which would wait forever for
+    an op abandoned after a failure (mpi4py's abort status, where it has one)."""
     setter = getattr(mpi, "_set_abort_status", None)
     if setter is not None:
         setter(1)
@@ -171,7 +171,7 @@ class Datatypes:
         if mpi_op is not None:
             return x, mpi_op
         if dtype.kind == "b":
-            return x.view(np.uint8), getattr(mpi, _BOOL_OP[op.name])
+            return x.view(np.uint8), getattr(mpi, _MPI_OP[reduce_op.as_uint8_op(op).name])
         if dtype not in self.user_types:
             self.user_types[dtype] = mpi.BYTE.Create_contiguous(dtype.itemsize).Commit()
         key = (dtype, op.name)
@@ -184,8 +184,3 @@ class Datatypes:
 
             self.user_ops[key] = mpi.Op.Create(apply, commute=True)
         return [x.view(np.uint8), self.user_types[dtype]], self.user_ops[key]
-
-
-def as_bytes(x):
-    """A flat uint8 view of contiguous ``x`` (data-movement ops move bytes: any dtype works)."""
-    return x.reshape(-1).view(np.uint8)

@@ -14,18 +14,19 @@ Note [Backend design] (for authors of new backends, e.g. ``mpi`` and ``nccl``)
     * Array and object versions are paired (``broadcast``/``broadcast_object``, ...). The
       object versions below have default implementations that pickle into uint8 arrays and
       call the array versions; the derived collectives (``reduce``, ``gather``, ``scatter``,
-      ``all_to_all``, ``isend``/``irecv``) have slow but correct defaults too, so a new
-      backend needs only ``all_reduce``, ``broadcast``, ``all_gather``, ``reduce_scatter``,
-      ``barrier``, ``send`` and ``recv``. Override the rest when the library has them
-      (MPI: ``Reduce``, ``Gatherv``, ``Alltoallv``; NCCL: grouped send/recv).
+      ``all_to_all``) have slow but correct defaults too, and ``send``/``recv`` wait for
+      ``isend``/``irecv``, so a new backend needs only ``all_reduce``, ``broadcast``,
+      ``all_gather``, ``reduce_scatter``, ``barrier``, ``isend`` and ``irecv``. Override the
+      rest when the library has them (MPI: ``Reduce``, ``Gatherv``, ``Alltoallv``; NCCL:
+      grouped send/recv). Data-movement ops may move bytes (``as_bytes``): any dtype works.
     * Reductions: ``distrib.reduce_op`` validates the op for the dtype before the call;
-      ``reduce_op.combine``/``finish`` are the numpy kernels. AVG = SUM then ``/ size``.
+      ``reduce_op.reduce_in_rank_order``, ``ufunc`` and ``finish`` are the numpy kernels, and
+      ``as_uint8_op`` the rule for libraries that reduce bools as uint8. AVG = SUM then ``/ size``.
     * Ordering and errors: ``ProcessGroup`` calls ``begin_op(name, seq)`` before every
       collective and ``end_op()`` after it succeeds, from one thread at a time, in the same
-      order on every rank. A backend must never block past ``self.deadline()``; on timeout
-      or a dead peer it raises
-      ``self.op_error(reason, missing_ranks)``, a DistBackendError naming the op, its
-      sequence number and the missing ranks. ``shutdown()`` must not block.
+      order on every rank. Timeouts and dead peers are handled here, the same way for every
+      backend (Note [Peer failures]): a backend writes its transport and calls the helpers.
+      ``shutdown()`` must not block.
     * Optional: ``hot_all_reduce``, a ``HotAllReduce`` (Note [Hot all_reduce]).
     * Security: when ``distrib.security.auth_key()`` is set, refuse unauthenticated peers
       before unpickling anything (MPI and NCCL rely on the launcher's job isolation).
@@ -33,21 +34,42 @@ Note [Backend design] (for authors of new backends, e.g. ``mpi`` and ``nccl``)
       (``MPI.COMM_WORLD.Abort``) instead of leaving the others waiting.
     * Register the class in ``distrib/backends/__init__.py`` (``_BUILTIN``); the factory
       imports its module only when the backend is asked for.
+
+Note [Peer failures]
+    * A backend never blocks past ``deadline()``, the op's start plus the group's timeout; it
+      stops waiting ``query_slack()`` earlier (a tenth of the timeout, at most 1 s) and spends
+      that time finding out who is missing. The error is ``op_error(reason, missing)``: a
+      DistBackendError naming the op, its sequence number and the missing ranks.
+    * Who is missing: each rank keeps ``entered``/``finished``, the sequence numbers of the
+      last op it began and the last it finished (``begin_op``/``end_op``); ``progress()`` is
+      what it answers when a peer asks. A backend's ``query_progress`` asks the peers over a
+      side channel that something other than the op thread serves (the zmq transport's
+      receiver thread, the mpi watchdog), so a rank that is busy elsewhere still answers.
+      ``timeout_reason`` turns the answers into the reason and the missing ranks: the peers
+      that did not answer, or are behind this op. (NCCL gives no such channel: the nccl
+      backend only learns, through the store, which ranks time out in the same op.)
+    * Dead peers: ``exchange_peer_info`` (the ranks' address exchange through the store)
+      records the pids of the peers on this host, and waiting loops call ``check_peers`` (or
+      ``exited_peers``) every 50-100 ms, so that a rank whose process exited is named at once
+      rather than at the timeout (a zombie is dead: Note [Zombies are dead] in
+      ``distrib/_procs.py``). Peers on other hosts are found by the timeout.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
-import threading
 import time
 
 import numpy as np
 
+from .._procs import alive, host_id
 from ..errors import DistBackendError
 from ..reduce_op import ReduceOp
 from ..work import Work
 
-__all__ = ["Backend", "HotAllReduce"]
+__all__ = ["Backend", "HotAllReduce", "as_bytes"]
 
 
 def _dumps(obj) -> np.ndarray:
@@ -138,20 +160,93 @@ class Backend:
         self.timeout = float(timeout)
         self.options = dict(options or {})
         self.op_name, self.op_seq = "init", 0
+        self.entered = self.finished = 0  # the last op begun and finished (Note [Peer failures])
+        self.peer_pids: dict[int, int] = {}  # rank -> pid, for the peers on this host
         self._deadline = time.monotonic() + self.timeout
 
     # ------------------------------------------------------------ bookkeeping
     def begin_op(self, name: str, seq: int) -> None:
         """Called before each collective: names it for errors and starts its deadline."""
         self.op_name, self.op_seq = name, seq
+        self.entered = seq
         self._deadline = time.monotonic() + self.timeout
 
     def end_op(self) -> None:
         """Called after each collective that finished without an error (progress bookkeeping)."""
+        self.finished = self.entered
 
     def deadline(self) -> float:
         """The ``time.monotonic()`` by which the current op must finish."""
         return self._deadline
+
+    # ------------------------------------------------------------ failures (Note [Peer failures])
+    def progress(self) -> tuple[int, int]:
+        """``(entered, finished)``: what this rank answers a peer's progress query."""
+        return self.entered, self.finished
+
+    def query_slack(self) -> float:
+        """Seconds of an op's timeout kept back to ask the peers where they are."""
+        return min(1.0, 0.1 * self.timeout)
+
+    def exchange_peer_info(self, key: str, info: dict) -> list[dict]:
+        """Publish ``info`` (plus this process's pid and host) under ``key`` in the group's store
+        and return every rank's, by rank; remembers the pids of the peers on this host for
+        ``check_peers``. Collective: blocks until every rank has published (the store's timeout).
+
+        Raises:
+            DistStoreError: a rank did not publish in time.
+        """
+        info = {**info, "pid": os.getpid(), "host": host_id()}
+        self.store.set(f"{key}/{self.rank}", json.dumps(info))
+        peers = [json.loads(self.store.get(f"{key}/{p}")) for p in range(self.size)]
+        self.peer_pids = {p: v["pid"] for p, v in enumerate(peers) if p != self.rank and v["host"] == info["host"]}
+        return peers
+
+    def exited_peers(self, ranks=None) -> list[int]:
+        """The peers on this host (among ``ranks``; all of them by default) whose process exited."""
+        pids = self.peer_pids
+        return [p for p in (pids if ranks is None else ranks) if p in pids and not alive(pids[p])]
+
+    def exited_reason(self, dead) -> str:
+        """The reason an op fails when the peers ``dead`` (from ``exited_peers``) exited."""
+        return "peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.peer_pids[p]})" for p in dead)
+
+    def check_peers(self, ranks=None) -> None:
+        """Called while waiting: fail the op if a peer on this host (among ``ranks``) exited.
+
+        Raises:
+            DistBackendError: naming the op and the exited ranks.
+        """
+        dead = self.exited_peers(ranks)
+        if dead:
+            raise self.op_error(self.exited_reason(dead), dead)
+
+    def query_progress(self, peers: list[int], seconds: float) -> dict[int, tuple[int, int]]:
+        """``{peer: (entered, finished)}`` for the ``peers`` that answer within ``seconds``, over
+        the backend's side channel (Note [Peer failures]); needed by ``timeout_reason``."""
+        raise NotImplementedError
+
+    def timeout_reason(self, waiting_for=()) -> tuple[str, set[int]]:
+        """After the current op timed out: the reason and the missing ranks, found by asking
+        the peers where they are (``query_progress``, for ``query_slack()`` seconds). The
+        peers that do not answer or are behind this op are missing, and so are ``waiting_for``
+        (the ranks the op was waiting for when it gave up)."""
+        peers = [p for p in range(self.size) if p != self.rank]
+        answers = self.query_progress(peers, self.query_slack())
+        missing, notes = set(waiting_for), []
+        for p in peers:
+            if p not in answers:
+                missing.add(p)
+                notes.append(f"rank {p} did not answer (dead, unreachable, or hung in code that holds the GIL)")
+            elif answers[p][0] < self.op_seq:
+                entered, finished = answers[p]
+                missing.add(p)
+                notes.append(f"rank {p} is in op seq {entered}" if entered > finished else
+                             f"rank {p} has not called it (its last op: seq {entered})")
+        if not notes:
+            notes.append(f"waiting for rank(s) {sorted(waiting_for)}" if waiting_for else
+                         "every peer is in this op, yet it did not complete")
+        return f"timed out after {self.timeout:g} s ({'; '.join(notes)})", missing
 
     def op_error(self, reason: str, missing=()) -> DistBackendError:
         """A DistBackendError naming the current op, its sequence number and the missing ranks."""
@@ -164,6 +259,15 @@ class Backend:
     def p2p_error(self, what: str, reason: str) -> DistBackendError:
         """A DistBackendError for a point-to-point op (which has no collective sequence number)."""
         return DistBackendError(f"[{self.name} backend, rank {self.rank}/{self.size}] {what} failed: {reason}")
+
+    def check_peer_rank(self, peer: int, what: str) -> None:
+        """Refuse a point-to-point ``peer`` that is not another rank of this group.
+
+        Raises:
+            ValueError: naming the op ``what``, the peer and this rank.
+        """
+        if not 0 <= peer < self.size or peer == self.rank:
+            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
 
     def shutdown(self) -> None:
         """Release sockets, memory and threads. Must not block."""
@@ -191,11 +295,13 @@ class Backend:
     def barrier(self) -> None:
         raise NotImplementedError
 
-    def send(self, array, dst: int, tag: int = 0) -> None:
+    def isend(self, array, dst: int, tag: int = 0) -> Work:
+        """Start sending ``array`` to rank ``dst``; the Work completes when ``array`` may be reused."""
         raise NotImplementedError
 
-    def recv(self, array, src: int | None, tag: int = 0) -> int:
-        """Receive into ``array`` from ``src`` (None: any rank); returns the source rank."""
+    def irecv(self, array, src: int | None, tag: int = 0) -> Work:
+        """Start receiving into ``array`` from ``src`` (None: any rank); the Work's result is the
+        source rank."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ derived, with defaults
@@ -223,24 +329,23 @@ class Backend:
         out = [received[j][self.rank] for j in range(self.size)]
         output[...] = np.concatenate(out).reshape(output.shape) if out else output
 
-    def isend(self, array, dst: int, tag: int = 0) -> Work:
-        return self._in_thread("isend", self.send, array, dst, tag)
+    def send(self, array, dst: int, tag: int = 0) -> None:
+        """Send ``array`` to rank ``dst`` and wait until it may be reused.
 
-    def irecv(self, array, src: int | None, tag: int = 0) -> Work:
-        return self._in_thread("irecv", self.recv, array, src, tag)
+        Raises:
+            DistBackendError: the send failed or did not complete within the timeout.
+        """
+        self.isend(array, dst, tag).wait()
 
-    def _in_thread(self, name, fn, *args) -> Work:
-        work = Work(name)
+    def recv(self, array, src: int | None, tag: int = 0) -> int:
+        """Receive into ``array`` from ``src`` (None: any rank); returns the source rank.
 
-        def run():
-            try:
-                work._result = fn(*args)
-                work._complete()
-            except BaseException as exc:  # noqa: BLE001 - delivered through the Work
-                work._complete(exc)
-
-        threading.Thread(target=run, name=f"distrib-{name}", daemon=True).start()
-        return work
+        Raises:
+            DistBackendError: the receive failed or did not complete within the timeout.
+        """
+        work = self.irecv(array, src, tag)
+        work.wait()
+        return work._result
 
     # ------------------------------------------------------------ object primitives
     def broadcast_object(self, obj, root: int):
@@ -282,6 +387,11 @@ class Backend:
         data = np.empty(int(size[0]), np.uint8)
         self.recv(data, src, tag)
         return _loads(data), src
+
+
+def as_bytes(array):
+    """A flat uint8 view of C-contiguous ``array`` (numpy or CuPy), for ops that move bytes."""
+    return array.reshape(-1).view(np.uint8)
 
 
 def _empty_like_n(array, n: int):

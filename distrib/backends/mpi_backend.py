@@ -43,7 +43,8 @@ Note [MPI backend]
       each peer's watchdog thread answers. Ranks that do not answer, or answer with an older
       op, are named as missing. Peers on this host are also checked for being alive every
       50 ms, so a dead rank is named at once (when ``mpiexec`` does not kill the job first,
-      which MPICH's does by default).
+      which MPICH's does by default). Both as for every backend: Note [Peer failures] in
+      ``base.py``.
     * An MPI communicator cannot recover from an abandoned collective. After a failure the
       backend refuses further ops, and the process ends with ``MPI_Abort`` instead of
       ``MPI_Finalize`` (which would wait forever for the abandoned op).
@@ -67,7 +68,6 @@ Note [MPI backend]
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import os
 import threading
@@ -84,18 +84,15 @@ from ._mpi_p2p import RequestWork
 from ._mpi_setup import (
     Datatypes,
     Stall,
-    as_bytes,
+    abort_at_exit,
     blocking_enabled,
     cuda_aware,
-    doom,
     install_abort_hook,
     mpi_module,
     ring_threshold,
 )
 from ._mpi_watchdog import Watchdog
-from ._shm import _alive
-from .base import Backend, HotAllReduce
-from .zmq_backend import _host_id
+from .base import Backend, HotAllReduce, as_bytes
 
 __all__ = ["MpiBackend", "cuda_aware", "install_abort_hook"]
 
@@ -127,9 +124,7 @@ class MpiBackend(Backend):
         if mpi.Query_thread() < mpi.THREAD_MULTIPLE:
             raise DistBackendError("the mpi backend needs MPI initialised with MPI_THREAD_MULTIPLE (async ops run "
                                    "on a worker thread); do not set mpi4py.rc.thread_level lower")
-        world = mpi.COMM_WORLD
         install_abort_hook(mpi)
-        self.entered = self.finished = 0
         self.broken: str | None = None
         self.max_count = int(os.environ.get("DISTRIB_MPI_MAX_COUNT", (1 << 31) - 1))
         blocking = blocking_enabled() and size > 1
@@ -137,34 +132,11 @@ class MpiBackend(Backend):
         self._serve_lock = threading.Lock()
         self._pending_replies: list = []
         self._abandoned: list = []  # requests MPI still owns after a failure
-        info = {"world": world.Get_rank(), "pid": os.getpid(), "host": _host_id()}
-        world_ranks = [info["world"]]
-        if world.Get_size() >= size:  # else every rank knows at once that this cannot work
-            store.set(f"mpi/{rank}", json.dumps(info))
-            peers = [json.loads(store.get(f"mpi/{p}")) for p in range(size)]
-            world_ranks = [p["world"] for p in peers]
-        if len(set(world_ranks)) != size:
-            raise DistBackendError(
-                f"[mpi backend] the {size} ranks of this group are not all in one MPI job (this process's "
-                f"MPI_COMM_WORLD has {world.Get_size()} rank(s); the ranks' COMM_WORLD ranks: "
-                f"{world_ranks if len(world_ranks) == size else 'not exchanged'}). help: start every rank "
-                f"with one `mpiexec -n {size} python script.py`, or use backend='zmq'")
-        self.pids = {p: v["pid"] for p, v in enumerate(peers) if p != rank and v["host"] == info["host"]}
-        tag = zlib.crc32(str(getattr(store, "prefix", "")).encode()) & 0x3FFF
-        group = world.Get_group().Incl(world_ranks)
-        try:
-            self.comm = world.Create_group(group, tag)
-        finally:
-            group.Free()
-        # Our own traffic, never mixed with the user's: progress queries and the ring
-        # all_reduce's messages, each kind under its own tags.
-        self.side = self.comm.Dup()
-        if self.comm.Get_rank() != rank:
-            raise DistBackendError(f"[mpi backend] communicator rank {self.comm.Get_rank()} != group rank {rank}")
+        self.comm, self.side = self._communicators(self._world_ranks())
         self.cuda_aware = cuda_aware(mpi)
         if self.cuda_aware:
             self.device_types = ("cpu", "cuda")
-        self.ring_min = ring_threshold(same_host=len(self.pids) == size - 1, cuda_aware=self.cuda_aware)
+        self.ring_min = ring_threshold(same_host=len(self.peer_pids) == size - 1, cuda_aware=self.cuda_aware)
         self._scratch = np.empty(0, np.uint8)  # the ring's receive buffer, kept: fresh pages cost faults
         # MPI's blocking Allreduce as the hot path (Note [Hot all_reduce] in base.py), for the
         # (ReduceOp, dtype) pairs an all_reduce has checked and MPI reduces natively.
@@ -173,21 +145,59 @@ class MpiBackend(Backend):
             self.hot_all_reduce = self.hot
         self.watchdog = Watchdog(self) if size > 1 else None
 
+    def _world_ranks(self) -> list[int]:
+        """Every group rank's ``COMM_WORLD`` rank, exchanged through the store (which also
+        records the pids of the peers on this host).
+
+        Raises:
+            DistBackendError: the ranks of the group are not all in this MPI job.
+        """
+        world = self.mpi.COMM_WORLD
+        world_ranks = None
+        if world.Get_size() >= self.size:  # else every rank knows at once that this cannot work
+            world_ranks = [p["world"] for p in self.exchange_peer_info("mpi", {"world": world.Get_rank()})]
+        if world_ranks is None or len(set(world_ranks)) != self.size:
+            raise DistBackendError(
+                f"[mpi backend] the {self.size} ranks of this group are not all in one MPI job (this process's "
+                f"MPI_COMM_WORLD has {world.Get_size()} rank(s); the ranks' COMM_WORLD ranks: "
+                f"{world_ranks or 'not exchanged'}). help: start every rank "
+                f"with one `mpiexec -n {self.size} python script.py`, or use backend='zmq'")
+        return world_ranks
+
+    def _communicators(self, world_ranks: list[int]) -> tuple:
+        """The group's communicator, made from its members' ``COMM_WORLD`` ranks (only they take
+        part), and a duplicate for our own traffic, never mixed with the user's: progress
+        queries and the ring all_reduce's messages, each kind under its own tags.
+
+        Raises:
+            DistBackendError: MPI ranked this process differently from the group.
+        """
+        world = self.mpi.COMM_WORLD
+        tag = zlib.crc32(str(getattr(self.store, "prefix", "")).encode()) & 0x3FFF
+        group = world.Get_group().Incl(world_ranks)
+        try:
+            comm = world.Create_group(group, tag)
+        finally:
+            group.Free()
+        side = comm.Dup()
+        if comm.Get_rank() != self.rank:
+            raise DistBackendError(f"[mpi backend] communicator rank {comm.Get_rank()} != group rank {self.rank}")
+        return comm, side
+
     # ------------------------------------------------------------ bookkeeping
     def begin_op(self, name, seq):
-        self.op_name, self.op_seq = name, seq  # Backend.begin_op, inlined: this is the hot path
-        self._deadline = time.monotonic() + self.timeout
-        self.entered = seq
+        super().begin_op(name, seq)
         if self.broken is not None:
             raise self.op_error(f"the MPI communicator is unusable after an earlier failure ({self.broken})")
 
-    def end_op(self):
-        self.finished = self.entered
+    def progress(self):
+        hot = self.hot  # the hot path's ops count too: sequence numbers only grow
+        return max(self.entered, hot.started), max(self.finished, hot.finished)
 
     def _fail(self, error: DistBackendError) -> DistBackendError:
         self.broken = f"{self.op_name} (op seq {self.op_seq})"
         self.hot.disable()  # the general path now reports the failure
-        doom(self.mpi)
+        abort_at_exit(self.mpi)
         return error
 
     def _ready(self, *arrays) -> None:
@@ -260,16 +270,10 @@ class MpiBackend(Backend):
             if now - start > _NAP_AFTER:
                 time.sleep(1e-4)
 
-    def query_slack(self) -> float:
-        """Seconds of an op's timeout kept back to ask the peers where they are."""
-        return min(1.0, 0.1 * self.timeout)
-
     def dead_peers(self) -> Stall | None:
         """A Stall naming the peer processes on this host that have exited, or None."""
-        dead = [p for p, pid in self.pids.items() if not _alive(pid)]
-        if not dead:
-            return None
-        return Stall("peer process(es) exited: " + ", ".join(f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
+        dead = self.exited_peers()
+        return Stall(self.exited_reason(dead), dead) if dead else None
 
     def serve(self) -> None:
         """Answer other ranks' progress queries (from the watchdog thread, and from this rank's
@@ -282,15 +286,14 @@ class MpiBackend(Backend):
                 src = status.Get_source()
                 query = np.empty(1, np.int64)
                 self.side.Recv(query, src, _QUERY)
-                hot = self.hot  # the hot path's ops count too: sequence numbers only grow
-                reply = np.array([max(self.entered, hot.started), max(self.finished, hot.finished)], np.int64)
+                reply = np.array(self.progress(), np.int64)
                 self._pending_replies.append((self.side.Isend(reply, src, _REPLY), reply))
             self._pending_replies = [(r, b) for r, b in self._pending_replies if not r.Test()]
         finally:
             self._serve_lock.release()
 
-    def _query_progress(self, peers, seconds: float) -> dict:
-        """``{peer: (entered, finished)}`` for the peers that answer within ``seconds``."""
+    def query_progress(self, peers, seconds):
+        """Asked over the side communicator; answered by the peers' ``serve``."""
         queries = [self.side.Isend(np.array([self.op_seq], np.int64), p, _QUERY) for p in peers]
         answers = {p: np.zeros(2, np.int64) for p in peers}
         requests = {p: self.side.Irecv(answers[p], p, _REPLY) for p in peers}
@@ -306,21 +309,9 @@ class MpiBackend(Backend):
         return {p: tuple(int(v) for v in a) for p, a in answers.items() if p not in requests}
 
     def find_missing(self) -> Stall:
-        """After a timeout: which peers are not in this op (asked over the side communicator)."""
-        peers = [p for p in range(self.size) if p != self.rank]
-        answers = self._query_progress(peers, min(1.0, 0.1 * self.timeout))
-        missing, notes = set(), []
-        for p in peers:
-            if p not in answers:
-                missing.add(p)
-                notes.append(f"rank {p} did not answer (dead, or hung in code that holds the GIL)")
-            elif answers[p][0] < self.op_seq:
-                entered, finished = answers[p]
-                missing.add(p)
-                notes.append(f"rank {p} is in op seq {entered}" if entered > finished else
-                             f"rank {p} has not called it (its last op: seq {entered})")
-        detail = "; ".join(notes) or "every peer is in this op; the MPI library did not complete it"
-        return Stall(f"timed out after {self.timeout:g} s ({detail})", missing)
+        """After a timeout: the Stall naming the peers that are not in this op (Note [Peer
+        failures] in ``base.py``)."""
+        return Stall(*self.timeout_reason())
 
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x, op):
@@ -465,10 +456,6 @@ class MpiBackend(Backend):
             self._run(self.comm.Ibarrier)
 
     # ------------------------------------------------------------ point to point
-    def _check_peer_rank(self, peer, what):
-        if not 0 <= peer < self.size or peer == self.rank:
-            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
-
     # A point-to-point op is a generator of steps: each yields the (request, status) pairs to
     # complete before it goes on. Every chunk of a send, and of a receive from a known rank, is
     # posted at once (MPI keeps messages between two ranks in order), so that ranks that both
@@ -500,24 +487,16 @@ class MpiBackend(Backend):
         return src  # noqa: B901 -- the caller reads the source rank from StopIteration.value
 
     def isend(self, x, dst, tag=0):
-        self._check_peer_rank(dst, "send")
+        self.check_peer_rank(dst, "send")
         self._ready(x)
         return RequestWork(self, "send", f"send to rank {dst} (tag {tag})", self._send_steps(x, dst, tag))
 
     def irecv(self, x, src, tag=0):
         if src is not None:
-            self._check_peer_rank(src, "recv")
+            self.check_peer_rank(src, "recv")
         self._ready(x)
         who = "any rank" if src is None else f"rank {src}"
         return RequestWork(self, "recv", f"recv from {who} (tag {tag})", self._recv_steps(x, src, tag))
-
-    def send(self, x, dst, tag=0):
-        self.isend(x, dst, tag).wait()
-
-    def recv(self, x, src, tag=0):
-        work = self.irecv(x, src, tag)
-        work.wait()
-        return work._result
 
     def shutdown(self):
         if getattr(self, "watchdog", None) is not None:

@@ -35,13 +35,12 @@ from tensor import _nccl
 from .. import reduce_op
 from ..errors import DistBackendError, DistError
 from ..work import Work, _seconds
-from .base import Backend
+from .base import Backend, as_bytes
 
 __all__ = ["NcclBackend", "nccl_reduction"]
 
 _UINT8 = _nccl.DTYPES[np.dtype(np.uint8)]
 _OPS = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "MAX"}
-_BOOL_OPS = {"SUM": "MAX", "PRODUCT": "MIN", "MIN": "MIN", "MAX": "MAX"}
 
 
 def nccl_reduction(op, dtype) -> tuple[np.dtype, int, int]:
@@ -55,7 +54,7 @@ def nccl_reduction(op, dtype) -> tuple[np.dtype, int, int]:
         raise ValueError(f"ReduceOp.{op.name} is not supported by the nccl backend: NCCL has no bitwise "
                          "reductions. help: reduce on the CPU with backend='zmq' or 'mpi'")
     if dtype.kind == "b":
-        return np.dtype(np.uint8), _UINT8, _nccl.OPS[_BOOL_OPS[op.name]]
+        return np.dtype(np.uint8), _UINT8, _nccl.OPS[_OPS[reduce_op.as_uint8_op(op).name]]
     if dtype.kind == "c":
         if op.name not in ("SUM", "AVG"):
             raise ValueError(f"ReduceOp.{op.name} on {dtype.name} is not supported by the nccl backend "
@@ -152,8 +151,7 @@ class NcclBackend(Backend):
             return self._fail(f"timed out after {self.timeout:g} s", what)
         key = f"nccl/stuck/{self.op_seq}"
         self.store.set(f"{key}/{self.rank}", "1")
-        slack = min(1.0, 0.1 * self.timeout)
-        end = time.monotonic() + slack
+        end = time.monotonic() + self.query_slack()
         waiting = {self.rank}
         while time.monotonic() < end and len(waiting) < self.size:
             waiting |= {p for p in range(self.size) if self.store.check([f"{key}/{p}"])}
@@ -182,7 +180,7 @@ class NcclBackend(Backend):
         reduce_op.finish(op, x, self.size)
 
     def broadcast(self, x, root):
-        raw = _bytes(x)
+        raw = as_bytes(x)
         self._collective(x, lambda c, s: c.broadcast(_ptr(raw), _ptr(raw), raw.size, _UINT8, root, s))
 
     def reduce(self, x, root, op):
@@ -193,7 +191,7 @@ class NcclBackend(Backend):
             reduce_op.finish(op, x, self.size)
 
     def all_gather(self, output, x):
-        src, out = _bytes(x), _bytes(output)
+        src, out = as_bytes(x), as_bytes(output)
         self._collective(x, lambda c, s: c.allGather(_ptr(src), _ptr(out), src.size, _UINT8, s))
 
     def reduce_scatter(self, output, x, op):
@@ -214,28 +212,28 @@ class NcclBackend(Backend):
             _nccl.group_end()
 
     def gather(self, output, x, root):
-        src = _bytes(x)
+        src = as_bytes(x)
         if self.rank != root:
             self._collective(x, lambda c, s: self._grouped(c, s, [(src, root)], []))
             return
-        blocks = _bytes(output).reshape(self.size, -1)
+        blocks = as_bytes(output).reshape(self.size, -1)
         blocks[root] = src
         recvs = [(blocks[p], p) for p in range(self.size) if p != root]
         self._collective(x, lambda c, s: self._grouped(c, s, [], recvs))
 
     def scatter(self, output, x, root):
-        out = _bytes(output)
+        out = as_bytes(output)
         if self.rank != root:
             self._collective(output, lambda c, s: self._grouped(c, s, [], [(out, root)]))
             return
-        blocks = _bytes(x).reshape(self.size, -1)
+        blocks = as_bytes(x).reshape(self.size, -1)
         out[...] = blocks[root]
         sends = [(blocks[p], p) for p in range(self.size) if p != root]
         self._collective(output, lambda c, s: self._grouped(c, s, sends, []))
 
     def all_to_all(self, output, x, output_counts, input_counts):
         k = np.dtype(x.dtype).itemsize
-        src, out = _bytes(x), _bytes(output)
+        src, out = as_bytes(x), as_bytes(output)
         ins = np.concatenate([[0], np.cumsum(input_counts)]).astype(int) * k
         outs = np.concatenate([[0], np.cumsum(output_counts)]).astype(int) * k
         me = self.rank
@@ -250,20 +248,19 @@ class NcclBackend(Backend):
         self.all_reduce(flag, reduce_op.ReduceOp.SUM)
 
     # ------------------------------------------------------------ point to point
-    def _check_peer_rank(self, peer, what):
+    def check_peer_rank(self, peer, what):
         if peer is None:
             raise ValueError(f"{what}: the nccl backend cannot receive from any source (NCCL has no wildcard "
                              "receive); pass src")
-        if not 0 <= peer < self.size or peer == self.rank:
-            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
+        super().check_peer_rank(peer, what)
 
     def _queue(self, kind, x, peer, tag) -> Work:
-        self._check_peer_rank(peer, kind)
+        self.check_peer_rank(peer, kind)
         work = _GroupedWork(self, kind, f"{kind} {'to' if kind == 'send' else 'from'} rank {peer} (tag {tag})",
                             peer if kind == "recv" else None)
         with self._lock:
             self._communicator(x)
-            self._queued.append((kind, _bytes(x), peer, work))
+            self._queued.append((kind, as_bytes(x), peer, work))
         return work
 
     def _flush_p2p(self) -> None:
@@ -290,14 +287,6 @@ class NcclBackend(Backend):
 
     def irecv(self, x, src, tag=0):
         return self._queue("recv", x, src, tag)
-
-    def send(self, x, dst, tag=0):
-        self.isend(x, dst, tag).wait()
-
-    def recv(self, x, src, tag=0):
-        work = self.irecv(x, src, tag)
-        work.wait()
-        return work._result
 
     def shutdown(self):
         comm, self.comm = self.comm, None
@@ -335,10 +324,6 @@ class _GroupedWork(Work):
 
     def is_completed(self) -> bool:
         return self._future.done()
-
-
-def _bytes(x):
-    return x.reshape(-1).view(np.uint8)
 
 
 def _ptr(array) -> int:

@@ -17,9 +17,7 @@ zmq. ``DISTRIB_ZMQ_SHM=0`` turns shared memory off.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -44,15 +42,6 @@ _SMALL = 1 << 16  # all_reduce up to this many bytes (groups of 3+): direct exch
 _PAIR_MAX = 2 << 20
 
 
-def _host_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}/{os.getuid()}"
-
-
 def _pieces(lo: int, hi: int, per: int):
     """``[lo, hi)`` cut into ranges of at most ``per`` elements (one empty range if lo == hi)."""
     if lo == hi:
@@ -69,17 +58,14 @@ class ZmqBackend(Backend):
     def __init__(self, store, rank, size, timeout, options=None) -> None:
         super().__init__(store, rank, size, timeout, options)
         host = self.options.get("host") or os.environ.get("DISTRIB_ZMQ_HOST") or "127.0.0.1"
-        self.entered = self.finished = 0
         self.shm = None
-        self.transport = Transport(rank, size, host, security.auth_key(), self._progress)
-        info = {"endpoint": self.transport.endpoint, "host": _host_id(), "pid": os.getpid(),
-                "data": {str(p): ep for p, ep in self.transport.data_endpoints.items()}}
-        store.set(f"zmq/{rank}", json.dumps(info))
-        peers = {p: json.loads(store.get(f"zmq/{p}")) for p in range(size)}
-        self.pids = {p: v["pid"] for p, v in peers.items()}
-        self.local = all(v["host"] == info["host"] for v in peers.values())
-        self.transport.connect({p: v["endpoint"] for p, v in peers.items()},
-                               {p: v["data"][str(rank)] for p, v in peers.items() if p < rank})
+        self.transport = Transport(rank, size, host, security.auth_key(), self.progress)
+        peers = self.exchange_peer_info("zmq", {
+            "endpoint": self.transport.endpoint,
+            "data": {str(p): ep for p, ep in self.transport.data_endpoints.items()}})
+        self.local = len(self.peer_pids) == size - 1  # every rank on this host
+        self.transport.connect({p: v["endpoint"] for p, v in enumerate(peers)},
+                               {p: v["data"][str(rank)] for p, v in enumerate(peers) if p < rank})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
         if size > 1 and self.local and use_shm:
             slot = os.environ.get("DISTRIB_SHM_SLOT_BYTES")
@@ -93,41 +79,24 @@ class ZmqBackend(Backend):
     def alloc_comm_buffer(self, nbytes):
         return self.shm.alloc_buffer(self.store, nbytes) if self.shm is not None else None
 
-    def _progress(self):
-        return self.entered, self.finished
-
     def begin_op(self, name, seq):
         super().begin_op(name, seq)
-        self.entered = seq
         if self.shm is not None:
             self.shm.mark_op(seq)
 
-    def end_op(self):
-        self.finished = self.entered
-
     # ------------------------------------------------------------ messaging helpers
-    def _check_peers(self) -> None:
-        if not self.local:
-            return
-        dead = [p for p, pid in self.pids.items() if p != self.rank and not _shm._alive(pid)]
-        if dead:
-            raise self.op_error("peer process(es) exited: " + ", ".join(
-                f"rank {p} (pid {self.pids[p]})" for p in dead), dead)
-
     def _send(self, peer, step, piece, data=None):
         """Queue message (step, piece) for ``peer``; returns its zero-copy tracker or None."""
         try:
             return self.transport.send_coll(peer, header(COLL, self.op_seq, step, piece), data,
-                                            self.deadline() - min(1.0, 0.1 * self.timeout),
-                                            self._check_peers)
+                                            self.deadline() - self.query_slack(), self.check_peers)
         except TimeoutError:
             self._timed_out([peer])
 
     def _recv(self, peer, step, piece, into=None):
         """The frame of message (step, piece) from ``peer``; with ``into``, its payload lands there."""
         hdr = header(COLL, self.op_seq, step, piece)
-        slack = min(1.0, 0.1 * self.timeout)  # kept back to ask the peers where they are
-        got = self.transport.recv_coll(peer, hdr, self.deadline() - slack, self._check_peers, into)
+        got = self.transport.recv_coll(peer, hdr, self.deadline() - self.query_slack(), self.check_peers, into)
         if got is None:
             self._timed_out([peer])
         if into is not None and got != into.nbytes:
@@ -138,19 +107,11 @@ class ZmqBackend(Backend):
         raise self.op_error(f"received {got} elements where {expected} were expected "
                             "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
 
+    def query_progress(self, peers, seconds):
+        return self.transport.query_progress(peers, seconds)
+
     def _timed_out(self, waiting_for) -> None:
-        peers = [p for p in range(self.size) if p != self.rank]
-        answers = self.transport.query_progress(peers, min(1.0, 0.1 * self.timeout))
-        missing, notes = set(waiting_for), []
-        for p in peers:
-            if p not in answers:
-                missing.add(p)
-                notes.append(f"rank {p} did not answer (dead or unreachable)")
-            elif answers[p][0] < self.op_seq:
-                missing.add(p)
-                notes.append(f"rank {p} is at op seq {answers[p][0]}")
-        detail = "; ".join(notes) or f"waiting for rank(s) {sorted(waiting_for)}"
-        raise self.op_error(f"timed out after {self.timeout:g} s ({detail})", missing)
+        raise self.op_error(*self.timeout_reason(waiting_for))
 
     def _into(self, dst: np.ndarray, peer, step, piece) -> None:
         """Receive message (step, piece) from ``peer`` straight into ``dst`` (contiguous)."""
@@ -194,11 +155,7 @@ class ZmqBackend(Backend):
         for v in views:
             if v.size != x.size:
                 self._size_mismatch(v.size, x.size)
-        f = reduce_op.ufunc(op, x.dtype)
-        f(views[0], views[1], out=x)
-        for v in views[2:]:
-            f(x, v, out=x)
-        reduce_op.finish(op, x, self.size)
+        reduce_op.reduce_in_rank_order(op, views, out=x)
 
     def _all_reduce_pair(self, x, op):
         """Two ranks: each sends its whole tensor and reduces everything, in rank order (so
@@ -206,7 +163,7 @@ class ZmqBackend(Backend):
         in one step with no dependency between the directions: for small and medium sizes
         that beats the ring's two dependent steps. Larger tensors take the ring, which
         reduces half as much."""
-        peer, f = 1 - self.rank, reduce_op.ufunc(op, x.dtype)
+        peer = 1 - self.rank
         pieces = _pieces(0, x.size, self._per(x))
         trackers = [self._send(peer, 0, i, x[lo:hi]) for i, (lo, hi) in enumerate(pieces)]
         for i, (lo, hi) in enumerate(pieces):
@@ -218,11 +175,7 @@ class ZmqBackend(Backend):
             if not self.transport.wait_sent(trackers[i], self.deadline()):
                 self._timed_out([])
             mine = x[lo:hi]
-            if self.rank == 0:
-                f(mine, theirs, out=mine)
-            else:
-                f(theirs, mine, out=mine)
-            reduce_op.finish(op, mine, 2)
+            reduce_op.reduce_in_rank_order(op, [mine, theirs] if self.rank == 0 else [theirs, mine], out=mine)
         self._flush()
 
     def _bounds(self, count):
@@ -376,12 +329,8 @@ class ZmqBackend(Backend):
                 self._recv(p, 0, 0)
 
     # ------------------------------------------------------------ point to point
-    def _check_peer_rank(self, peer, what):
-        if not 0 <= peer < self.size or peer == self.rank:
-            raise ValueError(f"{what}: invalid peer rank {peer} (this is rank {self.rank} of {self.size})")
-
     def isend(self, x, dst, tag=0):
-        self._check_peer_rank(dst, "send")
+        self.check_peer_rank(dst, "send")
         self.transport.send(dst, header(P2P, tag), x.reshape(-1))
         work = Work("send")
         transport, deadline = self.transport, time.monotonic() + self.timeout
@@ -397,14 +346,14 @@ class ZmqBackend(Backend):
         return work
 
     def send(self, x, dst, tag=0):
-        self._check_peer_rank(dst, "send")
+        self.check_peer_rank(dst, "send")
         self.transport.send(dst, header(P2P, tag), x.reshape(-1))
         if not self.transport.flush(time.monotonic() + self.timeout):
             raise self.p2p_error(f"send to rank {dst} (tag {tag})", f"did not complete within {self.timeout:g} s")
 
     def irecv(self, x, src, tag=0):
         if src is not None:
-            self._check_peer_rank(src, "recv")
+            self.check_peer_rank(src, "recv")
         pend = self.transport.post_recv(x, src, tag)
         work = Work("recv")
         backend = self
@@ -425,11 +374,6 @@ class ZmqBackend(Backend):
         work.is_completed = pend.done.is_set
         work.source_rank = lambda: pend.source
         return work
-
-    def recv(self, x, src, tag=0):
-        work = self.irecv(x, src, tag)
-        work.wait()
-        return work._result
 
     def shutdown(self):
         if self.shm is not None:

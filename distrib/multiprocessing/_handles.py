@@ -7,7 +7,8 @@ it is done. So ``q.put(tensor.randn(...))`` works even though the sender drops i
 
 The receiver first looks the identity up in the segments it already maps (the weak-valued cache
 in ``tensor/_shared.py``). On a hit, nothing else is needed: this is what makes sending an
-already shared tensor O(1), a few microseconds, however big it is. On a miss it opens the
+already shared tensor O(1), a few microseconds, however big it is; and views of one segment
+received separately share memory again, as they did in the sender. On a miss it opens the
 segment: by name (``file_system``), or by asking the sender's server for the file descriptor,
 which comes back over a Unix socket with SCM_RIGHTS (``file_descriptor``). Either way it then
 sends the sender a one-datagram release for the key.
@@ -28,6 +29,8 @@ import threading
 import time
 
 from tensor import _shared
+
+from .._procs import alive
 
 _FETCH, _RELEASE, _REPLY_OK, _REPLY_MISSING = b"F", b"R", b"Y", b"N"
 FETCH_TIMEOUT = float(os.environ.get("DISTRIB_SHM_FETCH_TIMEOUT", "60"))
@@ -159,7 +162,7 @@ def fetch_fd(address: bytes, key: bytes, pid: int) -> int:
             try:
                 message, fds, flags, _ = socket.recv_fds(sock, 16, 1)
             except TimeoutError:
-                if not _alive(pid):
+                if not alive(pid):
                     raise _sender_gone(pid) from None
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the process that sent this shared tensor (pid {pid}) did not hand "
@@ -176,13 +179,3 @@ def fetch_fd(address: bytes, key: bytes, pid: int) -> int:
                     raise _shared.too_many_files_error(exc)
     finally:
         sock.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -1,0 +1,53 @@
+"""The other processes of a job on this machine: whether one still runs, and which machine this is.
+
+Shared by the backends (is a peer rank alive?) and ``distrib.multiprocessing`` (is the sender of a
+shared tensor alive?); it imports nothing of ``distrib``.
+
+Note [Zombies are dead]
+    A process that has exited but that its parent has not yet waited for is a zombie: its pid
+    still exists (``kill(pid, 0)`` succeeds), but it has closed every socket and will never run
+    again. Everything here asks "can this process still answer or make progress?", so a zombie
+    counts as dead. It matters where the waiting process is the dead one's parent, or shares
+    it: a DataLoader's main process receiving a tensor from a worker it has not reaped yet, or
+    ranks started by one launcher (or ``mpiexec`` proxy) that is busy elsewhere; with
+    ``kill(pid, 0)`` alone they would wait out their whole timeout for it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+__all__ = ["alive", "host_id"]
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is running: it exists and is not a zombie (Note [Zombies are dead]).
+
+    Reads ``/proc/<pid>/stat``; where there is no ``/proc``, falls back to ``kill(pid, 0)``
+    (which cannot tell a zombie). Never raises.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+def host_id() -> str:
+    """This machine, boot and user as one string: processes with equal ids can share memory and
+    see each other's pids. Never raises (without a boot id, the host name and user decide)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}/{os.getuid()}"
