@@ -27,6 +27,11 @@ def _differentiable_outputs(fn, inputs):
     return [o for o in outputs if _dispatch.is_tensor(o) and o.requires_grad]
 
 
+def _host(t) -> np.ndarray:
+    """A host copy of a tensor on any device, flattened."""
+    return t.detach().cpu().numpy().reshape(-1)
+
+
 def _numerical_jacobian(fn, inputs, target, eps):
     """d(outputs)/d(target) by central differences, as one (numel_in, numel_out) matrix per output."""
     flat = target._data.reshape(-1) if target.is_contiguous() else None
@@ -41,7 +46,7 @@ def _numerical_jacobian(fn, inputs, target, eps):
             flat[k] = original - eps
             minus = [o.detach().clone() for o in _as_tuple(fn(*inputs)) if _dispatch.is_tensor(o)]
             flat[k] = original
-            columns.append([((p - m) / (2 * eps)).numpy().reshape(-1) for p, m in zip(plus, minus)])
+            columns.append([_host((p - m) / (2 * eps)) for p, m in zip(plus, minus)])
     n_outputs = len(columns[0]) if columns else 0
     return [np.stack([c[j] for c in columns]) if columns else None for j in range(n_outputs)]
 
@@ -55,7 +60,7 @@ def _analytical_jacobian(outputs, target):
             seed = tensor.zeros_like(out)
             seed._data.reshape(-1)[k] = 1
             (g,) = grad(out, target, seed, retain_graph=True, allow_unused=True)
-            rows.append(np.zeros(target.numel()) if g is None else g.numpy().reshape(-1))
+            rows.append(np.zeros(target.numel()) if g is None else _host(g))
         jacobians.append(np.stack(rows, axis=1) if rows else np.zeros((target.numel(), 0)))
     return jacobians
 
@@ -107,8 +112,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     if grad_outputs is None:
         outs = _differentiable_outputs(fn, inputs)
         generator = tensor.Generator().manual_seed(0)
-        grad_outputs = [tensor.randn(o.shape, generator=generator, dtype=o.dtype, requires_grad=True)
-                        for o in outs]
+        grad_outputs = [tensor.randn(o.shape, generator=generator, dtype=o.dtype, device=o.device,
+                                     requires_grad=True) for o in outs]
     grad_outputs = list(_as_tuple(grad_outputs))
     n_inputs = len(inputs)
 

@@ -7,11 +7,13 @@ cupy and never asks "CPU or GPU?".
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import functools
 import importlib
 import os
+import threading
 
 import numpy as np
 
@@ -30,6 +32,11 @@ class Backend:
     def device_guard(self, index: int | None):
         """A context that makes ``index`` the current device while arrays are made."""
         return contextlib.nullcontext()
+
+    def launch(self, index: int | None, kernel, *args):
+        """``kernel(*args)`` run on device ``index``: a kernel runs on its tensors' device,
+        whatever device is current in the calling thread (on the CPU: just the call)."""
+        return kernel(*args)
 
     def asarray(self, data, dtype=None, index: int | None = None):
         """Make an array of ``data`` on this backend's device ``index`` (no copy if possible)."""
@@ -62,6 +69,12 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    def scalar_operand(self, value, dtype):
+        """A Python number as the second operand of a kernel on an array of ``dtype``, so that it
+        never widens the array's dtype (PyTorch's rule). numpy 2 treats Python numbers so already
+        (NEP 50): returned as is."""
+        return value
+
     # Sharing between processes: host memory goes through tensor/_shared.py (OS shared memory);
     # a backend with ``ipc_supported`` shares its device memory by IPC handle instead.
     ipc_supported = False
@@ -86,27 +99,69 @@ class _CupyBackend(Backend):
         self.cupy = cupy
         self.xp = cupy
         self.array_type = cupy.ndarray
-        self._peak = 0
-        pool = cupy.get_default_memory_pool()
+        self._get_device = cupy.cuda.runtime.getDevice
+        self._peak: dict[int, int] = {}
+        self.allocations = _Allocations(cupy)
+        # Our own pool over a recording cudaMalloc: IPC needs the allocation base of a pooled
+        # pointer (Note [Pooled IPC]), which CuPy's pool does not tell.
+        self.pool = cupy.cuda.MemoryPool(self.allocations.malloc)
 
         def tracking_malloc(nbytes):
-            # CuPy's pool keeps no peak statistic; record it for max_memory_allocated().
-            memory = pool.malloc(nbytes)
-            self._peak = max(self._peak, pool.used_bytes())
+            # CuPy's pool keeps no peak statistic; record it, per device, for max_memory_allocated().
+            memory = self.pool.malloc(nbytes)
+            used = self.pool.used_bytes()
+            if used > self._peak.get(memory.device_id, 0):
+                self._peak[memory.device_id] = used
             return memory
 
         cupy.cuda.set_allocator(tracking_malloc)
 
-    def peak_bytes(self) -> int:
-        """The most bytes in use at once since the last ``reset_peak``."""
-        return self._peak
+    def peak_bytes(self, index: int) -> int:
+        """The most bytes in use at once on device ``index`` since the last ``reset_peak``."""
+        return self._peak.get(index, 0)
 
-    def reset_peak(self) -> None:
-        """Start tracking the peak from the current usage."""
-        self._peak = self.cupy.get_default_memory_pool().used_bytes()
+    def reset_peak(self, index: int) -> None:
+        """Start tracking device ``index``'s peak from its current usage."""
+        with self.device_guard(index):
+            self._peak[index] = self.pool.used_bytes()
+
+    def pool_bytes(self, index: int) -> tuple[int, int]:
+        """``(used, held)`` bytes of the caching allocator on device ``index``."""
+        with self.device_guard(index):
+            return self.pool.used_bytes(), self.pool.total_bytes()
+
+    def free_cached(self) -> None:
+        """Release the cached, unused blocks of every device this process used."""
+        for index in range(self.cupy.cuda.runtime.getDeviceCount()):
+            with self.device_guard(index):
+                self.pool.free_all_blocks()
+
+    def new_stream(self, index: int | None, priority: int):
+        """A non-blocking stream on device ``index`` (the current one for None).
+
+        Raises:
+            RuntimeError: for a priority this CuPy cannot set (CuPy 13 has none).
+        """
+        with self.device_guard(index):
+            if priority == 0:
+                return self.cupy.cuda.Stream(non_blocking=True)
+            try:
+                return self.cupy.cuda.Stream(non_blocking=True, priority=priority)
+            except TypeError:
+                raise RuntimeError(f"stream priority {priority} needs CuPy 14 or newer (this is CuPy "
+                                   f"{self.cupy.__version__}). help: upgrade CuPy, or use the default "
+                                   "priority 0") from None
 
     def device_guard(self, index):
-        return self.cupy.cuda.Device(0 if index is None else index)
+        # None is the current device, not device 0: "cuda" means the current device.
+        return contextlib.nullcontext() if index is None else self.cupy.cuda.Device(index)
+
+    def launch(self, index, kernel, *args):
+        # CuPy launches on the thread's current device and refuses arrays of another one.
+        if index is None or index == self._get_device():
+            return kernel(*args)
+        with self.cupy.cuda.Device(index):
+            return kernel(*args)
 
     def asarray(self, data, dtype=None, index=None):
         with self.device_guard(index):
@@ -139,18 +194,27 @@ class _CupyBackend(Backend):
         with self.device_guard(index):
             self.cupy.cuda.Device().synchronize()
 
+    def scalar_operand(self, value, dtype):
+        # CuPy 13 types a Python scalar by its value (uint8 + 300 runs an int16 loop): give it the
+        # array's dtype, an out-of-range int wrapping around as in PyTorch.
+        if type(value) is int and dtype.kind in "iu":
+            return np.array(value & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(dtype)[()]
+        return dtype.type(value)
+
     ipc_supported = True
 
     def ipc_export(self, array):
-        # A handle covers the whole base allocation, which CuPy's pool may share between arrays:
-        # send the array's offset in it too. The queue is synchronised first so that the
-        # consumer reads finished data.
-        runtime = self.cupy.cuda.runtime
-        memory = array.data.mem
+        # Note [Pooled IPC]: a handle covers the whole base allocation and opens at its base;
+        # CuPy's pool carves many arrays out of one allocation, and array.data.mem.ptr is the
+        # pool chunk's pointer, not the base. So the offset is taken from the base, which our
+        # recording allocator knows. The queue is synchronised first so that the consumer
+        # reads finished data.
+        ptr = array.data.ptr
+        base, size = self.allocations.containing(ptr)
         with self.device_guard(array.device.id):
             self.cupy.cuda.get_current_stream().synchronize()
-            handle = runtime.ipcGetMemHandle(memory.ptr)
-        return bytes(handle), array.data.ptr - memory.ptr, array.device.id, memory.size
+            handle = self.cupy.cuda.runtime.ipcGetMemHandle(base)
+        return bytes(handle), ptr - base, array.device.id, size
 
     def ipc_open(self, handle, device_index, size):
         cuda = self.cupy.cuda
@@ -163,6 +227,48 @@ class _CupyBackend(Backend):
     def ipc_array(self, opened, offset, shape, dtype, strides):
         pointer = self.cupy.cuda.MemoryPointer(opened.memory, offset)
         return self.cupy.ndarray(shape, dtype, memptr=pointer, strides=strides)
+
+
+class _Allocations:
+    """The live device allocations of our pool (``cudaMalloc``'s base pointers and sizes).
+
+    Freed allocations are not forgotten at once: a new allocation replaces every entry it
+    overlaps, so the entry found for a pointer of a live pooled array is always its own.
+    """
+
+    def __init__(self, cupy) -> None:
+        self._cuda = cupy.cuda
+        self._bases: list[int] = []
+        self._sizes: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def malloc(self, size: int):
+        """``cudaMalloc`` for the pool, recorded."""
+        memptr = self._cuda.MemoryPointer(self._cuda.Memory(size), 0)
+        base = memptr.ptr
+        with self._lock:
+            i = bisect.bisect_left(self._bases, base)
+            if i and self._bases[i - 1] + self._sizes[self._bases[i - 1]] > base:
+                i -= 1
+            while i < len(self._bases) and self._bases[i] < base + size:
+                del self._sizes[self._bases.pop(i)]
+            self._bases.insert(i, base)
+            self._sizes[base] = size
+        return memptr
+
+    def containing(self, ptr: int) -> tuple[int, int]:
+        """``(base, size)`` of the allocation holding ``ptr``.
+
+        Raises:
+            RuntimeError: for memory our pool did not allocate (e.g. imported by IPC or DLPack).
+        """
+        with self._lock:
+            i = bisect.bisect_right(self._bases, ptr) - 1
+            if i >= 0 and ptr < self._bases[i] + self._sizes[self._bases[i]]:
+                return self._bases[i], self._sizes[self._bases[i]]
+        raise RuntimeError(f"cannot share CUDA memory at 0x{ptr:x} by IPC handle: it was not allocated by this "
+                           "process's tensor allocator (it may itself be shared or imported). help: share a "
+                           ".clone() of the tensor")
 
 
 class _IpcMapping:
@@ -230,14 +336,55 @@ def move(array, target: Backend, index: int | None):
         return target.xp.array(array, copy=True)
 
 
+# cupyx.scatter_add (CUDA's atomicAdd) takes only these dtypes (int64 from CuPy 14.2).
+_ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.uint64, np.float16, np.float32, np.float64))
+
+
 def scatter_add(xp, target, index, values):
-    """``target[index] += values`` with repeated indices accumulating (in place)."""
+    """``target[index] += values`` with repeated indices accumulating (in place).
+
+    On a GPU, dtypes without an atomic add go through one that has one: int64 as uint64 (the
+    same bits), smaller ints and bool through int32.
+    """
     if xp is np:
         np.add.at(target, index, values)
-    else:
-        import cupyx  # noqa: PLC0415 - only reached with the CuPy backend loaded
+        return
+    import cupyx  # noqa: PLC0415 - only reached with the CuPy backend loaded
 
+    dtype = target.dtype
+    if dtype in _ATOMIC_ADD:
         cupyx.scatter_add(target, index, values)
+    elif dtype == np.int64:
+        cupyx.scatter_add(target.view(np.uint64), index, xp.asarray(values, dtype).view(np.uint64))
+    else:
+        wide = target.astype(np.int32)
+        cupyx.scatter_add(wide, index, xp.asarray(values).astype(np.int32))
+        target[...] = wide.astype(dtype)
+
+
+def check_index_bounds(xp, shape, index: tuple) -> None:
+    """Raise numpy's IndexError for an integer array in ``index`` that points outside ``shape``.
+
+    numpy checks by itself; CuPy wraps such indices around silently (a wrong answer), so on a
+    GPU each integer array is checked here, at the cost of one synchronisation.
+    """
+    if xp is np:
+        return
+    arrays = [part for part in index if isinstance(part, xp.ndarray)]
+    masks = sum(part.ndim - 1 for part in arrays if part.dtype.kind == "b")
+    consumed = sum(1 for part in index if part is not None and part is not Ellipsis) + masks
+    axis = 0
+    for part in index:
+        if part is Ellipsis:
+            axis += len(shape) - consumed
+        elif part is not None:
+            if isinstance(part, xp.ndarray) and part.dtype.kind in "iu" and part.size:
+                low, high = (int(v) for v in xp.stack((part.min(), part.max())).get())
+                size = shape[axis]
+                if low < -size or high >= size:
+                    bad = high if high >= size else low
+                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+            axis += part.ndim if isinstance(part, xp.ndarray) and part.dtype.kind == "b" else 1
 
 
 def matmul(xp, a, b):

@@ -74,7 +74,7 @@ def apply(op, inputs, params=()):
     if len(inputs) > 1:
         device = check_same_device(op.name, inputs)
     backend = device._backend or device.backend
-    out = op.kernel(backend.xp, *[t._data for t in inputs], *params)
+    out = backend.launch(device.index, op.kernel, backend.xp, *[t._data for t in inputs], *params)
     if type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
     if op.is_view:
@@ -95,7 +95,7 @@ def apply_unary(op, a, params=()):
     """``apply`` for a single input; the hot path for unary ops and views."""
     device = a._device
     backend = device._backend or device.backend
-    out = op.kernel(backend.xp, a._data, *params)
+    out = backend.launch(device.index, op.kernel, backend.xp, a._data, *params)
     if type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
     if op.is_view:
@@ -117,10 +117,30 @@ def apply_binary(op, a, b, float_result=False):
     results become the default float dtype (true division).
     """
     device = a._device
-    ad = a._data
     if isinstance(b, _tensor.Tensor):
         if b._device is not device:
             check_same_device(op.name, (a, b))
+        b_grad = b._requires_grad
+    else:
+        b = _check_scalar(op, b)
+        b_grad = False
+    backend = device._backend or device.backend
+    out = backend.launch(device.index, _binary_kernel, op, backend, a, b, float_result)
+    result = make(out, device)
+    if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
+        _api.record(op, result, (a, b), ())
+    if tracer is not None:
+        if isinstance(b, _tensor.Tensor):
+            tracer.record(op, "binary", (a, b), (), result, None, float_result)
+        else:
+            tracer.record(op, "binary", (a,), (), result, b, float_result)
+    return result
+
+
+def _binary_kernel(op, backend, a, b, float_result):
+    """The arrays of ``apply_binary``: promotion casts, the kernel and its retry."""
+    ad = a._data
+    if isinstance(b, _tensor.Tensor):
         bd = b._data
         if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
             target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)
@@ -132,17 +152,14 @@ def apply_binary(op, a, b, float_result=False):
             target = _dtype.get_default_dtype().numpy
             ad = ad.astype(target)
             bd = bd.astype(target)
-        b_grad = b._requires_grad
     else:
-        bd = _check_scalar(op, b)
         kind = ad.dtype.kind
         if kind not in "fc":
-            if float_result or isinstance(bd, float):
+            if float_result or isinstance(b, float):
                 ad = ad.astype(_dtype.get_default_dtype().numpy)
-            elif kind == "b" and type(bd) is int:
+            elif kind == "b" and type(b) is int:
                 ad = ad.astype("int64")
-        b_grad = False
-    backend = device._backend or device.backend
+        bd = backend.scalar_operand(b, ad.dtype)
     try:
         out = op.kernel(backend.xp, ad, bd)
     except (ValueError, OverflowError) as exc:
@@ -150,15 +167,7 @@ def apply_binary(op, a, b, float_result=False):
         out = _retry_binary(op, backend.xp, ad, bd, exc)
     if type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
-    result = make(out, device)
-    if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
-        _api.record(op, result, (a, b), ())
-    if tracer is not None:
-        if isinstance(b, _tensor.Tensor):
-            tracer.record(op, "binary", (a, b), (), result, None, float_result)
-        else:
-            tracer.record(op, "binary", (a,), (), result, b, float_result)
-    return result
+    return out
 
 
 def _retry_binary(op, xp, ad, bd, exc):

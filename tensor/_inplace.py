@@ -9,7 +9,7 @@ tensor's history (see ``autograd.graph.rebase_history``).
 
 from __future__ import annotations
 
-from . import _dispatch, ops
+from . import _backend, _dispatch, ops
 from ._autograd_hooks import api, grad_mode
 
 
@@ -50,8 +50,10 @@ def _write(tensor, result) -> None:
 def _store(tensor, index, value) -> None:
     if _dispatch.tracer is not None:
         _dispatch.tracer.on_store(tensor, index, value)
+    device = tensor._device
     try:
-        tensor._data[index] = value
+        backend = device._backend or device.backend
+        backend.launch(device.index, _set, backend.xp, tensor._data, index, value)
     except ValueError as exc:
         if "read-only" in str(exc):
             raise RuntimeError(
@@ -61,6 +63,12 @@ def _store(tensor, index, value) -> None:
             ) from None
         raise
     tensor._version_box[0] += 1
+
+
+def _set(xp, array, index, value) -> None:
+    if type(index) is tuple:
+        _backend.check_index_bounds(xp, array.shape, index)
+    array[index] = value
 
 
 def commit(tensor, compute, args, kwargs):

@@ -1,12 +1,14 @@
 """``tensor.cuda``: CUDA device queries, streams and memory statistics (via CuPy).
 
 Every function works without CuPy: queries answer "no GPU", and calls that
-need a GPU raise RuntimeError saying how to install one.
+need a GPU raise RuntimeError saying how to install one. A device argument may be
+an index, ``"cuda:N"``, a ``tensor.device`` or None/``"cuda"``: the current device.
 """
 
 from __future__ import annotations
 
 from . import _backend
+from ._device import device as _make_device
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "Stream",
@@ -28,37 +30,62 @@ def device_count() -> int:
 
 
 def current_device() -> int:
-    """The index of the current CUDA device."""
+    """The index of this thread's current CUDA device."""
     return _backend.cuda_backend().current_index()
 
 
-def set_device(device) -> None:
-    """Make ``device`` (an int, ``"cuda:N"`` or a device) the current CUDA device."""
-    from ._device import device as make_device  # noqa: PLC0415 - keeps this module importable first
+def _index(device) -> int:
+    """The device index ``device`` names (the current device for None or a bare ``"cuda"``).
 
-    index = device if isinstance(device, int) else make_device(device).index or 0
-    _backend.cupy_module().cuda.Device(index).use()
+    Raises:
+        ValueError: for a CPU device.
+    """
+    if device is None:
+        return current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    resolved = _make_device(device)
+    if resolved.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {resolved}")
+    return current_device() if resolved.index is None else resolved.index
+
+
+def set_device(device) -> None:
+    """Make ``device`` this thread's current CUDA device."""
+    _backend.cupy_module().cuda.Device(_index(device)).use()
 
 
 def get_device_name(device=None) -> str:
     """The marketing name of a CUDA device."""
-    index = current_device() if device is None else int(str(device).split(":")[-1])
-    props = _backend.cupy_module().cuda.runtime.getDeviceProperties(index)
+    props = _backend.cupy_module().cuda.runtime.getDeviceProperties(_index(device))
     return props["name"].decode()
 
 
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (the current one by default)."""
-    index = None if device is None else int(str(device).split(":")[-1])
-    _backend.cuda_backend().synchronize(index)
+    _backend.cuda_backend().synchronize(_index(device))
 
 
 class Stream:
-    """A CUDA stream; usable as a context manager that makes it current."""
+    """A CUDA stream on ``device`` (the current one by default); as a context manager it becomes
+    the current stream, and its device the current device, as in PyTorch.
+
+    Raises:
+        RuntimeError: for a ``priority`` the installed CuPy cannot set.
+    """
 
     def __init__(self, device=None, priority: int = 0) -> None:
-        cupy = _backend.cupy_module()
-        self._stream = cupy.cuda.Stream(non_blocking=True)
+        index = _index(device)
+        self._stream = _backend.cuda_backend().new_stream(index, priority)
+        self.device = _make_device("cuda", index)
+        self.priority = priority
+        self._entered: list = []
+
+    @classmethod
+    def _wrap(cls, stream, index: int) -> Stream:
+        out = cls.__new__(cls)
+        out._stream, out.device, out.priority, out._entered = stream, _make_device("cuda", index), 0, []
+        return out
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream is done."""
@@ -70,49 +97,50 @@ class Stream:
 
     def wait_stream(self, other: Stream) -> None:
         """Make future work on this stream wait for work queued so far on ``other``."""
-        self._stream.wait_event(other._stream.record())
+        with _backend.cuda_backend().device_guard(other.device.index):
+            event = other._stream.record()  # an event belongs to its stream's device
+        self._stream.wait_event(event)
 
     def __enter__(self) -> Stream:
+        guard = _backend.cuda_backend().device_guard(self.device.index)
+        guard.__enter__()
         self._stream.__enter__()
+        self._entered.append(guard)
         return self
 
     def __exit__(self, *exc) -> None:
         self._stream.__exit__(*exc)
+        self._entered.pop().__exit__(*exc)
 
 
 def current_stream(device=None) -> Stream:
-    """The stream that new work goes to."""
-    stream = Stream.__new__(Stream)
-    stream._stream = _backend.cupy_module().cuda.get_current_stream()
-    return stream
-
-
-def _pool():
-    return _backend.cupy_module().get_default_memory_pool()
+    """The stream that new work on ``device`` goes to (in this thread)."""
+    index = _index(device)
+    return Stream._wrap(_backend.cupy_module().cuda.get_current_stream(index), index)
 
 
 def memory_allocated(device=None) -> int:
-    """Bytes occupied by live tensors (0 without a GPU)."""
-    return _pool().used_bytes() if is_available() else 0
+    """Bytes occupied by live tensors on ``device`` (0 without a GPU)."""
+    return _backend.cuda_backend().pool_bytes(_index(device))[0] if is_available() else 0
 
 
 def max_memory_allocated(device=None) -> int:
     """The peak of ``memory_allocated`` since start or the last reset (0 without a GPU)."""
-    return _backend.cuda_backend().peak_bytes() if is_available() else 0
+    return _backend.cuda_backend().peak_bytes(_index(device)) if is_available() else 0
 
 
 def memory_reserved(device=None) -> int:
-    """Bytes held by the caching allocator (0 without a GPU)."""
-    return _pool().total_bytes() if is_available() else 0
+    """Bytes held by the caching allocator on ``device`` (0 without a GPU)."""
+    return _backend.cuda_backend().pool_bytes(_index(device))[1] if is_available() else 0
 
 
 def reset_peak_memory_stats(device=None) -> None:
     """Restart the peak tracked by ``max_memory_allocated``."""
     if is_available():
-        _backend.cuda_backend().reset_peak()
+        _backend.cuda_backend().reset_peak(_index(device))
 
 
 def empty_cache() -> None:
     """Release cached, unused GPU memory to the driver."""
     if is_available():
-        _pool().free_all_blocks()
+        _backend.cuda_backend().free_cached()

@@ -11,6 +11,12 @@ import pytest
 
 import tensor
 
+# ---- the CuPy stand-in switch (issue 13; tests/_cupy_standin/README.md) --------------------------
+from tests._cupy_standin import enable_if_requested  # before the CUDA probe below
+
+CUPY_STANDIN = enable_if_requested()
+# ---- end of the stand-in switch ----------------------------------------------------------------
+
 
 def _cuda_skip_reason() -> str | None:
     if tensor.cuda.is_available():

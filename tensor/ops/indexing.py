@@ -67,6 +67,7 @@ def _indexing_error(exc: IndexError) -> IndexError:
 
 def _getitem_kernel(xp, a, index):
     try:
+        _backend.check_index_bounds(xp, a.shape, index)
         out = a[index]
     except IndexError as exc:
         raise _indexing_error(exc) from None
@@ -124,13 +125,14 @@ def getitem(tensor, index):
 @defop("index_put")
 def _index_put(xp, a, value, index, accumulate):
     out = a.copy()
-    if accumulate:
-        _backend.scatter_add(xp, out, index, value)
-    else:
-        try:
+    try:
+        _backend.check_index_bounds(xp, a.shape, index)
+        if accumulate:
+            _backend.scatter_add(xp, out, index, value)
+        else:
             out[index] = value
-        except IndexError as exc:
-            raise _indexing_error(exc) from None
+    except IndexError as exc:
+        raise _indexing_error(exc) from None
     return out
 
 

@@ -36,9 +36,9 @@ def test_linear_on_transposed_input(device):
     w = tensor.tensor(_randn(3, 4), device=device, requires_grad=True)
     b = tensor.tensor(_randn(3), device=device, requires_grad=True)
     out = F.linear(x, w, b)
-    assert_close(out, x.numpy() @ w.detach().numpy().T + b.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(out, x.cpu().numpy() @ w.detach().cpu().numpy().T + b.detach().cpu().numpy(), rtol=1e-5, atol=1e-5)
     out.sum().backward()
-    assert_close(w.grad, np.ones((6, 3), np.float32).T @ x.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(w.grad, np.ones((6, 3), np.float32).T @ x.cpu().numpy(), rtol=1e-5, atol=1e-5)
     assert_close(b.grad, np.full(3, 6.0, np.float32))
 
 
@@ -122,13 +122,13 @@ def test_bad_arguments_raise(call, error, message):
 def test_identity_flatten_unflatten(device, torch):
     x = tensor.randn(2, 3, 4, 5, device=device)
     assert nn.Identity(54, unused=1)(x) is x
-    ref = torch.from_numpy(x.numpy())
+    ref = torch.from_numpy(x.cpu().numpy())
     for args in [(), (0,), (1, 2), (2, -1), (0, -1)]:
         assert_close(nn.Flatten(*args)(x), torch.nn.Flatten(*args)(ref).numpy())
     flat = tensor.randn(2, 12, device=device)
     out = nn.Unflatten(1, (3, 4))(flat)
     assert out.shape == (2, 3, 4)
-    assert_close(out, flat.numpy().reshape(2, 3, 4))
+    assert_close(out, flat.cpu().numpy().reshape(2, 3, 4))
     assert nn.Unflatten(-1, [2, 6])(flat).shape == (2, 2, 6)
 
 

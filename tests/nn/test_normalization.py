@@ -133,7 +133,7 @@ def test_layer_and_group_norm_gradcheck():
 def test_normalization_on_transposed_input(device):
     x = tensor.tensor(_randn(5, 4), device=device).T  # (4, 5), non-contiguous
     out = F.layer_norm(x, (5,))
-    data = x.numpy()
+    data = x.cpu().numpy()
     expected = (data - data.mean(-1, keepdims=True)) / np.sqrt(data.var(-1, keepdims=True) + 1e-5)
     assert_close(out, expected.astype(np.float32), rtol=1e-4, atol=1e-5)
 

@@ -218,7 +218,7 @@ def test_state_dict_round_trip_mid_training_is_bit_identical(name, options, devi
     buffer.seek(0)
     checkpoint = tensor.load(buffer)
 
-    resumed = ours_params([p.numpy() for p in checkpoint["params"]], device)
+    resumed = ours_params([p.cpu().numpy() for p in checkpoint["params"]], device)
     resumed_opt = getattr(nn.optim, name)(resumed, lr=123.0)  # options come from the checkpoint
     resumed_opt.load_state_dict(checkpoint["optim"])
     assert resumed_opt.param_groups[0]["lr"] == options["lr"]

@@ -1,0 +1,96 @@
+"""``cupy.cuda.runtime``: the CUDA runtime calls our code makes, and those next to them."""
+
+from __future__ import annotations
+
+from .. import _memory, _state
+from . import stream as _stream
+
+CUDARuntimeError = _state.CUDARuntimeError
+cudaIpcMemLazyEnablePeerAccess = 1  # noqa: N816 - CUDA's name
+eventDisableTiming, eventInterprocess, streamNonBlocking = 2, 4, 1  # noqa: N816
+streamLegacy, streamPerThread = _stream.streamLegacy, _stream.streamPerThread
+is_hip = _is_hip_environment = False
+
+
+def getDeviceCount() -> int:  # noqa: N802 - CUDA's names throughout
+    """The number of emulated devices (``DISTRIB_CUPY_STANDIN_DEVICES``, default 2)."""
+    _state.check_usable()
+    return _state.DEVICE_COUNT
+
+
+def getDevice() -> int:  # noqa: N802
+    return _state.get_device()
+
+
+def setDevice(device: int) -> None:  # noqa: N802
+    _state.set_device(device)
+
+
+def deviceSynchronize() -> None:  # noqa: N802
+    """Wait for all work on the current device (a synchronisation)."""
+    _state.declare_synchronize()
+    _stream.wait_device(_state.get_device())
+
+
+def deviceCanAccessPeer(device: int, peer: int) -> int:  # noqa: N802
+    """0: the emulated devices have no peer access, so mixing them in a kernel raises."""
+    _state.check_device_id(device)
+    _state.check_device_id(peer)
+    return 0
+
+
+def getDeviceProperties(device: int) -> dict:  # noqa: N802
+    _state.check_usable()
+    _state.check_device_id(device)
+    return {"name": f"CuPy stand-in device {device}".encode(), "totalGlobalMem": _memory.ARENA_BYTES,
+            "major": 8, "minor": 0, "multiProcessorCount": 1, "pciBusID": device, "pciDeviceID": 0,
+            "pciDomainID": 0}
+
+
+def memGetInfo() -> tuple[int, int]:  # noqa: N802
+    """``(free, total)`` bytes of the current device."""
+    arena = _memory.arena(_state.get_device())
+    return _memory.ARENA_BYTES - arena.used, _memory.ARENA_BYTES
+
+
+def runtimeGetVersion() -> int:  # noqa: N802
+    return 12080
+
+
+def driverGetVersion() -> int:  # noqa: N802
+    return 12080
+
+
+def malloc(size: int) -> int:
+    _state.check_usable()
+    return _memory.arena(_state.get_device()).malloc(size)
+
+
+def free(ptr: int) -> None:
+    region = _memory.region_of(ptr)
+    arena = _memory.arena(region.device_id)
+    arena.free(ptr, arena.sizes[ptr - region.start])
+
+
+def ipcGetMemHandle(devPtr: int) -> bytes:  # noqa: N802, N803
+    """A handle for the allocation that contains ``devPtr`` (its base, not ``devPtr``)."""
+    return _memory.ipc_get_handle(devPtr)
+
+
+def ipcOpenMemHandle(handle: bytes, flags: int = cudaIpcMemLazyEnablePeerAccess) -> int:  # noqa: N802
+    """Map another process's allocation; returns its *base* pointer in this process."""
+    return _memory.ipc_open_handle(handle)
+
+
+def ipcCloseMemHandle(devPtr: int) -> None:  # noqa: N802, N803
+    _memory.ipc_close_handle(devPtr)
+
+
+def streamSynchronize(stream: int) -> None:  # noqa: N802
+    _state.declare_synchronize()
+    _stream.wait_for(stream)
+
+
+def streamQuery(stream: int) -> int:  # noqa: N802
+    """0 (cudaSuccess) when the stream's work is done, 600 (cudaErrorNotReady) otherwise."""
+    return 0 if not _stream.dependencies(stream) else 600
