@@ -76,9 +76,11 @@ def unflatten(spec, leaves: list):
 def _meta(t, dynamic_dims) -> tuple:
     data = t._data if isinstance(t, _tensor.Tensor) else t
     shape = tuple(None if (i in dynamic_dims) else s for i, s in enumerate(data.shape))
+    # Contiguity is guarded: a captured ``view`` of a contiguous input fails on a strided one.
+    contiguous = data.flags.c_contiguous
     if isinstance(t, _tensor.Tensor):
-        return shape, data.dtype.str, str(t._device), t._requires_grad
-    return shape, data.dtype.str, "numpy", False
+        return shape, data.dtype.str, str(t._device), t._requires_grad, contiguous
+    return shape, data.dtype.str, "numpy", False, contiguous
 
 
 def guard_key(spec, leaves, python_values, dynamic: dict) -> tuple:

@@ -1,22 +1,56 @@
 """Lowering: turn one segment of a captured graph into a callable ``run(env, leaves)``.
 
 ``backend="eager"`` runs the nodes one by one through the dispatcher. The default
-backend fuses pointwise chains and the reductions that follow them
-(``fusion.py``) and compiles each group (``codegen_numba.py`` on the CPU); library
-calls (matmul, convolution windows, ...) stay dispatcher calls. A segment whose
-inputs require grad is run through the dispatcher too, so autograd records it.
+backend fuses pointwise chains and the reductions that follow them (``fusion.py``) and
+compiles each group (``codegen_numba.py`` on the CPU); library calls (matmul,
+convolution windows, ...) stay dispatcher calls. A segment whose inputs require grad
+runs through the dispatcher too, so that autograd records it. Without numba the default
+backend is the eager one.
 """
 
 from __future__ import annotations
 
-from .runner import eager_segment
+from . import fusion
+from .runner import eager_segment, run_node
 
-__all__ = ["lower"]
+__all__ = ["lower", "kernels_of"]
 
 
 def lower(graph, start: int, stop: int, backend: str, options: dict, differentiable: bool):
     """The runner of nodes ``[start, stop)`` of ``graph``."""
     nodes = graph.nodes[start:stop]
-    if backend == "eager" or differentiable:
+    if backend == "eager" or differentiable or not _numba():
         return eager_segment(nodes)
-    return eager_segment(nodes)
+    return _fused_segment(graph, start, stop)
+
+
+def _numba() -> bool:
+    from .codegen_numba import numba_available  # noqa: PLC0415 - keeps numba's loader out of import
+
+    return numba_available()
+
+
+def kernels_of(graph, start: int, stop: int) -> list:
+    """The fused kernels of a segment, in order (for tests and ``output_code``)."""
+    from .codegen_numba import FusedKernel  # noqa: PLC0415
+
+    return [FusedKernel(graph, s.node, s.members) for s in fusion.plan(graph, start, stop) if s.kind == "kernel"]
+
+
+def _fused_segment(graph, start, stop):
+    from .codegen_numba import FusedKernel  # noqa: PLC0415
+
+    steps = []
+    for step in fusion.plan(graph, start, stop):
+        if step.kind == "kernel":
+            steps.append(FusedKernel(graph, step.node, step.members))
+        else:
+            steps.append(graph.nodes[step.node])
+
+    def run(env, leaves):
+        for step in steps:
+            if isinstance(step, FusedKernel):
+                step(env)
+            else:
+                run_node(step, env, leaves)
+    return run

@@ -1,0 +1,91 @@
+"""CPU code generation: each fused group's source (``emitter.py``) compiled by numba.
+
+The source is written to ``<cache_dir>/fused_<hash>.py`` and compiled with
+``njit(parallel=True, cache=True)``: the outer loop is a ``prange`` run on
+``tensor.get_num_threads()`` threads, and numba keeps the machine code beside the file,
+so another process with the same kernel loads it instead of compiling.
+``TENSOR_LOGS=output_code`` (or ``tensor.compile.config.output_code``) prints each
+kernel's source as it is first used. numba is imported here only, on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from .. import _dispatch, _threads
+from .config import config
+from .emitter import emit_kernel
+
+__all__ = ["FusedKernel", "load_kernel", "numba_available"]
+
+_PRELUDE = "import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
+_LOADED: dict = {}
+_threads_set = [None]
+
+
+def numba_available() -> bool:
+    """Whether numba can be imported (the default backend falls back to eager without it)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def load_kernel(source: str):
+    """The compiled ``kernel`` function of ``source`` (written to the cache dir once)."""
+    text = _PRELUDE + source
+    digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+    kernel = _LOADED.get(digest)
+    if kernel is not None:
+        return kernel
+    os.makedirs(config.cache_dir, exist_ok=True)
+    path = os.path.join(config.cache_dir, f"fused_{digest}.py")
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=config.cache_dir, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)  # atomic: a concurrent process sees the whole file or none
+    spec = importlib.util.spec_from_file_location(f"_tensor_fused_{digest}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's disk cache finds the kernel's globals by module name
+    spec.loader.exec_module(module)
+    _LOADED[digest] = kernel = module.kernel
+    return kernel
+
+
+def _use_threads() -> None:
+    wanted = _threads.get_num_threads()
+    if _threads_set[0] != wanted:
+        import numba  # noqa: PLC0415 - numba loads only when a kernel runs
+
+        numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
+        _threads_set[0] = wanted
+
+
+class FusedKernel:
+    """Runs one fused group: reads its inputs from ``env``, writes its root's value."""
+
+    def __init__(self, graph, root: int, members) -> None:
+        self.spec = emit_kernel(graph, root, members)
+        node = graph.nodes[root]
+        self.root, self.shape, self.dtype, self.device = root, node.shape, node.dtype, node.device
+        self.source = self.spec.source
+        self._kernel = None
+
+    def __call__(self, env) -> None:
+        if self._kernel is None:
+            if config.output_code:
+                print(f"# tensor.compile output_code (kernel for %{self.root}):\n{self.source}", file=sys.stderr)
+            self._kernel = load_kernel(self.source)
+        _use_threads()
+        arrays = [_as_operand(env[i]._data) for i in self.spec.inputs]
+        out = np.empty(self.shape or (1,), self.dtype)
+        self._kernel(out, self.spec.sizes, *arrays)
+        env[self.root] = _dispatch.make(out.reshape(self.shape), self.device)
+
+
+def _as_operand(array):
+    return array.reshape(1) if array.ndim == 0 else array

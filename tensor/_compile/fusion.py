@@ -1,0 +1,157 @@
+"""Fusion: which nodes of a segment become one loop nest, and which stay library calls.
+
+Every op is one of (``classify``):
+
+* ``pointwise`` - a scalar function of its broadcast inputs (add, exp, where, casts, ...);
+* ``view``      - a re-indexing of one input (permute, expand, basic slicing, reshape);
+* ``reduce``    - sum / amax / amin / prod / argmax / argmin over some dims;
+* ``None``      - anything else (matmul, convolution windows, softmax, indexing with
+  arrays, ...): a library call through the dispatcher, which splits fusion groups.
+
+Note [Fusion by inlining]
+    A fusable node is *inlined* into its consumers (recomputed at each use) unless it
+    must exist as an array: it is needed after the segment, by a library call, or it is
+    a reduction that a consumer would read more than once per element (a mean broadcast
+    back over the row it came from: recomputing it would cost a row per element). Each
+    node that must exist is the *root* of one fused kernel whose expression tree is
+    everything inlined into it. The k-means step ``argmin(norm(X - means[:, None]))``
+    has one root, the argmin: one pass over X.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from .graph import Ref
+
+__all__ = ["classify", "plan", "Step", "live_after"]
+
+POINTWISE = frozenset({
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log", "sqrt",
+    "rsqrt", "sin", "cos", "tanh", "log1p", "expm1", "reciprocal", "sign", "floor", "ceil", "round",
+    "trunc", "sigmoid", "relu", "clamp", "hardtanh", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
+    "where", "clone", "contiguous", "to_dtype", "erf", "gelu", "silu", "leaky_relu", "elu",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+})
+VIEWS = frozenset({"view", "permute", "expand", "getitem_view"})
+REDUCTIONS = frozenset({"sum", "amax", "amin", "prod", "argmax", "argmin", "all", "any"})
+
+
+def classify(node) -> str | None:
+    """``pointwise``, ``view``, ``reduce`` or None (a library call); see the module docstring."""
+    if node.kind != "call" or node.device is None or node.device.type != "cpu":
+        return None
+    name = node.op.name
+    if name in POINTWISE:
+        return "pointwise" if node.dtype.kind != "c" else None
+    if name in VIEWS:
+        if name == "getitem_view" and not _basic_index(node.params[0]):
+            return None
+        return "view"
+    if name in REDUCTIONS:
+        return "reduce"
+    return None
+
+
+def _basic_index(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items) \
+        and not any(isinstance(i, Ref) for i in items)
+
+
+@dataclass
+class Step:
+    """One thing a lowered segment does: run ``node`` eagerly, or a fused kernel for root ``node``."""
+
+    kind: str                 # "eager" or "kernel"
+    node: int
+    members: list = field(default_factory=list)   # node ids inlined into the kernel
+
+
+def live_after(graph, stop: int) -> set:
+    """Ids of nodes before ``stop`` that are read at or after ``stop`` (or by the return value)."""
+    live = set()
+    for node in graph.nodes[stop:]:
+        live.update(a for a in node.args if a < stop)
+        live.update(_refs(node.params))
+    for brk in graph.breaks:
+        live.add(brk.node)
+    live.update(_refs(graph.outputs))
+    for target, source in graph.mutations:
+        live.update((target, source))
+    return live
+
+
+def _refs(value):
+    if isinstance(value, Ref):
+        yield value.node
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _refs(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _refs(v)
+
+
+def plan(graph, start: int, stop: int) -> list[Step]:
+    """The steps of segment ``[start, stop)`` in order (see Note [Fusion by inlining])."""
+    nodes = graph.nodes
+    kinds = {i: classify(nodes[i]) for i in range(start, stop)}
+    consumers: dict = {i: [] for i in range(start, stop)}
+    for i in range(start, stop):
+        for a in set(nodes[i].args) | set(_refs(nodes[i].params)):
+            if a in consumers:
+                consumers[a].append(i)
+    live = live_after(graph, stop)
+    roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
+    steps = []
+    for i in range(start, stop):
+        if nodes[i].kind != "call":
+            steps.append(Step("eager", i))
+        elif kinds[i] is None:
+            steps.append(Step("eager", i))
+        elif i in roots:
+            members = _members(i, kinds, roots, nodes)
+            if any(kinds[m] != "view" for m in members):
+                steps.append(Step("kernel", i, members))
+            else:  # only re-indexing: the dispatcher's zero-copy views are cheaper
+                steps.extend(Step("eager", m) for m in sorted(members))
+    return steps
+
+
+def _must_exist(i, kinds, consumers, live, nodes) -> bool:
+    if i in live or not consumers[i]:
+        return True
+    if any(kinds[c] is None for c in consumers[i]):
+        return True
+    return kinds[i] == "reduce" and _read_repeatedly(i, kinds, consumers, nodes)
+
+
+def _read_repeatedly(i, kinds, consumers, nodes) -> bool:
+    """Whether some inlining path from reduction ``i`` grows the element count before it is reduced."""
+    size = prod(nodes[i].shape)
+    stack = list(consumers[i])
+    while stack:
+        c = stack.pop()
+        if kinds.get(c) == "reduce":
+            continue
+        if prod(nodes[c].shape) > size:
+            return True
+        stack.extend(consumers.get(c, ()))
+    return False
+
+
+def _members(root, kinds, roots, nodes) -> list[int]:
+    """The root and every fusable node inlined into it."""
+    seen, stack = set(), [root]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for a in nodes[n].args:
+            if kinds.get(a) and a not in roots:
+                stack.append(a)
+    return sorted(seen)

@@ -1,0 +1,110 @@
+"""The scalar expression of each fusable op, in the Python subset numba compiles.
+
+``expression(node, operands)`` gives the code for one element of ``node`` from the
+code of its operands' elements (already cast to the dtype the op computes in,
+``compute_dtype``). Each formula follows the op's kernel in ``tensor/ops``
+(``sigmoid`` as ``1 / (1 + exp(-x))``, ``gelu`` with ``erf`` or ``tanh``, ``relu``
+keeping NaN), so fused and eager results agree to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["expression", "compute_dtype", "cast", "literal"]
+
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+_CALL = {
+    "exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "sin": "np.sin", "cos": "np.cos",
+    "tanh": "np.tanh", "log1p": "np.log1p", "expm1": "np.expm1", "sign": "np.sign",
+    "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc", "round": "np.rint",
+    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite", "erf": "math.erf",
+    "abs": "abs",
+}
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def literal(value) -> str:
+    """Python source for a number (``np.inf``/``np.nan`` for the special floats)."""
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "np.nan" if value != value else ("np.inf" if value > 0 else "-np.inf")
+    return repr(value)
+
+
+def cast(code: str, dtype) -> str:
+    """``code`` converted to ``dtype`` (bool: nonzero)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return f"(({code}) != 0)"
+    return f"np.{dtype.name}({code})"
+
+
+def compute_dtype(node, operand_dtypes):
+    """The dtype an op computes in: its output dtype, or the operands' common dtype for tests."""
+    name = node.op.name
+    if name in _COMPARE:
+        return np.result_type(*operand_dtypes)
+    if name in ("where",):
+        return node.dtype
+    if node.dtype.kind == "b":
+        return np.dtype(bool)
+    return node.dtype
+
+
+def expression(node, x: list[str]) -> str:
+    """One element of ``node`` from its operands' elements ``x``; raises KeyError if not fusable."""
+    name = node.op.name
+    if name in _ARITH:
+        return f"({x[0]} {_ARITH[name]} {x[1]})"
+    if name in _COMPARE:
+        return f"({x[0]} {_COMPARE[name]} {x[1]})"
+    if name in _CALL:
+        return f"{_CALL[name]}({x[0]})"
+    return _SPECIAL[name](node, x)
+
+
+def _clamp(node, x):
+    low, high = node.params
+    code = x[0]
+    if low is not None:
+        code = f"np.maximum({code}, {literal(low)})"
+    if high is not None:
+        code = f"np.minimum({code}, {literal(high)})"
+    return code
+
+
+def _gelu(node, x):
+    a = x[0]
+    if node.params[0] == "tanh":
+        return f"(0.5 * {a} * (1.0 + np.tanh({_SQRT_2_OVER_PI!r} * ({a} + 0.044715 * {a} * {a} * {a}))))"
+    return f"(0.5 * {a} * (1.0 + math.erf({a} * {1 / math.sqrt(2.0)!r})))"
+
+
+_SPECIAL = {
+    "maximum": lambda n, x: f"np.maximum({x[0]}, {x[1]})",
+    "minimum": lambda n, x: f"np.minimum({x[0]}, {x[1]})",
+    "neg": lambda n, x: f"(-{x[0]})",
+    "rsqrt": lambda n, x: f"(1.0 / np.sqrt({x[0]}))",
+    "reciprocal": lambda n, x: f"(1.0 / {x[0]})",
+    "sigmoid": lambda n, x: f"(1.0 / (1.0 + np.exp(-{x[0]})))",
+    "relu": lambda n, x: f"({x[0]} if ({x[0]} > 0 or {x[0]} != {x[0]}) else 0)",
+    "silu": lambda n, x: f"({x[0]} / (1.0 + np.exp(-{x[0]})))",
+    "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {literal(n.params[0])})",
+    "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {literal(n.params[0])} * np.expm1({x[0]}))",
+    "clamp": _clamp, "hardtanh": _clamp, "gelu": _gelu,
+    "logical_and": lambda n, x: f"(({x[0]} != 0) and ({x[1]} != 0))",
+    "logical_or": lambda n, x: f"(({x[0]} != 0) or ({x[1]} != 0))",
+    "logical_xor": lambda n, x: f"(({x[0]} != 0) != ({x[1]} != 0))",
+    "logical_not": lambda n, x: f"({x[0]} == 0)",
+    "bitwise_and": lambda n, x: f"({x[0]} & {x[1]})",
+    "bitwise_or": lambda n, x: f"({x[0]} | {x[1]})",
+    "bitwise_xor": lambda n, x: f"({x[0]} ^ {x[1]})",
+    "bitwise_not": lambda n, x: f"(not {x[0]})" if n.dtype.kind == "b" else f"(~{x[0]})",
+    "where": lambda n, x: f"({x[1]} if {x[0]} else {x[2]})",
+    "clone": lambda n, x: x[0], "contiguous": lambda n, x: x[0], "to_dtype": lambda n, x: x[0],
+}

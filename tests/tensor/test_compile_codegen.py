@@ -1,0 +1,169 @@
+"""tensor.compile's default backend: fusion and numba code generation on the CPU.
+
+Each compiled function is built once per module (numba takes seconds per kernel); the
+first call of a compiled function is its eager capture, so results are compared on the
+second and third calls, which run the fused kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import nn.functional as F
+import tensor
+from tensor._compile import fusion, lowering
+from tests.helpers import assert_close
+
+pytest.importorskip("numba")
+
+RNG = np.random.default_rng(11)
+
+
+def zoo(x, y):
+    """Every pointwise family, views and broadcasting in one expression (one fused kernel)."""
+    a = x * 2.5 - y / (y.abs() + 1)
+    b = a.exp().log1p() + a.tanh() * a.sigmoid() - a.relu() + a.clamp(-0.5, 0.5) - (-a).expm1().abs().sqrt()
+    c = tensor.where(x > y, a.sin(), a.cos()) + tensor.maximum(a, y) * tensor.minimum(a, 0.25)
+    c = c + (a.abs() + 0.5).rsqrt() + a.isnan()
+    d = F.gelu(a) + F.gelu(a, approximate="tanh") + F.silu(a) + F.leaky_relu(a, 0.1) + F.elu(a) + tensor.erf(a)
+    e = ((x >= 0) & (y < 0.5) | ~(x == y)).to(x.dtype) + (a.floor() - a.ceil() + a.round() * a.trunc()) * a.sign()
+    f = (a.reciprocal().clamp(-3, 3) + (a.abs() + 1) ** 1.5 + x.T.T[:, None].squeeze(1))
+    return b + c + d + e + f
+
+
+def reductions(x):
+    """The reductions, with and without keepdim, over several dims, inlined into one kernel."""
+    r = x.sum(1) + x.amax(1) - x.amin(-1) + x.argmax(1).to(x.dtype) - x.argmin(1).to(x.dtype)
+    r = r + x.mean(1) + (x > 0).all(1).to(x.dtype) + (x > 1).any(1).to(x.dtype)
+    return r + x.exp().sum((1,), keepdim=True).log().view(-1) + (x * x).sum(1).sqrt()
+
+
+def kmeans(X, means):
+    return np.argmin(np.linalg.norm(X - means[:, None], axis=2), axis=0)
+
+
+def _pair(dtype, layout):
+    if layout == "broadcast":
+        x = tensor.tensor(RNG.uniform(-2, 2, (4, 6)), dtype=dtype)
+        y = tensor.tensor(RNG.uniform(-2, 2, (6,)), dtype=dtype)
+    else:  # non-contiguous: a transposed and a strided view
+        x = tensor.tensor(RNG.uniform(-2, 2, (6, 4)), dtype=dtype).T
+        y = tensor.tensor(RNG.uniform(-2, 2, (4, 12)), dtype=dtype)[:, ::2]
+    return x, y
+
+
+@pytest.fixture(scope="module")
+def compiled_zoo():
+    return {layout: tensor.compile(zoo) for layout in ("broadcast", "strided")}
+
+
+@pytest.mark.parametrize("dtype,layout", [(tensor.float32, "broadcast"), (tensor.float64, "strided")])
+def test_pointwise_families_fused_match_eager(compiled_zoo, dtype, layout):
+    compiled = compiled_zoo[layout]
+    for _ in range(3):
+        x, y = _pair(dtype, layout)
+        tol = 1e-5 if dtype == tensor.float32 else 1e-10
+        assert_close(compiled(x, y), zoo(x, y), rtol=tol, atol=tol)
+    path = next(iter(compiled.cache.values())).paths[0]
+    kernels = lowering.kernels_of(path.graph, 0, len(path.graph.nodes))
+    assert len(kernels) == 1, [k.source for k in kernels]
+
+
+@pytest.mark.parametrize("dtype", [tensor.float32, tensor.float64])
+def test_reductions_fused_match_eager(dtype):
+    compiled = tensor.compile(reductions)
+    for _ in range(3):
+        x = tensor.tensor(RNG.uniform(-2, 2, (5, 7)), dtype=dtype)
+        tol = 1e-5 if dtype == tensor.float32 else 1e-10
+        assert_close(compiled(x), reductions(x), rtol=tol, atol=tol)
+
+
+def test_integer_ops_fused_match_eager():
+    def f(a, b):
+        return tensor.where(a > b, a * 3 - b, tensor.maximum(a, b)).sum(0) + (a % 5 == 0).to(tensor.int64).amax(0)
+    compiled = tensor.compile(f)
+    for _ in range(3):
+        a = tensor.tensor(RNG.integers(-9, 9, (5, 3)))
+        b = tensor.tensor(RNG.integers(-9, 9, (3,)))
+        assert_close(compiled(a, b), f(a, b))
+
+
+def test_library_calls_split_fusion_groups():
+    def mlp(x, w1, w2):
+        return ((x @ w1).tanh() * 2 + 1) @ w2
+    x, w1, w2 = (tensor.tensor(RNG.standard_normal(s), dtype=tensor.float32) for s in ((3, 4), (4, 5), (5, 2)))
+    graph = tensor.compile.explain(mlp)(x, w1, w2).graph
+    steps = fusion.plan(graph, 0, len(graph.nodes))
+    calls = [(s.kind, graph.nodes[s.node].op.name) for s in steps if graph.nodes[s.node].kind == "call"]
+    assert calls == [("eager", "matmul"), ("kernel", "add"), ("eager", "matmul")]
+    compiled = tensor.compile(mlp)
+    for _ in range(2):
+        assert_close(compiled(x, w1, w2), mlp(x, w1, w2), rtol=1e-5, atol=1e-6)
+
+
+def test_a_mean_broadcast_back_is_computed_once_not_per_element():
+    def center(x):
+        return x - x.mean(1, keepdim=True)
+    graph = tensor.compile.explain(center)(tensor.ones(3, 4)).graph
+    kernels = [s for s in fusion.plan(graph, 0, len(graph.nodes)) if s.kind == "kernel"]
+    assert len(kernels) == 2  # the row means, then the subtraction reading them
+
+
+@pytest.fixture(scope="module")
+def kmeans_run():
+    X = RNG.standard_normal((40_000, 2))
+    means = RNG.standard_normal((5, 2))
+    compiled = tensor.compile(kmeans)
+    outs = [compiled(X, means) for _ in range(2)]
+    return compiled, X, means, outs
+
+
+def test_kmeans_is_one_parallel_fused_kernel(kmeans_run):
+    compiled, X, means, outs = kmeans_run
+    for out in outs:
+        np.testing.assert_array_equal(out, kmeans(X, means))
+    graph = next(iter(compiled.cache.values())).paths[0].graph
+    steps = fusion.plan(graph, 0, len(graph.nodes))
+    assert [s.kind for s in steps if graph.nodes[s.node].kind == "call"] == ["kernel"]
+    (kernel,) = lowering.kernels_of(graph, 0, len(graph.nodes))
+    assert "prange" in kernel.source and "parallel=True" in kernel.source
+    assert kernel.source.count("a0[") == 1  # X is read once per (point, mean, coordinate)
+
+
+def test_output_code_prints_the_generated_kernel(kmeans_run, capsys, monkeypatch):
+    compiled, X, means, _ = kmeans_run
+    monkeypatch.setattr(tensor.compile.config, "output_code", True)
+    fresh = tensor.compile(kmeans)
+    fresh(X, means)
+    fresh(X, means)
+    err = capsys.readouterr().err
+    assert "def kernel(out, sz, a0, a1):" in err and "argmin" in err
+
+
+def test_a_second_process_loads_the_kernel_from_the_disk_cache(tmp_path):
+    script = textwrap.dedent("""
+        import json, numpy as np, tensor
+        from tensor._compile import codegen_numba
+        f = tensor.compile(lambda x: (x * 3 + 1).sum(0))
+        x = np.arange(12.0).reshape(4, 3)
+        f(x); out = f(x)
+        (kernel,) = codegen_numba._LOADED.values()
+        print(json.dumps({"hits": sum(kernel.stats.cache_hits.values()),
+                          "misses": sum(kernel.stats.cache_misses.values()), "out": out.tolist()}))
+    """)
+    env = dict(os.environ, TENSOR_COMPILE_CACHE=str(tmp_path))
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout.splitlines()[-1]))
+    assert runs[0]["misses"] == 1 and runs[0]["hits"] == 0
+    assert runs[1]["misses"] == 0 and runs[1]["hits"] == 1
+    assert runs[1]["out"] == [58.0, 70.0, 82.0]  # (3 * x + 1).sum(0)
