@@ -7,6 +7,8 @@ skipped, with the reason shown, elsewhere).
 
 from __future__ import annotations
 
+import resource
+
 import pytest
 
 import tensor
@@ -52,7 +54,11 @@ def _fixed_seed():
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """Show every skip reason once, with its count (the cuda runs alone are hundreds of lines)."""
+    """Show the peak memory of the run (the pytest process should stay under 2 GB), then every
+    skip reason once, with its count (the cuda runs alone are hundreds of lines)."""
+    # ru_maxrss is in kB on Linux; children: the largest subprocess the run waited for (a rank)
+    own, child = (resource.getrusage(who).ru_maxrss >> 10 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    terminalreporter.line(f"peak RSS: {own} MB in the pytest process, {child} MB in its largest subprocess")
     reasons: dict[str, int] = {}
     for report in terminalreporter.stats.get("skipped", []):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)

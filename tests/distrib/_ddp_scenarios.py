@@ -2,12 +2,14 @@
 
 Every case is ``fn(rank, world) -> JSON-able dict``. Each rank also *simulates* the whole
 job on its own, with plain (non-DDP) replicas of the same model fed every rank's share of
-the data, so a case can return how far the DDP result is from that reference. ``run`` runs
-the requested cases in one process group and returns ``{case: result or {"error": traceback}}``.
+the data, so a case can return how far the DDP result is from that reference, and what
+must agree across ranks (parameters, gradients) as a ``digest``: results stay small. ``ddp``
+runs every case in one process group.
 """
 
 from __future__ import annotations
 
+import hashlib
 import traceback
 
 import numpy as np
@@ -64,8 +66,13 @@ def shard(x, rank: int, world: int):
     return x[rank * n:(rank + 1) * n]
 
 
-def flat(params) -> list[float]:
-    return [v for p in params for v in p.detach().reshape(-1).tolist()]
+def digest(tensors) -> str:
+    """A fingerprint of the exact values of ``tensors``: what ranks compare instead of sending
+    their parameters (equal on two ranks when every bit is)."""
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().numpy().tobytes())
+    return h.hexdigest()
 
 
 def max_diff(a, b) -> float:
@@ -124,7 +131,7 @@ def _equivalence(kwargs, set_to_none=True):
             any(v.data_ptr() <= p.grad.data_ptr() < v.data_ptr() + v.nbytes for v in views)
             for p in model.parameters())
         return {"max_diff": max_diff(model.module.parameters(), reference.parameters()),
-                "params": flat(model.parameters()), "grad_in_bucket": grad_in_bucket,
+                "params": digest(model.parameters()), "grad_in_bucket": grad_in_bucket,
                 "buckets": len(model.reducer.buckets)}
     return case
 
@@ -151,7 +158,7 @@ def no_sync(rank, world):
     for x, y in micro:
         F.cross_entropy(full(x), y).backward()
     return {"local_diff": local_diff, "synced_diff": grad_diff(grads(model.parameters()), grads(full.parameters())),
-            "grads": [v for g in grads(model.parameters()) for v in g.reshape(-1).tolist()]}
+            "grads": digest(grads(model.parameters()))}
 
 
 # ---------------------------------------------------------------- unused parameters
@@ -234,7 +241,7 @@ def buffers(rank, world):
     x = tensor.ones(2, 3)
     with tensor.no_grad():
         synced(x), unsynced(x)
-    return {"params": flat(synced.parameters()), "after_init": after_init,
+    return {"params": digest(synced.parameters()), "after_init": after_init,
             "after_forward": synced.module.stat.tolist(), "unsynced_after_forward": unsynced.module.stat.tolist()}
 
 
@@ -271,7 +278,7 @@ def _join(divide_by_initial_world_size: bool):
             for r in active:
                 (F.cross_entropy(reference(shard(x, r, world)), shard(y, r, world)) / divisor).backward()
             ref_opt.step()
-        return {"params": flat(model.parameters()),
+        return {"params": digest(model.parameters()),
                 "max_diff": max_diff(model.module.parameters(), reference.parameters())}
     return case
 
@@ -286,7 +293,7 @@ def join_with_buffers(rank, world):
             opt.zero_grad()
             F.cross_entropy(model(shard(x, rank, world)), shard(y, rank, world)).backward()
             opt.step()
-    return {"params": flat(model.parameters()), "buffers": flat(model.module.buffers())}
+    return {"params": digest(model.parameters()), "buffers": digest(model.module.buffers())}
 
 
 def join_throw(rank, world):
@@ -315,18 +322,19 @@ CASES = {
 }
 
 
-def run(backend: str, names: list[str]) -> tuple[int, dict]:
-    """Run ``names`` (all of ``CASES`` if empty) in one process group on ``backend``; (rank, results)."""
+def ddp(backend: str = "zmq") -> dict:
+    """Run every case of ``CASES`` in one process group on ``backend``; ``{case: result or
+    {"error": traceback}}``, stopping at the first case that raises."""
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     results = {}
     try:
-        for name in names or list(CASES):
+        for name, case in CASES.items():
             try:
-                results[name] = CASES[name](rank, world)
+                results[name] = case(rank, world)
             except Exception:  # noqa: BLE001 - reported per case; later cases may still pass
                 results[name] = {"error": traceback.format_exc()}
                 break  # the group's op sequence may now differ across ranks
     finally:
         dist.destroy_process_group()
-    return rank, results
+    return results

@@ -86,5 +86,16 @@ def run_ranks(scenario: str, size: int, env: dict | None = None, args=(), timeou
     return finish_ranks(start_ranks(scenario, size, env, args), timeout)
 
 
+def rank_results(scenario: str, size: int, env: dict | None = None, timeout: float = 60) -> list:
+    """Every rank's result of ``scenario``, after asserting that each rank exited 0 and that
+    the ranks left no /dev/shm segment behind."""
+    before = shm_entries()
+    results = run_ranks(scenario, size, env, timeout=timeout)
+    for r in results:
+        assert r.returncode == 0, f"rank {r.rank} exited with {r.returncode}:\n{r.stderr[-4000:]}"
+    assert shm_entries() - before == set(), "the ranks left /dev/shm segments behind"
+    return [r.result for r in results]
+
+
 def shm_entries() -> set[str]:
     return {name for name in os.listdir("/dev/shm") if name.startswith("distrib-")}

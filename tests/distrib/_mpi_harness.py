@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,16 @@ def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 
             with open(path) as f:
                 results[r] = json.load(f)
     return MpiRun(proc.returncode, out, err, results, leftovers)
+
+
+def mpi_rank_results(scenario: str, n: int, args=(), env=None, timeout: float = 60) -> list:
+    """Every rank's result of ``scenario`` under ``mpiexec -n n``, after asserting that the job
+    exited 0 and that no process outlived it."""
+    with tempfile.TemporaryDirectory() as out:
+        run = run_mpi(scenario, n, out, args=args, env=env, timeout=timeout)
+    assert run.returncode == 0, f"mpiexec exited with {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    assert run.leftovers == [], f"processes outlived mpiexec: {run.leftovers}"
+    return [run.result(r) for r in range(n)]
 
 
 def run_without_mpiexec(scenario: str, n: int, out_dir, timeout: float = 60) -> list:

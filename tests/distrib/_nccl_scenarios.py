@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import traceback
-
 import numpy as np
 
 import distrib as dist
 import tensor
+from tests.distrib._scenarios import run_cases
 
 
 def nccl_conformance():
-    """A table of collectives on CUDA tensors; ``{case: {"ok": bool} | {"error": traceback}}``."""
+    """A table of collectives on CUDA tensors; each case's verdict (``_scenarios.run_cases``)."""
     dist.init_process_group("nccl", timeout=60)
     rank, n = dist.get_rank(), dist.get_world_size()
     tensor.cuda.set_device(rank % tensor.cuda.device_count())
@@ -81,14 +80,7 @@ def nccl_conformance():
     }
     if n > 1:
         cases["batch_isend_irecv"] = batch_isend_irecv
-    out = {}
-    for name, case in cases.items():
-        try:
-            actual, expected = case()
-            out[name] = {"ok": bool(np.array_equal(actual.cpu().numpy(), expected))}
-        except Exception:  # noqa: BLE001 - reported per case
-            out[name] = {"error": traceback.format_exc()}
-            break
+    out = run_cases(cases)
     dist.barrier()
     dist.destroy_process_group()
     return out

@@ -2,7 +2,8 @@
 
 ``CASES`` is the conformance table: one line per case, ``name -> fn(rank, n)`` returning
 ``(actual, expected)`` with exact expected values (rank-filled tensors), or None where the
-case needs more ranks. ``conformance`` runs them all in one process group.
+case needs more ranks. ``conformance`` runs them all in one process group, and each rank
+checks its own results: the test gets one verdict per case and rank, never the arrays.
 """
 
 from __future__ import annotations
@@ -343,28 +344,40 @@ CASES = {
 }
 
 
-def _encode(array) -> dict:
-    array = np.asarray(array)
-    return {"dtype": array.dtype.name, "shape": list(array.shape), "values": array.reshape(-1).tolist()}
+def verdict(actual, expected: np.ndarray) -> str:
+    """``"ok"`` when the tensor ``actual`` has exactly ``expected``'s shape, dtype and values;
+    otherwise what differs. Ranks check their own results and send back only this."""
+    got = actual.cpu().numpy()
+    if got.shape != expected.shape:
+        return f"shape {got.shape} != expected {expected.shape}"
+    if got.dtype != expected.dtype:
+        return f"dtype {got.dtype} != expected {expected.dtype}"
+    try:
+        np.testing.assert_array_equal(got, expected)
+    except AssertionError as exc:
+        return str(exc).strip()
+    return "ok"
+
+
+def run_cases(cases: dict, *args) -> dict:
+    """Run each ``fn(*args) -> (actual, expected) | None`` of ``cases`` in order; returns
+    ``{name: "ok" | "skipped" | what went wrong}``. Stops at the first case that raises: the
+    ranks may now be out of step, and the cases after it would hang."""
+    out = {}
+    for name, case in cases.items():
+        try:
+            got = case(*args)
+        except Exception:  # noqa: BLE001 - reported per case to the test
+            out[name] = "raised:\n" + traceback.format_exc()
+            break
+        out[name] = "skipped" if got is None else verdict(*got)
+    return out
 
 
 def conformance(backend="zmq"):
-    """Run every case in one group; returns ``{case: {"actual":..., "expected":...} | {"error":...}}``."""
+    """Run every case of ``CASES`` in one group; returns each case's verdict (see ``run_cases``)."""
     dist.init_process_group(backend, timeout=30)
-    rank, n = dist.get_rank(), dist.get_world_size()
-    out = {}
-    for name, case in CASES.items():
-        try:
-            got = case(rank, n)
-            if got is None:
-                out[name] = {"skipped": True}
-                continue
-            actual, expected = got
-            out[name] = {"actual": _encode(actual.numpy() if hasattr(actual, "numpy") else actual),
-                         "expected": _encode(expected)}
-        except Exception:  # noqa: BLE001 - reported per case to the test
-            out[name] = {"error": traceback.format_exc()}
-            break  # the ranks may now be out of step: stop rather than hang
+    out = run_cases(CASES, dist.get_rank(), dist.get_world_size())
     dist.destroy_process_group()
     return out
 
@@ -478,20 +491,14 @@ def shm_check():
     return {"shm": uses}
 
 
-def _decode(enc) -> np.ndarray:
-    return np.array(enc["values"], dtype=enc["dtype"]).reshape(enc["shape"])
-
-
-def check_conformance_case(results: list, case: str, size: int) -> None:
-    """Assert every rank's result for one conformance case: exact shape, dtype and values."""
+def check_conformance_case(results: list, case: str) -> None:
+    """Assert every rank's verdict on one conformance case (``results``: a dict per rank, from
+    ``run_cases``)."""
+    size = len(results)
     for rank, result in enumerate(results):
-        entry = result.get(case)
-        assert entry is not None, f"rank {rank} did not reach {case} (an earlier case failed)"
-        assert "error" not in entry, f"rank {rank}:\n{entry.get('error')}"
-        if entry.get("skipped"):
+        outcome = result.get(case)
+        assert outcome is not None, f"rank {rank} did not reach {case}: it stopped at {list(result)[-1:]}"
+        if outcome == "skipped":
             assert size == 1, f"{case} skipped on {size} ranks"
             continue
-        actual, expected = _decode(entry["actual"]), _decode(entry["expected"])
-        assert actual.shape == expected.shape, f"rank {rank}: shape {actual.shape} != {expected.shape}"
-        assert actual.dtype == expected.dtype, f"rank {rank}: dtype {actual.dtype} != {expected.dtype}"
-        np.testing.assert_array_equal(actual, expected, err_msg=f"rank {rank}")
+        assert outcome == "ok", f"rank {rank} of {size}: {outcome}"

@@ -20,16 +20,19 @@ from distrib.process_group import world
 pytestmark = pytest.mark.timeout(60)
 
 SUM = dist.ReduceOp.SUM
-CALLS: list = []  # (array, arg) of each call that reached the stand-in hot path
 
 
 @pytest.fixture
-def hot(monkeypatch):
+def calls() -> list:
+    """(array, arg) of each call that reached the stand-in hot path of this test's ``hot``."""
+    return []
+
+
+@pytest.fixture
+def hot(monkeypatch, calls):
     """A 1-rank zmq world whose default group has a stand-in hot path for float32 SUM below 1024
-    elements."""
+    elements; it records each call in ``calls``."""
     dist.init_process_group("zmq", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
-    calls = CALLS
-    calls.clear()
 
     def reduce(in_place, spec, op_arg):
         array, count, datatype = spec
@@ -50,19 +53,19 @@ def hot(monkeypatch):
         dist.destroy_process_group()
 
 
-def test_the_hot_path_runs_the_call_as_the_groups_next_op(hot):
+def test_the_hot_path_runs_the_call_as_the_groups_next_op(hot, calls):
     pg = dist.group.WORLD
     t = tensor.ones(100)
     seq, version = pg.seq, t._version
     assert dist.all_reduce(t) is None
-    assert len(CALLS) == 1 and CALLS[0][0] is t._data and CALLS[0][1] == "the-op"
+    assert len(calls) == 1 and calls[0][0] is t._data and calls[0][1] == "the-op"
     assert t.tolist() == [2.0] * 100
     assert pg.seq == seq + 1 and hot.started == hot.finished == seq + 1
     assert t._version == version + 1  # autograd sees the in-place write
 
 
 @pytest.mark.parametrize("case", ["float64", "avg", "too-large", "strided", "explicit-group", "async"])
-def test_the_hot_path_declines_what_it_does_not_cover(hot, case):
+def test_the_hot_path_declines_what_it_does_not_cover(hot, calls, case):
     t = {"float64": tensor.ones(100, dtype=tensor.float64), "too-large": tensor.ones(1024),  # 4096 bytes
          "strided": tensor.ones(10, 20).t()}.get(case, tensor.ones(100))
     kwargs = {"avg": {"op": dist.ReduceOp.AVG}, "explicit-group": {"group": dist.group.WORLD},
@@ -70,12 +73,12 @@ def test_the_hot_path_declines_what_it_does_not_cover(hot, case):
     work = dist.all_reduce(t, **kwargs)
     if work is not None:
         work.wait()
-    assert CALLS == []
+    assert calls == []
     assert t.tolist() == tensor.ones(*t.shape).tolist()  # the general path: one rank's all_reduce
     assert hot.started == hot.finished == 0
 
 
-def test_the_hot_path_waits_its_turn_behind_an_async_op(hot):
+def test_the_hot_path_waits_its_turn_behind_an_async_op(hot, calls):
     pg = dist.group.WORLD
     release, order = threading.Event(), []
 
@@ -93,7 +96,7 @@ def test_the_hot_path_waits_its_turn_behind_an_async_op(hot):
     caller.join(10)
     work.wait()
     assert order == ["async", "sync"]
-    assert CALLS == []  # it declined and took the general path, in order
+    assert calls == []  # it declined and took the general path, in order
 
 
 def test_a_failing_call_raises_the_backends_error(hot):
@@ -106,7 +109,7 @@ def test_a_failing_call_raises_the_backends_error(hot):
         dist.all_reduce(tensor.ones(100))
 
 
-def test_the_same_array_again_skips_the_lookup(hot, monkeypatch):
+def test_the_same_array_again_skips_the_lookup(hot, calls, monkeypatch):
     lookups = []
     real_lookup = HotAllReduce.lookup
     monkeypatch.setattr(HotAllReduce, "lookup", lambda self, x, op: lookups.append(x) or real_lookup(self, x, op))
@@ -114,9 +117,9 @@ def test_the_same_array_again_skips_the_lookup(hot, monkeypatch):
     for t in (a, a, b, a, a):
         dist.all_reduce(t)
     assert lookups == [a._data, b._data, a._data]
-    assert [x is t._data for (x, _), t in zip(CALLS, (a, a, b, a, a), strict=True)] == [True] * 5
+    assert [x is t._data for (x, _), t in zip(calls, (a, a, b, a, a), strict=True)] == [True] * 5
     dist.all_reduce(a, op=dist.ReduceOp.MAX)  # another op: looked up, and not covered
-    assert len(lookups) == 4 and len(CALLS) == 5
+    assert len(lookups) == 4 and len(calls) == 5
     hot.disable()
     dist.all_reduce(a)
-    assert len(CALLS) == 5 and hot.last == (None, None, None, None)
+    assert len(calls) == 5 and hot.last == (None, None, None, None)
