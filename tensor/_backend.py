@@ -416,8 +416,14 @@ def as_strided(xp, array, shape, strides):
     return cupy.lib.stride_tricks.as_strided(array, shape, strides)
 
 
+_FORKED = "this process was forked from one that had initialised CUDA, and CUDA does not survive fork"
+_forked_after_init = [False]
+
+
 @functools.lru_cache(maxsize=1)
 def _load_cupy():
+    if _forked_after_init[0]:
+        return None, _FORKED
     try:
         import cupy  # noqa: PLC0415 - the optional GPU library is loaded only when asked for
     except Exception as exc:  # ImportError, or a CUDA library that fails to load
@@ -439,6 +445,9 @@ def cuda_available() -> bool:
 def check_cuda_available() -> None:
     """Raise RuntimeError telling the user how to fix the setup when CUDA is unusable."""
     cupy, reason = _load_cupy()
+    if cupy is None and reason is _FORKED:
+        raise RuntimeError(f"CUDA cannot be used here: {reason}. help: start this process with the 'spawn' "
+                           "(or 'forkserver') start method, e.g. DataLoader(..., multiprocessing_context='spawn')")
     if cupy is None:
         raise RuntimeError(
             f"CUDA is not available ({reason}). help: install the GPU extra with "
@@ -455,8 +464,27 @@ def cuda_backend() -> Backend:
 
 
 def cuda_initialized() -> bool:
-    """True once this process created the CUDA backend (CUDA then does not survive ``fork``)."""
-    return cuda_backend.cache_info().currsize > 0
+    """True once this process initialised CUDA, if only to count the devices (``is_available``):
+    CUDA then does not survive ``fork``."""
+    return _load_cupy.cache_info().currsize > 0 and _load_cupy()[0] is not None
+
+
+def _forget_cuda_after_fork() -> None:
+    # In a forked child of a process that initialised CUDA, every CUDA request fails with our
+    # message (check_cuda_available) instead of the driver's, even through cached backends.
+    if not cuda_initialized():
+        return
+    _forked_after_init[0] = True
+    _load_cupy.cache_clear()
+    cuda_backend.cache_clear()
+    from ._device import device  # noqa: PLC0415 - _device imports this module
+
+    for dev in list(device._interned.values()):
+        if dev.type == "cuda":
+            dev._backend = None
+
+
+os.register_at_fork(after_in_child=_forget_cuda_after_fork)
 
 
 def cupy_module():

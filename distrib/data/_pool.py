@@ -93,10 +93,12 @@ class Pool:
     """``num_workers`` worker processes for one DataLoader iterator."""
 
     def __init__(self, loader, base_seed: int, is_iterable: bool) -> None:
-        from distrib.multiprocessing import default_context  # noqa: PLC0415 - refuses fork after CUDA init
+        from distrib.multiprocessing import _context  # noqa: PLC0415 - loaded only for worker pools
 
         n = loader.num_workers
-        ctx = loader.multiprocessing_context or default_context.get_context()
+        # Workers that leave CUDA alone may fork even after CUDA was initialised here, as in PyTorch;
+        # one that touches it gets an error naming the fix.
+        ctx = _context.without_cuda_check(loader.multiprocessing_context or _context.default_context.get_context())
         method = ctx.get_start_method()
         self.num_workers = n
         self.owner = os.getpid()

@@ -11,7 +11,7 @@ from multiprocessing import process as _process
 
 from tensor import _backend
 
-__all__ = ["DefaultContext", "ForkContext", "ForkProcess", "Process", "default_context"]
+__all__ = ["DefaultContext", "ForkContext", "ForkProcess", "Process", "default_context", "without_cuda_check"]
 
 
 def check_fork_allowed() -> None:
@@ -40,6 +40,13 @@ class ForkContext(_mpc.ForkContext):
 
 
 _ours: dict[str, _mpc.BaseContext] = {"fork": ForkContext()} if hasattr(_mpc, "ForkContext") else {}
+
+
+def without_cuda_check(ctx: _mpc.BaseContext) -> _mpc.BaseContext:
+    """The standard library's context for ``ctx``: for children that never touch CUDA (DataLoader
+    workers), which PyTorch lets fork even after CUDA was initialised. A forked child that does
+    touch CUDA gets an error naming the fix (``tensor._backend.check_cuda_available``)."""
+    return _mpc._default_context.get_context(ctx.get_start_method())
 
 
 class Process(_process.BaseProcess):
