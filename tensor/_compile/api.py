@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _creation, _device, _dispatch, _tensor
-from . import guards
+from . import graph_cache, guards
 from .capture import Tracer, tracing
 from .config import config
 from .entry import EAGER, Entry, Path
@@ -63,7 +63,19 @@ class CompiledFunction:
                 return _to_numpy(result) if numpy_program else result
         else:
             entry = self.cache[key] = Entry()
+            if self._load_from_disk(key, entry):
+                result = entry.run(tensors)
+                if result is not None and result is not EAGER:
+                    return _to_numpy(result) if numpy_program else result
         return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs))
+
+    def _load_from_disk(self, key, entry) -> bool:
+        disk_key = graph_cache.cache_key(self.fn, key) if self.backend != "eager" else None
+        graph = graph_cache.load(disk_key) if disk_key else None
+        if graph is None:
+            return False
+        entry.paths.append(Path(graph, None, self.backend, self.options, []))
+        return True
 
     # ------------------------------------------------------------ guards
     def _key(self, spec, leaves):
@@ -102,6 +114,10 @@ class CompiledFunction:
             result = _unwrap_traced(self.fn(*args, **kwargs))
             tracer.finish(result, _tensor.Tensor)
         entry.paths.append(Path(tracer.graph, tracer.unreplayable, self.backend, self.options, tracer.consts))
+        if tracer.unreplayable is None and not tracer.graph.breaks and self.backend != "eager":
+            disk_key = graph_cache.cache_key(self.fn, key)
+            if disk_key:
+                graph_cache.store(disk_key, tracer.graph)
         return _to_numpy(result) if numpy_program else result
 
     def _give_up(self, reason: str) -> None:

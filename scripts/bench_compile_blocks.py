@@ -1,0 +1,50 @@
+"""Issue 14: fused forward+backward blocks, compiled vs our eager (see ``bench_compile.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _mlp_block(lib, F):
+    rng = np.random.default_rng(0)
+    x = lib.tensor(rng.standard_normal((256, 512)), dtype=lib.float32)
+    w1 = lib.tensor(rng.standard_normal((512, 1024)) * 0.03, dtype=lib.float32).requires_grad_()
+    w2 = lib.tensor(rng.standard_normal((1024, 512)) * 0.03, dtype=lib.float32).requires_grad_()
+
+    def block(x):
+        return ((F.gelu(x @ w1, approximate="tanh") @ w2 + x) ** 2).mean()
+    return block, x, (w1, w2)
+
+
+def _norm_block(lib, F):
+    rng = np.random.default_rng(1)
+    x = lib.tensor(rng.standard_normal((512, 1024)), dtype=lib.float32).requires_grad_()
+    w = lib.ones(1024, requires_grad=True)
+
+    def block(x):
+        y = F.layer_norm(x, (1024,), w) * 1.5 + 0.1
+        return (F.softmax(y, -1) * y).sum()
+    return block, x, (x, w)
+
+
+def _step(fn, x, params):
+    def run():
+        for p in params:
+            p.grad = None
+        fn(x).backward()
+    return run
+
+
+def block_rows(repeat, paired_times):
+    """Rows: GELU-tanh MLP block and LayerNorm+softmax chain, forward+backward, compiled vs eager."""
+    import tensor  # noqa: PLC0415
+    from nn import functional as F  # noqa: PLC0415
+
+    rows = []
+    for name, make in (("GELU-tanh MLP block fwd+bwd (ms)", _mlp_block),
+                       ("LayerNorm+softmax chain fwd+bwd (ms)", _norm_block)):
+        fn, x, params = make(tensor, F)
+        compiled = tensor.compile(fn)
+        ours, eager = paired_times(_step(compiled, x, params), _step(fn, x, params), repeat)
+        rows.append((name, ours * 1e3, eager * 1e3, "eager", "<= 0.6x"))
+    return rows
