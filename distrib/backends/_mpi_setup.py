@@ -3,10 +3,14 @@ and how each dtype and ReduceOp maps to MPI (Note [MPI backend] in ``mpi_backend
 
 from __future__ import annotations
 
+import array
 import ctypes
+import fcntl
 import importlib
 import os
+import stat
 import sys
+import termios
 import time
 
 import numpy as np
@@ -19,7 +23,8 @@ _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "
            "BAND": "BAND", "BOR": "BOR", "BXOR": "BXOR"}
 
 _state = {"hook": False}
-_ABORT_GRACE_SECONDS = 0.5  # mpiexec forwards output through a proxy: give it time before MPI_Abort
+_ABORT_GRACE_SECONDS = 5.0  # at most, for the reader of piped output to take it before MPI_Abort
+_BLIND_PAUSE_SECONDS = 0.5  # output to a socket or terminal: how much is unread cannot be asked
 
 
 def mpi_module():
@@ -61,10 +66,47 @@ def abort_job(mpi, message: str) -> None:
                 stream.flush()
             except Exception:  # noqa: BLE001 - aborting anyway
                 pass
-        # MPI_Abort makes mpiexec kill the job at once: without a pause the user may see half of it.
-        time.sleep(_ABORT_GRACE_SECONDS)
+        _let_output_through(_ABORT_GRACE_SECONDS)
     finally:
         mpi.COMM_WORLD.Abort(1)
+
+
+def _let_output_through(limit: float) -> None:
+    """Wait, at most ``limit`` seconds, until the reader of this process's piped stdout and
+    stderr (mpiexec's proxy) has read all that was written to them.
+
+    Hydra's mpiexec exits as soon as it hears of an MPI_Abort, dropping whatever its proxy has
+    not forwarded yet; the proxy even handles a rank's abort before that rank's pending output
+    when both are ready. What the proxy has read it forwards before it looks at anything else,
+    so a drained pipe means the output is shown. Output to a socket or a terminal gets a short
+    pause instead, and a file none.
+    """
+    pipes, pause = [], 0.0
+    for fd in (1, 2):
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISFIFO(mode):
+                pipes.append(fd)
+            elif stat.S_ISSOCK(mode) or os.isatty(fd):
+                pause = min(limit, _BLIND_PAUSE_SECONDS)
+        except OSError:
+            pass
+    deadline = time.monotonic() + limit
+    while pipes and time.monotonic() < deadline:
+        pipes = [fd for fd in pipes if _unread_bytes(fd)]
+        if pipes:
+            time.sleep(0.01)
+    time.sleep(pause)
+
+
+def _unread_bytes(fd: int) -> int:
+    """Bytes written to pipe ``fd`` that its reader has not read yet (0 if that cannot be told)."""
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, count, True)
+    except OSError:
+        return 0
+    return count[0]
 
 
 def install_abort_hook(mpi) -> bool:

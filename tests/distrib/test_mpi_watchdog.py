@@ -6,6 +6,8 @@ The real thing, under ``mpiexec``, is in ``test_mpi_failures.py``.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 import types
@@ -126,3 +128,56 @@ def test_no_op_in_flight_means_no_abort_even_when_serving_fails():
     finally:
         dog.stop()
     assert not dog._thread.is_alive()
+
+
+@contextlib.contextmanager
+def _piped_stderr():
+    """fd 2 writes into a pipe, as under mpiexec, whose proxy reads it; yields the read end.
+    (In the test body: pytest points fd 2 at its capture file again between set-up and call.)"""
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    try:
+        yield read_end
+    finally:
+        os.dup2(saved, 2)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+
+
+def _abort_in_thread(unread_at_abort: list) -> threading.Thread:
+    """``abort_job`` on a thread; its stand-in MPI_Abort records the bytes still unread on fd 2."""
+    mpi = types.SimpleNamespace(COMM_WORLD=types.SimpleNamespace(
+        Abort=lambda code: unread_at_abort.append(_mpi_setup._unread_bytes(2))))
+    thread = threading.Thread(target=_mpi_setup.abort_job, args=(mpi, "distrib: ending the job"))
+    thread.start()
+    return thread
+
+
+def test_abort_waits_until_the_reader_of_piped_output_has_it(monkeypatch):
+    """Hydra's mpiexec drops what its proxy has not read when it hears of MPI_Abort
+    (Note [A job that ends in MPI_Abort] in tests/distrib/_mpi_harness.py)."""
+    monkeypatch.setattr(_mpi_setup, "_ABORT_GRACE_SECONDS", 5)
+    unread_at_abort = []
+    with _piped_stderr() as proxy_end:
+        os.write(2, b"the error the user must see\n")
+        thread = _abort_in_thread(unread_at_abort)
+        time.sleep(1)  # a slow reader: longer than any fixed pause would have been
+        assert unread_at_abort == [], "MPI_Abort was called before the output was read"
+        assert b"the error the user must see\n" in os.read(proxy_end, 1 << 16)
+        read_at = time.monotonic()
+        thread.join(5)
+        assert time.monotonic() - read_at < 1, "MPI_Abort waited on after the output was read"
+    assert unread_at_abort == [0]
+
+
+def test_abort_waits_for_an_idle_reader_no_longer_than_the_grace(monkeypatch):
+    monkeypatch.setattr(_mpi_setup, "_ABORT_GRACE_SECONDS", 0.3)
+    unread_at_abort = []
+    with _piped_stderr():
+        os.write(2, b"nobody reads this\n")
+        start = time.monotonic()
+        _abort_in_thread(unread_at_abort).join(5)
+        took = time.monotonic() - start
+    assert unread_at_abort and unread_at_abort[0] > 0
+    assert 0.25 < took < 2, took
