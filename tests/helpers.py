@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
 import tensor
+
+
+def child_pythonpath(root: str) -> str:
+    """PYTHONPATH for a test's subprocess: ``root``, then what this process was given (the CuPy
+    stand-in's directory under ``DISTRIB_CUPY_STANDIN=1``)."""
+    inherited = os.environ.get("PYTHONPATH")
+    return os.pathsep.join([root, inherited]) if inherited else root
 
 
 def to_numpy(t) -> np.ndarray:

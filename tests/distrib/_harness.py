@@ -15,6 +15,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from tests.helpers import child_pythonpath
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_worker.py")
 
@@ -47,7 +49,7 @@ def start_ranks(scenario: str, size: int, env: dict | None = None, args=(), stdi
     procs = []
     for rank in range(size):
         penv = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-                "WORLD_SIZE": str(size), "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", **(env or {})}
+                "WORLD_SIZE": str(size), "PYTHONPATH": child_pythonpath(ROOT), "OMP_NUM_THREADS": "1", **(env or {})}
         procs.append(subprocess.Popen(
             [sys.executable, WORKER, scenario, *map(str, args)], env=penv, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,

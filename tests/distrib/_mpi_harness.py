@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from tests.distrib._harness import ROOT, free_port, shm_entries
-from tests.helpers import wait_until
+from tests.helpers import child_pythonpath, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_mpi_worker.py")
@@ -203,8 +203,8 @@ def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 
     marker = f"distrib-mpi-test-{secrets.token_hex(8)}"
     penv = {k: v for k, v in os.environ.items()
             if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")}
-    penv.update({"PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1", "DISTRIB_TEST_JOB": marker,
-                 **(env or {})})
+    penv.update({"PYTHONPATH": child_pythonpath(ROOT), "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1",
+                 "DISTRIB_TEST_JOB": marker, **(env or {})})
     mpich_before, distrib_before = _mpich_segments(), shm_entries()
     with tempfile.TemporaryDirectory(prefix="mpi-output-") as logs:
         rank_cmd = [sys.executable, WORKER, str(out_dir), scenario, *map(str, args)]
@@ -255,7 +255,7 @@ def run_without_mpiexec(scenario: str, n: int, out_dir, timeout: float = 60) -> 
     procs = []
     for rank in range(n):
         env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "WORLD_SIZE": str(n), "PYTHONPATH": ROOT}
+               "WORLD_SIZE": str(n), "PYTHONPATH": child_pythonpath(ROOT)}
         procs.append(subprocess.Popen([sys.executable, WORKER, str(out_dir), scenario], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:

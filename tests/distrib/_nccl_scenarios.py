@@ -84,3 +84,57 @@ def nccl_conformance():
     dist.barrier()
     dist.destroy_process_group()
     return out
+
+
+# ---- issue 13: the nccl backend off the caller's thread, and object collectives (CUDA stand-in) ----
+def _flag(ok: bool):
+    return tensor.tensor([float(ok)]), np.ones(1, np.float32)
+
+
+def nccl_worker_thread_and_objects():
+    """Async ops (the group's worker thread runs them: it must use this rank's device), a group
+    whose first op is async (its communicator is made on that thread), object collectives and a
+    DDP step on nccl; each case's verdict (``run_cases``)."""
+    import nn
+    from distrib.parallel import DistributedDataParallel
+
+    dist.init_process_group("nccl", timeout=60)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+
+    def async_first_op_of_a_group():
+        group = dist.new_group(backend="nccl")
+        t = tensor.full((4,), float(rank), device="cuda")
+        dist.all_reduce(t, op=dist.ReduceOp.AVG, group=group, async_op=True).wait()
+        return t, np.full(4, (n - 1) / 2, np.float32)
+
+    def async_ops_in_a_row():
+        ts = [tensor.full((3,), float(rank + k), device="cuda") for k in range(3)]
+        works = [dist.all_reduce(t, async_op=True) for t in ts]
+        b = tensor.full((2,), float(rank), device="cuda")
+        works.append(dist.broadcast(b, src=0, async_op=True))
+        for work in works:
+            work.wait()
+        got = tensor.cat([*ts, b])
+        want = [np.full(3, sum(r + k for r in range(n)), np.float32) for k in range(3)]
+        return got, np.concatenate([*want, np.zeros(2, np.float32)])
+
+    def objects():
+        gathered = [None] * n
+        dist.all_gather_object(gathered, {"rank": rank})
+        sent = [f"from {rank}", rank] if rank == 0 else [None, None]
+        dist.broadcast_object_list(sent, src=0)
+        return _flag(gathered == [{"rank": r} for r in range(n)] and sent == ["from 0", 0])
+
+    def ddp_step():
+        tensor.manual_seed(0)
+        model = DistributedDataParallel(nn.Linear(3, 2).cuda(), device_ids=[tensor.cuda.current_device()])
+        model(tensor.full((4, 3), float(rank + 1), device="cuda")).sum().backward()
+        return model.module.weight.grad, np.full((2, 3), 4 * (n + 1) / 2, np.float32)
+
+    cases = {"async_first_op_of_a_group": async_first_op_of_a_group, "async_ops_in_a_row": async_ops_in_a_row,
+             "objects": objects, "ddp_step": ddp_step}
+    out = run_cases(cases)
+    dist.barrier()
+    dist.destroy_process_group()
+    return out

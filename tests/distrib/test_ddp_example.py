@@ -16,6 +16,7 @@ import pytest
 
 import tensor
 from tests.distrib._harness import ROOT, shm_entries
+from tests.helpers import child_pythonpath
 
 SCRIPT = os.path.join(ROOT, "examples", "ddp_train.py")
 BIN = os.path.dirname(sys.executable)
@@ -32,7 +33,7 @@ def launcher() -> list[str]:
 def run(cmd: list[str], timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``cmd`` in its own session (``env`` values of None unset a variable); on timeout kill
     the whole session and fail."""
-    full_env = {**os.environ, "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1", **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": child_pythonpath(ROOT), "OMP_NUM_THREADS": "1", **(env or {})}
     for name in ("DISTRIB_RESTART_COUNT", *[k for k, v in full_env.items() if v is None]):
         full_env.pop(name, None)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, text=True, stdout=subprocess.PIPE,

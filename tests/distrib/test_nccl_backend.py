@@ -70,3 +70,17 @@ def test_collectives_on_gpus(tmp_path, size):
     results = run_without_mpiexec("nccl_conformance", size, tmp_path, timeout=120)
     for case in results[0]:
         check_conformance_case(results, case)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [1, 2])
+def test_defects3_4_worker_thread_objects_and_ddp_on_gpus(tmp_path, size):
+    # Issue 13: async ops run on the group's worker thread, which must use the rank's device
+    # (defect 3); object collectives and DDP's constructor must work on nccl (defect 4).
+    if CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    if tensor.cuda.device_count() < size:
+        pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
+    results = run_without_mpiexec("nccl_worker_thread_and_objects", size, tmp_path, timeout=120)
+    for case in results[0]:
+        check_conformance_case(results, case)

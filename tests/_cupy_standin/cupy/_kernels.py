@@ -38,9 +38,10 @@ def launch(arrays) -> int:
 
 
 def wait_streams(device_id: int) -> None:
-    """What a synchronous copy from ``device_id`` waits for: its legacy stream's work."""
+    """What a synchronous copy from ``device_id`` waits for: the work pending on the stream it is
+    made on, this thread's current stream of that device."""
     if _stream._pending:
-        _stream.wait_for(0, device_id)
+        _stream.wait_for(_stream.get_current_stream(device_id).ptr, device_id)
 
 
 def unwrap(obj, arrays: list, *, host_ok: bool = False):

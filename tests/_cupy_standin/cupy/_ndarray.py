@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from . import _kernels, _memory, _state
+from . import _address, _kernels, _memory, _state
 
 
 def _make(a: np.ndarray, mem: _memory.MemoryPointer, dev: int, base=None) -> ndarray:
@@ -32,7 +32,7 @@ def host_view(ptr: int, shape, dtype, strides=None) -> np.ndarray:
         return np.ndarray(shape, dtype)
     lo = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
     hi = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0) + dtype.itemsize
-    return np.ndarray(shape, dtype, buffer=_memory.host_bytes(ptr + lo, hi - lo), offset=-lo, strides=strides)
+    return np.ndarray(shape, dtype, buffer=_address.host_bytes(ptr + lo, hi - lo), offset=-lo, strides=strides)
 
 
 def _contiguous_strides(shape, itemsize: int) -> tuple:
@@ -53,8 +53,10 @@ def empty(shape, dtype=float) -> ndarray:
 
 
 def from_host(host: np.ndarray) -> ndarray:
-    """Copy a host array to the current device (a host-to-device transfer)."""
+    """Copy a host array to new memory on the current device: a write ordered, like every
+    kernel, after the work pending on the current stream (the memory may be reused)."""
     out = empty(host.shape, host.dtype)
+    _kernels.launch(())
     np.copyto(out._a, host)
     return out
 
@@ -120,7 +122,7 @@ class ndarray:
         mem = self._mem.mem
         if self._a.size == 0:
             return _memory.MemoryPointer(mem, self._mem.ptr - mem.ptr)
-        return _memory.MemoryPointer(mem, _memory.device_ptr(self._a.ctypes.data) - mem.ptr)
+        return _memory.MemoryPointer(mem, _address.device_ptr(self._a.ctypes.data) - mem.ptr)
 
     @property
     def real(self):
@@ -157,6 +159,7 @@ class ndarray:
             raise TypeError(f"{arr.dtype} array cannot be set to {self.dtype} array")
         if self.shape != arr.shape:
             raise ValueError(f"Shape mismatch. Old shape: {self.shape}, new shape: {arr.shape}")
+        _kernels.launch(())
         np.copyto(self._a, arr)
 
     def tolist(self):

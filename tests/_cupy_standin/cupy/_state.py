@@ -11,7 +11,24 @@ from __future__ import annotations
 import os
 import threading
 
-DEVICE_COUNT = int(os.environ.get("DISTRIB_CUPY_STANDIN_DEVICES", "2"))
+
+def _visible_devices() -> list[int]:
+    """The emulated devices this process sees, as CUDA does: all of them, or the ids listed in
+    CUDA_VISIBLE_DEVICES up to the first that is not a device."""
+    total = int(os.environ.get("DISTRIB_CUPY_STANDIN_DEVICES", "2"))
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is None:
+        return list(range(total))
+    visible: list[int] = []
+    for entry in listed.split(","):
+        if not entry.strip().isdigit() or int(entry) >= total or int(entry) in visible:
+            break
+        visible.append(int(entry))
+    return visible
+
+
+VISIBLE = _visible_devices()  # visible index -> the emulated ("physical") device
+DEVICE_COUNT = len(VISIBLE)
 
 
 class CUDARuntimeError(RuntimeError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _memory, _state
+from .. import _address, _state
 from . import stream as _stream
 
 CUDARuntimeError = _state.CUDARuntimeError
@@ -15,6 +15,8 @@ is_hip = _is_hip_environment = False
 def getDeviceCount() -> int:  # noqa: N802 - CUDA's names throughout
     """The number of emulated devices (``DISTRIB_CUPY_STANDIN_DEVICES``, default 2)."""
     _state.check_usable()
+    if not _state.DEVICE_COUNT:
+        raise CUDARuntimeError(100, "cudaErrorNoDevice", "no CUDA-capable device is detected")
     return _state.DEVICE_COUNT
 
 
@@ -42,15 +44,15 @@ def deviceCanAccessPeer(device: int, peer: int) -> int:  # noqa: N802
 def getDeviceProperties(device: int) -> dict:  # noqa: N802
     _state.check_usable()
     _state.check_device_id(device)
-    return {"name": f"CuPy stand-in device {device}".encode(), "totalGlobalMem": _memory.ARENA_BYTES,
+    return {"name": f"CuPy stand-in device {device}".encode(), "totalGlobalMem": _address.ARENA_BYTES,
             "major": 8, "minor": 0, "multiProcessorCount": 1, "pciBusID": device, "pciDeviceID": 0,
             "pciDomainID": 0}
 
 
 def memGetInfo() -> tuple[int, int]:  # noqa: N802
     """``(free, total)`` bytes of the current device."""
-    arena = _memory.arena(_state.get_device())
-    return _memory.ARENA_BYTES - arena.used, _memory.ARENA_BYTES
+    arena = _address.arena(_state.get_device())
+    return _address.ARENA_BYTES - arena.used, _address.ARENA_BYTES
 
 
 def runtimeGetVersion() -> int:  # noqa: N802
@@ -63,27 +65,27 @@ def driverGetVersion() -> int:  # noqa: N802
 
 def malloc(size: int) -> int:
     _state.check_usable()
-    return _memory.arena(_state.get_device()).malloc(size)
+    return _address.arena(_state.get_device()).malloc(size)
 
 
 def free(ptr: int) -> None:
-    region = _memory.region_of(ptr)
-    arena = _memory.arena(region.device_id)
+    region = _address.region_of(ptr)
+    arena = _address.arena(region.device_id)
     arena.free(ptr, arena.sizes[ptr - region.start])
 
 
 def ipcGetMemHandle(devPtr: int) -> bytes:  # noqa: N802, N803
     """A handle for the allocation that contains ``devPtr`` (its base, not ``devPtr``)."""
-    return _memory.ipc_get_handle(devPtr)
+    return _address.ipc_get_handle(devPtr)
 
 
 def ipcOpenMemHandle(handle: bytes, flags: int = cudaIpcMemLazyEnablePeerAccess) -> int:  # noqa: N802
     """Map another process's allocation; returns its *base* pointer in this process."""
-    return _memory.ipc_open_handle(handle)
+    return _address.ipc_open_handle(handle)
 
 
 def ipcCloseMemHandle(devPtr: int) -> None:  # noqa: N802, N803
-    _memory.ipc_close_handle(devPtr)
+    _address.ipc_close_handle(devPtr)
 
 
 def streamSynchronize(stream: int) -> None:  # noqa: N802
