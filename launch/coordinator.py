@@ -14,8 +14,8 @@ Note [Rendezvous protocol]
     stop    server -> agent  the round is over (a node failed or was lost): stop your
                              workers, then send a result.
     abort   agent -> server  this launcher got SIGINT/SIGTERM/SIGHUP: end the job, no restart.
-    verdict server -> agent  ``done`` (exit 0), ``restart`` (rejoin with restart_count+1) or
-                             ``fail`` {failures, exit_code, reason}.
+    verdict server -> agent  ``done`` (exit 0), ``restart`` {restart_count, reason}: rejoin,
+                             or ``fail`` {failures, exit_code, reason}.
     heartbeat  both ways, every ``--heartbeat-interval`` (Note [Heartbeats] in channel.py).
     A node is lost when its connection drops, when it is silent for ``LOST_AFTER``
     heartbeat intervals, or when it does not report within ``--kill-timeout`` +

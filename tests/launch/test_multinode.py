@@ -111,18 +111,13 @@ signal.pause()
 """
 
 
-@pytest.mark.parametrize("victim, sig, cause", [
-    (1, signal.SIGSTOP, r"lost node 1 \(.*\): no heartbeat for"),
-    (0, signal.SIGSTOP, r"lost node 0 \(127.0.0.1, the coordinator\): no heartbeat for"),
-    (1, signal.SIGKILL, r"lost node 1 \(.*\): its launcher closed the connection"),
-    (0, signal.SIGKILL, r"lost node 0 \(127.0.0.1, the coordinator\): the rendezvous server closed the connection"),
-], ids=["node1-stopped", "node0-stopped", "node1-killed", "node0-killed"])
-def test_a_silent_or_dead_launcher_ends_the_job_on_the_other_node(tmp_path, port, victim, sig, cause):
-    """A stopped launcher falls silent (lost after 3 heartbeat intervals), a killed one closes its
-    connection (lost at once): either way the other node stops its workers and names the loss."""
+def _lose_a_node(tmp_path, port, victim: int, sig: int, *flags) -> tuple[int, str, float, list[int]]:
+    """Two launchers of blocking workers; ``sig`` to the ``victim``'s launcher once every worker
+    runs. Returns the other launcher's exit code, stderr and time to exit, and the surviving
+    workers (after the victim is killed: its workers go with it)."""
     script = write_script(tmp_path, "block.py", BLOCK_SCRIPT)
     launchers = {rank: Launcher("--nnodes", 2, "--node-rank", rank, "--master-port", port, "--heartbeat-interval",
-                                0.5, "--kill-timeout", 5, script) for rank in (1, 0)}
+                                0.5, "--kill-timeout", 5, *flags, script) for rank in (1, 0)}
     pids = []
     try:
         for launcher in launchers.values():
@@ -133,12 +128,43 @@ def test_a_silent_or_dead_launcher_ends_the_job_on_the_other_node(tmp_path, port
         took = time.monotonic() - start
     finally:
         for launcher in launchers.values():
-            launcher.kill()  # the victim: its workers go with it (parent-death signal, watchdog)
+            launcher.kill()  # parent-death signal and watchdog take the workers down too
         survivors = wait_all_dead(pids)
         kill_leftovers(survivors)
+    return code, err, took, survivors
+
+
+@pytest.mark.parametrize("victim, sig, cause", [
+    (1, signal.SIGSTOP, r"lost node 1 \(.*\): no heartbeat for"),
+    (0, signal.SIGSTOP, r"lost node 0 \(127.0.0.1, the coordinator\): no heartbeat for"),
+    (1, signal.SIGKILL, r"lost node 1 \(.*\): its launcher closed the connection"),
+    (0, signal.SIGKILL, r"lost node 0 \(127.0.0.1, the coordinator\): the rendezvous server closed the connection"),
+], ids=["node1-stopped", "node0-stopped", "node1-killed", "node0-killed"])
+def test_a_silent_or_dead_launcher_ends_the_job_on_the_other_node(tmp_path, port, victim, sig, cause):
+    """A stopped launcher falls silent (lost after 3 heartbeat intervals), a killed one closes its
+    connection (lost at once): either way the other node stops its workers and names the loss."""
+    code, err, took, survivors = _lose_a_node(tmp_path, port, victim, sig)
     assert code == 1, err
     assert re.search(f"the job failed: {cause}", err), err
     assert took < 10.0  # 1.5 s of silence (or none), then a SIGTERMed worker; slack for a loaded machine
+    assert survivors == []
+
+
+@pytest.mark.parametrize("victim, notice, cause", [
+    (1, r"restarting the worker group \(1/1\): lost node 1",
+     r"lost node 1 \(.*\): its launcher closed the connection; then rendezvous timed out after 3 s: "
+     r"1 of 2 node\(s\) joined"),
+    (0, r"joining again \(restart 1/1\)",
+     r"lost node 0 \(127.0.0.1, the coordinator\): the rendezvous server closed the connection; then "
+     r"rendezvous failed: could not reach the rendezvous server"),
+], ids=["node1-gone", "node0-gone"])
+def test_with_restarts_left_a_lost_node_is_awaited_for_the_rendezvous_timeout(tmp_path, port, victim, notice,
+                                                                              cause):
+    code, err, _, survivors = _lose_a_node(tmp_path, port, victim, signal.SIGKILL, "--max-restarts", 1,
+                                           "--rdzv-timeout", 3)
+    assert code == 1, err
+    assert re.search(notice, err), err
+    assert re.search(f"the job failed: {cause}", err), err
     assert survivors == []
 
 

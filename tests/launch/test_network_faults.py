@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,6 +33,7 @@ import numpy as np
 import pytest
 
 import tensor
+from launch.procs import tree_of
 from tests.distrib._mpi_harness import MPIEXEC, needs_mpi
 from tests.helpers import wait_until
 
@@ -49,13 +51,15 @@ RESUMABLE = ("--epochs", "6", "--workers", "0", "--checkpoint-every", "20")
 SMALL = ("--epochs", "1", "--batch-size", "128", "--workers", "0", "--checkpoint-every", "5")
 
 
+ZMQ_SEGMENT = r"distrib-[0-9a-f]+-\d+"  # the zmq backend's shared memory (distrib/backends/_shm.py)
+
+
 @contextlib.contextmanager
-def two_hosts(joined: bool = True, segments: tuple[str, ...] = ("distrib-",)):
-    """A NetnsPair for the test; afterwards nothing may be left running in it, nor in /dev/shm a
-    segment named with one of ``segments`` (only the prefixes this job makes: other suites may be
-    running MPI jobs meanwhile)."""
+def two_hosts(joined: bool = True):
+    """A NetnsPair for the test; afterwards nothing may be left running in it, nor a new zmq
+    segment in /dev/shm (only that kind: other suites may be running meanwhile)."""
     def present() -> set[str]:
-        return {name for name in os.listdir("/dev/shm") if name.startswith(segments)}
+        return {name for name in os.listdir("/dev/shm") if re.fullmatch(ZMQ_SEGMENT, name)}
 
     before = present()
     net = NetnsPair(joined)
@@ -95,10 +99,26 @@ class Proc:
         self.proc.wait(30)
 
 
-def finish(procs: list[Proc], timeout: float) -> list[int]:
-    """Wait for every process (bounded); their exit codes. Kills them all on timeout."""
+def mapped_segments(root: int) -> set[str]:
+    """The /dev/shm files that process ``root`` and its descendants have mapped now."""
+    found = set()
+    for pid in tree_of({root}):
+        try:
+            found |= set(re.findall(r"/dev/shm/(\S+)", Path(f"/proc/{pid}/maps").read_text()))
+        except OSError:
+            continue
+    return found
+
+
+def finish(procs: list[Proc], timeout: float, each=lambda: None) -> list[int]:
+    """Wait for every process (bounded), calling ``each()`` at every poll; their exit codes.
+    Kills them all on timeout."""
+    def done() -> bool:
+        each()
+        return all(p.poll() is not None for p in procs)
+
     try:
-        ended = wait_until(lambda: all(p.poll() is not None for p in procs), timeout)
+        ended = wait_until(done, timeout)
         assert ended, f"still running after {timeout:.0f} s:\n" + "\n---\n".join(p.text()[-3000:] for p in procs)
     finally:
         for p in procs:
@@ -157,7 +177,7 @@ def _assert_partition_surfaced(nodes: list[Proc], codes: list[int], cut: float) 
         text = node.text()
         assert code != 0, text[-3000:]
         assert node.ended - cut <= BOUND, f"node {rank} took {node.ended - cut:.1f} s (bound {BOUND} s)"
-        print(f"FAULTTIME node {rank} exited {node.ended - cut:.2f} s after the cut")
+        print(f"REPORT: node {rank} exited {node.ended - cut:.2f} s after the cut")
         other = 1 - rank
         assert f"the job failed: lost node {other} " in text, text[-3000:]
 
@@ -233,7 +253,8 @@ exec ip netns exec "$ns" sh -c "$*"
 @pytest.mark.timeout(180)
 def test_the_mpi_backend_across_two_namespaces_over_tcp(tmp_path, reference):
     expected = reference(SMALL)
-    with two_hosts(segments=("distrib-", "mpich_shm_")) as net:
+    seen: set[str] = set()  # MPICH's segments, which may not outlive the job
+    with two_hosts() as net:
         launcher_exec = tmp_path / "netns-exec"
         launcher_exec.write_text(LAUNCHER_EXEC.format(addr1=net.ADDRS[1], ns1=net.ns[1]))
         launcher_exec.chmod(0o755)
@@ -244,6 +265,8 @@ def test_the_mpi_backend_across_two_namespaces_over_tcp(tmp_path, reference):
                 "-genv", "MASTER_ADDR", net.ADDRS[0], "-genv", "MASTER_PORT", 29500,
                 sys.executable, EXAMPLE, "--backend", "mpi", *SMALL, "--out-dir", tmp_path / "out"]
         job = Proc(argv, env, tmp_path / "mpiexec")
-        codes = finish([job], 120)
+        codes = finish([job], 120, each=lambda: seen.update(mapped_segments(job.proc.pid)))
     assert codes == [0], job.text()[-5000:]
+    print(f"REPORT: mpi job mapped {sorted(seen)}")
+    assert wait_until(lambda: not seen & set(os.listdir("/dev/shm")), 2.0), seen & set(os.listdir("/dev/shm"))
     assert_same_model(final_model(tmp_path / "out"), expected)
