@@ -48,6 +48,20 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
+        compiled = self.__dict__.get("_compiled_call")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls with ``tensor.compile`` (same arguments), in place.
+
+        Parameters stay the module's own, so optimizers and DistributedDataParallel see
+        them as before; changing ``training`` (``train()``/``eval()``) recompiles.
+        """
+        object.__setattr__(self, "_compiled_call", tensor.compile(self._call_impl, *args, **kwargs))
+
+    def _call_impl(self, *args, **kwargs):
         for hook in list(self._forward_pre_hooks.values()):
             result = hook(self, args)
             if result is not None:

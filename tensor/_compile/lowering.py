@@ -3,14 +3,16 @@
 ``backend="eager"`` runs the nodes one by one through the dispatcher. The default
 backend fuses pointwise chains and the reductions that follow them (``fusion.py``) and
 compiles each group (``codegen_numba.py`` on the CPU); library calls (matmul,
-convolution windows, ...) stay dispatcher calls. A segment whose inputs require grad
-runs through the dispatcher too, so that autograd records it. Without numba the default
-backend is the eager one.
+convolution windows, ...) stay dispatcher calls. A graph whose inputs require grad is
+trained through a joint forward/backward graph (``aot.py``), or, where that does not
+apply, runs through the dispatcher so that autograd records it. Without numba the
+default backend is the eager one.
 """
 
 from __future__ import annotations
 
-from . import fusion
+from . import aot, fusion
+from .aot import AotSegment
 from .runner import eager_segment, run_node
 
 __all__ = ["lower", "kernels_of"]
@@ -19,8 +21,11 @@ __all__ = ["lower", "kernels_of"]
 def lower(graph, start: int, stop: int, backend: str, options: dict, differentiable: bool):
     """The runner of nodes ``[start, stop)`` of ``graph``."""
     nodes = graph.nodes[start:stop]
-    if backend == "eager" or differentiable or not _numba():
+    if backend == "eager" or not _numba():
         return eager_segment(nodes)
+    if differentiable:
+        whole = (start, stop) == (0, len(graph.nodes))
+        return AotSegment(graph, _fused_segment) if whole and aot.supports(graph) else eager_segment(nodes)
     return _fused_segment(graph, start, stop)
 
 
