@@ -25,6 +25,7 @@ _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "
 _state = {"hook": False}
 _ABORT_GRACE_SECONDS = 5.0  # at most, for the reader of piped output to take it before MPI_Abort
 _BLIND_PAUSE_SECONDS = 0.5  # output to a socket or terminal: how much is unread cannot be asked
+_exit = os._exit  # how abort_job ends this process (tests stand in for it)
 
 
 def mpi_module():
@@ -69,6 +70,9 @@ def abort_job(mpi, message: str) -> None:
         _let_output_through(_ABORT_GRACE_SECONDS)
     finally:
         mpi.COMM_WORLD.Abort(1)
+        # MPICH's MPI_Abort returns once the process manager has been told; until that kills the
+        # job this process must not go on (the watchdog would fire again, a hook would finalize).
+        _exit(1)
 
 
 def _let_output_through(limit: float) -> None:
@@ -76,10 +80,10 @@ def _let_output_through(limit: float) -> None:
     stderr (mpiexec's proxy) has read all that was written to them.
 
     Hydra's mpiexec exits as soon as it hears of an MPI_Abort, dropping whatever its proxy has
-    not forwarded yet; the proxy even handles a rank's abort before that rank's pending output
-    when both are ready. What the proxy has read it forwards before it looks at anything else,
-    so a drained pipe means the output is shown. Output to a socket or a terminal gets a short
-    pause instead, and a file none.
+    not forwarded yet, and the proxy can pass a rank's abort on ahead of output it has not read
+    (it looks at the PMI sockets first). What the proxy has read it forwards before it looks at
+    anything else, so a drained pipe means the output is shown. Output to a socket or a terminal
+    gets a short pause instead, and a file none.
     """
     pipes, pause = [], 0.0
     for fd in (1, 2):

@@ -64,6 +64,7 @@ class _Backend:
 @pytest.fixture(autouse=True)
 def no_grace(monkeypatch):
     monkeypatch.setattr(_mpi_setup, "_ABORT_GRACE_SECONDS", 0)
+    monkeypatch.setattr(_mpi_setup, "_exit", lambda code: None)  # the stand-in Abort records the end
 
 
 def _watch(backend, seconds):
@@ -181,3 +182,12 @@ def test_abort_waits_for_an_idle_reader_no_longer_than_the_grace(monkeypatch):
         took = time.monotonic() - start
     assert unread_at_abort and unread_at_abort[0] > 0
     assert 0.25 < took < 2, took
+
+
+def test_abort_ends_the_process_when_mpi_abort_returns(monkeypatch):
+    """MPICH's MPI_Abort returns once it has told the process manager."""
+    exits, calls = [], []
+    monkeypatch.setattr(_mpi_setup, "_exit", exits.append)
+    mpi = types.SimpleNamespace(COMM_WORLD=types.SimpleNamespace(Abort=calls.append))
+    _mpi_setup.abort_job(mpi, "distrib: ending the job")
+    assert calls == [1] and exits == [1]
