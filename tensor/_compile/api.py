@@ -36,8 +36,8 @@ class CompiledFunction:
         self.backend = "eager" if backend == "eager" else "default"
         self.options = dict(options or {})
         self.cache: dict = {}
-        self.shapes_seen: dict = {}        # key without sizes -> first sizes seen
-        self.dynamic_dims: dict = {}       # leaf index -> set of dims not guarded
+        self.sizeless_seen: set = set()    # guard keys without sizes, for Note [Dynamic sizes]
+        self.size_captures = 0             # captures that differed from an earlier one only in sizes
         self.captures = 0
         self.eager_reason = None
         functools.update_wrapper(self, fn)
@@ -52,7 +52,7 @@ class CompiledFunction:
         spec = guards.flatten((args, kwargs), leaves)
         numpy_program = any(isinstance(x, np.ndarray) for x in leaves)
         tensors = [host_to_tensor(x) if isinstance(x, np.ndarray) else x for x in leaves]
-        key = self._key(spec, leaves)
+        key, size_only = self._key(spec, leaves)
         entry = self.cache.get(key)
         if entry is not None:
             entry.prune()
@@ -67,7 +67,7 @@ class CompiledFunction:
                 result = entry.run(tensors)
                 if result is not None and result is not EAGER:
                     return _to_numpy(result) if numpy_program else result
-        return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs))
+        return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs), size_only)
 
     def _load_from_disk(self, key, entry) -> bool:
         disk_key = graph_cache.cache_key(self.fn, key) if self.backend != "eager" else None
@@ -79,35 +79,30 @@ class CompiledFunction:
 
     # ------------------------------------------------------------ guards
     def _key(self, spec, leaves):
-        values = guards.captured_values(self.fn)
-        if self.dynamic is True and not self.dynamic_dims:
-            self.dynamic_dims = {i: set(range(x.ndim)) for i, x in enumerate(leaves)}
-        key = guards.guard_key(spec, leaves, values, self.dynamic_dims)
-        if self.dynamic is None:
-            key = self._mark_dynamic(spec, leaves, values, key)
-        return key
+        """The guard key, and whether only sizes differ from a key already captured.
 
-    def _mark_dynamic(self, spec, leaves, values, key):
-        """PyTorch's automatic dynamic shapes: a dim seen with a second size stops being guarded."""
-        sizeless = guards.guard_key(spec, leaves, values, {i: set(range(x.ndim)) for i, x in enumerate(leaves)})
-        sizes = tuple(tuple(x.shape) for x in leaves)
-        first = self.shapes_seen.setdefault(sizeless, sizes)
-        changed = False
-        for i, (old, new) in enumerate(zip(first, sizes)):
-            for d, (a, b) in enumerate(zip(old, new)):
-                if a != b and d not in self.dynamic_dims.get(i, ()):
-                    self.dynamic_dims.setdefault(i, set()).add(d)
-                    changed = True
-        return guards.guard_key(spec, leaves, values, self.dynamic_dims) if changed else key
+        Note [Dynamic sizes]: kernels take their loop extents as arguments (``emitter.py``),
+        so a capture for a new size reuses every compiled kernel. With ``dynamic`` True or
+        None (PyTorch's default, automatic), such a size-only capture does not count toward
+        ``cache_size_limit``; with ``dynamic=False`` it does. Replaying one graph at several
+        sizes without a capture (symbolic sizes) is not implemented.
+        """
+        values = guards.captured_values(self.fn)
+        key = guards.guard_key(spec, leaves, values, {})
+        sizeless = guards.guard_key(spec, leaves, values, {i: range(x.ndim) for i, x in enumerate(leaves)})
+        seen = sizeless in self.sizeless_seen
+        self.sizeless_seen.add(sizeless)
+        return key, seen and self.dynamic is not False
 
     # ------------------------------------------------------------ capture
-    def _capture(self, key, spec, tensors, entry, numpy_program, original):
+    def _capture(self, key, spec, tensors, entry, numpy_program, original, size_only=False):
         limit = self.options.get("cache_size_limit", config.cache_size_limit)
-        if self.captures >= limit:
+        if self.captures - self.size_captures >= limit and not size_only:
             self._give_up(f"the recompile limit cache_size_limit={limit} was reached "
                           f"(last change: {_describe_key(key)})")
             return self.fn(*original[0], **original[1])
         self.captures += 1
+        self.size_captures += size_only
         tracer = Tracer(tensors, fullgraph=self.fullgraph)
         args, kwargs = _traced_args(spec, tensors, numpy_program)
         with tracing(tracer):

@@ -167,3 +167,17 @@ def test_a_second_process_loads_the_kernel_from_the_disk_cache(tmp_path):
     assert runs[0]["misses"] == 1 and runs[0]["hits"] == 0
     assert runs[1]["misses"] == 0 and runs[1]["hits"] == 1
     assert runs[1]["out"] == [58.0, 70.0, 82.0]  # (3 * x + 1).sum(0)
+
+
+def test_a_new_size_reuses_the_compiled_kernels():
+    from tensor._compile import codegen_numba
+
+    compiled = tensor.compile(reductions)
+    for rows in (5, 9, 5, 9):
+        x = tensor.tensor(RNG.uniform(-2, 2, (rows, 7)), dtype=tensor.float64)
+        compiled(x)
+        assert_close(compiled(x), reductions(x), rtol=1e-10, atol=1e-10)
+        if rows == 5:
+            kernels = dict(codegen_numba._LOADED)
+    assert codegen_numba._LOADED == kernels  # the size-9 graph compiled nothing new
+    assert len(compiled.cache) == 2  # one entry per size (captured, or loaded from the disk cache)
