@@ -37,18 +37,13 @@ class Staged:
             # to_numpy synchronises the device before the host copy is made
             self._copy = np.ascontiguousarray(array_backend.backend_for_array(arr)[0].to_numpy(arr))
         else:
-            self._copy = arr.copy()  # C order
+            self._copy = array_backend.contiguous_copy(arr)  # on arr's device, whatever thread this is
         self.flat = self._copy.reshape(-1)
 
     def written(self) -> None:
         """Copy results back into the tensor if staged, and bump its version counter."""
         if self._copy is not None:
-            arr = self.t._data
-            if isinstance(arr, np.ndarray):
-                arr[...] = self._copy
-            else:
-                arr[...] = array_backend.move(self._copy, array_backend.backend_for_array(arr)[0],
-                                              array_backend.backend_for_array(arr)[1])
+            array_backend.copy_into(self.t._data, self._copy)
         self.t._version_box[0] += 1
 
 
@@ -97,8 +92,7 @@ def check_root_list(op: str, name: str, tensors, like: Tensor, pg, is_root: bool
 
 
 def empty_flat(like: Staged, count: int):
-    return like.flat.__class__((count,), dtype=like.flat.dtype) if not isinstance(like.flat, np.ndarray) \
-        else np.empty(count, dtype=like.flat.dtype)
+    return array_backend.empty_like(like.flat, (count,))
 
 
 def unstack(flat, outs: list[Staged]) -> None:

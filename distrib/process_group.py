@@ -5,6 +5,13 @@ op runs in the caller's thread once earlier async ops are done; an async op is q
 for the group's worker thread and returns a ``Work`` at once, so communication overlaps
 with the caller's computation. Each op gets the next sequence number of its group,
 which errors and the debug mode report.
+
+Note [Worker device]
+    CUDA's current device is per thread, and a new thread starts on device 0 whatever the
+    main thread chose. So a queued async op carries the device that was current when it was
+    issued (``tensor._backend.with_current_device``) and runs with it current, in the worker
+    thread or in a thread helping in wait: its communicator, events and kernels land on the
+    rank's device, as they would in the caller's thread.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import collections
 import threading
 import warnings
+
+from tensor import _backend as array_backend
 
 from . import debug
 from .availability import get_default_backend_for_device
@@ -214,7 +223,8 @@ class ProcessGroup:
             else:
                 work._complete()
 
-        self._executor.submit(async_job)
+        # The worker thread starts on CUDA device 0: give it the caller's device (Note [Worker device]).
+        self._executor.submit(array_backend.with_current_device(async_job))
         return work
 
     def run_sync(self, name: str, backend, fn, *args) -> None:

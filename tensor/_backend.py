@@ -328,6 +328,31 @@ def owns_fresh_memory(array) -> bool:
     return bool(getattr(flags, "writeable", True))
 
 
+def _assign(dst, src) -> None:
+    dst[...] = src
+
+
+def copy_into(dst, src) -> None:
+    """``dst[...] = src`` for arrays of either library, run on ``dst``'s device (from any thread)."""
+    backend, index = backend_for_array(dst)
+    if not isinstance(src, backend.array_type):
+        src = move(src, backend, index)
+    backend.launch(index, _assign, dst, src)
+
+
+def contiguous_copy(array):
+    """A C-contiguous copy of ``array`` on its own device (from any thread)."""
+    backend, index = backend_for_array(array)
+    return backend.launch(index, array.copy)
+
+
+def empty_like(array, shape, dtype=None):
+    """An uninitialised array of ``shape`` with ``array``'s library, device and (by default) dtype."""
+    backend, index = backend_for_array(array)
+    with backend.device_guard(index):
+        return backend.xp.empty(shape, dtype=array.dtype if dtype is None else dtype)
+
+
 def move(array, target: Backend, index: int | None):
     """Copy ``array`` (of either library) to ``target``'s device ``index``."""
     if target is cpu_backend:
@@ -467,6 +492,16 @@ def cuda_initialized() -> bool:
     """True once this process initialised CUDA, if only to count the devices (``is_available``):
     CUDA then does not survive ``fork``."""
     return _load_cupy.cache_info().currsize > 0 and _load_cupy()[0] is not None
+
+
+def with_current_device(fn):
+    """``fn`` bound to the calling thread's CUDA device: run later on another thread (a process
+    group's worker, where CUDA's current device starts at 0), it runs with that device current,
+    as it would have here. ``fn`` itself when this process never initialised CUDA."""
+    if not cuda_initialized():
+        return fn
+    backend = cuda_backend()
+    return functools.partial(backend.launch, backend.current_index(), fn)
 
 
 def _forget_cuda_after_fork() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import distrib as dist
@@ -91,16 +93,23 @@ def _flag(ok: bool):
     return tensor.tensor([float(ok)]), np.ones(1, np.float32)
 
 
-def nccl_worker_thread_and_objects():
-    """Async ops (the group's worker thread runs them: it must use this rank's device), a group
-    whose first op is async (its communicator is made on that thread), object collectives and a
-    DDP step on nccl; each case's verdict (``run_cases``)."""
-    import nn
-    from distrib.parallel import DistributedDataParallel
-
+def _nccl_group():
+    """Join the default group on nccl, one device per rank; ``(rank, world size)``."""
     dist.init_process_group("nccl", timeout=60)
-    rank, n = dist.get_rank(), dist.get_world_size()
-    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+    tensor.cuda.set_device(dist.get_rank() % tensor.cuda.device_count())
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _finish(out: dict) -> dict:
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
+
+
+def nccl_off_the_callers_thread():
+    """Async ops, which the group's worker thread runs (it must use this rank's device), and a
+    group whose first op is async (its communicator is made on that thread); each case's verdict."""
+    rank, n = _nccl_group()
 
     def async_first_op_of_a_group():
         group = dist.new_group(backend="nccl")
@@ -113,11 +122,23 @@ def nccl_worker_thread_and_objects():
         works = [dist.all_reduce(t, async_op=True) for t in ts]
         b = tensor.full((2,), float(rank), device="cuda")
         works.append(dist.broadcast(b, src=0, async_op=True))
+        time.sleep(0.3)  # let the worker thread run them (a waiting thread would run them itself)
         for work in works:
             work.wait()
         got = tensor.cat([*ts, b])
         want = [np.full(3, sum(r + k for r in range(n)), np.float32) for k in range(3)]
         return got, np.concatenate([*want, np.zeros(2, np.float32)])
+
+    return _finish(run_cases({"async_first_op_of_a_group": async_first_op_of_a_group,
+                              "async_ops_in_a_row": async_ops_in_a_row}))
+
+
+def nccl_objects_and_ddp():
+    """Object collectives and a DDP step (its constructor gathers objects) on nccl; each case's verdict."""
+    import nn
+    from distrib.parallel import DistributedDataParallel
+
+    rank, n = _nccl_group()
 
     def objects():
         gathered = [None] * n
@@ -132,9 +153,26 @@ def nccl_worker_thread_and_objects():
         model(tensor.full((4, 3), float(rank + 1), device="cuda")).sum().backward()
         return model.module.weight.grad, np.full((2, 3), 4 * (n + 1) / 2, np.float32)
 
-    cases = {"async_first_op_of_a_group": async_first_op_of_a_group, "async_ops_in_a_row": async_ops_in_a_row,
-             "objects": objects, "ddp_step": ddp_step}
-    out = run_cases(cases)
-    dist.barrier()
+    return _finish(run_cases({"objects": objects, "ddp_step": ddp_step}))
+
+
+def cuda_tensors_on_zmq_off_the_callers_thread():
+    """CUDA tensors on a host backend (staged through host memory) in async ops, which the group's
+    worker thread runs: the staging copies must run on each tensor's device."""
+    dist.init_process_group("zmq", timeout=60)
+    rank, n = dist.get_rank(), dist.get_world_size()
+    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+
+    def staged_async():
+        t = tensor.full((4,), float(rank + 1), device="cuda")
+        odd = tensor.full((3, 2), float(rank), device="cuda").T  # non-contiguous: copied first
+        works = (dist.all_reduce(t, async_op=True), dist.all_reduce(odd, async_op=True))
+        time.sleep(0.3)  # let the worker thread run them (a waiting thread would run them itself)
+        for work in works:
+            work.wait()
+        got = tensor.cat([t, odd.reshape(-1)])
+        return got, np.concatenate([np.full(4, n * (n + 1) / 2), np.full(6, n * (n - 1) / 2)]).astype(np.float32)
+
+    out = run_cases({"staged_async": staged_async})
     dist.destroy_process_group()
     return out

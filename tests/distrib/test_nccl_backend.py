@@ -60,27 +60,35 @@ def test_backend_without_cuda_names_the_reason():
         backend_class("nccl")(HashStore(), 0, 1, 5.0)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("size", [1, 2, 3])
-def test_collectives_on_gpus(tmp_path, size):
+def _run_on_gpus(tmp_path, scenario: str, size: int) -> None:
+    """Run ``scenario`` on ``size`` ranks, one GPU each, and check every case on every rank."""
     if CUDA_SKIP_REASON:
         pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
     if tensor.cuda.device_count() < size:
         pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
-    results = run_without_mpiexec("nccl_conformance", size, tmp_path, timeout=120)
+    results = run_without_mpiexec(scenario, size, tmp_path, timeout=120)
     for case in results[0]:
         check_conformance_case(results, case)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_collectives_on_gpus(tmp_path, size):
+    _run_on_gpus(tmp_path, "nccl_conformance", size)
+
+
+@pytest.mark.gpu
+def test_defect3_async_ops_run_on_the_ranks_device(tmp_path):
+    # Issue 13: the group's worker thread starts on device 0; it must use the rank's device.
+    _run_on_gpus(tmp_path, "nccl_off_the_callers_thread", 2)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("size", [1, 2])
-def test_defects3_4_worker_thread_objects_and_ddp_on_gpus(tmp_path, size):
-    # Issue 13: async ops run on the group's worker thread, which must use the rank's device
-    # (defect 3); object collectives and DDP's constructor must work on nccl (defect 4).
-    if CUDA_SKIP_REASON:
-        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
-    if tensor.cuda.device_count() < size:
-        pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
-    results = run_without_mpiexec("nccl_worker_thread_and_objects", size, tmp_path, timeout=120)
-    for case in results[0]:
-        check_conformance_case(results, case)
+def test_defect4_object_collectives_and_ddp_on_nccl(tmp_path, size):
+    _run_on_gpus(tmp_path, "nccl_objects_and_ddp", size)
+
+
+@pytest.mark.gpu
+def test_defect3_cuda_tensors_on_a_host_backend_are_staged_on_their_device(tmp_path):
+    _run_on_gpus(tmp_path, "cuda_tensors_on_zmq_off_the_callers_thread", 2)
