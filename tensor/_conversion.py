@@ -75,6 +75,8 @@ def to(tensor, *args, **kwargs):
             moved = _dispatch.make(_to_device.kernel(None, out._data, *params), target_device)
             if out._requires_grad and grad_mode.enabled:
                 api.record(_to_device, moved, (out,), params)
+            if _dispatch.tracer is not None:
+                _dispatch.tracer.record(_to_device, "to_device", (out,), params, moved)
             out, copy = moved, False
     if copy:
         out = out.clone()

@@ -5,14 +5,14 @@ tensor argument, its shape (dynamic dims as ``None``), dtype, device and
 ``requires_grad``; every other argument by value; the Python values the function
 reads from its globals and closure (numbers, strings, bools, None); the
 ``training`` flags of a module; and the global modes that change what ops do
-(grad mode, default dtype). A call whose key has no entry recompiles.
+(grad mode, default dtype, default device: NumPy programs run there). A call whose key has no entry recompiles.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _autograd_hooks, _dtype, _tensor
+from .. import _autograd_hooks, _device, _dtype, _tensor
 
 __all__ = ["flatten", "unflatten", "guard_key", "const_metas", "captured_values", "TensorSlot"]
 
@@ -89,7 +89,7 @@ def guard_key(spec, leaves, python_values, dynamic: dict) -> tuple:
     ``dynamic`` maps a leaf index to the set of its dims whose size is not guarded.
     """
     metas = tuple(_meta(t, dynamic.get(i, ())) for i, t in enumerate(leaves))
-    modes = (_autograd_hooks.grad_mode.enabled, _dtype.get_default_dtype().name)
+    modes = (_autograd_hooks.grad_mode.enabled, _dtype.get_default_dtype().name, str(_device.get_default_device()))
     return spec, metas, python_values, modes
 
 

@@ -44,6 +44,8 @@ def run_node(node, env, leaves) -> None:
     if node.via == "binary":
         other = args[1] if len(args) > 1 else node.scalar
         env[node.id] = _dispatch.apply_binary(node.op, args[0], other, node.float_result)
+    elif node.via == "to_device":
+        env[node.id] = args[0].to(params[0])
     elif node.via == "unary":
         env[node.id] = _dispatch.apply_unary(node.op, args[0], params)
     else:

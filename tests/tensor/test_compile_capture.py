@@ -228,3 +228,24 @@ def test_numpy_inside_a_tensor_function_is_free():
     assert_close(compiled(x), (x.exp() + 1) * 2)
     report = tensor.compile.explain(f)(x)
     assert report.graph_break_count == 0, str(report)
+
+
+def test_compiled_function_on_each_device_with_a_device_move(device):
+    def f(x):
+        return ((x.to(device) * 2 + 1).relu().sum(0), x.exp())
+    compiled = tensor.compile(f)
+    for _ in range(3):
+        x = _t(4, 3)
+        for got, want in zip(compiled(x), f(x)):
+            assert got.device == want.device
+            assert_close(got, want)
+
+
+def test_numpy_program_runs_on_the_default_device(device):
+    X, means = RNG.standard_normal((300, 2)), RNG.standard_normal((3, 2))
+    with tensor.device(device):
+        compiled = tensor.compile(kmeans)
+        for _ in range(2):
+            np.testing.assert_array_equal(compiled(X, means), kmeans(X, means))
+        graph = tensor.compile.explain(kmeans)(X, means).graph
+    assert {n.device.type for n in graph.nodes} == {device}
