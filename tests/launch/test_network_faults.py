@@ -11,8 +11,8 @@ Both nodes write to one ``--out-dir``, as nodes share a filesystem for checkpoin
 2. The same with ``--max-restarts 1``, and the link back within ``--rdzv-timeout``: the
    job re-forms, resumes from its checkpoint and ends with an uninterrupted run's parameters.
 3. Node 0's namespace (the coordinator's) is cut off: the other node exits within the bound.
-4. 50 ms latency and 5% loss each way: training completes at the default timeouts and
-   equals the unfaulted run.
+4. 50 ms latency and 5% loss each way (made in user space, ``_lossy_link.py``: this kernel
+   has no netem): training completes at the default timeouts and equals the unfaulted run.
 5. The mpi backend across the two namespaces (MPICH's hydra starting one rank in each
    through ``ip netns exec``), over TCP: it equals the unfaulted run.
 
@@ -203,7 +203,8 @@ def test_a_link_back_within_the_rendezvous_timeout_re_forms_the_job(tmp_path, re
                           DISTRIB_TIMEOUT=TIMEOUT)
         wait_for_checkpoint(tmp_path, nodes)
         net.set_link(1, "down")
-        both_noticed = wait_until(lambda: "restarting the worker group (1/1): lost node 1" in nodes[0].text()
+        # node 0's reason may be its rank's DistBackendError, if that came before the heartbeats' verdict
+        both_noticed = wait_until(lambda: "restarting the worker group (1/1): " in nodes[0].text()
                                   and "joining again (restart 1/1)" in nodes[1].text(), BOUND + 10)
         net.set_link(1, "up")
         codes = finish(nodes, 120)
