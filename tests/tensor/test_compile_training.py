@@ -135,3 +135,26 @@ def test_compiled_model_trains_under_ddp(world1):
     ddp = dist.DistributedDataParallel(model)
     assert_close(tensor.tensor(_train(ddp)), tensor.tensor(eager), rtol=1e-5, atol=1e-6)
     assert _segment(model._compiled_call).fallback is None  # trained through the compiled backward
+
+
+def pointwise_and_reductions(a, b):
+    """A sample of pointwise, broadcast, view and reduction families for gradient conformance."""
+    c = tensor.where(a > b, a.exp(), b.relu()) + a.tanh() * b.sigmoid() - (a.abs() + 1).log()
+    return (c.T.sum(0) + a.amax(1) + (a * b).mean(1)).sum()
+
+
+@pytest.mark.parametrize("layout", ["broadcast", "strided"])
+def test_fused_gradients_match_eager(layout):
+    compiled = tensor.compile(pointwise_and_reductions)
+    for _ in range(3):
+        if layout == "broadcast":
+            a, b = _f64(4, 6), _f64(6)
+        else:
+            a, b = _f64(6, 4).detach().T.requires_grad_(), _f64(4, 12).detach()[:, ::2].requires_grad_()
+        compiled(a, b).backward()
+        got = (a.grad, b.grad)
+        a.grad = b.grad = None
+        pointwise_and_reductions(a, b).backward()
+        assert_close(got[0], a.grad, rtol=1e-10, atol=1e-12)
+        assert_close(got[1], b.grad, rtol=1e-10, atol=1e-12)
+    assert _segment(compiled).fallback is None
