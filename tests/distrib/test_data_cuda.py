@@ -60,3 +60,11 @@ def test_defect8_is_available_counts_as_initialising_cuda():
 def test_spawned_workers_may_use_cuda():
     loader = DataLoader(_OnTheGpu(), num_workers=1, multiprocessing_context=mp.get_context("spawn"))
     assert [str(batch.device) for batch in loader] == ["cuda:0", "cuda:0"]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_pinned_batches_hold_the_data_and_move_to_the_gpu(workers):
+    loader = DataLoader(TensorDataset(tensor.arange(6.0)), batch_size=3, pin_memory=True, num_workers=workers)
+    batches = [batch[0] for batch in loader]
+    assert [str(b.device) for b in batches] == ["cpu", "cpu"]
+    assert [b.cuda().tolist() for b in batches] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
