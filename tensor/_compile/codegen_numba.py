@@ -56,11 +56,20 @@ def load_kernel(source: str):
     return kernel
 
 
+# Note [Threading layer]: numba's default layer on this machine is OpenMP, whose threads
+# spin after each parallel loop and so take the cores from our own matmul pool
+# (tensor/_threads.py) and from the next numpy op: a compiled MLP train step on 2 threads
+# took 27x its eager time. The work-queue layer sleeps between loops. NUMBA_THREADING_LAYER
+# still wins when set.
+_LAYER = os.environ.get("NUMBA_THREADING_LAYER", "workqueue")
+
+
 def _use_threads() -> None:
     wanted = _threads.get_num_threads()
     if _threads_set[0] != wanted:
         import numba  # noqa: PLC0415 - numba loads only when a kernel runs
 
+        numba.config.THREADING_LAYER = _LAYER
         numba.set_num_threads(max(1, min(wanted, numba.config.NUMBA_NUM_THREADS)))
         _threads_set[0] = wanted
 
