@@ -158,3 +158,14 @@ def test_fused_gradients_match_eager(layout):
         assert_close(got[0], a.grad, rtol=1e-10, atol=1e-12)
         assert_close(got[1], b.grad, rtol=1e-10, atol=1e-12)
     assert _segment(compiled).fallback is None
+
+
+def test_an_output_without_gradient_replays_plainly():
+    def predict(x):
+        return (x @ W).argmax(1)
+    compiled = tensor.compile(predict)
+    for _ in range(2):
+        x = _f64(5, 4, grad=False)
+        out = compiled(x)
+        assert not out.requires_grad
+        assert_close(out, predict(x))
