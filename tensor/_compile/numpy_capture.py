@@ -40,7 +40,8 @@ def _np_dtype(value):
         return value.dtype
     if isinstance(value, (bool, int, float, complex)):
         return value
-    return np.asarray(value).dtype
+    dtype = np.asarray(value).dtype
+    return default_float() if dtype == np.float64 else dtype  # made inside: numpy_default_float
 
 
 def _operand(value, dtype):

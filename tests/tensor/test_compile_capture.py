@@ -249,3 +249,15 @@ def test_numpy_program_runs_on_the_default_device(device):
             np.testing.assert_array_equal(compiled(X, means), kmeans(X, means))
         graph = tensor.compile.explain(kmeans)(X, means).graph
     assert {n.device.type for n in graph.nodes} == {device}
+
+
+@pytest.mark.parametrize("default_float", ["float64", "float32"])
+def test_numpy_default_float_sets_the_dtype_of_arrays_made_inside(default_float, monkeypatch):
+    def f(a):
+        return a * np.linspace(0.0, 1.0, a.shape[0])
+    monkeypatch.setattr(tensor.compile.config, "numpy_default_float", default_float)
+    a = RNG.standard_normal(5).astype(np.float32)
+    compiled = tensor.compile(f, backend="eager")
+    out = compiled(a)
+    assert out.dtype == np.dtype(default_float)
+    np.testing.assert_allclose(out, f(a), rtol=1e-6)
