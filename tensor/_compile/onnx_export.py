@@ -203,6 +203,26 @@ def _capture(fn, args):
     return tracer.graph
 
 
+def _emit_nodes(b, input_names) -> list:
+    """Emit every node of ``b.graph``; returns the graph's input value infos."""
+    inputs = []
+    for node in b.graph.nodes:
+        if node.kind == "input":
+            name = input_names[node.value] if input_names else f"input_{node.value}"
+            b.add("Identity", [name], b.name(node.id))
+            inputs.append(_value_info(b.h, name, node))
+        elif node.kind == "const":
+            array = node.value.cpu().numpy(force=True)
+            b.initializers.append(b.onnx.numpy_helper.from_array(array, b.name(node.id)))
+        else:
+            try:
+                _emit_call(b, node)
+            except (KeyError, NotImplementedError) as exc:
+                raise NotImplementedError(f"tensor.onnx.export: op {node.op.name!r} at {node.source} has no "
+                                          f"ONNX form here ({exc})") from None
+    return inputs
+
+
 def _value_info(h, name, node):
     return h.make_tensor_value_info(name, h.np_dtype_to_tensor_dtype(node.dtype), list(node.shape))
 
@@ -222,20 +242,7 @@ def export(model, args, f, *, input_names=None, output_names=None, opset_version
     args = args if isinstance(args, tuple) else (args,)
     graph = _capture(model, args)
     b = _Builder(onnx, graph)
-    inputs = []
-    for node in graph.nodes:
-        if node.kind == "input":
-            name = input_names[node.value] if input_names else f"input_{node.value}"
-            b.add("Identity", [name], b.name(node.id))
-            inputs.append(_value_info(b.h, name, node))
-        elif node.kind == "const":
-            b.initializers.append(onnx.numpy_helper.from_array(node.value.cpu().numpy(force=True), b.name(node.id)))
-        else:
-            try:
-                _emit_call(b, node)
-            except (KeyError, NotImplementedError) as exc:
-                raise NotImplementedError(f"tensor.onnx.export: op {node.op.name!r} at {node.source} has no "
-                                          f"ONNX form here ({exc})") from None
+    inputs = _emit_nodes(b, input_names)
     refs = graph.outputs if isinstance(graph.outputs, (tuple, list)) else (graph.outputs,)
     outputs = []
     for i, ref in enumerate(refs):
