@@ -4,12 +4,14 @@ Capturing runs the function once eagerly; for a big NumPy program that costs as 
 as the program. A graph that reads no outside tensors (those are live references) and
 needs no eager fallback is saved under ``<cache_dir>/graphs/``, keyed by the function's
 code (its bytecode, constants and names, and those of the module-level functions it
-calls, recursively) and the guard key. Another process with the same code and guards
-loads it, and its fused kernels come from numba's own disk cache.
+calls, recursively), the guard key and the newest change to the library's own sources.
+Another process with the same code and guards loads it, and its fused kernels come from
+numba's own disk cache.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -42,12 +44,24 @@ def _code_parts(code, fn_globals, seen: set, parts: list) -> None:
             _code_parts(target.__code__, target.__globals__, seen, parts)
 
 
+@functools.lru_cache(maxsize=1)
+def _library_stamp() -> tuple:
+    """The newest source change in ``tensor``, ``autograd`` and ``nn``: a graph records what their
+    code did, so an edited library must not reuse it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    newest = 0.0
+    for package in ("tensor", "autograd", "nn"):
+        for folder, _, files in os.walk(os.path.join(root, package)):
+            newest = max([newest] + [os.stat(os.path.join(folder, f)).st_mtime for f in files if f.endswith(".py")])
+    return root, newest
+
+
 def cache_key(fn, guard_key) -> str | None:
     """A key for ``fn`` under ``guard_key`` that another process computes alike, or None."""
     code = getattr(fn, "__code__", None)
     if code is None or getattr(fn, "__closure__", None):
         return None
-    parts: list = [_VERSION, repr(guard_key)]
+    parts: list = [_VERSION, _library_stamp(), repr(guard_key)]
     _code_parts(code, getattr(fn, "__globals__", {}), set(), parts)
     digest = hashlib.sha256()
     for part in parts:
