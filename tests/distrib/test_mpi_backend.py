@@ -140,6 +140,8 @@ def test_abort_hook_prints_the_traceback_then_aborts(monkeypatch, capsys, size, 
 
     monkeypatch.setattr(mpi_setup, "_state", {"hook": False})
     monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
+    exits = []
+    monkeypatch.setattr(mpi_setup, "_exit", exits.append)  # abort_job ends the process after Abort
     world = _FakeWorld(size)
     assert mpi_setup.install_abort_hook(_fake_mpi(COMM_WORLD=world)) is installed
     assert (sys.excepthook is not sys.__excepthook__) is installed
@@ -150,6 +152,7 @@ def test_abort_hook_prints_the_traceback_then_aborts(monkeypatch, capsys, size, 
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "KeyError: 'lost'" in err
     assert world.aborted == ([1] if installed else [])
+    assert exits == ([1] if installed else [])
     if installed:
         assert "uncaught KeyError on MPI rank 1; calling MPI_Abort" in err
 
