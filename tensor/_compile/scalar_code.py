@@ -68,34 +68,41 @@ def expression(node, x: list[str]) -> str:
     return _SPECIAL[name](node, x)
 
 
+def _k(node, value) -> str:
+    """A constant in the op's own float dtype, so float32 math stays float32 (as numpy's does)."""
+    return cast(literal(float(value)), node.dtype) if node.dtype.kind == "f" else literal(value)
+
+
 def _clamp(node, x):
     low, high = node.params
     code = x[0]
     if low is not None:
-        code = f"np.maximum({code}, {literal(low)})"
+        code = f"np.maximum({code}, {_k(node, low)})"
     if high is not None:
-        code = f"np.minimum({code}, {literal(high)})"
+        code = f"np.minimum({code}, {_k(node, high)})"
     return code
 
 
 def _gelu(node, x):
     a = x[0]
+    one, half = _k(node, 1.0), _k(node, 0.5)
     if node.params[0] == "tanh":
-        return f"(0.5 * {a} * (1.0 + np.tanh({_SQRT_2_OVER_PI!r} * ({a} + 0.044715 * {a} * {a} * {a}))))"
-    return f"(0.5 * {a} * (1.0 + math.erf({a} * {1 / math.sqrt(2.0)!r})))"
+        inner = f"{_k(node, _SQRT_2_OVER_PI)} * ({a} + {_k(node, 0.044715)} * {a} * {a} * {a})"
+        return f"({half} * {a} * ({one} + np.tanh({inner})))"
+    return f"({half} * {a} * ({one} + math.erf({a} * {_k(node, 1 / math.sqrt(2.0))})))"
 
 
 _SPECIAL = {
     "maximum": lambda n, x: f"np.maximum({x[0]}, {x[1]})",
     "minimum": lambda n, x: f"np.minimum({x[0]}, {x[1]})",
     "neg": lambda n, x: f"(-{x[0]})",
-    "rsqrt": lambda n, x: f"(1.0 / np.sqrt({x[0]}))",
-    "reciprocal": lambda n, x: f"(1.0 / {x[0]})",
-    "sigmoid": lambda n, x: f"(1.0 / (1.0 + np.exp(-{x[0]})))",
+    "rsqrt": lambda n, x: f"({_k(n, 1.0)} / np.sqrt({x[0]}))",
+    "reciprocal": lambda n, x: f"({_k(n, 1.0)} / {x[0]})",
+    "sigmoid": lambda n, x: f"({_k(n, 1.0)} / ({_k(n, 1.0)} + np.exp(-{x[0]})))",
     "relu": lambda n, x: f"({x[0]} if ({x[0]} > 0 or {x[0]} != {x[0]}) else 0)",
-    "silu": lambda n, x: f"({x[0]} / (1.0 + np.exp(-{x[0]})))",
-    "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {literal(n.params[0])})",
-    "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {literal(n.params[0])} * np.expm1({x[0]}))",
+    "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + np.exp(-{x[0]})))",
+    "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {_k(n, n.params[0])})",
+    "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {_k(n, n.params[0])} * np.expm1({x[0]}))",
     "clamp": _clamp, "hardtanh": _clamp, "gelu": _gelu,
     "logical_and": lambda n, x: f"(({x[0]} != 0) and ({x[1]} != 0))",
     "logical_or": lambda n, x: f"(({x[0]} != 0) or ({x[1]} != 0))",
