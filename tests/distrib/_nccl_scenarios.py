@@ -176,3 +176,33 @@ def cuda_tensors_on_zmq_off_the_callers_thread():
     out = run_cases({"staged_async": staged_async})
     dist.destroy_process_group()
     return out
+
+
+def _peer_fails(hangs: bool, timeout: float = 2.0) -> dict:
+    """Rank 1 joins one op, then leaves (its process exits) or hangs (sleeps past the timeout);
+    rank 0's next all_reduce must fail with a DistBackendError instead of waiting forever.
+    Returns, on rank 0, the error and how long the op took."""
+    dist.init_process_group("nccl", timeout=timeout)
+    rank = dist.get_rank()
+    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+    dist.all_reduce(tensor.ones(2, device="cuda"))
+    if rank == 1:
+        if hangs:
+            time.sleep(3 * timeout)
+        return {}
+    start = time.monotonic()
+    try:
+        dist.all_reduce(tensor.ones(1000, device="cuda"))
+    except dist.DistBackendError as exc:
+        return {"error": str(exc), "seconds": time.monotonic() - start}
+    return {"error": None}
+
+
+def nccl_peer_leaves():
+    """See ``_peer_fails``: rank 1's process exits."""
+    return _peer_fails(hangs=False)
+
+
+def nccl_peer_hangs():
+    """See ``_peer_fails``: rank 1 sleeps through the op's 2 s timeout."""
+    return _peer_fails(hangs=True)

@@ -7,6 +7,8 @@ of what NCCL cannot do, need no GPU.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,16 @@ def test_defect4_object_collectives_and_ddp_on_nccl(tmp_path, size):
 @pytest.mark.gpu
 def test_defect3_cuda_tensors_on_a_host_backend_are_staged_on_their_device(tmp_path):
     _run_on_gpus(tmp_path, "cuda_tensors_on_zmq_off_the_callers_thread", 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("scenario", "message"), [("nccl_peer_leaves", r"remote process exited|rank 1"),
+                                                   ("nccl_peer_hangs", r"timed out after 2 s")])
+def test_a_failing_peer_makes_the_nccl_op_fail_instead_of_hanging(tmp_path, scenario, message):
+    if CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    if tensor.cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs, found {tensor.cuda.device_count()}")
+    result = run_without_mpiexec(scenario, 2, tmp_path, timeout=60)[0]
+    assert result["error"] is not None and re.search(message, result["error"]), result
+    assert result["seconds"] < 10
