@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not CUPY_STANDIN, reason="chec
 
 @pytest.fixture
 def cupy():
+    """The stand-in module."""
     import cupy
 
     return cupy

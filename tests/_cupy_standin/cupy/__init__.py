@@ -62,9 +62,11 @@ def get_default_pinned_memory_pool():
 
 class _PinnedPool:
     def n_free_blocks(self) -> int:
+        """No blocks are cached."""
         return 0
 
     def free_all_blocks(self) -> None:
+        """Nothing to free."""
         pass
 
 

@@ -119,6 +119,7 @@ class _Arena:
         self.used = 0
 
     def malloc(self, size: int) -> int:
+        """A first-fit allocation of ``size`` bytes (rounded to 512); its fake address."""
         size = round_up(size)
         for i, (offset, length) in enumerate(self.free_list):
             if length >= size:
@@ -140,6 +141,7 @@ class _Arena:
         return self.live[i], self.sizes[self.live[i]]
 
     def free(self, ptr: int, size: int) -> None:
+        """Return an allocation, merging it with free neighbours."""
         size = round_up(size)
         offset = ptr - self.region.start
         self.used -= size

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _memory, _ndarray, _state
 
-kDLCPU, kDLCUDA, kDLCUDAManaged = 1, 2, 13  # noqa: N816 - DLPack's names
+kDLCPU, kDLCUDA, kDLCUDAManaged = 1, 2, 13
 _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 _KINDS = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}
 _NAME, _USED = b"dltensor", b"used_dltensor"

@@ -377,16 +377,21 @@ class ufunc:
         return wrap(getattr(self._u, name)(*args, **kwargs), arrays, _original_out(kwargs, arrays))
 
     def reduce(self, *args, **kwargs):
+        """``ufunc.reduce`` as a kernel."""
         return self._method("reduce", *args, **kwargs)
 
     def accumulate(self, *args, **kwargs):
+        """``ufunc.accumulate`` as a kernel."""
         return self._method("accumulate", *args, **kwargs)
 
     def reduceat(self, *args, **kwargs):
+        """``ufunc.reduceat`` as a kernel."""
         return self._method("reduceat", *args, **kwargs)
 
     def outer(self, *args, **kwargs):
+        """``ufunc.outer`` as a kernel."""
         return self._method("outer", *args, **kwargs)
 
     def at(self, *args, **kwargs):
+        """``ufunc.at`` as a kernel."""
         return self._method("at", *args, **kwargs)

@@ -30,6 +30,7 @@ class BaseMemory:
 
     @property
     def device(self):
+        """The device of this memory."""
         from .cuda import Device
 
         return Device(self.device_id)
@@ -83,6 +84,7 @@ class MemoryPointer:
 
     @property
     def device(self):
+        """The device of this memory."""
         from .cuda import Device
 
         return Device(self.device_id)
@@ -99,9 +101,11 @@ class _Chunk:
 
     @property
     def ptr(self) -> int:
+        """The chunk's address: its allocation's base plus its offset."""
         return self.mem.ptr + self.offset
 
     def split(self, size: int):
+        """Keep the first ``size`` bytes; return the rest as a new chunk (None if nothing is left)."""
         if self.size == size:
             return None
         rest = _Chunk(self.mem, self.offset + size, self.size - size, self.stream_ident)
@@ -113,6 +117,7 @@ class _Chunk:
         return rest
 
     def merge(self, rest: _Chunk) -> None:
+        """Absorb the next chunk ``rest``."""
         self.size += rest.size
         self.next = rest.next
         if rest.next is not None:
@@ -127,6 +132,7 @@ class PooledMemory(BaseMemory):
         self.pool = weakref.ref(pool)
 
     def free(self) -> None:
+        """Give the chunk back to its pool."""
         ptr, self.ptr = self.ptr, 0
         pool = self.pool() if ptr else None
         if pool is not None:
@@ -149,6 +155,7 @@ class SingleDeviceMemoryPool:
         self._lock = threading.RLock()
 
     def malloc(self, size: int) -> MemoryPointer:
+        """Allocate ``size`` bytes (rounded to 512) on the current device."""
         from .cuda import stream as stream_module
 
         if size == 0:
@@ -189,6 +196,7 @@ class SingleDeviceMemoryPool:
         return memptr
 
     def free(self, ptr: int, size: int) -> None:
+        """Take back the chunk at ``ptr``, merging it with free neighbours of the same allocation."""
         with self._lock:
             chunk = self._in_use.pop(ptr, None)
             if chunk is None:
@@ -215,23 +223,29 @@ class SingleDeviceMemoryPool:
                 self._free[ident] = keep
 
     def n_free_blocks(self) -> int:
+        """How many free chunks are cached."""
         return sum(len(free) for free in self._free.values())
 
     def used_bytes(self) -> int:
+        """Bytes handed out and not yet freed."""
         return sum(chunk.size for chunk in list(self._in_use.values()))
 
     def free_bytes(self) -> int:
+        """Bytes cached in free chunks."""
         return sum(e[0] for free in self._free.values() for e in free)
 
     def total_bytes(self) -> int:
+        """Bytes allocated from the device (used and cached)."""
         return self._total
 
     def set_limit(self, size=None, fraction=None) -> None:
+        """Cap the bytes allocated from the device (0: no cap)."""
         if fraction is not None:
             size = int(fraction * ARENA_BYTES)
         self._limit = size or 0
 
     def get_limit(self) -> int:
+        """The cap set by ``set_limit`` (0: none)."""
         return self._limit
 
 
@@ -251,6 +265,7 @@ class MemoryPool:
         self._pools: dict[int, SingleDeviceMemoryPool] = {}
 
     def device_pool(self) -> SingleDeviceMemoryPool:
+        """The pool of the current device."""
         device_id = _state.get_device()
         pool = self._pools.get(device_id)
         if pool is None:
@@ -258,27 +273,35 @@ class MemoryPool:
         return pool
 
     def malloc(self, size: int) -> MemoryPointer:
+        """Allocate ``size`` bytes (rounded to 512) on the current device."""
         return self.device_pool().malloc(size)
 
     def free_all_blocks(self, stream=None) -> None:
+        """Return the current device's free, unsplit blocks to the device."""
         self.device_pool().free_all_blocks(stream)
 
     def n_free_blocks(self) -> int:
+        """How many free chunks are cached."""
         return self.device_pool().n_free_blocks()
 
     def used_bytes(self) -> int:
+        """Bytes handed out and not yet freed."""
         return self.device_pool().used_bytes()
 
     def free_bytes(self) -> int:
+        """Bytes cached in free chunks."""
         return self.device_pool().free_bytes()
 
     def total_bytes(self) -> int:
+        """Bytes allocated from the device (used and cached)."""
         return self.device_pool().total_bytes()
 
     def set_limit(self, size=None, fraction=None) -> None:
+        """Cap the bytes allocated from the device (0: no cap)."""
         self.device_pool().set_limit(size, fraction)
 
     def get_limit(self) -> int:
+        """The cap set by ``set_limit`` (0: none)."""
         return self.device_pool().get_limit()
 
 
@@ -291,14 +314,17 @@ _allocator = [_default_pool.malloc]
 
 
 def get_default_memory_pool() -> MemoryPool:
+    """The pool CuPy allocates arrays from by default."""
     return _default_pool
 
 
 def set_allocator(allocator=None) -> None:
+    """Make ``allocator(size) -> MemoryPointer`` the current allocator (None: unpooled)."""
     _allocator[0] = allocator or _malloc
 
 
 def get_allocator():
+    """The current allocator."""
     return _allocator[0]
 
 

@@ -108,17 +108,20 @@ class ndarray:
 
     @property
     def flags(self) -> Flags:
+        """Contiguity and ownership of the array."""
         flags = self._a.flags
         return Flags(flags.c_contiguous, flags.f_contiguous, self._base is None)
 
     @property
     def device(self):
+        """The device the array lives on."""
         from .cuda import Device
 
         return Device(self._dev)
 
     @property
     def data(self) -> _memory.MemoryPointer:
+        """A pointer to the first element (``data.mem`` is the allocation it came from)."""
         mem = self._mem.mem
         if self._a.size == 0:
             return _memory.MemoryPointer(mem, self._mem.ptr - mem.ptr)
@@ -126,10 +129,12 @@ class ndarray:
 
     @property
     def real(self):
+        """The real part (a view for complex arrays, the array itself otherwise)."""
         return _kernels.view_of(self, self._a.real) if self.dtype.kind == "c" else self
 
     @property
     def imag(self):
+        """The imaginary part, a view."""
         return _kernels.view_of(self, self._a.imag)
 
     @property
@@ -163,12 +168,15 @@ class ndarray:
         np.copyto(self._a, arr)
 
     def tolist(self):
+        """The elements as nested Python lists (a synchronisation)."""
         return self.get().tolist()
 
     def item(self):
+        """The only element as a Python number (a synchronisation)."""
         return self.get().item()
 
     def tobytes(self, order="C") -> bytes:
+        """The raw bytes, copied to the host (a synchronisation)."""
         return self.get().tobytes(order)
 
     def __float__(self) -> float:
@@ -222,36 +230,45 @@ class ndarray:
 
     # ------------------------------------------------------------ views (no kernel)
     def view(self, dtype=None, array_class=None):
+        """A view of the same memory, optionally as another dtype."""
         return _kernels.view_of(self, self._a.view() if dtype is None else self._a.view(dtype))
 
     def reshape(self, *shape, order="C"):
+        """A view with a new shape, or a copy (a kernel) when the strides do not allow one."""
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return _kernels.maybe_view(self, np.reshape(self._a, shape, order=order))
 
     def ravel(self, order="C"):
+        """A flat view, or a flat copy (a kernel) of a non-contiguous array."""
         return _kernels.maybe_view(self, np.ravel(self._a, order))
 
     def transpose(self, *axes):
+        """A view with the axes permuted (reversed by default)."""
         axes = axes[0] if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))) else axes
         return _kernels.view_of(self, self._a.transpose(*((axes,) if axes else ())))
 
     def swapaxes(self, axis1, axis2):
+        """A view with two axes exchanged."""
         return _kernels.view_of(self, self._a.swapaxes(axis1, axis2))
 
     def squeeze(self, axis=None):
+        """A view without the given (or all) length-1 axes."""
         return _kernels.view_of(self, self._a.squeeze(axis))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
+        """A view of a diagonal."""
         return _kernels.view_of(self, self._a.diagonal(offset, axis1, axis2))
 
     # ------------------------------------------------------------ kernels
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
+        """A copy converted to ``dtype`` (the array itself for ``copy=False`` and the same dtype)."""
         if not copy and np.dtype(dtype) == self.dtype:
             return self
         _kernels.launch((self,))
         return _kernels.fresh(self._a.astype(dtype, order=order, casting=casting or "unsafe"))
 
     def copy(self, order="C"):
+        """A copy on the current device (copying from another device is allowed)."""
         from .cuda import Device
 
         with Device(self._dev):
@@ -259,10 +276,12 @@ class ndarray:
         return out if out._dev == _state.get_device() else _kernels.to_current_device(out)
 
     def flatten(self, order="C"):
+        """A flat copy."""
         _kernels.launch((self,))
         return _kernels.fresh(self._a.flatten(order))
 
     def fill(self, value) -> None:
+        """Set every element to ``value`` (cast as in C; a non-scalar numpy array is refused)."""
         if isinstance(value, np.ndarray) and value.shape != ():
             raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
         if isinstance(value, ndarray):
@@ -273,6 +292,7 @@ class ndarray:
         self._a.fill(value)
 
     def nonzero(self):
+        """The indices of the non-zero elements, one array per axis (a synchronisation)."""
         _kernels.launch((self,))
         _state.declare_synchronize()  # the output size is read back from the device
         return tuple(_kernels.fresh(i) for i in np.nonzero(self._a))

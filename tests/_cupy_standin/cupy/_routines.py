@@ -53,6 +53,7 @@ def asarray(a, dtype=None, order=None, *, blocking=False):
 
 
 def asanyarray(a, dtype=None, order=None):
+    """``asarray`` (there are no subclasses)."""
     return asarray(a, dtype, order)
 
 
@@ -66,6 +67,7 @@ def ascontiguousarray(a, dtype=None):
 
 
 def asfortranarray(a, dtype=None):
+    """A Fortran-ordered copy on the current device."""
     out = asarray(a, dtype)
     _kernels.launch((out,))
     return _kernels.fresh(np.asfortranarray(out._a))
@@ -103,6 +105,7 @@ def full(shape, fill_value, dtype=None, order="C"):
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=None, shape=None):
+    """``full`` with ``a``'s shape and dtype unless given."""
     return full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
 
 
@@ -173,7 +176,7 @@ def from_dlpack(array_, *, device=None, copy=None):
     return _dlpack.import_(array_, device, copy)
 
 
-def fromDlpack(capsule):  # noqa: N802 - CuPy's name
+def fromDlpack(capsule):
     """The legacy capsule-only form of ``from_dlpack``."""
     from . import _dlpack
 

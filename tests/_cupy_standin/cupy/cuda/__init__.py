@@ -27,10 +27,12 @@ __all__ = ["Device", "Stream", "ExternalStream", "Event", "get_current_stream", 
 
 
 def get_device_id() -> int:
+    """This thread's current device."""
     return _state.get_device()
 
 
 def is_available() -> bool:
+    """True when at least one emulated device is visible."""
     return _state.DEVICE_COUNT > 0
 
 
@@ -75,10 +77,12 @@ class Device:
 
     @property
     def compute_capability(self) -> str:
+        """The emulated devices claim compute capability 8.0."""
         return "80"
 
     @property
     def mem_info(self) -> tuple[int, int]:
+        """``(free, total)`` bytes of this device."""
         with self:
             return runtime.memGetInfo()
 
@@ -88,6 +92,7 @@ class PinnedMemoryPointer(mmap.mmap):
 
     @property
     def ptr(self) -> int:
+        """The host address of the buffer."""
         import ctypes
 
         return ctypes.addressof(ctypes.c_char.from_buffer(self))

@@ -164,6 +164,7 @@ class Mesh:
             return self.inbox[peer].pop(0)
 
     def close(self) -> None:
+        """Close every connection (the peers then see this rank gone)."""
         self.closed = True
         for sock in self.socks.values():
             try:

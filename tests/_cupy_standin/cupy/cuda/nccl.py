@@ -55,10 +55,12 @@ class NcclError(RuntimeError):
 
 
 def get_version() -> int:
+    """The NCCL version the stand-in claims (2.18.5)."""
     return 21805
 
 
 def get_build_version() -> int:
+    """The NCCL version the stand-in claims (2.18.5)."""
     return 21805
 
 
@@ -77,11 +79,12 @@ class _Group(threading.local):
 _group = _Group()
 
 
-def groupStart() -> None:  # noqa: N802 - NCCL's names
+def groupStart() -> None:
+    """Start (or nest) a group: its calls are launched together at the outermost ``groupEnd``."""
     _group.depth += 1
 
 
-def groupEnd() -> None:  # noqa: N802
+def groupEnd() -> None:
     """Launch the calls issued since the outermost ``groupStart``: sends first, so that a group
     of sends and receives between two ranks cannot deadlock."""
     if _group.depth == 0:
@@ -109,7 +112,7 @@ class _Step:
 class NcclCommunicator:
     """A communicator of ``ndev`` ranks on the current device (blocks until all have joined)."""
 
-    def __init__(self, ndev: int, commId, rank: int) -> None:  # noqa: N803 - CuPy's names
+    def __init__(self, ndev: int, commId, rank: int) -> None:
         if not isinstance(commId, tuple):
             raise TypeError(f"Argument 'commId' has incorrect type (expected tuple, got {type(commId).__name__})")
         assert len(commId) == NCCL_UNIQUE_ID_BYTES
@@ -136,14 +139,17 @@ class NcclCommunicator:
 
     # ------------------------------------------------------------ queries and life cycle
     def device_id(self) -> int:
+        """The communicator's device."""
         self._check_alive()
         return self._device
 
     def rank_id(self) -> int:
+        """This process's rank."""
         self._check_alive()
         return self._rank
 
     def size(self) -> int:
+        """The number of ranks."""
         self._check_alive()
         return self._size
 
@@ -244,7 +250,8 @@ class NcclCommunicator:
         return [p for p in range(self._size) if p != self._rank]
 
     # ------------------------------------------------------------ operations
-    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream) -> None:  # noqa: N802
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream) -> None:
+        """Reduce ``count`` elements over all ranks, in rank order, into every rank's ``recvbuf``."""
         send, nbytes, dtype = self._view(sendbuf, count, datatype)
         recv, _, _ = self._view(recvbuf, count, datatype)
         reduce = self._reducer(op, dtype)
@@ -258,6 +265,7 @@ class NcclCommunicator:
         self._launch(_Step(run), stream)
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream) -> None:
+        """Reduce ``count`` elements over all ranks into ``recvbuf`` of rank ``root``."""
         send, nbytes, dtype = self._view(sendbuf, count, datatype)
         recv, _, _ = self._view(recvbuf, count if self._rank == root else 0, datatype)
         reduce = self._reducer(op, dtype)
@@ -274,6 +282,7 @@ class NcclCommunicator:
         self._launch(_Step(run), stream)
 
     def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream) -> None:
+        """Copy rank ``root``'s ``sendbuff`` into every rank's ``recvbuff``."""
         send, nbytes, _ = self._view(sendbuff, count if self._rank == root else 0, datatype)
         recv, nbytes, _ = self._view(recvbuff, count, datatype)
 
@@ -292,9 +301,11 @@ class NcclCommunicator:
         self._launch(_Step(run), stream)
 
     def bcast(self, buff, count, datatype, root, stream) -> None:
+        """``broadcast`` in place."""
         self.broadcast(buff, buff, count, datatype, root, stream)
 
-    def allGather(self, sendbuf, recvbuf, count, datatype, stream) -> None:  # noqa: N802
+    def allGather(self, sendbuf, recvbuf, count, datatype, stream) -> None:
+        """Every rank's ``count`` elements, rank-major, into every rank's ``recvbuf``."""
         send, nbytes, _ = self._view(sendbuf, count, datatype)
         recv, _, _ = self._view(recvbuf, count * self._size, datatype)
 
@@ -307,7 +318,8 @@ class NcclCommunicator:
 
         self._launch(_Step(run), stream)
 
-    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream) -> None:  # noqa: N802
+    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream) -> None:
+        """Reduce over all ranks; rank r keeps block r (``recvcount`` elements)."""
         send, _, dtype = self._view(sendbuf, recvcount * self._size, datatype)
         recv, nbytes, _ = self._view(recvbuf, recvcount, datatype)
         reduce = self._reducer(op, dtype)
@@ -323,12 +335,14 @@ class NcclCommunicator:
         self._launch(_Step(run), stream)
 
     def send(self, sendbuf, count, datatype, peer, stream) -> None:
+        """Send ``count`` elements to ``peer`` (matched in order with its ``recv``)."""
         self._check_peer(peer)
         send, nbytes, _ = self._view(sendbuf, count, datatype)
         self._launch(_Step(lambda: self._mesh.send(peer, _address.host_bytes(send, nbytes).copy()
                                                    if nbytes else b""), is_send=True), stream)
 
     def recv(self, recvbuf, count, datatype, peer, stream) -> None:
+        """Receive ``count`` elements from ``peer``."""
         self._check_peer(peer)
         recv, nbytes, _ = self._view(recvbuf, count, datatype)
 
@@ -357,6 +371,7 @@ class NcclCommunicator:
         ufunc, size = _REDUCE[op], self._size
 
         def reduce(parts: list) -> np.ndarray:
+            """Reduce ``count`` elements over all ranks into ``recvbuf`` of rank ``root``."""
             arrays = [np.frombuffer(p, dtype) for p in parts]
             out = arrays[0].copy()
             for a in arrays[1:]:

@@ -31,12 +31,15 @@ class Work:
 
     @property
     def done(self) -> bool:
+        """True once the work has finished."""
         return self._done.is_set()
 
     def finish(self) -> None:
+        """Mark the work finished (wakes its waiters)."""
         self._done.set()
 
     def wait(self) -> None:
+        """Block until the work has finished."""
         self._done.wait()
 
 
@@ -113,6 +116,7 @@ def get_current_stream(device_id: int = -1):
 
 
 def get_current_stream_ptr() -> int:
+    """The handle of this thread's current stream on the current device."""
     return get_current_stream().ptr
 
 
