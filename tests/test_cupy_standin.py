@@ -97,3 +97,16 @@ def test_a_training_step_on_cuda_does_not_synchronise():
     assert _state.synchronizations() == before
     y.cpu()
     assert _state.synchronizations() == before + 1
+
+
+def test_dlpack_capsules_are_cuda_ones(cupy):
+    x = cupy.arange(6.0).reshape(2, 3)[:, 1:]
+    shared = cupy.from_dlpack(x)
+    shared[0, 0] = 42.0
+    assert (x.data.ptr, x.strides, x.get().tolist()) == (shared.data.ptr, shared.strides, [[42.0, 2.0], [4.0, 5.0]])
+    assert x.__dlpack_device__() == (2, 0)
+    with pytest.raises(RuntimeError, match="Unsupported device"):
+        np.from_dlpack(x)
+    with pytest.raises(TypeError, match="CPU arrays cannot be directly imported"):
+        cupy.from_dlpack(np.ones(2))
+    assert tensor.from_dlpack(x).tolist() == [[42.0, 2.0], [4.0, 5.0]]

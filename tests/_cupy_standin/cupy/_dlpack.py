@@ -45,21 +45,16 @@ _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_cha
 _is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _py))
 _get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", _py))
 _set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _py))
-_raw_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("PyCapsule_GetName", _py))
-_raw_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _py))
 
-_exported: dict[int, tuple] = {}  # DLManagedTensor address -> what keeps it and its array alive
+# DLManagedTensor address -> what keeps it and its array alive, until a consumer calls the deleter.
+# A capsule nobody consumes keeps its entry: a capsule destructor would have to call the C API
+# while a consumer's error (numpy refusing a CUDA tensor) may be pending, which ctypes cannot.
+_exported: dict[int, tuple] = {}
 
 
 @_DELETER
 def _deleter(managed) -> None:
     _exported.pop(ctypes.addressof(managed.contents), None)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule) -> None:
-    if _raw_name(capsule) == _NAME:  # never consumed: the producer frees it
-        _exported.pop(_raw_pointer(capsule, _NAME), None)
 
 
 def export(array: _ndarray.ndarray, stream, dl_device, copy):
@@ -83,7 +78,7 @@ def export(array: _ndarray.ndarray, stream, dl_device, copy):
     t.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
     managed.deleter = _deleter
     _exported[ctypes.addressof(managed)] = (managed, shape, strides, array)
-    return _capsule_new(ctypes.addressof(managed), _NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    return _capsule_new(ctypes.addressof(managed), _NAME, None)
 
 
 class _DLPackMemory(_memory.BaseMemory):
