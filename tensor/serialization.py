@@ -21,15 +21,18 @@ import json
 import os
 import pickle
 import struct
-import tempfile
 import zlib
 
 import numpy as np
 
-from . import _backend, _creation, _dispatch, _dtype
+from . import _checkpoint_io, _creation, _dispatch, _dtype, _safetensors, _torch_format
 from ._device import device as _device_cls
+from ._torch_pickle import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
+           "read_safetensors_metadata"]
+
+read_safetensors_metadata = _safetensors.read_metadata
 
 MAGIC, END_MAGIC = b"DISTRIBT", b"TBIRTSID"
 FORMAT_VERSION = 1
@@ -99,53 +102,47 @@ def _serialize(obj) -> bytes:
     return _HEAD.pack(MAGIC, FORMAT_VERSION, len(header)) + body + _TAIL.pack(zlib.crc32(body), END_MAGIC)
 
 
-def save(obj, f) -> None:
+FORMATS = ("distrib", "torch", "safetensors")
+
+
+def save(obj, f, format: str | None = None, *, metadata: dict[str, str] | None = None) -> None:
     """Write ``obj`` (nested dicts/lists/tuples of tensors and plain values) to ``f``.
 
     ``f`` is a path or a binary file object. A path is written atomically: to a
     temporary file in the same directory, flushed and fsynced, then renamed over
     the target, so a crash never leaves a half-written checkpoint.
 
+    ``format`` is ``"distrib"`` (the default; any object tree, checksummed),
+    ``"torch"`` (what ``torch.save`` writes; ``torch.load(weights_only=True)`` reads it)
+    or ``"safetensors"`` (a flat ``{name: tensor}`` dict, with optional ``{str: str}``
+    ``metadata``); a path ending in ``.safetensors`` defaults to the latter.
+
+    >>> import tensor, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
+    >>> tensor.save({"w": tensor.ones(2)}, path, format="torch")
+    >>> tensor.load(path)["w"]
+    tensor([1., 1.])
+
     Raises:
-        TypeError: for tensors of an unsupported dtype.
+        TypeError: for tensors of an unsupported dtype, or objects the format cannot hold.
+        ValueError: for an unknown format, or metadata with a format other than safetensors.
         OSError: if the file cannot be written.
     """
-    data = _serialize(obj)
-    if hasattr(f, "write"):
-        f.write(data)
-        return
-    path = os.fspath(f)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        # mkstemp makes the file 0600; give it the permissions open() would (0666 minus umask).
-        os.fchmod(fd, 0o666 & ~_current_umask())
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _current_umask() -> int:
-    # Read it without os.umask(), which would briefly change it for every thread.
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
-    return 0o022
+    if format is None:
+        format = "safetensors" if str(getattr(f, "name", f)).endswith(".safetensors") else "distrib"
+    if format not in FORMATS:
+        raise ValueError(f"unknown checkpoint format {format!r}; choose one of {', '.join(FORMATS)}")
+    if metadata is not None and format != "safetensors":
+        raise ValueError("metadata is stored only by format='safetensors'")
+    if format == "torch":
+        _torch_format.save(obj, f)
+    elif format == "safetensors":
+        _safetensors.save(obj, f, metadata)
+    elif hasattr(f, "write"):
+        f.write(_serialize(obj))
+    else:
+        data = _serialize(obj)
+        _checkpoint_io.write_atomically(f, lambda out: out.write(data))
 
 
 def _read_all(f) -> tuple[bytes, str]:
@@ -159,8 +156,8 @@ def _read_all(f) -> tuple[bytes, str]:
 def _parse(data: bytes, name: str):
     if len(data) < _HEAD.size or data[:8] != MAGIC:
         hint = ""
-        if data[:2] == b"PK" or data[:1] == b"\x80":
-            hint = " (it looks like a PyTorch file: load it with torch and re-save the tensors)"
+        if data[:1] == b"\x80":
+            hint = " (it looks like a legacy PyTorch file: re-save it with torch.save's default zip format)"
         raise RuntimeError(f"{name}: not a distrib checkpoint (bad magic bytes){hint}")
     _, version, header_len = _HEAD.unpack_from(data)
     if version != FORMAT_VERSION:
@@ -233,18 +230,8 @@ class _Decoder:
         if i in self.cache:
             return self.cache[i]
         entry = self.entries[i]
-        t = _creation.from_numpy(self._array(i))
-        target = _resolve_location(entry.get("device", "cpu"), self.map_location)
-        if callable(target):
-            t = target(t, entry.get("device", "cpu"))
-        elif target != "cpu":
-            if target.startswith("cuda") and not _backend.cuda_available():
-                raise RuntimeError(
-                    f"{self.name}: attempting to deserialize a tensor saved on {entry.get('device')} "
-                    "but CUDA is not available. On a CPU-only machine, load it with "
-                    "map_location='cpu'."
-                )
-            t = t.to(target)
+        t = _checkpoint_io.place(_creation.from_numpy(self._array(i)), entry.get("device", "cpu"),
+                                 self.map_location, self.name)
         if entry.get("requires_grad"):
             t.requires_grad_(True)
         self.cache[i] = t
@@ -260,28 +247,30 @@ class _Decoder:
         return pickle.loads(base64.b64decode(node["v"]))
 
 
-def _resolve_location(saved: str, map_location):
-    if map_location is None:
-        return saved
-    if isinstance(map_location, dict):
-        return map_location.get(saved, saved)
-    if callable(map_location) and not isinstance(map_location, (str, _device_cls)):
-        return map_location
-    return str(_device_cls(map_location))
+def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
+    """Read a checkpoint: our own format, a ``torch.save`` file or a ``.safetensors`` file.
 
+    The format is recognised from the file's first bytes. ``map_location`` moves tensors: a
+    device or string, a dict mapping saved to new locations, or ``fn(tensor, saved_location)
+    -> tensor`` (for PyTorch files the tensor is the whole storage, as torch passes storages).
 
-def load(f, map_location=None, weights_only: bool = True):
-    """Read an object written by ``save``.
-
-    ``map_location`` moves tensors: a device or string, a dict mapping saved to
-    new locations, or ``fn(tensor, saved_location) -> tensor``.
+    Loading never runs code from the file unless ``weights_only=False``. A PyTorch file's
+    pickle may use only the globals ``torch.load(weights_only=True)`` allows, plus those
+    added with ``add_safe_globals``/``safe_globals``. ``mmap=True`` (PyTorch files, from a
+    path) maps the storages copy-on-write instead of reading them.
 
     Raises:
         RuntimeError: naming the file when it is not a checkpoint, or is truncated or corrupt.
-        pickle.UnpicklingError: when the file holds arbitrary Python objects and
-            ``weights_only`` is True (the default); loading those may execute code.
+        pickle.UnpicklingError: when the file needs a global that is not allowed (named in
+            the message, with how to allow it) and ``weights_only`` is True.
+        TypeError: when a PyTorch file holds a dtype distrib does not have (named).
         FileNotFoundError: if the path does not exist.
     """
+    head = _peek(f)
+    if _torch_format.is_torch_zip(head):
+        return _torch_format.load(f, map_location, weights_only, mmap)
+    if head[:8] != MAGIC and _safetensors.looks_like_safetensors(head):
+        return _safetensors.load(f, map_location)
     data, name = _read_all(f)
     header, payload = _parse(data, name)
     decoder = _Decoder(header, payload, map_location, weights_only, name)
@@ -289,3 +278,13 @@ def load(f, map_location=None, weights_only: bool = True):
         return decoder.decode(header["tree"])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise RuntimeError(f"{name}: checkpoint is corrupt ({type(exc).__name__}: {exc})") from None
+
+
+def _peek(f) -> bytes:
+    if hasattr(f, "read"):
+        position = f.tell()
+        head = f.read(16)
+        f.seek(position)
+        return head
+    with open(os.fspath(f), "rb") as handle:
+        return handle.read(16)

@@ -1,0 +1,251 @@
+"""PyTorch's checkpoint format (``torch.save`` since 1.6), read and written without torch.
+
+A file is a zip archive of uncompressed entries under one directory (``archive/``)::
+
+    data.pkl            the object tree, pickled; each storage is a persistent id
+                        ("storage", torch.FloatStorage, key, location, numel)
+    byteorder           "little" or "big": the byte order of every storage
+    data/<key>          one storage's raw bytes, aligned to 64 bytes in the file
+    version, .data/version, .format_version, .storage_alignment, .data/serialization_id
+
+Tensors are rebuilt as strided numpy views of their storage, so tensors that shared a
+storage in torch share memory here. The pickle goes through the allow-list of
+``_torch_pickle`` (Note [Weights-only unpickling]).
+"""
+
+from __future__ import annotations
+
+import io
+import mmap as _mmap
+import os
+import secrets
+import struct
+import zipfile
+
+import numpy as np
+
+from . import _checkpoint_io, _creation, _dispatch, _dtype
+from ._torch_pickle import STORAGE_DTYPES, Global, PickleWriter, SafeUnpickler, TorchDtype, builtin_table
+
+__all__ = ["load", "save", "is_torch_zip"]
+
+ALIGNMENT = 64
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+
+
+def is_torch_zip(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a zip archive (a ``torch.save`` file)."""
+    return head[:4] == b"PK\x03\x04"
+
+
+def _our_dtype(torch_name: str, where: str) -> _dtype.dtype:
+    found = _dtype._NAMES.get(torch_name)
+    if found is None:
+        raise TypeError(
+            f"{where}: the checkpoint holds a tensor of dtype torch.{torch_name}, which distrib does not "
+            "have; convert it in torch before saving (e.g. t.float() or t.to(torch.int64))")
+    return found
+
+
+class _Reader:
+    """Reads the storages of one archive and rebuilds tensors over them."""
+
+    def __init__(self, zf: zipfile.ZipFile, handle, prefix: str, mapped, map_location, name: str) -> None:
+        self.zf, self.handle, self.prefix, self.mapped = zf, handle, prefix, mapped
+        self.map_location, self.name = map_location, name
+        order = zf.read(prefix + "byteorder").decode() if prefix + "byteorder" in zf.NameToInfo else "little"
+        self.swap = order != ("little" if np.little_endian else "big")
+        self.storages: dict[str, tuple] = {}
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (unknown persistent id {pid!r})")
+        _, storage_type, key, location, numel = pid
+        if key not in self.storages:
+            dtype = _our_dtype(getattr(storage_type, "dtype_name", "?"), self.name)
+            array = self._storage_bytes(str(key), dtype.numpy, int(numel))
+            placed = _checkpoint_io.place(_creation.from_numpy(array), str(location), self.map_location, self.name)
+            moved = str(placed.device) != "cpu"
+            self.storages[key] = (array if moved else placed._data, placed.device if moved else None)
+        return self.storages[key]
+
+    def _storage_bytes(self, key: str, dtype: np.dtype, numel: int) -> np.ndarray:
+        try:
+            info = self.zf.getinfo(f"{self.prefix}data/{key}")
+        except KeyError:
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (no entry for storage {key})") from None
+        if info.file_size != numel * dtype.itemsize:
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (storage {key} has {info.file_size} bytes, "
+                               f"expected {numel} x {dtype.itemsize})")
+        wire = dtype.newbyteorder() if self.swap else dtype
+        if info.compress_type != zipfile.ZIP_STORED:
+            return np.frombuffer(self.zf.read(info), wire).astype(dtype)
+        offset = self._data_offset(info)
+        if self.mapped is not None:
+            array = np.frombuffer(self.mapped, wire, count=numel, offset=offset)
+            return array.astype(dtype) if self.swap else array
+        array = np.empty(numel, wire)
+        self.handle.seek(offset)
+        if self.handle.readinto(memoryview(array.reshape(-1)).cast("B")) != info.file_size:
+            raise RuntimeError(f"{self.name}: checkpoint is truncated (storage {key})")
+        return array.astype(dtype) if self.swap else array
+
+    def _data_offset(self, info: zipfile.ZipInfo) -> int:
+        self.handle.seek(info.header_offset)
+        header = _LOCAL_HEADER.unpack(self.handle.read(_LOCAL_HEADER.size))
+        if header[0] != b"PK\x03\x04":
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (bad zip entry header for {info.filename})")
+        return info.header_offset + _LOCAL_HEADER.size + header[-2] + header[-1]
+
+    def rebuild(self, storage, offset, size, stride, requires_grad, hooks=None, metadata=None, dtype=None):
+        """torch._utils._rebuild_tensor_v2 (and v3 with ``dtype``): a strided view of ``storage``."""
+        array, device = storage
+        if dtype is not None:
+            name = dtype.name if isinstance(dtype, (_dtype.dtype, TorchDtype)) else str(dtype)
+            array = array.view(_our_dtype(name, self.name).numpy)
+        size, stride, offset = tuple(int(n) for n in size), tuple(int(n) for n in stride), int(offset)
+        self._check_bounds(array.size, offset, size, stride)
+        view = np.ndarray(size, array.dtype, array, offset * array.itemsize, [s * array.itemsize for s in stride])
+        t = _creation.from_numpy(view)
+        if device is not None:
+            t = t.to(device)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def _check_bounds(self, numel: int, offset: int, size: tuple, stride: tuple) -> None:
+        # A hostile file must not make a view reach outside its storage.
+        bad = len(size) != len(stride) or offset < 0 or any(n < 0 for n in size + stride)
+        extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+        if bad or offset + extent > numel:
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (a tensor of size {list(size)}, stride "
+                               f"{list(stride)} at offset {offset} does not fit its storage of {numel} elements)")
+
+    def table(self) -> dict:
+        def v3(storage, offset, size, stride, requires_grad, hooks, dtype, metadata=None):
+            return self.rebuild(storage, offset, size, stride, requires_grad, dtype=dtype)
+
+        def parameter(data, requires_grad=True, hooks=None, state=None):
+            return data.requires_grad_(bool(requires_grad)) if data.is_floating_point() else data
+
+        def from_type_v2(func, new_type, args, state):
+            if getattr(new_type, "name", None) != "torch.Tensor" and new_type is not parameter:
+                raise NotImplementedError(f"{self.name}: tensor subclass {new_type!r} cannot be rebuilt")
+            return func(*args)
+        return builtin_table({"_rebuild_tensor_v2": self.rebuild, "_rebuild_tensor_v3": v3,
+                              "_rebuild_parameter": parameter, "_rebuild_parameter_with_state": parameter,
+                              "_rebuild_from_type_v2": from_type_v2,
+                              "_rebuild_device_tensor_from_cpu_tensor": lambda t, *_: t})
+
+
+def _prefix(zf: zipfile.ZipFile, name: str) -> str:
+    for entry in zf.namelist():
+        if entry.endswith("data.pkl") and entry.count("/") == 1:
+            return entry[:-len("data.pkl")]
+    if any(entry.endswith("constants.pkl") for entry in zf.namelist()):
+        raise RuntimeError(f"{name}: this is a TorchScript archive (torch.jit.save); save a state dict instead")
+    raise RuntimeError(f"{name}: a zip file, but not a PyTorch checkpoint (no data.pkl)")
+
+
+def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
+    """Read a ``torch.save`` zip file; see ``tensor.serialization.load``."""
+    if hasattr(f, "read"):
+        if mmap:
+            raise ValueError("mmap=True needs a path, not a file object")
+        name, handle = getattr(f, "name", "<file object>"), io.BytesIO(f.read())
+    else:
+        name = os.fspath(f)
+        handle = open(name, "rb")  # noqa: SIM115 - closed below; mmap keeps its own reference
+    with handle:
+        mapped = _mmap.mmap(handle.fileno(), 0, access=_mmap.ACCESS_COPY) if mmap else None
+        try:
+            zf = zipfile.ZipFile(handle)
+        except zipfile.BadZipFile as exc:
+            raise RuntimeError(f"{name}: not a PyTorch checkpoint (a corrupt or truncated zip file: {exc})") from None
+        with zf:
+            prefix = _prefix(zf, name)
+            reader = _Reader(zf, handle, prefix, mapped, map_location, name)
+            unpickler = SafeUnpickler(zf.read(prefix + "data.pkl"), reader.table(), reader.persistent_load,
+                                      trusted=not weights_only)
+            return unpickler.load()
+
+
+class _Storages:
+    """Assigns storages to tensors while pickling: views of one numpy array share one storage."""
+
+    def __init__(self) -> None:
+        self.roots: dict[int, tuple[str, np.ndarray]] = {}
+
+    def tensor_args(self, t):
+        array = t._device.backend.to_numpy(t._data)
+        root, base = array, array.base
+        while base is not None:  # through as_strided's wrapper objects too
+            root = base if isinstance(base, np.ndarray) else root
+            base = getattr(base, "base", None)
+        placement = _view_of(root, array)
+        if placement is None:
+            root = np.ascontiguousarray(array)
+            placement = (0, tuple(s // array.itemsize for s in root.strides) if root.size else (1,) * root.ndim)
+        key, root = self.roots.setdefault(id(root), (str(len(self.roots)), root))
+        kind = {v: k for k, v in STORAGE_DTYPES.items()}[_dtype.from_numpy_dtype(array.dtype).name]
+        pid = ("storage", Global("torch", kind), key, str(t._device), root.size)
+        return pid, placement[0], array.shape, placement[1], bool(t.requires_grad)
+
+
+def _view_of(root: np.ndarray, array: np.ndarray):
+    """(element offset, element strides) of ``array`` inside the contiguous ``root``, or None."""
+    if root.dtype != array.dtype or not root.flags.c_contiguous or array.size == 0:
+        return None
+    item = array.itemsize
+    start = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if start < 0 or start % item or any(s < 0 or s % item for s in array.strides):
+        return None
+    return start // item, tuple(s // item for s in array.strides)
+
+
+def _aligned_info(zf: zipfile.ZipFile, name: str, size: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type, info.file_size = zipfile.ZIP_STORED, size
+    start = zf.fp.tell() + _LOCAL_HEADER.size + len(name.encode()) + 4
+    pad = -start % ALIGNMENT
+    info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # torch's own padding field id, "FB"
+    return info
+
+
+def _write_entry(zf: zipfile.ZipFile, name: str, data) -> None:
+    view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+    with zf.open(_aligned_info(zf, name, view.nbytes), "w") as out:
+        out.write(view)
+
+
+def write(obj, out, byteorder: str = "little", prefix: str = "archive") -> None:
+    """Write ``obj`` as a ``torch.save`` zip to the binary file ``out`` (storages in ``byteorder``).
+
+    Raises:
+        TypeError: for objects torch.load(weights_only=True) could not read back.
+    """
+    storages = _Storages()
+    pickled = PickleWriter(_dispatch.is_tensor, storages.tensor_args, _dtype.dtype).dump(obj)
+    wire = "<" if byteorder == "little" else ">"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+        _write_entry(zf, f"{prefix}/data.pkl", pickled)
+        _write_entry(zf, f"{prefix}/.format_version", b"1")
+        _write_entry(zf, f"{prefix}/.storage_alignment", str(ALIGNMENT).encode())
+        _write_entry(zf, f"{prefix}/byteorder", byteorder.encode())
+        for key, root in storages.roots.values():
+            data = np.ascontiguousarray(root.reshape(-1), root.dtype.newbyteorder(wire))
+            _write_entry(zf, f"{prefix}/data/{key}", data.view(np.uint8))
+        _write_entry(zf, f"{prefix}/version", b"3\n")
+        _write_entry(zf, f"{prefix}/.data/serialization_id", str(secrets.randbits(128)).encode())
+
+
+def save(obj, f, byteorder: str = "little") -> None:
+    """Write ``obj`` in PyTorch's format to a path (atomically) or a binary file object."""
+    if byteorder not in ("little", "big"):
+        raise ValueError(f"byteorder must be 'little' or 'big', got {byteorder!r}")
+    if hasattr(f, "write"):
+        buffer = io.BytesIO()
+        write(obj, buffer, byteorder)
+        f.write(buffer.getvalue())
+        return
+    _checkpoint_io.write_atomically(f, lambda out: write(obj, out, byteorder))

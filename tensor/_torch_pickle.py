@@ -1,0 +1,297 @@
+"""The pickle inside a PyTorch checkpoint: a reader that runs only allow-listed globals, a writer.
+
+Note [Weights-only unpickling]: a ``.pt`` file's ``data.pkl`` names the functions that rebuild
+its objects (``torch._utils._rebuild_tensor_v2``, ``collections.OrderedDict``...). A plain
+unpickler imports and calls whatever the file names, so a file can run ``os.system``. Here
+``find_class`` is the only way a global enters the stream, and it looks names up in a table:
+the names ``torch.load(weights_only=True)`` allows, mapped to our own implementations, plus
+what the user added with ``add_safe_globals``. Any other name is refused before anything is
+imported. The writer emits the pickle opcodes itself, so it needs no ``torch`` to name
+torch's globals.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import io
+import pickle
+import struct
+from collections.abc import Callable, Generator, Iterable
+
+from . import _dtype
+from ._device import device as _device_cls
+
+__all__ = ["add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals"]
+
+# torch storage class -> torch dtype name (the element type of the storage's bytes).
+STORAGE_DTYPES = {
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
+    "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
+    "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
+    "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
+}
+TORCH_DTYPES = (
+    "float32", "float64", "float16", "bfloat16", "complex32", "complex64", "complex128",
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+    "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float8_e4m3fn", "float8_e5m2",
+    "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    *(f"uint{n}" for n in range(1, 8)), *(f"int{n}" for n in range(1, 8)),
+)
+# Allowed by torch, but they rebuild tensors we have no equivalent for.
+UNSUPPORTED_REBUILDS = (
+    "_rebuild_tensor", "_rebuild_sparse_tensor", "_rebuild_device_tensor_from_numpy",
+    "_rebuild_meta_tensor_no_storage", "_rebuild_wrapper_subclass", "_rebuild_nested_tensor",
+    "_rebuild_qtensor",
+)
+_user_globals: dict[str, object] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageType:
+    """A torch storage class named in a pickle (``torch.FloatStorage``): its element dtype."""
+
+    name: str
+    dtype_name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TorchDtype:
+    """A torch dtype named in a pickle that distrib lacks (``torch.bfloat16``)."""
+
+    name: str
+
+
+class Unsupported:
+    """A global torch allows but we cannot rebuild: calling it raises, naming the global."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError(
+            f"the checkpoint uses {self.name}, which torch.load(weights_only=True) allows but distrib "
+            "cannot rebuild (sparse, quantized, nested, meta or subclass tensors); convert them to "
+            "plain dense tensors in torch before saving")
+
+
+def _codecs_encode(text, encoding="latin1"):
+    # How protocol 2 pickles bytes: _codecs.encode(str, "latin1"). Nothing else is let through.
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed only as pickle protocol 2 uses it for bytes")
+    return text.encode("latin1")
+
+
+def _torch_device(kind, index=None):
+    return _device_cls(kind if index is None else f"{kind}:{index}")
+
+
+def builtin_table(rebuilds: dict[str, Callable]) -> dict[str, object]:
+    """The default allow-list: torch's weights-only globals mapped to ours. ``rebuilds`` maps a
+    ``torch._utils`` function name to our implementation."""
+    table: dict[str, object] = {
+        "collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
+        "torch.Size": tuple, "torch.device": _torch_device, "_codecs.encode": _codecs_encode,
+        "builtins.bytearray": bytearray, "builtins.set": set, "builtins.complex": complex,
+        "torch.serialization._get_layout": Unsupported("torch.serialization._get_layout"),
+        "torch.Tensor": Unsupported("torch.Tensor"),
+        "torch.nn.parameter.Parameter": rebuilds["_rebuild_parameter"],
+        "torch._tensor._rebuild_from_type_v2": rebuilds["_rebuild_from_type_v2"],
+        "torch.storage.UntypedStorage": StorageType("UntypedStorage", "uint8"),
+        "torch.UntypedStorage": StorageType("UntypedStorage", "uint8"),
+    }
+    table.update({f"torch.{name}": StorageType(name, dt) for name, dt in STORAGE_DTYPES.items()})
+    table.update({f"torch.{name}": _dtype._NAMES.get(name) or TorchDtype(name) for name in TORCH_DTYPES})
+    for scheme in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine",
+                   "per_channel_symmetric", "per_channel_affine_float_qparams"):
+        table[f"torch.{scheme}"] = Unsupported(f"torch.{scheme}")
+    for name in UNSUPPORTED_REBUILDS:
+        table[f"torch._utils.{name}"] = Unsupported(f"torch._utils.{name}")
+    table.update({f"torch._utils.{name}": fn for name, fn in rebuilds.items() if name != "_rebuild_from_type_v2"})
+    return table
+
+
+def _qualname(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def add_safe_globals(globals_: Iterable) -> None:
+    """Allow ``load`` to use these globals when it reads a PyTorch checkpoint.
+
+    Each item is a class or function, or a ``(obj, "module.name")`` pair when the name in
+    the file differs from ``obj.__module__ + "." + obj.__qualname__``. Only add globals you
+    trust: unpickling calls them with arguments taken from the file.
+
+    Raises:
+        TypeError: if an item is neither a named object nor an ``(obj, str)`` pair.
+    """
+    for item in globals_:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str):
+            _user_globals[item[1]] = item[0]
+        elif hasattr(item, "__module__") and hasattr(item, "__qualname__"):
+            _user_globals[_qualname(item)] = item
+        else:
+            raise TypeError(f"add_safe_globals expects classes, functions or (obj, name) pairs, got {item!r}")
+
+
+def get_safe_globals() -> list:
+    """The globals added with ``add_safe_globals`` (as ``(obj, name)`` pairs)."""
+    return [(obj, name) for name, obj in _user_globals.items()]
+
+
+def clear_safe_globals() -> None:
+    """Forget every global added with ``add_safe_globals``."""
+    _user_globals.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(globals_: Iterable) -> Generator[None, None, None]:
+    """Allow these globals (as ``add_safe_globals``) only inside the ``with`` block."""
+    saved = dict(_user_globals)
+    add_safe_globals(globals_)
+    try:
+        yield
+    finally:
+        _user_globals.clear()
+        _user_globals.update(saved)
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """Unpickles with ``table`` (plus the user's safe globals); see Note [Weights-only unpickling].
+
+    With ``trusted`` (``weights_only=False``) a name outside the table is imported as pickle does.
+    """
+
+    def __init__(self, data: bytes, table: dict, persistent_load: Callable, trusted: bool) -> None:
+        super().__init__(io.BytesIO(data))
+        self._table, self._persistent, self._trusted = table, persistent_load, trusted
+
+    def find_class(self, module: str, name: str):
+        full = f"{module}.{name}"
+        if full in self._table:
+            return self._table[full]
+        if full in _user_globals:
+            return _user_globals[full]
+        if self._trusted:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"Weights only load failed: unsupported global {full} is not allowed by default, and "
+            "loading it could run arbitrary code. If you trust this file, allow it with "
+            f"tensor.serialization.add_safe_globals([{name}]) or the "
+            f"tensor.serialization.safe_globals([{name}]) context manager, or load with "
+            "weights_only=False.")
+
+    def persistent_load(self, pid):
+        return self._persistent(pid)
+
+
+class PickleWriter:
+    """Writes plain containers, numbers, strings, dtypes, devices and tensors as a protocol-2
+    pickle naming torch's globals. ``tensor_args(t)`` gives a tensor's rebuild arguments:
+    ``(storage pid tuple, offset, size, stride, requires_grad)``."""
+
+    def __init__(self, is_tensor: Callable, tensor_args: Callable, dtype_type: type) -> None:
+        self.out = io.BytesIO()
+        self._is_tensor, self._tensor_args, self._dtype_type = is_tensor, tensor_args, dtype_type
+
+    def dump(self, obj) -> bytes:
+        """The pickle of ``obj``.
+
+        Raises:
+            TypeError: naming the type of an object torch's weights-only loader could not read.
+        """
+        self.out.write(b"\x80\x02")
+        self._write(obj)
+        self.out.write(b".")
+        return self.out.getvalue()
+
+    def _global(self, module: str, name: str) -> None:
+        self.out.write(b"c" + module.encode() + b"\n" + name.encode() + b"\n")
+
+    def _write(self, obj) -> None:
+        w = self.out.write
+        if obj is None or isinstance(obj, bool):
+            w({None: b"N", True: b"\x88", False: b"\x89"}[obj])
+        elif isinstance(obj, int):
+            self._int(obj)
+        elif isinstance(obj, float):
+            w(b"G" + struct.pack(">d", obj))
+        elif isinstance(obj, str):
+            data = obj.encode("utf-8", "surrogatepass")
+            w(b"X" + struct.pack("<I", len(data)) + data)
+        elif self._is_tensor(obj):
+            self._tensor(obj)
+        elif isinstance(obj, (tuple, list, dict)):
+            self._container(obj)
+        elif isinstance(obj, self._dtype_type):
+            self._global("torch", obj.name)
+        elif isinstance(obj, Global):
+            self._global(obj.module, obj.name)
+        elif isinstance(obj, _device_cls):
+            self._global("torch", "device")
+            self._write((str(obj),))
+            w(b"R")
+        elif hasattr(obj, "item") and hasattr(obj, "dtype") and getattr(obj, "shape", None) == ():
+            self._write(obj.item())  # numpy scalars
+        else:
+            raise TypeError(f"cannot save an object of type {type(obj).__name__} in the PyTorch format: "
+                            "torch.load(weights_only=True) would refuse it (save it with format='distrib')")
+
+    def _int(self, value: int) -> None:
+        if 0 <= value < 256:
+            self.out.write(b"K" + bytes([value]))
+        elif -2 ** 31 <= value < 2 ** 31:
+            self.out.write(b"J" + struct.pack("<i", value))
+        else:
+            data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+            self.out.write(b"\x8a" + bytes([len(data)]) + data)
+
+    def _container(self, obj) -> None:
+        w = self.out.write
+        if isinstance(obj, tuple):
+            w(b"(")
+            for item in obj:
+                self._write(item)
+            w(b"t")
+            return
+        if isinstance(obj, list):
+            w(b"](")
+            for item in obj:
+                self._write(item)
+            w(b"e")
+            return
+        if type(obj) is collections.OrderedDict:
+            self._global("collections", "OrderedDict")
+            w(b")R")
+        elif type(obj) is dict:
+            w(b"}")
+        else:
+            raise TypeError(f"cannot save a {type(obj).__name__} in the PyTorch format (only dict and OrderedDict)")
+        w(b"(")
+        for key, value in obj.items():
+            self._write(key)
+            self._write(value)
+        w(b"u")
+
+    def _tensor(self, t) -> None:
+        pid, offset, size, stride, requires_grad = self._tensor_args(t)
+        self._global("torch._utils", "_rebuild_tensor_v2")
+        self.out.write(b"((")
+        for item in pid:
+            self._write(item)
+        self.out.write(b"tQ")
+        for item in (offset, tuple(size), tuple(stride), requires_grad):
+            self._write(item)
+        self._global("collections", "OrderedDict")
+        self.out.write(b")RtR")  # backward hooks: OrderedDict(); close the args; call
+
+
+@dataclasses.dataclass(frozen=True)
+class Global:
+    """A global to name in the written pickle (``torch.FloatStorage``)."""
+
+    module: str
+    name: str
