@@ -12,7 +12,8 @@ Note [Fusion by inlining]
     A fusable node is *inlined* into its consumers (recomputed at each use) unless it
     must exist as an array: it is needed after the segment, by a library call, or it is
     a reduction that a consumer would read more than once per element (a mean broadcast
-    back over the row it came from: recomputing it would cost a row per element). Each
+    back over the row it came from: recomputing it would cost a row per element), or it is
+    inlined into several kernels and costs a transcendental function each time. Each
     node that must exist is the *root* of one fused kernel whose expression tree is
     everything inlined into it. The k-means step ``argmin(norm(X - means[:, None]))``
     has one root, the argmin: one pass over X.
@@ -106,6 +107,7 @@ def plan(graph, start: int, stop: int) -> list[Step]:
                 consumers[a].append(i)
     live = live_after(graph, stop)
     roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
+    roots |= _shared_costly(roots, kinds, nodes)
     steps = []
     for i in range(start, stop):
         if nodes[i].kind != "call":
@@ -119,6 +121,22 @@ def plan(graph, start: int, stop: int) -> list[Step]:
             else:  # only re-indexing: the dispatcher's zero-copy views are cheaper
                 steps.extend(Step("eager", m) for m in sorted(members))
     return steps
+
+
+_COSTLY = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "elu", "pow", "sqrt", "rsqrt",
+                     "log1p", "expm1", "sin", "cos"})
+
+
+def _shared_costly(roots, kinds, nodes) -> set:
+    """Nodes inlined into two or more kernels whose inlined work includes a transcendental
+    function: each kernel would compute it again, where storing it once costs one pass."""
+    inlined_into: dict = {}
+    for root in roots:
+        for m in _members(root, kinds, roots, nodes):
+            if m != root:
+                inlined_into.setdefault(m, set()).add(root)
+    shared = {m for m, users in inlined_into.items() if len(users) > 1 and kinds[m] != "view"}
+    return {m for m in shared if any(nodes[n].op.name in _COSTLY for n in _members(m, kinds, roots, nodes))}
 
 
 def _must_exist(i, kinds, consumers, live, nodes) -> bool:
