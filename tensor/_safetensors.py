@@ -40,7 +40,7 @@ def _arrays(obj) -> dict[str, np.ndarray]:
             raise TypeError(f"safetensors stores a flat {{str: tensor}} dict; entry {key!r} is "
                             f"{type(value).__name__} (use format='distrib' for nested objects)")
         array = value._device.backend.to_numpy(value._data)
-        arrays[key] = np.ascontiguousarray(array, array.dtype.newbyteorder("<"))
+        arrays[key] = np.array(array, array.dtype.newbyteorder("<"), order="C")  # keeps 0-d arrays 0-d
     return arrays
 
 

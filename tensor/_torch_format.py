@@ -184,8 +184,8 @@ class _Storages:
             base = getattr(base, "base", None)
         placement = _view_of(root, array)
         if placement is None:
-            root = np.ascontiguousarray(array)
-            placement = (0, tuple(s // array.itemsize for s in root.strides) if root.size else (1,) * root.ndim)
+            root = np.array(array, order="C")  # keeps 0-d arrays 0-d
+            placement = (0, tuple(int(np.prod(array.shape[i + 1:])) for i in range(array.ndim)))
         key, root = self.roots.setdefault(id(root), (str(len(self.roots)), root))
         kind = {v: k for k, v in STORAGE_DTYPES.items()}[_dtype.from_numpy_dtype(array.dtype).name]
         pid = ("storage", Global("torch", kind), key, str(t._device), root.size)

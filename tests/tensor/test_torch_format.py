@@ -54,7 +54,8 @@ def test_torch_writes_we_read_bit_identical(tmp_path, torch, dtype_name):
 def test_we_write_torch_reads_bit_identical(tmp_path, torch, dtype_name):
     base = tensor.from_numpy(_torch_values(torch, dtype_name).numpy().copy())
     saved = {"x": base, "row": base[1], "t": base.T, "strided": base[:, ::2], "scalar": base[0, 0].clone(),
-             "empty": tensor.zeros(0, 3, dtype=base.dtype)}
+             "empty": tensor.zeros(0, 3, dtype=base.dtype),
+             "reversed": tensor.from_numpy(base.numpy()[::-1, ::-1])}  # negative strides: saved as a copy
     tensor.save(saved, tmp_path / "w.pt", format="torch")
     loaded = torch.load(tmp_path / "w.pt", weights_only=True)
     assert list(loaded) == list(saved)
