@@ -226,6 +226,7 @@ def test_the_coordinators_namespace_cut_off_ends_the_other_node(tmp_path):
     assert "(10.231.7.1, the coordinator): no heartbeat for" in nodes[1].text()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_latency_and_loss_slow_training_down_but_change_nothing(tmp_path, reference):
     expected = reference(SMALL)
