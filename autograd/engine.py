@@ -71,9 +71,8 @@ def _collect(root_nodes):
     leaf_edges: dict = {}
     stack = list(nodes)
     while stack:
-        for edge in stack.pop().next_edges:
-            if edge is not None:
-                target = edge[0]
+        for target in stack.pop().next_fns:
+            if target is not None:
                 if type(target) is Node:
                     if target not in nodes:
                         nodes.add(target)
@@ -215,9 +214,9 @@ class _LeafFinisher:
 
     def skip(self, node) -> None:
         """``node`` got no gradient: its edges into leaves carry none either."""
-        for edge in node.next_edges:
-            if edge is not None and type(edge[0]) is not Node:
-                self.add(edge[0], None)
+        for target in node.next_fns:
+            if target is not None and type(target) is not Node:
+                self.add(target, None)
 
     def remaining(self) -> None:
         """Finish leaves that were roots themselves."""
@@ -244,19 +243,19 @@ def _run_node(node, grads, buffers, finish, capture):
     """
     _before_derivative(node, grads, finish, capture)
     upstream = grads[0] if node.n_outputs == 1 else tuple(grads)
+    fns = node.next_fns
     if upstream is None:
-        input_grads = (None,) * len(node.next_edges)
+        input_grads = (None,) * len(fns)
     else:
         input_grads = node.op.backward(node, upstream)
-    if len(input_grads) != len(node.next_edges):
+    if len(input_grads) != len(fns):
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients "
-            f"(expected {len(node.next_edges)}, got {len(input_grads)})"
+            f"(expected {len(fns)}, got {len(input_grads)})"
         )
-    for edge, g in zip(node.next_edges, input_grads):
-        if edge is None:
+    for target, nr, g in zip(fns, node.next_nrs, input_grads):
+        if target is None:
             continue
-        target, nr = edge
         if type(target) is Node:
             if g is not None:
                 _accumulate(buffers, target, nr, target.n_outputs, _fit(g, target.out_meta[nr]))

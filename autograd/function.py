@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import tensor
 from tensor import _dispatch
 from tensor._autograd_hooks import grad_mode
@@ -29,6 +31,11 @@ __all__ = ["Function", "FunctionCtx"]
 
 class FunctionCtx:
     """The ``ctx`` passed to ``forward`` and ``backward``."""
+
+    # Saved outputs, {position in _saved: output number}, kept as aliases without history;
+    # _node is a weak reference to the node they are outputs of (see _save_outputs_weakly).
+    _saved_outputs = None
+    _node = None
 
     def __init__(self, needs_input_grad: tuple) -> None:
         self.needs_input_grad = needs_input_grad
@@ -56,7 +63,33 @@ class FunctionCtx:
                     f"by an inplace operation: saved tensor is at version {t._version_box[0]}; "
                     f"expected version {version} instead."
                 )
-        return self._saved
+        if self._saved_outputs is None:
+            return self._saved
+        node = self._node()
+        saved = list(self._saved)
+        for k, nr in self._saved_outputs.items():
+            if node is not None:
+                out = saved[k] = _dispatch.make(saved[k]._data, saved[k]._device, saved[k]._version_box)
+                out._grad_fn, out._output_nr, out._requires_grad = node, nr, True
+        return tuple(saved)
+
+    def _save_outputs_weakly(self, outputs, node) -> None:
+        """Replace saved tensors that are outputs of ``node`` by aliases without history.
+
+        An output saved as is would close a cycle (output -> node -> ctx -> output) that
+        only the cyclic collector can free (Note [Graphs and the cyclic GC] in graph.py);
+        ``saved_tensors`` gives the history back, as PyTorch's SavedVariable does.
+        """
+        positions = {}
+        saved = list(self._saved)
+        for k, t in enumerate(saved):
+            for nr, o in enumerate(outputs):
+                if t is not None and t is o and o._grad_fn is node:
+                    saved[k] = _dispatch.make(t._data, t._device, t._version_box)
+                    positions[k] = nr
+        if positions:
+            self._saved, self._saved_outputs = tuple(saved), positions
+            self._node = weakref.ref(node)
 
     def mark_non_differentiable(self, *tensors) -> None:
         """Declare outputs that never get a gradient (e.g. indices)."""
@@ -85,7 +118,7 @@ class _FunctionOp:
         result = self.cls.backward(ctx, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        expected = len(node.next_edges)
+        expected = len(node.next_fns)
         if len(result) < expected:
             result = result + (None,) * (expected - len(result))
         if len(result) > expected and any(r is not None for r in result[expected:]):
@@ -137,4 +170,5 @@ class Function:
                     o = o.detach()
                 o._grad_fn, o._output_nr, o._requires_grad = node, i, True
             wrapped.append(o)
+        ctx._save_outputs_weakly(wrapped, node)
         return wrapped[0] if single else tuple(wrapped)

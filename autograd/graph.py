@@ -1,10 +1,24 @@
 """The recorded graph: nodes, how ops record them, and hooks on tensors.
 
 Each recorded op creates one ``Node``. It points to the nodes of its inputs
-through ``next_edges`` (``(node, output_nr)``, or ``(leaf_tensor, 0)`` for a leaf
-that accumulates into ``.grad``), and keeps only what the op's derivative rule
-reads: the saved inputs, and the output's storage when ``saves_output`` (kept as
-the raw array to avoid a reference cycle between the output and its node).
+through ``next_fns``/``next_nrs`` (node and output number, or the leaf tensor and 0
+for a leaf that accumulates into ``.grad``; ``next_edges`` pairs them), and keeps
+only what the op's derivative rule reads: the saved inputs, and the output's
+storage when ``saves_output`` (kept as the raw array to avoid a reference cycle
+between the output and its node).
+
+Note [Graphs and the cyclic GC]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A graph is acyclic: a node refers only to older nodes, leaves and saved inputs (never to
+its own output tensor), so reference counting frees it, with no help from the cyclic
+collector (tests/autograd/test_graph_gc.py). But every node still has to be *tracked* by
+that collector (a Python object with references always is), and a long chain of recorded
+ops that stays alive is traversed by each full collection, which CPython starts whenever
+the tracked objects grew by 25%. So a node keeps as few tracked containers as it can:
+its edges are two tuples, the nodes/leaves and their output numbers; the numbers, the
+saved versions and ``out_meta`` hold only atomic values, and the collector stops tracking
+such tuples the first time it sees them. Measured on a chain of 100,000 ``y = y * c``:
+surviving tracked objects per op went from 10 to 5.
 """
 
 from __future__ import annotations
@@ -31,26 +45,36 @@ _FREED_MESSAGE = (
 class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
-    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_edges", "out_meta",
+    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_fns", "next_nrs",
+                 "out_meta",
                  "seq", "n_outputs", "pre_hooks", "retained", "freed", "ctx", "__weakref__")
 
     def __init__(self, op, params, inputs, n_outputs=1):
-        # This runs for every recorded op, so it is written for speed.
+        # This runs for every recorded op, so it is written for speed, and it keeps only
+        # tuples: see Note [Graphs and the cyclic GC].
         self.op = op
         self.params = params
         self.n_outputs = n_outputs
         self.pre_hooks = self.retained = self._out = self.ctx = None
         self.freed = False
-        edges = []
+        fns = []
+        nrs = []
         for t in inputs:
             if isinstance(t, Tensor) and t._requires_grad:
                 if t._grad_version is not None and t._grad_version != t._version_box[0]:
                     refresh_view(t)
                 fn = t._grad_fn
-                edges.append((t, 0) if fn is None else (fn, t._output_nr))
+                if fn is None:
+                    fns.append(t)
+                    nrs.append(0)
+                else:
+                    fns.append(fn)
+                    nrs.append(t._output_nr)
             else:
-                edges.append(None)
-        self.next_edges = edges
+                fns.append(None)
+                nrs.append(0)
+        self.next_fns = tuple(fns)
+        self.next_nrs = tuple(nrs)
         # Numbered after refresh_view() above may have made nodes for the inputs: a node
         # must come after every node it points to (the engine runs them in this order).
         self.seq = next(_sequence)
@@ -58,16 +82,22 @@ class Node:
         if saves is None:
             saves = range(len(inputs))
         if saves:
-            saved = [inputs[i] for i in saves]
+            saved = tuple([inputs[i] for i in saves])
             self._saved = saved
-            self._saved_versions = [t._version_box[0] if isinstance(t, Tensor) else None for t in saved]
+            self._saved_versions = tuple([t._version_box[0] if isinstance(t, Tensor) else None
+                                          for t in saved])
         else:
             self._saved = self._saved_versions = ()
 
     @property
+    def next_edges(self) -> tuple:
+        """One ``(node, output_nr)`` or ``(leaf_tensor, 0)`` per input; None where no gradient flows."""
+        return tuple([None if fn is None else (fn, nr) for fn, nr in zip(self.next_fns, self.next_nrs)])
+
+    @property
     def needs_input_grad(self) -> list:
         """One bool per input: whether its gradient is needed."""
-        return [e is not None for e in self.next_edges]
+        return [fn is not None for fn in self.next_fns]
 
     @property
     def input_meta(self) -> list:
