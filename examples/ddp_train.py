@@ -138,7 +138,6 @@ def main(argv=None) -> float:
     else:
         rank, world = 0, 1
     master_process = rank == 0  # logging, checkpoints and plots
-    console = sys.stdout if master_process else open(os.devnull, "w")  # the other ranks' bars go nowhere
     restart = int(os.environ.get("DISTRIB_RESTART_COUNT", "0"))
     if args.batch_size % world:
         sys.exit(f"--batch-size {args.batch_size} must be divisible by the {world} ranks")
@@ -225,7 +224,7 @@ def main(argv=None) -> float:
     for epoch in range(step // steps_per_epoch, args.epochs):
         sampler.set_epoch(epoch)  # a fresh shuffle each epoch, the same on every rank
         skip = step - epoch * steps_per_epoch  # batches of this epoch done before a restart
-        bar = Progress(steps_per_epoch, desc=f"epoch {epoch + 1:{width}d}/{args.epochs}", stream=console)
+        bar = Progress(steps_per_epoch, desc=f"epoch {epoch + 1:{width}d}/{args.epochs}", disable=not master_process)
         bar.update(skip)
         for i, (x, y) in enumerate(loader):
             if i < skip:
