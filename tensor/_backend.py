@@ -7,17 +7,15 @@ cupy and never asks "CPU or GPU?".
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import ctypes
 import functools
 import importlib
 import os
-import threading
 
 import numpy as np
 
-from . import _threads
+from . import _cuda_memory, _threads
 
 __all__ = ["Backend", "cpu_backend", "cuda_backend", "check_cuda_available"]
 
@@ -101,9 +99,9 @@ class _CupyBackend(Backend):
         self.array_type = cupy.ndarray
         self._get_device = cupy.cuda.runtime.getDevice
         self._peak: dict[int, int] = {}
-        self.allocations = _Allocations(cupy)
+        self.allocations = _cuda_memory.Allocations(cupy)
         # Our own pool over a recording cudaMalloc: IPC needs the allocation base of a pooled
-        # pointer (Note [Pooled IPC]), which CuPy's pool does not tell.
+        # pointer (Note [Pooled IPC] in _cuda_memory.py), which CuPy's pool does not tell.
         self.pool = cupy.cuda.MemoryPool(self.allocations.malloc)
 
         def tracking_malloc(nbytes):
@@ -204,11 +202,9 @@ class _CupyBackend(Backend):
     ipc_supported = True
 
     def ipc_export(self, array):
-        # Note [Pooled IPC]: a handle covers the whole base allocation and opens at its base;
-        # CuPy's pool carves many arrays out of one allocation, and array.data.mem.ptr is the
-        # pool chunk's pointer, not the base. So the offset is taken from the base, which our
-        # recording allocator knows. The queue is synchronised first so that the consumer
-        # reads finished data.
+        # The offset is taken from the allocation's base, not the pool chunk's (Note [Pooled IPC]
+        # in _cuda_memory.py). The queue is synchronised first so that the consumer reads
+        # finished data.
         ptr = array.data.ptr
         base, size = self.allocations.containing(ptr)
         with self.device_guard(array.device.id):
@@ -220,68 +216,13 @@ class _CupyBackend(Backend):
         cuda = self.cupy.cuda
         with self.device_guard(device_index):
             ptr = cuda.runtime.ipcOpenMemHandle(handle)
-        opened = _IpcMapping(ptr, cuda.runtime.ipcCloseMemHandle, device_index)
+        opened = _cuda_memory.IpcMapping(ptr, cuda.runtime.ipcCloseMemHandle, device_index)
         opened.memory = cuda.UnownedMemory(ptr, size, opened, device_index)
         return opened
 
     def ipc_array(self, opened, offset, shape, dtype, strides):
         pointer = self.cupy.cuda.MemoryPointer(opened.memory, offset)
         return self.cupy.ndarray(shape, dtype, memptr=pointer, strides=strides)
-
-
-class _Allocations:
-    """The live device allocations of our pool (``cudaMalloc``'s base pointers and sizes).
-
-    Freed allocations are not forgotten at once: a new allocation replaces every entry it
-    overlaps, so the entry found for a pointer of a live pooled array is always its own.
-    """
-
-    def __init__(self, cupy) -> None:
-        self._cuda = cupy.cuda
-        self._bases: list[int] = []
-        self._sizes: dict[int, int] = {}
-        self._lock = threading.Lock()
-
-    def malloc(self, size: int):
-        """``cudaMalloc`` for the pool, recorded."""
-        memptr = self._cuda.MemoryPointer(self._cuda.Memory(size), 0)
-        base = memptr.ptr
-        with self._lock:
-            i = bisect.bisect_left(self._bases, base)
-            if i and self._bases[i - 1] + self._sizes[self._bases[i - 1]] > base:
-                i -= 1
-            while i < len(self._bases) and self._bases[i] < base + size:
-                del self._sizes[self._bases.pop(i)]
-            self._bases.insert(i, base)
-            self._sizes[base] = size
-        return memptr
-
-    def containing(self, ptr: int) -> tuple[int, int]:
-        """``(base, size)`` of the allocation holding ``ptr``.
-
-        Raises:
-            RuntimeError: for memory our pool did not allocate (e.g. imported by IPC or DLPack).
-        """
-        with self._lock:
-            i = bisect.bisect_right(self._bases, ptr) - 1
-            if i >= 0 and ptr < self._bases[i] + self._sizes[self._bases[i]]:
-                return self._bases[i], self._sizes[self._bases[i]]
-        raise RuntimeError(f"cannot share CUDA memory at 0x{ptr:x} by IPC handle: it was not allocated by this "
-                           "process's tensor allocator (it may itself be shared or imported). help: share a "
-                           ".clone() of the tensor")
-
-
-class _IpcMapping:
-    """An opened CUDA IPC handle; closing it when the last array over it is gone."""
-
-    def __init__(self, ptr, close, device_index) -> None:
-        self.ptr, self._close, self.device_index = ptr, close, device_index
-
-    def __del__(self) -> None:
-        try:
-            self._close(self.ptr)
-        except Exception:  # interpreter shutdown, or the context is already gone
-            pass
 
 
 cpu_backend = Backend()
