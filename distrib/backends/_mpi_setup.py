@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 import termios
+import threading
 import time
 
 import numpy as np
@@ -25,6 +26,7 @@ _MPI_OP = {"SUM": "SUM", "AVG": "SUM", "PRODUCT": "PROD", "MIN": "MIN", "MAX": "
 _state = {"hook": False}
 _ABORT_GRACE_SECONDS = 5.0  # at most, for the reader of piped output to take it before MPI_Abort
 _BLIND_PAUSE_SECONDS = 0.5  # output to a socket or terminal: how much is unread cannot be asked
+_ABORT_DEADLINE_SECONDS = 10.0  # MPI_Abort's own limit: a process manager cut off never answers
 _exit = os._exit  # how abort_job ends this process (tests stand in for it)
 
 
@@ -69,9 +71,14 @@ def abort_job(mpi, message: str) -> None:
                 pass
         _let_output_through(_ABORT_GRACE_SECONDS)
     finally:
+        # MPI_Abort may block for good (its process manager is across a partition) or return
+        # (MPICH's, once the process manager has been told); either way this process must end
+        # here: the watchdog would fire again, a hook would finalize.
+        deadline = threading.Timer(_ABORT_DEADLINE_SECONDS, _exit, args=(1,))
+        deadline.daemon = True
+        deadline.start()
         mpi.COMM_WORLD.Abort(1)
-        # MPICH's MPI_Abort returns once the process manager has been told; until that kills the
-        # job this process must not go on (the watchdog would fire again, a hook would finalize).
+        deadline.cancel()
         _exit(1)
 
 

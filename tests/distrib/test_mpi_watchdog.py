@@ -191,3 +191,16 @@ def test_abort_ends_the_process_when_mpi_abort_returns(monkeypatch):
     mpi = types.SimpleNamespace(COMM_WORLD=types.SimpleNamespace(Abort=calls.append))
     _mpi_setup.abort_job(mpi, "distrib: ending the job")
     assert calls == [1] and exits == [1]
+
+
+def test_abort_ends_the_process_when_mpi_abort_never_returns(monkeypatch):
+    """Across a partition the process manager never answers, and MPI_Abort blocks for good."""
+    monkeypatch.setattr(_mpi_setup, "_ABORT_DEADLINE_SECONDS", 0.2)
+    ended, exits = threading.Event(), []
+    monkeypatch.setattr(_mpi_setup, "_exit", lambda code: (exits.append(code), ended.set()))
+    blocked = types.SimpleNamespace(Abort=lambda code: ended.wait(30))  # returns only once ended
+    thread = threading.Thread(target=_mpi_setup.abort_job,
+                              args=(types.SimpleNamespace(COMM_WORLD=blocked), "distrib: ending the job"))
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive() and exits[0] == 1
