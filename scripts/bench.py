@@ -129,7 +129,8 @@ def bench_core(repeat: int):
 
 # Each other group lives in scripts/bench_<group>.py and exposes
 # bench(repeat, paired_times, have_torch) -> rows.
-WORKLOAD_MODULES = ("nn", "multiprocessing", "dataloader", "collectives", "mpi", "launch", "ddp", "compile")
+WORKLOAD_MODULES = ("nn", "multiprocessing", "dataloader", "collectives", "mpi", "launch", "ddp", "compile",
+                    "serialization")
 
 
 def _module_group(name: str):
