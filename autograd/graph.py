@@ -46,46 +46,46 @@ class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
     __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_fns", "next_nrs",
-                 "out_meta",
-                 "seq", "n_outputs", "pre_hooks", "retained", "freed", "ctx", "__weakref__")
+                 "out_meta", "seq", "n_outputs", "pre_hooks", "retained", "freed", "ctx", "__weakref__")
 
     def __init__(self, op, params, inputs, n_outputs=1):
-        # This runs for every recorded op, so it is written for speed, and it keeps only
-        # tuples: see Note [Graphs and the cyclic GC].
+        # This runs for every recorded op, so it is written for speed (one pass over the
+        # inputs), and it keeps only tuples: see Note [Graphs and the cyclic GC].
         self.op = op
         self.params = params
         self.n_outputs = n_outputs
         self.pre_hooks = self.retained = self._out = self.ctx = None
         self.freed = False
+        saves = op.saves
         fns = []
         nrs = []
+        versions = []  # of every input, when the op saves some
         for t in inputs:
-            if isinstance(t, Tensor) and t._requires_grad:
-                if t._grad_version is not None and t._grad_version != t._version_box[0]:
-                    refresh_view(t)
-                fn = t._grad_fn
-                if fn is None:
-                    fns.append(t)
-                    nrs.append(0)
-                else:
-                    fns.append(fn)
-                    nrs.append(t._output_nr)
-            else:
-                fns.append(None)
-                nrs.append(0)
+            if isinstance(t, Tensor):
+                if saves != ():
+                    versions.append(t._version_box[0])
+                if t._requires_grad:
+                    if t._grad_version is not None and t._grad_version != t._version_box[0]:
+                        refresh_view(t)
+                    fn = t._grad_fn
+                    fns.append(t if fn is None else fn)
+                    nrs.append(0 if fn is None else t._output_nr)
+                    continue
+            elif saves != ():
+                versions.append(None)
+            fns.append(None)
+            nrs.append(0)
         self.next_fns = tuple(fns)
         self.next_nrs = tuple(nrs)
         # Numbered after refresh_view() above may have made nodes for the inputs: a node
         # must come after every node it points to (the engine runs them in this order).
         self.seq = next(_sequence)
-        saves = op.saves
-        if saves is None:
-            saves = range(len(inputs))
-        if saves:
-            saved = tuple([inputs[i] for i in saves])
-            self._saved = saved
-            self._saved_versions = tuple([t._version_box[0] if isinstance(t, Tensor) else None
-                                          for t in saved])
+        if saves is None or len(saves) == len(inputs):  # every input, in order
+            self._saved = tuple(inputs)
+            self._saved_versions = tuple(versions)
+        elif saves:
+            self._saved = tuple([inputs[i] for i in saves])
+            self._saved_versions = tuple([versions[i] for i in saves])
         else:
             self._saved = self._saved_versions = ()
 

@@ -95,7 +95,10 @@ def apply_unary(op, a, params=()):
     """``apply`` for a single input; the hot path for unary ops and views."""
     device = a._device
     backend = device._backend or device.backend
-    out = backend.launch(device.index, op.kernel, backend.xp, a._data, *params)
+    if device.index is None:  # every backend's launch is the plain call then: skip a frame
+        out = op.kernel(backend.xp, a._data, *params)
+    else:
+        out = backend.launch(device.index, op.kernel, backend.xp, a._data, *params)
     if type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
     if op.is_view:
@@ -122,10 +125,14 @@ def apply_binary(op, a, b, float_result=False):
             check_same_device(op.name, (a, b))
         b_grad = b._requires_grad
     else:
-        b = _check_scalar(op, b)
+        if type(b) is not float and type(b) is not int:
+            b = _check_scalar(op, b)
         b_grad = False
     backend = device._backend or device.backend
-    out = backend.launch(device.index, _binary_kernel, op, backend, a, b, float_result)
+    if device.index is None:  # as in apply_unary
+        out = _binary_kernel(op, backend, a, b, float_result)
+    else:
+        out = backend.launch(device.index, _binary_kernel, op, backend, a, b, float_result)
     result = make(out, device)
     if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
         _api.record(op, result, (a, b), ())

@@ -17,7 +17,8 @@ An op is defined once, as in PyTorch's ``derivatives.yaml`` beside its kernels::
   returns one gradient per tensor input (None where there is none). It is
   written with Tensor ops, so it is itself differentiable: double backward
   works for free.
-* ``saves`` lists the inputs the derivative reads (``node.saved``); with
+* ``saves`` lists the inputs the derivative reads (``node.saved``), in increasing
+  order (None: all of them); with
   ``saves_output`` it may read ``node.output``. Only those are kept alive and
   checked against in-place modification.
 * Ops whose output can never carry a gradient (comparisons, argmax, ...)
@@ -62,6 +63,8 @@ def defop(name: str, *, saves: tuple = (), saves_output: bool = False,
     def register(kernel: Callable) -> OpDef:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
+        if saves is not None and list(saves) != sorted(set(saves)):  # autograd.graph.Node relies on it
+            raise ValueError(f"op {name!r}: saves={saves} must be increasing input positions")
         op = OpDef(name, kernel, saves, saves_output, differentiable, is_view)
         OPS[name] = op
         return op

@@ -51,7 +51,7 @@ def test_saves_decides_what_backward_reads_and_what_stays_alive(scaled_product):
     y = tensor.tensor([4.0, 5.0, 6.0], requires_grad=True)
     a, b = x * 1, y * 1
     out = _dispatch.apply(scaled_product, (a, b))
-    assert out.grad_fn.saved == [b]
+    assert out.grad_fn.saved == (b,)
     unsaved = weakref.ref(a)
     del a
     assert unsaved() is None  # an input the derivative does not read is not kept for backward
