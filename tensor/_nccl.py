@@ -12,7 +12,8 @@ import numpy as np
 from . import _backend
 
 __all__ = ["nccl_module", "DTYPES", "unique_id", "communicator", "current_device", "array_device",
-           "current_stream", "data_ptr", "record_event", "event_done", "group_start", "group_end", "empty"]
+           "current_stream", "data_ptr", "record_event", "event_done", "group_start", "group_end", "empty",
+           "to_device", "to_host"]
 
 # NCCL datatype codes (ncclDataType_t). bfloat16 (9) has no numpy dtype here.
 DTYPES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int32): 2, np.dtype(np.uint32): 3,
@@ -81,6 +82,16 @@ def group_start() -> None:
 
 def group_end() -> None:
     nccl_module().groupEnd()
+
+
+def to_device(host: np.ndarray, device: int):
+    """A copy of a host array on ``device``."""
+    return _backend.cuda_backend().asarray(host, None, device)
+
+
+def to_host(array) -> np.ndarray:
+    """A host copy of a device array (synchronises)."""
+    return _backend.cuda_backend().to_numpy(array)
 
 
 def empty(count: int, dtype, device: int):

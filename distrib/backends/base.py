@@ -348,23 +348,35 @@ class Backend:
         return work._result
 
     # ------------------------------------------------------------ object primitives
+    # Pickled objects travel as uint8 arrays of this backend's transport: ``wire`` makes one
+    # from a host array, ``host`` reads one back (host memory here; the nccl backend's device).
+    def wire(self, host: np.ndarray):
+        """``host`` as an array this backend's primitives take (itself for host backends)."""
+        return host
+
+    def host(self, array) -> np.ndarray:
+        """An array of this backend's transport as a host array (itself for host backends)."""
+        return array
+
     def broadcast_object(self, obj, root: int):
-        size = np.array([len(_dumps(obj)) if self.rank == root else 0], dtype=np.int64)
+        data = _dumps(obj) if self.rank == root else None
+        size = self.wire(np.array([0 if data is None else data.size], dtype=np.int64))
         self.broadcast(size, root)
-        data = _dumps(obj).copy() if self.rank == root else np.empty(int(size[0]), np.uint8)
-        self.broadcast(data, root)
-        return obj if self.rank == root else _loads(data)
+        buf = self.wire(data.copy() if data is not None else np.empty(int(self.host(size)[0]), np.uint8))
+        self.broadcast(buf, root)
+        return obj if self.rank == root else _loads(self.host(buf))
 
     def all_gather_object(self, obj) -> list:
         data = _dumps(obj)
-        sizes = np.zeros(self.size, np.int64)
-        self.all_gather(sizes, np.array([data.size], np.int64))
+        sizes = self.wire(np.zeros(self.size, np.int64))
+        self.all_gather(sizes, self.wire(np.array([data.size], np.int64)))
+        sizes = self.host(sizes)
         width = int(sizes.max())
         padded = np.zeros(width, np.uint8)
         padded[: data.size] = data
-        everything = np.empty(width * self.size, np.uint8)
-        self.all_gather(everything, padded)
-        blocks = everything.reshape(self.size, width)
+        everything = self.wire(np.empty(width * self.size, np.uint8))
+        self.all_gather(everything, self.wire(padded))
+        blocks = self.host(everything).reshape(self.size, width)
         return [obj if r == self.rank else _loads(blocks[r, : sizes[r]]) for r in range(self.size)]
 
     def gather_object(self, obj, root: int):
@@ -377,16 +389,16 @@ class Backend:
 
     def send_object(self, obj, dst: int, tag: int = 0) -> None:
         data = _dumps(obj)
-        self.send(np.array([data.size], np.int64), dst, tag)
-        self.send(data.copy(), dst, tag)
+        self.send(self.wire(np.array([data.size], np.int64)), dst, tag)
+        self.send(self.wire(data.copy()), dst, tag)
 
     def recv_object(self, src: int | None, tag: int = 0):
         """Returns ``(obj, source rank)``."""
-        size = np.zeros(1, np.int64)
+        size = self.wire(np.zeros(1, np.int64))
         src = self.recv(size, src, tag)
-        data = np.empty(int(size[0]), np.uint8)
+        data = self.wire(np.empty(int(self.host(size)[0]), np.uint8))
         self.recv(data, src, tag)
-        return _loads(data), src
+        return _loads(self.host(data)), src
 
 
 def as_bytes(array):

@@ -111,6 +111,14 @@ class NcclBackend(Backend):
                              f"is on cuda:{self.device} (one device per rank; set it before the first op)")
         return self.comm
 
+    def wire(self, host):
+        # Objects travel in device memory, on the communicator's device (the current one before
+        # the first op), as PyTorch's object collectives on NCCL do.
+        return _nccl.to_device(host, _nccl.current_device() if self.device is None else self.device)
+
+    def host(self, array):
+        return _nccl.to_host(array)
+
     def _check_in(self) -> None:
         """Every rank reports through the store before NCCL's (untimed) communicator setup."""
         self.store.set(f"nccl/ready/{self.rank}", "1")
