@@ -1,4 +1,8 @@
-"""``save`` and ``load``: a safe, atomic checkpoint format.
+"""``save`` and ``load``: our safe, atomic checkpoint format, and the formats we share.
+
+``load`` also reads ``torch.save`` files (``_torch_format``, through the allow-listed
+unpickler of ``_torch_pickle``) and ``.safetensors`` files (``_safetensors``); ``save``
+writes them with ``format="torch"`` / ``format="safetensors"``. What follows is our format.
 
 Unlike ``torch.save``, the format is not a pickle. A file is::
 
@@ -264,6 +268,7 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
         pickle.UnpicklingError: when the file needs a global that is not allowed (named in
             the message, with how to allow it) and ``weights_only`` is True.
         TypeError: when a PyTorch file holds a dtype distrib does not have (named).
+        ValueError: for ``mmap=True`` with a file object, or a file object that cannot seek.
         FileNotFoundError: if the path does not exist.
     """
     head = _peek(f)
@@ -282,6 +287,8 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
 
 def _peek(f) -> bytes:
     if hasattr(f, "read"):
+        if not (hasattr(f, "seekable") and f.seekable()):
+            raise ValueError("load needs a seekable file object (or a path); wrap a stream in io.BytesIO(f.read())")
         position = f.tell()
         head = f.read(16)
         f.seek(position)
