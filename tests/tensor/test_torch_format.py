@@ -254,3 +254,16 @@ def test_truncated_storage_is_an_error(tmp_path):
         tensor.load(tmp_path / "short.pt")
     _torch_zip(tmp_path / "ok.pt", pickled, {"0": np.arange(4, dtype=np.float32).tobytes()})
     assert tensor.load(tmp_path / "ok.pt").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.gpu
+def test_map_location_moves_storages_to_cuda(tmp_path):
+    if not tensor.cuda.is_available():
+        pytest.skip("no CUDA device")
+    base = tensor.arange(6.0).reshape(2, 3)
+    tensor.save({"base": base, "t": base.T}, tmp_path / "w.pt", format="torch")
+    for location in ("cuda", {"cpu": "cuda:0"}, lambda storage, loc: storage.to("cuda")):
+        loaded = tensor.load(tmp_path / "w.pt", map_location=location)
+        assert loaded["t"].device.type == "cuda" and loaded["t"].cpu().tolist() == base.T.tolist()
+    tensor.save(loaded, tmp_path / "back.pt", format="torch")  # saved from the device, read on the host
+    assert tensor.load(tmp_path / "back.pt", map_location="cpu")["t"].tolist() == base.T.tolist()
