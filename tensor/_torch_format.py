@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import mmap as _mmap
 import os
+import pickle
 import secrets
 import struct
 import zipfile
@@ -25,7 +26,7 @@ import zipfile
 import numpy as np
 
 from . import _checkpoint_io, _creation, _dispatch, _dtype
-from ._torch_pickle import STORAGE_DTYPES, Global, PickleWriter, SafeUnpickler, TorchDtype, builtin_table
+from ._torch_pickle import STORAGE_DTYPES, Global, PickleWriter, RefusedGlobal, SafeUnpickler, TorchDtype, builtin_table
 
 __all__ = ["load", "save", "is_torch_zip"]
 
@@ -167,7 +168,13 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
             reader = _Reader(zf, handle, prefix, mapped, map_location, name)
             unpickler = SafeUnpickler(zf.read(prefix + "data.pkl"), reader.table(), reader.persistent_load,
                                       trusted=not weights_only)
-            return unpickler.load()
+            try:
+                return unpickler.load()
+            except RefusedGlobal:
+                raise
+            except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, KeyError, IndexError,
+                    struct.error) as exc:
+                raise RuntimeError(f"{name}: checkpoint is corrupt ({type(exc).__name__}: {exc})") from None
 
 
 class _Storages:

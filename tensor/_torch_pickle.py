@@ -159,6 +159,10 @@ def safe_globals(globals_: Iterable) -> Generator[None, None, None]:
         _user_globals.update(saved)
 
 
+class RefusedGlobal(pickle.UnpicklingError):
+    """A pickle named a global that is not allowed (the message names it and says how to allow it)."""
+
+
 class SafeUnpickler(pickle.Unpickler):
     """Unpickles with ``table`` (plus the user's safe globals); see Note [Weights-only unpickling].
 
@@ -177,7 +181,7 @@ class SafeUnpickler(pickle.Unpickler):
             return _user_globals[full]
         if self._trusted:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(
+        raise RefusedGlobal(
             f"Weights only load failed: unsupported global {full} is not allowed by default, and "
             "loading it could run arbitrary code. If you trust this file, allow it with "
             f"tensor.serialization.add_safe_globals([{name}]) or the "

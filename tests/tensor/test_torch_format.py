@@ -122,7 +122,8 @@ def test_big_endian_files_both_ways(tmp_path, torch):
 
 
 def test_mmap_maps_copy_on_write(tmp_path, torch):
-    saved = {"w": torch.randn(64, 32), "t": torch.arange(10)}
+    w = torch.randn(64, 32)
+    saved = {"w": w, "row": w[1], "t": torch.arange(10)}
     torch.save(saved, tmp_path / "w.pt")
     before = (tmp_path / "w.pt").read_bytes()
     loaded = tensor.load(tmp_path / "w.pt", mmap=True)
@@ -130,6 +131,7 @@ def test_mmap_maps_copy_on_write(tmp_path, torch):
         _same_bits(loaded[key], saved[key])
     assert not loaded["w"].numpy().flags.owndata  # a view of the mapping, not a copy
     loaded["w"].fill_(0.0)
+    assert loaded["row"].abs().sum().item() == 0.0  # views of one storage share the mapping
     assert (tmp_path / "w.pt").read_bytes() == before
     with pytest.raises(ValueError, match="mmap=True needs a path"):
         tensor.load(io.BytesIO(before), mmap=True)
@@ -243,6 +245,12 @@ def test_view_outside_its_storage_is_refused(tmp_path):
     _torch_zip(tmp_path / "big.pt", pickled, {"0": np.zeros(4, np.float32).tobytes()})
     with pytest.raises(RuntimeError, match=r"size \[100\].*does not fit its storage of 4 elements"):
         tensor.load(tmp_path / "big.pt")
+
+
+def test_truncated_pickle_is_an_error(tmp_path):
+    _torch_zip(tmp_path / "cut.pt", b"\x80\x02}q\x00(X\x01\x00")
+    with pytest.raises(RuntimeError, match="cut.pt: checkpoint is corrupt"):
+        tensor.load(tmp_path / "cut.pt")
 
 
 def test_truncated_storage_is_an_error(tmp_path):
