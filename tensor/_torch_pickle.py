@@ -39,8 +39,14 @@ TORCH_DTYPES = (
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
     "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "float8_e4m3fn", "float8_e5m2",
     "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
     *(f"uint{n}" for n in range(1, 8)), *(f"int{n}" for n in range(1, 8)),
 )
+# torch's legacy tensor type names (torch.FloatTensor, torch.cuda.sparse.LongTensor, ...)
+_TENSOR_KINDS = ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")
+LEGACY_TENSOR_CLASSES = tuple(
+    f"torch.{space}{kind}Tensor" for space in ("", "cuda.", "sparse.", "cuda.sparse.") for kind in _TENSOR_KINDS
+    if not (space.endswith("sparse.") and kind == "Bool"))
 # Allowed by torch, but they rebuild tensors we have no equivalent for.
 UNSUPPORTED_REBUILDS = (
     "_rebuild_tensor", "_rebuild_sparse_tensor", "_rebuild_device_tensor_from_numpy",
@@ -101,9 +107,12 @@ def builtin_table(rebuilds: dict[str, Callable]) -> dict[str, object]:
         "torch.nn.parameter.Parameter": rebuilds["_rebuild_parameter"],
         "torch._tensor._rebuild_from_type_v2": rebuilds["_rebuild_from_type_v2"],
         "torch.storage.UntypedStorage": StorageType("UntypedStorage", "uint8"),
-        "torch.UntypedStorage": StorageType("UntypedStorage", "uint8"),
+        "torch.storage.TypedStorage": Unsupported("torch.storage.TypedStorage"),
     }
-    table.update({f"torch.{name}": StorageType(name, dt) for name, dt in STORAGE_DTYPES.items()})
+    for space in ("torch.", "torch.cuda."):
+        table.update({f"{space}{name}": StorageType(name, dt) for name, dt in STORAGE_DTYPES.items()
+                      if space == "torch." or not name.startswith(("Q", "ComplexHalf"))})
+    table.update({name: Unsupported(name) for name in LEGACY_TENSOR_CLASSES})
     table.update({f"torch.{name}": _dtype._NAMES.get(name) or TorchDtype(name) for name in TORCH_DTYPES})
     for scheme in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine",
                    "per_channel_symmetric", "per_channel_affine_float_qparams"):

@@ -275,3 +275,11 @@ def test_map_location_moves_storages_to_cuda(tmp_path):
         assert loaded["t"].device.type == "cuda" and loaded["t"].cpu().tolist() == base.T.tolist()
     tensor.save(loaded, tmp_path / "back.pt", format="torch")  # saved from the device, read on the host
     assert tensor.load(tmp_path / "back.pt", map_location="cpu")["t"].tolist() == base.T.tolist()
+
+
+def test_allow_list_is_exactly_torchs_weights_only_globals(torch):
+    from torch import _weights_only_unpickler
+
+    reader = serialization._torch_format._Reader.__new__(serialization._torch_format._Reader)
+    reader.name = "x"
+    assert set(reader.table()) == set(_weights_only_unpickler._get_allowed_globals())
