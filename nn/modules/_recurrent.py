@@ -1,4 +1,4 @@
-"""Private kernels of the recurrent layers: fused LSTM/GRU steps and shared helpers."""
+"""Private helpers of the recurrent layers: one time step of each mode, argument checks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 import tensor
 from autograd.function import Function
 from tensor import Tensor
+from tensor.ops import recurrent
 
 from ..parameter import Parameter
 from .module import Module
@@ -36,77 +37,7 @@ def _unbind(x: Tensor, dim: int) -> tuple:
 
 # ---------------------------------------------------------------- one time step
 # ``xg`` is the input projection (with its bias), ``hg`` the recurrent one. The LSTM and GRU
-# pointwise parts are fused into one autograd node each: their backward is written with
-# Tensor ops and, when a graph of the backward is being recorded (double backward), it
-# recomputes the activations from the inputs so that the graph reaches them.
-
-def _sigmoid_grad(s):
-    return s * (1 - s)
-
-
-def _sigmoid(x):
-    # 0.5 * (1 + tanh(x / 2)): stable, and several times faster than the exp form.
-    return (x * 0.5).tanh() * 0.5 + 0.5
-
-
-class _LSTMCellFn(Function):
-    @staticmethod
-    def forward(ctx, xg, hg, c_prev):
-        ctx.save_for_backward(xg, hg, c_prev)
-        acts = _lstm_acts(xg + hg)
-        i, f, g, o = acts
-        c = f * c_prev + i * g
-        tc = c.tanh()
-        ctx.acts = acts + (tc,)
-        return o * tc, c
-
-    @staticmethod
-    def backward(ctx, dh, dc):
-        xg, hg, c_prev = ctx.saved_tensors
-        if tensor.is_grad_enabled():  # double backward: rebuild the activations from the inputs
-            i, f, g, o = _lstm_acts(xg + hg)
-            tc = (f * c_prev + i * g).tanh()
-        else:
-            i, f, g, o, tc = ctx.acts
-        dc = dc + dh * o * (1 - tc * tc)
-        dgates = tensor.cat([dc * g * _sigmoid_grad(i), dc * c_prev * _sigmoid_grad(f),
-                             dc * i * (1 - g * g), dh * tc * _sigmoid_grad(o)], 1)
-        return dgates, dgates, dc * f
-
-
-def _lstm_acts(gates):
-    hidden = gates.shape[1] // 4
-    act = _sigmoid(gates)  # g's share is replaced by a tanh below
-    return (act[:, :hidden], act[:, hidden:2 * hidden], gates[:, 2 * hidden:3 * hidden].tanh(),
-            act[:, 3 * hidden:])
-
-
-class _GRUCellFn(Function):
-    @staticmethod
-    def forward(ctx, xg, hg, h):
-        ctx.save_for_backward(xg, hg, h)
-        ctx.acts = acts = _gru_acts(xg, hg)
-        r, z, n = acts
-        return n + z * (h - n)
-
-    @staticmethod
-    def backward(ctx, dout):
-        xg, hg, h = ctx.saved_tensors
-        r, z, n = _gru_acts(xg, hg) if tensor.is_grad_enabled() else ctx.acts
-        hidden = h.shape[1]
-        hn = hg[:, 2 * hidden:]
-        dn = dout * (1 - z) * (1 - n * n)
-        dr = dn * hn * _sigmoid_grad(r)
-        dz = dout * (h - n) * _sigmoid_grad(z)
-        return tensor.cat([dr, dz, dn], 1), tensor.cat([dr, dz, dn * r], 1), dout * z
-
-
-def _gru_acts(xg, hg):
-    hidden = hg.shape[1] // 3
-    rz = _sigmoid(xg[:, :2 * hidden] + hg[:, :2 * hidden])
-    r = rz[:, :hidden]
-    return r, rz[:, hidden:], (xg[:, 2 * hidden:] + r * hg[:, 2 * hidden:]).tanh()
-
+# pointwise parts are one op each (Note [Fused cells] in tensor/ops/recurrent.py).
 
 def _rnn_step(xg, hg, h, c, mode):
     pre = xg + hg
@@ -114,11 +45,11 @@ def _rnn_step(xg, hg, h, c, mode):
 
 
 def _lstm_step(xg, hg, h, c, mode):
-    return _LSTMCellFn.apply(xg, hg, c)
+    return recurrent.lstm_cell(xg, hg, c)
 
 
 def _gru_step(xg, hg, h, c, mode):
-    return _GRUCellFn.apply(xg, hg, h), None
+    return recurrent.gru_cell(xg, hg, h), None
 
 
 _STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}

@@ -1,6 +1,6 @@
 """The op library: primitives with their derivatives (see ``registry``) and compositions."""
 
-from . import activation, pool  # noqa: F401 - register their ops (used through nn.functional)
+from . import activation, pool, recurrent  # noqa: F401 - register their ops (used through nn)
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins
 from .indexing import *  # noqa: F401,F403

@@ -1,0 +1,194 @@
+"""Fused recurrent cells: the gate math of one LSTM or GRU time step as one op.
+
+Note [Fused cells]
+~~~~~~~~~~~~~~~~~~
+``nn.LSTM``/``nn.GRU`` (and their cells) compute the input and recurrent projections with
+matrix products, then hand the pointwise part of a step to one op here: one graph node per
+step instead of a dozen recorded elementwise ops, as PyTorch's ``_thnn_fused_lstm_cell``.
+The kernel writes everything backward needs into its one output, side by side:
+
+* ``lstm_cell(xg, hg, c)``: ``[h, c, i, f, g, o]``, shape (batch, 6 * hidden);
+* ``gru_cell(xg, hg, h)``: ``[h, r, z, n]``, shape (batch, 4 * hidden);
+
+and the layer takes ``h`` (and ``c``) as views of it. The derivative is written twice, the
+same formula: with Tensor ops (the definition; it runs when a graph of the backward is being
+recorded, so double backward works), and as one array kernel (``*_backward``, an
+optimisation of that composition) for the ordinary backward. Both read the gate values from
+the saved output, so nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+from .. import _autograd_hooks, _dispatch
+from .registry import defop
+from .shape import cat
+
+__all__ = ["lstm_cell", "gru_cell"]
+
+
+def _sigmoid_(xp, a):
+    # In place; 0.5 * (1 + tanh(x / 2)) is stable and faster than the exp form.
+    a *= 0.5
+    xp.tanh(a, out=a)
+    a *= 0.5
+    a += 0.5
+
+
+def _blocks(a, hidden: int, n: int) -> list:
+    return [a[:, k * hidden:(k + 1) * hidden] for k in range(n)]
+
+
+# ---------------------------------------------------------------- LSTM
+@defop("lstm_cell", saves=(2,), saves_output=True)
+def _lstm_cell(xp, xg, hg, c_prev):
+    hidden = c_prev.shape[1]
+    out = xp.empty((xg.shape[0], 6 * hidden), xp.result_type(xg, hg, c_prev))
+    h, c, i, f, g, o = _blocks(out, hidden, 6)
+    gates = out[:, 2 * hidden:]
+    xp.add(xg, hg, out=gates)
+    _sigmoid_(xp, out[:, 2 * hidden:4 * hidden])  # i and f
+    xp.tanh(g, out=g)
+    _sigmoid_(xp, o)
+    xp.multiply(f, c_prev, out=c)
+    c += i * g
+    xp.tanh(c, out=h)
+    h *= o
+    return out
+
+
+@_lstm_cell.derivative
+def _(node, grad):
+    (c_prev,) = node.saved
+    out = node.output
+    if not _autograd_hooks.grad_mode.enabled:
+        packed = _dispatch.apply(_lstm_cell_backward, (grad, out, c_prev))
+        hidden = c_prev.shape[1]
+        dgates = packed[:, :4 * hidden]
+        return dgates, dgates, packed[:, 4 * hidden:]
+    return _lstm_cell_grads(grad, out, c_prev)
+
+
+def _lstm_cell_grads(grad, out, c_prev):
+    """The derivative with Tensor ops (differentiable): gradients of xg, hg and c_prev."""
+    hidden = c_prev.shape[1]
+    gh, gc, gi, gf, gg, go = _blocks(grad, hidden, 6)
+    _, c, i, f, g, o = _blocks(out, hidden, 6)
+    tc = c.tanh()
+    dc = gc + gh * o * (1 - tc * tc)
+    dgates = cat([(gi + dc * g) * i * (1 - i), (gf + dc * c_prev) * f * (1 - f),
+                  (gg + dc * i) * (1 - g * g), (go + gh * tc) * o * (1 - o)], 1)
+    return dgates, dgates, dc * f
+
+
+@defop("lstm_cell_backward", differentiable=False)
+def _lstm_cell_backward(xp, grad, out, c_prev):
+    """``_lstm_cell_grads`` on arrays: ``[dgates, dc_prev]`` side by side."""
+    hidden = c_prev.shape[1]
+    gh, gc, gi, gf, gg, go = _blocks(grad, hidden, 6)
+    _, c, i, f, g, o = _blocks(out, hidden, 6)
+    packed = xp.empty((grad.shape[0], 5 * hidden), grad.dtype)
+    di, df, dg, do, dc_prev = _blocks(packed, hidden, 5)
+    tc = xp.tanh(c)
+    xp.multiply(gh, tc, out=do)
+    do += go
+    do *= o
+    do *= 1 - o
+    dc = 1 - tc * tc
+    dc *= o
+    dc *= gh
+    dc += gc
+    xp.multiply(dc, g, out=di)
+    di += gi
+    di *= i
+    di *= 1 - i
+    xp.multiply(dc, c_prev, out=df)
+    df += gf
+    df *= f
+    df *= 1 - f
+    xp.multiply(dc, i, out=dg)
+    dg += gg
+    dg *= 1 - g * g
+    xp.multiply(dc, f, out=dc_prev)
+    return packed
+
+
+def lstm_cell(xg, hg, c):
+    """The pointwise part of an LSTM step (Note [Fused cells]): ``(h, c')`` from the input and
+    recurrent projections ``xg``, ``hg`` (batch, 4 * hidden; gates i, f, g, o, biases
+    included) and the cell state ``c`` (batch, hidden)."""
+    hidden = c.shape[1]
+    out = _dispatch.apply(_lstm_cell, (xg, hg, c))
+    return out[:, :hidden], out[:, hidden:2 * hidden]
+
+
+# ---------------------------------------------------------------- GRU
+@defop("gru_cell", saves=(1, 2), saves_output=True)
+def _gru_cell(xp, xg, hg, h_prev):
+    hidden = h_prev.shape[1]
+    out = xp.empty((xg.shape[0], 4 * hidden), xp.result_type(xg, hg, h_prev))
+    h, r, z, n = _blocks(out, hidden, 4)
+    rz = out[:, hidden:3 * hidden]
+    xp.add(xg[:, :2 * hidden], hg[:, :2 * hidden], out=rz)
+    _sigmoid_(xp, rz)
+    xp.multiply(r, hg[:, 2 * hidden:], out=n)
+    n += xg[:, 2 * hidden:]
+    xp.tanh(n, out=n)
+    xp.subtract(h_prev, n, out=h)
+    h *= z
+    h += n
+    return out
+
+
+@_gru_cell.derivative
+def _(node, grad):
+    hg, h_prev = node.saved
+    out = node.output
+    if not _autograd_hooks.grad_mode.enabled:
+        packed = _dispatch.apply(_gru_cell_backward, (grad, out, hg, h_prev))
+        hidden = h_prev.shape[1]
+        return packed[:, :3 * hidden], packed[:, 3 * hidden:6 * hidden], packed[:, 6 * hidden:]
+    return _gru_cell_grads(grad, out, hg, h_prev)
+
+
+def _gru_cell_grads(grad, out, hg, h_prev):
+    """The derivative with Tensor ops (differentiable): gradients of xg, hg and h_prev."""
+    hidden = h_prev.shape[1]
+    gh, gr, gz, gn = _blocks(grad, hidden, 4)
+    _, r, z, n = _blocks(out, hidden, 4)
+    dn = (gn + gh * (1 - z)) * (1 - n * n)
+    dr = (gr + dn * hg[:, 2 * hidden:]) * r * (1 - r)
+    dz = (gz + gh * (h_prev - n)) * z * (1 - z)
+    return cat([dr, dz, dn], 1), cat([dr, dz, dn * r], 1), gh * z
+
+
+@defop("gru_cell_backward", differentiable=False)
+def _gru_cell_backward(xp, grad, out, hg, h_prev):
+    """``_gru_cell_grads`` on arrays: ``[dxg, dhg, dh_prev]`` side by side."""
+    hidden = h_prev.shape[1]
+    gh, gr, gz, gn = _blocks(grad, hidden, 4)
+    _, r, z, n = _blocks(out, hidden, 4)
+    packed = xp.empty((grad.shape[0], 7 * hidden), grad.dtype)
+    dxr, dxz, dxn, _, _, dhn, dh_prev = _blocks(packed, hidden, 7)
+    xp.multiply(gh, 1 - z, out=dxn)
+    dxn += gn
+    dxn *= 1 - n * n
+    xp.multiply(dxn, hg[:, 2 * hidden:], out=dxr)
+    dxr += gr
+    dxr *= r
+    dxr *= 1 - r
+    xp.subtract(h_prev, n, out=dxz)
+    dxz *= gh
+    dxz += gz
+    dxz *= z
+    dxz *= 1 - z
+    packed[:, 3 * hidden:5 * hidden] = packed[:, :2 * hidden]
+    xp.multiply(dxn, r, out=dhn)
+    xp.multiply(gh, z, out=dh_prev)
+    return packed
+
+
+def gru_cell(xg, hg, h):
+    """The pointwise part of a GRU step (Note [Fused cells]): ``h'`` from the input and
+    recurrent projections ``xg``, ``hg`` (batch, 3 * hidden; gates r, z, n, biases
+    included) and the hidden state ``h`` (batch, hidden)."""
+    return _dispatch.apply(_gru_cell, (xg, hg, h))[:, :h.shape[1]]

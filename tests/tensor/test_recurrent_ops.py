@@ -1,0 +1,88 @@
+"""The fused LSTM/GRU cell ops (Note [Fused cells]): values against torch, float64 gradcheck
+and double backward, the array backward against the Tensor-op one, one node per step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autograd
+import tensor
+from autograd import gradcheck, gradgradcheck
+from tensor import _dispatch
+from tensor.ops import recurrent
+from tests.helpers import assert_close
+
+_CELLS = {"lstm": (recurrent.lstm_cell, 4), "gru": (recurrent.gru_cell, 3)}
+
+
+def _inputs(kind: str, batch: int = 3, hidden: int = 5, dtype=tensor.float64):
+    rng = np.random.default_rng(0)
+    gates = _CELLS[kind][1] * hidden
+    arrays = [rng.standard_normal((batch, gates)), rng.standard_normal((batch, gates)),
+              rng.standard_normal((batch, hidden))]
+    return [tensor.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
+
+
+def _outputs(kind, xg, hg, state):
+    fn = _CELLS[kind][0]
+    out = fn(xg, hg, state)
+    return out if isinstance(out, tuple) else (out,)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_gradcheck_and_double_backward(kind):
+    inputs = _inputs(kind)
+    assert gradcheck(lambda *a: _outputs(kind, *a), inputs)
+    assert gradgradcheck(lambda *a: _outputs(kind, *a), inputs)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_array_backward_matches_the_tensor_op_backward(kind):
+    # Weights on every block of the packed output, the gate blocks too (as double backward
+    # sends them): the array kernel must agree with the differentiable formula on all of them.
+    xg, hg, state = _inputs(kind)
+    op = recurrent._lstm_cell if kind == "lstm" else recurrent._gru_cell
+    packed = _dispatch.apply(op, (xg, hg, state))
+    weights = tensor.tensor(np.random.default_rng(1).standard_normal(packed.shape))
+    fast = autograd.grad((packed * weights).sum(), [xg, hg, state], retain_graph=True)
+    slow = autograd.grad((packed * weights).sum(), [xg, hg, state], create_graph=True)
+    for a, b in zip(fast, slow):
+        assert_close(a, b.detach(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_values_and_grads_match_torch(torch, kind):
+    xg, hg, state = _inputs(kind, dtype=tensor.float32)
+    theirs = [torch.tensor(t.detach().numpy(), requires_grad=True) for t in (xg, hg, state)]
+    ours_out = _outputs(kind, xg, hg, state)
+    t_out = _torch_lstm(torch, *theirs) if kind == "lstm" else (_torch_gru(torch, *theirs),)
+    for ours, t in zip(ours_out, t_out):
+        assert_close(ours, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    sum(o.sum() * (k + 1) for k, o in enumerate(ours_out)).backward()
+    sum(o.sum() * (k + 1) for k, o in enumerate(t_out)).backward()
+    for ours, t in zip((xg, hg, state), theirs):
+        assert_close(ours.grad, t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _torch_lstm(torch, xg, hg, c):
+    i, f, g, o = (xg + hg).chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def _torch_gru(torch, xg, hg, h):
+    xr, xz, xn = xg.chunk(3, 1)
+    hr, hz, hn = hg.chunk(3, 1)
+    r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+    n = torch.tanh(xn + r * hn)
+    return (1 - z) * n + z * h
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_one_node_per_step(kind):
+    xg, hg, state = _inputs(kind)
+    out = _outputs(kind, xg, hg, state)[0]
+    cell = out.grad_fn.next_edges[0][0]  # h is a view of the cell's packed output
+    assert cell.name() == ("LstmCellBackward0" if kind == "lstm" else "GruCellBackward0")
+    assert [e[0] for e in cell.next_edges] == [xg, hg, state]
