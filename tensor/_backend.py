@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from . import _cuda_memory, _threads
+from . import _cuda_memory, _device_asserts, _threads
 
 __all__ = ["Backend", "cpu_backend", "cuda_backend", "check_cuda_available"]
 
@@ -67,6 +67,18 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    def device_assert(self, bad, error: type, message: str, describe=None) -> None:
+        """Check that the 0-d bool array ``bad`` is False without synchronising (Note
+        [Device-side asserts] in _device_asserts.py): on the CPU at once, on a GPU at the next
+        synchronisation. ``message`` names the op; ``describe()``, when given, is the message
+        with the offending values, used where reading them is free (the CPU).
+
+        Raises:
+            ``error``: on the CPU, when ``bad`` is True.
+        """
+        if bad:
+            raise error(describe() if describe is not None else message)
+
     def scalar_operand(self, value, dtype):
         """A Python number as the second operand of a kernel on an array of ``dtype``, so that it
         never widens the array's dtype (PyTorch's rule). numpy 2 treats Python numbers so already
@@ -100,6 +112,7 @@ class _CupyBackend(Backend):
         self._get_device = cupy.cuda.runtime.getDevice
         self._peak: dict[int, int] = {}
         self.allocations = _cuda_memory.Allocations(cupy)
+        self.asserts = _device_asserts.DeviceAsserts(cupy)
         # Our own pool over a recording cudaMalloc: IPC needs the allocation base of a pooled
         # pointer (Note [Pooled IPC] in _cuda_memory.py), which CuPy's pool does not tell.
         self.pool = cupy.cuda.MemoryPool(self.allocations.malloc)
@@ -166,7 +179,9 @@ class _CupyBackend(Backend):
             return self.cupy.asarray(data, dtype=dtype)
 
     def to_numpy(self, array):
-        return self.cupy.asnumpy(array)
+        host = self.cupy.asnumpy(array)
+        self.asserts.raise_pending(array.device.id)
+        return host
 
     def device_index(self, array):
         return array.device.id
@@ -191,6 +206,10 @@ class _CupyBackend(Backend):
     def synchronize(self, index=None):
         with self.device_guard(index):
             self.cupy.cuda.Device().synchronize()
+            self.asserts.raise_pending(self.current_index())
+
+    def device_assert(self, bad, error, message, describe=None):
+        self.asserts.record(bad, error, message)
 
     def scalar_operand(self, value, dtype):
         # CuPy 13 types a Python scalar by its value (uint8 + 300 runs an int16 loop): give it the
@@ -329,10 +348,11 @@ def scatter_add(xp, target, index, values):
 
 
 def check_index_bounds(xp, shape, index: tuple) -> None:
-    """Raise numpy's IndexError for an integer array in ``index`` that points outside ``shape``.
+    """Check that no integer array in ``index`` points outside ``shape``.
 
-    numpy checks by itself; CuPy wraps such indices around silently (a wrong answer), so on a
-    GPU each integer array is checked here, at the cost of one synchronisation.
+    numpy raises IndexError by itself; CuPy wraps such indices around silently (a wrong
+    answer), so on a GPU each integer array gets a device-side assert (Note [Device-side
+    asserts]): an IndexError at the next synchronisation instead of a synchronisation here.
     """
     if xp is np:
         return
@@ -345,12 +365,18 @@ def check_index_bounds(xp, shape, index: tuple) -> None:
             axis += len(shape) - consumed
         elif part is not None:
             if isinstance(part, xp.ndarray) and part.dtype.kind in "iu" and part.size:
-                low, high = (int(v) for v in xp.stack((part.min(), part.max())).get())
                 size = shape[axis]
-                if low < -size or high >= size:
-                    bad = high if high >= size else low
-                    raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {size}")
+                bad = xp.logical_or(part.min() < -size, part.max() >= size)
+                cuda_backend().device_assert(
+                    bad, IndexError, f"indexing: an index is out of bounds for dimension {axis} with size {size}")
             axis += part.ndim if isinstance(part, xp.ndarray) and part.dtype.kind == "b" else 1
+
+
+def might_hold(xp, predicate) -> bool:
+    """``bool(predicate())`` on the CPU; True without calling it on a GPU, where reading a device
+    flag would synchronise. For a fast path taken only when a property of the data is known
+    to be absent (no NaN, all finite): the GPU takes the general path instead of waiting."""
+    return xp is not np or bool(predicate())
 
 
 def matmul(xp, a, b):

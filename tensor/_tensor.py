@@ -180,7 +180,7 @@ class Tensor:
             )
         if _dispatch.tracer is not None:
             _dispatch.tracer.on_read(self, "item")
-        return self._data.reshape(()).item()
+        return self._device.backend.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
         """The data as nested Python lists (a number for 0-d tensors)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
 import numpy as np
+import pytest
 
 import tensor
 
@@ -43,3 +45,13 @@ def wait_until(condition, timeout: float = 20.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+@contextlib.contextmanager
+def raises_by_next_sync(device, error: type, match: str):
+    """``pytest.raises`` for a checked op: on the CPU it raises at once; on a GPU its device-side
+    assert raises at the next synchronisation (Note [Device-side asserts]), made here."""
+    with pytest.raises(error, match=match):
+        yield
+        if str(device).startswith("cuda"):
+            tensor.cuda.synchronize()

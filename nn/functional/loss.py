@@ -66,16 +66,20 @@ def _check_class_target(input: Tensor, target: Tensor, name: str) -> None:
 
 
 def _check_target_range(target: Tensor, classes: int, ignore_index: int) -> None:
-    if target.numel() == 0:
-        return
+    """A device-side assert that every target other than ``ignore_index`` is in [0, classes)."""
     data = target._data
-    valid = data != ignore_index
-    if not valid.any():
+    if data.size == 0:
         return
-    kept = data[valid]
-    low, high = int(kept.min()), int(kept.max())
-    if low < 0 or high >= classes:
-        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    valid = data != ignore_index
+    bad = (valid & ((data < 0) | (data >= classes))).any()
+
+    def describe() -> str:
+        kept = data[valid]
+        high = kept.max()
+        return f"Target {high if high >= classes else kept.min()} is out of bounds."
+
+    target._device.backend.device_assert(
+        bad, IndexError, f"nll_loss: a target is outside [0, {classes})", describe)
 
 
 def _check_weight(weight: Tensor | None, classes: int) -> None:

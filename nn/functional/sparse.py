@@ -48,10 +48,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     if sparse:
         raise RuntimeError("embedding(): sparse gradients are not supported; use sparse=False")
     if input.numel():
-        low, high = int(input._data.min()), int(input._data.max())
-        if low < 0 or high >= num:
-            bad = high if high >= num else low
-            raise IndexError(f"index out of range in self: index {bad} for an embedding of {num} rows")
+        low, high = input._data.min(), input._data.max()
+        input._device.backend.device_assert(
+            (low < 0) | (high >= num), IndexError,
+            f"embedding: index out of range in self (an index outside [0, {num}))",
+            lambda: f"index out of range in self: index {high if high >= num else low} for an "
+                    f"embedding of {num} rows")
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
     return special.embedding(weight, input, padding_idx, scale_grad_by_freq)

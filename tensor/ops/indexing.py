@@ -198,18 +198,24 @@ def gather(input, dim: int, index):
     d = wrap_dim(dim, input.ndim)
     if index.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    _check_range(input, d, index)
+    _check_range("gather", input, d, index)
     return _dispatch.apply(_gather, (input, index), (d,))
 
 
-def _check_range(input, d, index):
+def _check_range(op, input, d, index):
+    """A device-side assert that ``index`` is in [-size, size) for dimension ``d`` of ``input``."""
     if index.numel() == 0:
         return
     size = input.shape[d] if input.ndim else 1
-    low, high = int(index._data.min()), int(index._data.max())
-    if low < -size or high >= size:
-        bad = high if high >= size else low
-        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    data = index._data
+    low, high = data.min(), data.max()
+
+    def describe() -> str:
+        return f"index {high if high >= size else low} is out of bounds for dimension {d} with size {size}"
+
+    index._device.backend.device_assert(
+        (low < -size) | (high >= size), IndexError,
+        f"{op}: an index is out of bounds for dimension {d} with size {size}", describe)
 
 
 @defop("scatter", saves=(2,))
@@ -245,7 +251,7 @@ def _(node, g):
 def _scatter(input, dim, index, src, accumulate):
     _check_index_tensor("scatter", index)
     d = wrap_dim(dim, input.ndim)
-    _check_range(input, d, index)
+    _check_range("scatter", input, d, index)
     if not _dispatch.is_tensor(src):
         src = _dispatch.scalar_tensor(src, input.dtype, input._device)
     elif src.dtype is not input.dtype:
@@ -285,7 +291,7 @@ def index_select(input, dim: int, index):
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = wrap_dim(dim, input.ndim)
-    _check_range(input, d, index)
+    _check_range("index_select", input, d, index)
     return _dispatch.apply(_index_select, (input, index), (d,))
 
 
@@ -293,7 +299,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     """Out-of-place ``input[..., index[i], ...] += alpha * source[..., i, ...]`` along ``dim``."""
     _check_index_tensor("index_add", index)
     d = wrap_dim(dim, input.ndim)
-    _check_range(input, d, index)
+    _check_range("index_add", input, d, index)
     if alpha != 1:
         source = source * alpha
     full = (slice(None),) * d + (index._data,)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _dispatch
+from .. import _backend, _dispatch
 from .._dtype import int64
 from .registry import defop
 from .window import (
@@ -81,7 +81,7 @@ def _window_argmax(xp, a, kernel, dilation, padding, stride):
 
     over_lead_blocks(xp, order, best.shape[:2], best.size * len(views), scan)
     # The maximum propagates NaN: without one in ``best`` no window holds a NaN.
-    if a.dtype.kind == "f" and bool(xp.isnan(best).any()):
+    if a.dtype.kind == "f" and _backend.might_hold(xp, lambda: xp.isnan(best).any()):
         scan((), nan_aware=True)
     return arg
 
@@ -139,8 +139,9 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     overlap = any(t < d * (k - 1) + 1 for k, d, t in zip(kernel, dilation, stride))
     covered = all(t == k and d == 1 and t * n == s
                   for k, d, t, n, s in zip(kernel, dilation, stride, out_shape, padded))
-    # g * mask is exact for finite g; otherwise pick with where (inf * 0 would be NaN).
-    finite = g.dtype.kind != "f" or bool(xp.isfinite(g).all())
+    # g * mask is exact for finite g; otherwise pick with where (inf * 0 would be NaN). A GPU
+    # picks with where rather than synchronise to find out.
+    finite = g.dtype.kind != "f" or not _backend.might_hold(xp, lambda: not xp.isfinite(g).all())
     out = _alloc(xp, lead + padded, g.dtype, layout, None if covered and finite else 0)
     zero = xp.zeros((), dtype=g.dtype)
     keep = (slice(None),) * len(lead)

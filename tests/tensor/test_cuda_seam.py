@@ -75,12 +75,16 @@ def test_defect6_a_python_int_never_widens_a_cuda_integer_tensor():
 
 
 def test_an_out_of_range_index_raises_on_cuda_instead_of_wrapping():
-    # CuPy wraps out-of-range integer-array indices around instead of raising.
+    # CuPy wraps out-of-range integer-array indices around instead of raising; the device-side
+    # assert reports it at the next synchronisation.
     x = tensor.arange(3.0, device="cuda")
-    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
-        x[tensor.tensor([0, 3], device="cuda")]
-    with pytest.raises(IndexError, match="index -4 is out of bounds"):
-        x.index_put((tensor.tensor([-4], device="cuda"),), tensor.ones(1, device="cuda"), accumulate=True)
+    y = x[tensor.tensor([0, 3], device="cuda")]
+    with pytest.raises(IndexError, match="device-side assert.*out of bounds for dimension 0 with size 3"):
+        y.tolist()
+    x.index_put((tensor.tensor([-4], device="cuda"),), tensor.ones(1, device="cuda"), accumulate=True)
+    with pytest.raises(IndexError, match="device-side assert.*out of bounds"):
+        tensor.cuda.synchronize()
+    assert x.tolist() == [0.0, 1.0, 2.0]  # reported once: the error word is cleared
 
 
 def test_defect7_gradcheck_and_gradgradcheck_run_on_cuda_tensors():

@@ -43,7 +43,7 @@ def _install() -> None:
         namespace[name] = ufunc(getattr(_np, name))
     for name in _namespace.FUNCTIONS:
         if name not in _OWN:
-            namespace[name] = _kernels.function(getattr(_np, name), name)
+            namespace[name] = _kernels.function(_routines.WRAPPING.get(name, getattr(_np, name)), name)
     for name in _namespace.METADATA:
         namespace[name] = _kernels.metadata(getattr(_np, name))
     for name in _namespace.TYPES:

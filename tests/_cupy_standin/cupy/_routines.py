@@ -181,3 +181,17 @@ def fromDlpack(capsule):
     from . import _dlpack
 
     return _dlpack.import_capsule(capsule)
+
+
+def _take(a, indices, axis=None, out=None):
+    """numpy's ``take`` as CuPy's: an out-of-range index wraps around instead of raising."""
+    return np.take(a, indices, axis=axis, out=out, mode="wrap")
+
+
+def _take_along_axis(arr, indices, axis):
+    """numpy's ``take_along_axis`` as CuPy's (fancy indexing): out-of-range indices wrap around."""
+    size = arr.size if axis is None else arr.shape[axis]
+    return np.take_along_axis(arr, indices % size if size else indices, axis)
+
+
+WRAPPING = {"take": _take, "take_along_axis": _take_along_axis}  # host functions CuPy's differ from
