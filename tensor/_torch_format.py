@@ -59,6 +59,12 @@ class _Reader:
         self.storages: dict[str, tuple] = {}
 
     def persistent_load(self, pid):
+        """The storage a pickle's persistent id names, read (or mapped) once and placed per map_location.
+
+        Raises:
+            RuntimeError: for an unknown persistent id or a missing, truncated or short entry.
+            TypeError: for a storage of a dtype distrib does not have (named).
+        """
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
             raise RuntimeError(f"{self.name}: checkpoint is corrupt (unknown persistent id {pid!r})")
         _, storage_type, key, location, numel = pid
@@ -123,6 +129,7 @@ class _Reader:
                                f"{list(stride)} at offset {offset} does not fit its storage of {numel} elements)")
 
     def table(self) -> dict:
+        """The allow-list for this archive: torch's weights-only globals bound to this reader."""
         def v3(storage, offset, size, stride, requires_grad, hooks, dtype, metadata=None):
             return self.rebuild(storage, offset, size, stride, requires_grad, dtype=dtype)
 
@@ -184,6 +191,7 @@ class _Storages:
         self.roots: dict[int, tuple[str, np.ndarray]] = {}
 
     def tensor_args(self, t):
+        """``(persistent id, offset, size, stride, requires_grad)`` of ``t`` for the pickle writer."""
         array = t._device.backend.to_numpy(t._data)
         root, base = array, array.base
         while base is not None:  # through as_strided's wrapper objects too

@@ -183,6 +183,11 @@ class SafeUnpickler(pickle.Unpickler):
         self._table, self._persistent, self._trusted = table, persistent_load, trusted
 
     def find_class(self, module: str, name: str):
+        """The allowed object for ``module.name``; nothing is imported unless the load is trusted.
+
+        Raises:
+            RefusedGlobal: naming the global and how to allow it.
+        """
         full = f"{module}.{name}"
         if full in self._table:
             return self._table[full]
@@ -198,6 +203,7 @@ class SafeUnpickler(pickle.Unpickler):
             "weights_only=False.")
 
     def persistent_load(self, pid):
+        """Resolve a storage reference through the archive's reader."""
         return self._persistent(pid)
 
 
