@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import tensor
 
 try:  # imported as ``examples.logistic_regression``
     from . import datasets
+    from ._progress import Progress
 except ImportError:  # run as a script: examples/ is sys.path[0]
     import datasets
+    from _progress import Progress
 
 NUM_FEATURES = 64
 NUM_CLASSES = 10
-BAR_WIDTH = 30
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,33 +51,6 @@ def accuracy(logits: tensor.Tensor, labels: tensor.Tensor) -> float:
     return (logits.argmax(1) == labels).float().mean().item()
 
 
-class Progress:
-    """One line per epoch: a bar redrawn with ``\\r`` on a terminal, plain lines otherwise."""
-
-    def __init__(self, epochs: int, stream=None) -> None:
-        self.epochs = epochs
-        self.stream = stream if stream is not None else sys.stdout
-        self.live = self.stream.isatty()
-
-    def update(self, epoch: int, done: int, total: int, loss: float) -> None:
-        """Redraw the bar mid-epoch (terminals only)."""
-        if self.live:
-            self.stream.write("\r" + self._line(epoch, done, total, f"loss {loss:.4f}"))
-            self.stream.flush()
-
-    def end_epoch(self, epoch: int, total: int, loss: float, train_acc: float, seconds: float) -> None:
-        """Finish the epoch's line."""
-        text = self._line(epoch, total, total, f"loss {loss:.4f}  train acc {train_acc:6.1%}  {seconds:.2f}s")
-        self.stream.write(("\r" + text + "\033[K\n") if self.live else text + "\n")
-        self.stream.flush()
-
-    def _line(self, epoch: int, done: int, total: int, info: str) -> str:
-        filled = BAR_WIDTH * done // max(total, 1)
-        bar = "#" * filled + "." * (BAR_WIDTH - filled)
-        width = len(str(self.epochs))
-        return f"epoch {epoch:{width}d}/{self.epochs} [{bar}] {info}"
-
-
 def train(args: argparse.Namespace, stream=None) -> float:
     """Train on the digits with ``args``; return the test accuracy in [0, 1]."""
     out = stream if stream is not None else sys.stdout
@@ -95,24 +68,23 @@ def train(args: argparse.Namespace, stream=None) -> float:
 
     n = len(train_y)
     steps = (n + args.batch_size - 1) // args.batch_size
-    progress = Progress(args.epochs, out)
+    width = len(str(args.epochs))
     for epoch in range(1, args.epochs + 1):
-        start = time.perf_counter()
         order = tensor.randperm(n, generator=generator)
         total_loss = 0.0
-        for step in range(steps):
-            batch = order[step * args.batch_size:(step + 1) * args.batch_size]
-            loss = nll_loss(train_x[batch] @ weight + bias, train_y[batch])
-            loss.backward()
+        with Progress(steps, desc=f"epoch {epoch:{width}d}/{args.epochs}", stream=out) as bar:
+            for step in range(steps):
+                batch = order[step * args.batch_size:(step + 1) * args.batch_size]
+                loss = nll_loss(train_x[batch] @ weight + bias, train_y[batch])
+                loss.backward()
+                with tensor.no_grad():
+                    for p in params:
+                        p -= args.lr * p.grad
+                        p.grad = None
+                total_loss += loss.item() * len(batch)
+                bar.update(loss=total_loss / min((step + 1) * args.batch_size, n))
             with tensor.no_grad():
-                for p in params:
-                    p -= args.lr * p.grad
-                    p.grad = None
-            total_loss += loss.item() * len(batch)
-            progress.update(epoch, step + 1, steps, total_loss / min((step + 1) * args.batch_size, n))
-        with tensor.no_grad():
-            train_acc = accuracy(train_x @ weight + bias, train_y)
-        progress.end_epoch(epoch, steps, total_loss / n, train_acc, time.perf_counter() - start)
+                bar.set_postfix(train_acc=f"{accuracy(train_x @ weight + bias, train_y):.1%}")
 
     with tensor.no_grad():
         test_acc = accuracy(test_x @ weight + bias, test_y)
