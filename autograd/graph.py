@@ -17,8 +17,10 @@ ops that stays alive is traversed by each full collection, which CPython starts 
 the tracked objects grew by 25%. So a node keeps as few tracked containers as it can:
 its edges are two tuples, the nodes/leaves and their output numbers; the numbers, the
 saved versions and ``out_meta`` hold only atomic values, and the collector stops tracking
-such tuples the first time it sees them. Measured on a chain of 100,000 ``y = y * c``:
-surviving tracked objects per op went from 10 to 5.
+such tuples the first time it sees them. Measured on a live chain of ``y = y * c``:
+tracked objects per op after full collections went from 7 to 5 (the output tensor, its
+version counter, the node, its inputs and its saved tensors). Fewer would need a
+C extension (a Python object that holds references is always tracked).
 """
 
 from __future__ import annotations
