@@ -67,6 +67,13 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    def elementwise_kernel(self, name: str, in_params: str, out_params: str, operation: str, host):
+        """A kernel called as ``kernel(*inputs, *outputs)``, updating the outputs in place: on a
+        GPU one ``cupy.ElementwiseKernel`` launch of the C ``operation`` (compiled once per
+        process), on the CPU ``host(xp, *inputs, *outputs)``, the numpy composition that defines
+        it. Tests check that the two agree."""
+        return functools.partial(host, self.xp)
+
     def device_assert(self, bad, error: type, message: str, describe=None) -> None:
         """Check that the 0-d bool array ``bad`` is False without synchronising (Note
         [Device-side asserts] in _device_asserts.py): on the CPU at once, on a GPU at the next
@@ -113,6 +120,7 @@ class _CupyBackend(Backend):
         self._peak: dict[int, int] = {}
         self.allocations = _cuda_memory.Allocations(cupy)
         self.asserts = _device_asserts.DeviceAsserts(cupy)
+        self._kernels: dict[tuple, object] = {}  # ElementwiseKernel compiles per device itself
         # Our own pool over a recording cudaMalloc: IPC needs the allocation base of a pooled
         # pointer (Note [Pooled IPC] in _cuda_memory.py), which CuPy's pool does not tell.
         self.pool = cupy.cuda.MemoryPool(self.allocations.malloc)
@@ -210,6 +218,13 @@ class _CupyBackend(Backend):
 
     def device_assert(self, bad, error, message, describe=None):
         self.asserts.record(bad, error, message)
+
+    def elementwise_kernel(self, name, in_params, out_params, operation, host):
+        key = (name, in_params, out_params, operation)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = self.cupy.ElementwiseKernel(in_params, out_params, operation, name)
+        return kernel
 
     def scalar_operand(self, value, dtype):
         # CuPy 13 types a Python scalar by its value (uint8 + 300 runs an int16 loop): give it the

@@ -110,3 +110,19 @@ def test_dlpack_capsules_are_cuda_ones(cupy):
     with pytest.raises(TypeError, match="CPU arrays cannot be directly imported"):
         cupy.from_dlpack(np.ones(2))
     assert tensor.from_dlpack(x).tolist() == [[42.0, 2.0], [4.0, 5.0]]
+
+
+def test_elementwise_kernels_run_their_c_subset_and_are_counted(cupy):
+    from cupy import _state
+    kernel = cupy.ElementwiseKernel("T x, float64 scale", "T y", "T t = x * scale; y += sqrt(t) + max(t, y);",
+                                    "demo")
+    x, y = cupy.asarray([4.0, 9.0], dtype=cupy.float32), cupy.asarray([1.0, 20.0], dtype=cupy.float32)
+    before = _state.elementwise_launches()
+    assert kernel(x, 1.0, y) is y
+    assert _state.elementwise_launches() == before + 1
+    assert y.dtype == cupy.float32 and y.get().tolist() == [1.0 + 2.0 + 4.0, 20.0 + 3.0 + 20.0]
+    with pytest.raises(ValueError, match="does not model"):
+        cupy.ElementwiseKernel("T x", "T y", "y = x > 0 ? x : 0", "ternary")
+    with pytest.raises(ValueError, match="different from the current device"):
+        with cupy.cuda.Device(1):
+            kernel(x, 1.0, y)

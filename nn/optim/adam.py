@@ -9,6 +9,7 @@ from typing import Any
 
 import tensor
 
+from . import _fused
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -29,17 +30,20 @@ class Adam(Optimizer):
     ``decoupled_weight_decay``, which makes it AdamW).
 
     State per parameter: ``step`` (a float32 scalar tensor), ``exp_avg``, ``exp_avg_sq`` and,
-    with ``amsgrad``, ``max_exp_avg_sq``.
+    with ``amsgrad``, ``max_exp_avg_sq``. ``fused=True`` updates the parameters of a device and
+    dtype with one kernel (Note [Fused optimizer steps] in ``_fused.py``); ``foreach`` is accepted
+    and changes nothing.
 
     Raises:
         ValueError: "Invalid learning rate/epsilon value/beta parameter at index i/weight_decay
             value: ..." for out-of-range options.
+        RuntimeError: for ``fused=True`` with ``foreach=True`` or a non-floating parameter.
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, fused: bool | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -54,8 +58,9 @@ class Adam(Optimizer):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
-                    "decoupled_weight_decay": decoupled_weight_decay}
+                    "decoupled_weight_decay": decoupled_weight_decay, "fused": fused}
         super().__init__(params, defaults)
+        _fused.check_options(self, fused, foreach)
 
     def step(self, closure: Callable[[], Any] | None = None):
         """Update every parameter that has a gradient; returns the closure's loss (or None)."""
@@ -67,6 +72,10 @@ class Adam(Optimizer):
             weight_decay = float(group["weight_decay"])
             amsgrad, maximize = group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            if group.get("fused"):
+                hyper = (lr, beta1, beta2, eps, weight_decay, float(decoupled), float(maximize))
+                self._step_fused(group, _FUSED[bool(amsgrad)], hyper)
+                continue
             for p, grad in self._params_with_grad(group):
                 state = self.state[p]
                 if len(state) == 0:
@@ -84,6 +93,15 @@ class Adam(Optimizer):
                 for_blocks(xp, arrays, functools.partial(_update, xp, hyper=hyper))
                 p._version_box[0] += 1
         return loss
+
+    def _step_fused(self, group, rule: _fused.Rule, hyper: tuple) -> None:
+        for members in _fused.buckets(self._params_with_grad(group), self._step_count):
+            for p, _ in members:
+                step = increment_step(self.state[p].setdefault("step", new_step()))
+            _fused.step_bucket(self, members, rule, (*hyper, step))
+
+    def _step_count(self, p) -> float:
+        return float(self.state[p]["step"]) if "step" in self.state[p] else 0.0
 
 
 def _update(xp, data, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, hyper):
@@ -110,6 +128,31 @@ def _update(xp, data, grad, exp_avg, exp_avg_sq, max_exp_avg_sq=None, *, hyper):
     addcdiv_(xp, data, exp_avg, denom, -lr / bias_correction1)
 
 
+def _fused_host(xp, grad, lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step, param, *state):
+    hyper = (lr, beta1, beta2, eps, weight_decay, bool(decoupled), bool(maximize), step)
+    for_blocks(xp, [param, grad, *state], functools.partial(_update, xp, hyper=hyper))
+
+
+def _fused_rule(amsgrad: bool) -> _fused.Rule:
+    """The fused Adam step (``decoupled`` and ``maximize`` are 0 or 1): ``_update`` in C."""
+    second = "max_exp_avg_sq" if amsgrad else "exp_avg_sq"
+    operation = f"""
+        param = param * (1 - lr * weight_decay * decoupled);
+        T g = (1 - 2 * maximize) * grad + weight_decay * (1 - decoupled) * param;
+        exp_avg = exp_avg + (1 - beta1) * (g - exp_avg);
+        exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g;
+        {"max_exp_avg_sq = max(max_exp_avg_sq, exp_avg_sq);" if amsgrad else ""}
+        T denom = sqrt({second}) / sqrt(1 - pow(beta2, step)) + eps;
+        param = param - lr / (1 - pow(beta1, step)) * exp_avg / denom;
+    """
+    keys = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")[:3 if amsgrad else 2]
+    scalars = ("lr", "beta1", "beta2", "eps", "weight_decay", "decoupled", "maximize", "step")
+    return _fused.Rule(f"distrib_adam{'_amsgrad' * amsgrad}", scalars, keys, operation, _fused_host)
+
+
+_FUSED = {amsgrad: _fused_rule(amsgrad) for amsgrad in (False, True)}
+
+
 class AdamW(Adam):
     """AdamW: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the
     Adam update), step for step as ``torch.optim.AdamW``. Default ``weight_decay`` is 0.01.
@@ -120,9 +163,9 @@ class AdamW(Adam):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None) -> None:
+                 maximize: bool = False, foreach: bool | None = None, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         decoupled_weight_decay=True)
+                         decoupled_weight_decay=True, fused=fused)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)

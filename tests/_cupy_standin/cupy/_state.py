@@ -105,3 +105,17 @@ def declare_synchronize() -> None:
 def synchronizations() -> int:
     """How many host synchronisations this process has made so far."""
     return _syncs[0]
+
+
+_elementwise = [0]
+
+
+def count_elementwise_launch() -> None:
+    """Count one ``ElementwiseKernel`` launch."""
+    with _sync_lock:
+        _elementwise[0] += 1
+
+
+def elementwise_launches() -> int:
+    """How many ``ElementwiseKernel`` launches this process has made so far."""
+    return _elementwise[0]

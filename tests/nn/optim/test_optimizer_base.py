@@ -98,7 +98,8 @@ def test_param_groups_defaults_and_add_param_group():
     assert opt.param_groups[2]["lr"] == 0.1 and opt.param_groups[2]["weight_decay"] == 0.1
     with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
         opt.add_param_group({"params": [a]})
-    expected = ("Parameter Group 1\n    dampening: 0\n    foreach: None\n    lr: 0.5\n    maximize: False\n"
+    expected = ("Parameter Group 1\n    dampening: 0\n    foreach: None\n    fused: None\n    lr: 0.5\n"
+                "    maximize: False\n"
                 "    momentum: 0.9")
     assert expected in repr(opt)
 
