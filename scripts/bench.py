@@ -68,6 +68,43 @@ def _small_op_chain(lib, steps=100):
     return run
 
 
+def _recorded_chain(lib, steps: int, step: str, backward: bool = False):
+    """A run() of issue 19's chains on a 4-element tensor that requires grad: ``steps`` times
+    ``y = y * c`` (step 'tensor'), ``y = y * 1.0001`` ('scalar') or ``y = (y * 0.5).exp()``
+    ('pair'); then backward through it, with ``backward``."""
+    x = lib.ones(4, requires_grad=True)
+    c = lib.full((4,), 1.0001)
+    apply = {"tensor": lambda y: y * c, "scalar": lambda y: y * 1.0001,
+             "pair": lambda y: (y * 0.5).exp()}[step]
+
+    def run():
+        y = x
+        for _ in range(steps):
+            y = apply(y)
+        if backward:
+            y.sum().backward()
+    return run
+
+
+def _eager_rows(repeat: int) -> list:
+    """Issue 19: recorded small ops vs torch, and the per-op cost of long live chains."""
+    rows = []
+    for label, step, backward in [("y = y * c", "tensor", False), ("y = y * 1.0001", "scalar", False),
+                                  ("y = (y * 0.5).exp(), per pair", "pair", False),
+                                  ("y = y * c, fwd+bwd", "tensor", True),
+                                  ("y = y * 1.0001, fwd+bwd", "scalar", True)]:
+        ours, peer = paired_times(_recorded_chain(tensor, 100, step, backward),
+                                  _recorded_chain(torch, 100, step, backward) if torch else None, repeat)
+        rows.append((f"recorded {label}, chain of 100 (us/op)", ours / 100 * 1e6,
+                     peer / 100 * 1e6 if peer else None, "torch", "<= 1.0x"))
+    short, _ = paired_times(_recorded_chain(tensor, 100, "tensor"), None, repeat)
+    for steps in (10_000, 100_000):
+        long, _ = paired_times(_recorded_chain(tensor, steps, "tensor"), None, 2, warmup=1)
+        rows.append((f"recorded y = y * c, chain of {steps:,}, GC on (us/op)", long / steps * 1e6,
+                     short / 100 * 1e6, "ours@100", "<= 1.1x"))
+    return rows
+
+
 def _matmul_vs_fresh_numpy(ours, n: int, repeat: int, rounds: int = 3) -> tuple[float, float]:
     """Median times (s) of ``ours()`` here and of numpy's ``a @ b`` (n x n float32) in fresh
     processes that never import tensor, alternating rounds.
@@ -93,8 +130,8 @@ def _matmul_vs_fresh_numpy(ours, n: int, repeat: int, rounds: int = 3) -> tuple[
 
 
 def bench_core(repeat: int):
-    """Issue 2: per-op overhead vs torch; large ops vs raw numpy."""
-    rows = []
+    """Issues 2 and 19: per-op overhead vs torch; large ops vs raw numpy."""
+    rows = _eager_rows(repeat)
     ops_per_run = 200  # 100 x (mul + add)
     ours, peer = paired_times(_small_op_chain(tensor), _small_op_chain(torch) if torch else None, repeat)
     rows.append(("small-op overhead, recorded op + backward (us/op)", ours / ops_per_run * 1e6,

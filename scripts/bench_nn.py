@@ -1,4 +1,5 @@
-"""Issue 3 workloads: MLP and CNN train steps, and the MLP's peak memory, ours vs torch.
+"""Issue 3 workloads: MLP and CNN train steps, and the MLP's peak memory, ours vs torch;
+issue 19: LSTM and GRU forward + backward.
 
 Used by ``scripts/bench.py --only nn``. Each train step is forward, cross-entropy,
 backward and an SGD-with-momentum update, on fixed random data, with the same
@@ -30,8 +31,30 @@ def _cnn(lib, nn_mod):
         nn_mod.Flatten(), nn_mod.Linear(512, 10))
 
 
+# Issue 19's recurrent workloads: (layer, options), input (seq 50, batch 16, features 64),
+# hidden size 128; a step is forward and backward.
+_RECURRENT = {
+    "lstm": ("LSTM", {}), "gru": ("GRU", {}),
+    "lstm2bi": ("LSTM", {"num_layers": 2, "bidirectional": True}),
+    "gru2bi": ("GRU", {"num_layers": 2, "bidirectional": True}),
+}
+
+
+def _recurrent_step(lib, nn_mod, model_name: str):
+    cls, options = _RECURRENT[model_name]
+    model = getattr(nn_mod, cls)(64, 128, **options)
+    x = lib.from_numpy(np.random.default_rng(0).standard_normal((50, 16, 64), dtype=np.float32))
+
+    def step():
+        model.zero_grad()
+        out, _ = model(x)
+        out.sum().backward()
+    return step
+
+
 def make_step(framework: str, model_name: str):
-    """A closure running one train step of ``model_name`` ('mlp' or 'cnn') in ``framework``."""
+    """A closure running one train step of ``model_name`` ('mlp', 'cnn' or a key of
+    ``_RECURRENT``, forward and backward only) in ``framework``."""
     # Imported here so that a child process measuring one framework's memory loads only that one.
     if framework == "ours":
         import nn as nn_mod  # noqa: PLC0415
@@ -44,6 +67,8 @@ def make_step(framework: str, model_name: str):
         from torch.nn import functional as F  # noqa: PLC0415
         optim = lib.optim
     lib.manual_seed(0)
+    if model_name in _RECURRENT:
+        return _recurrent_step(lib, nn_mod, model_name)
     rng = np.random.default_rng(0)
     if model_name == "mlp":
         model, batch, shape = _mlp(lib, nn_mod), 128, (784,)
@@ -120,6 +145,15 @@ def bench(repeat: int, paired_times, have_torch: bool):
         label = "MLP 784-512-512-10 b128" if model_name == "mlp" else "CNN conv5-pool-conv5-pool-fc b64"
         rows.append((f"{label} train step, threads={threads} (ms)", statistics.median(ours) * 1e3,
                      statistics.median(peer) * 1e3 if peer else None, "torch", target))
+    for model_name, (cls, options) in _RECURRENT.items():
+        ours, peer = [], []
+        for _ in range(3):
+            ours += _step_times_child("ours", model_name, steps)
+            if have_torch:
+                peer += _step_times_child("torch", model_name, steps)
+        label = f"{cls}(64,128){' 2 layers bidir' if options else ''} seq50 b16 fwd+bwd"
+        rows.append((f"{label} (ms)", statistics.median(ours) * 1e3,
+                     statistics.median(peer) * 1e3 if peer else None, "torch", "<= 1.0x"))
     ours_rss = _peak_rss_child("ours", 20)
     peer_rss = _peak_rss_child("torch", 20) if have_torch else None
     rows.append(("MLP benchmark peak RSS (MiB)", ours_rss, peer_rss, "torch", "<= 1.5x"))

@@ -13,6 +13,7 @@ import warnings
 
 import tensor
 from tensor import Tensor
+from tensor.ops import recurrent
 
 from .. import functional as F
 from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform, _unbind
@@ -148,9 +149,7 @@ class RNNBase(Module):
     def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None):
         """The stacked (bi)directional recurrence on batched input; returns (output, h_n, c_n)."""
         time_dim = 1 if self.batch_first else 0
-        steps = input.shape[time_dim]
         directions = 2 if self.bidirectional else 1
-        step = _STEPS[self.mode]
         fold_bias = self.mode != "GRU"  # b_hh sits inside r * (W_hn h + b_hn) for GRU
         h_n, c_n = [], []
         layer_input = input
@@ -158,40 +157,49 @@ class RNNBase(Module):
             outputs = []
             flat = layer_input.reshape(-1, layer_input.shape[-1])
             for direction in range(directions):
-                names = self._all_weights[layer * directions + direction]
-                params = [getattr(self, n) for n in names]
-                w_ih, w_hh = params[0], params[1]
-                b_ih = b_hh = None
+                index = layer * directions + direction
+                params = [getattr(self, n) for n in self._all_weights[index]]
+                projected = flat @ params[0].T
                 if self.bias:
                     b_ih, b_hh = params[2], params[3]
-                w_hr = params[-1] if self.proj_size else None
-                projected = flat @ w_ih.T
-                if b_ih is not None:
                     projected = projected + (b_ih + b_hh if fold_bias else b_ih)
                 projected = projected.reshape(layer_input.shape[:2] + (projected.shape[-1],))
-                xs = _unbind(projected, time_dim)
-                index = layer * directions + direction
-                h = h0[index]
                 c = c0[index] if c0 is not None else None
-                w_hh_t = w_hh.T
-                w_hr_t = w_hr.T if w_hr is not None else None
-                out = [None] * steps
-                for t in (range(steps - 1, -1, -1) if direction else range(steps)):
-                    hg = h @ w_hh_t
-                    if b_hh is not None and not fold_bias:
-                        hg = hg + b_hh
-                    h, c = step(xs[t], hg, h, c, self.mode)
-                    if w_hr_t is not None:
-                        h = h @ w_hr_t
-                    out[t] = h
+                seq, h, c = self._recur(projected, h0[index], c, params, bool(direction), time_dim)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
-                outputs.append(tensor.stack(out, time_dim))
+                outputs.append(seq)
             layer_input = outputs[0] if directions == 1 else tensor.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, tensor.stack(h_n), (tensor.stack(c_n) if c_n else None)
+
+    def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool,
+               time_dim: int):
+        """One layer and direction over ``projected`` (the input projections, with the biases
+        that fold into them): (output sequence, h_n, c_n). An LSTM without projection is one
+        op (Note [Fused cells] in tensor/ops/recurrent.py); the others step in Python."""
+        w_hh = params[1]
+        if self.mode == "LSTM" and not self.proj_size:
+            seq = projected if time_dim == 0 else projected.transpose(0, 1)
+            out, h, c = recurrent.lstm_layer(seq, h, c, w_hh, reverse)
+            return (out if time_dim == 0 else out.transpose(0, 1)), h, c
+        step = _STEPS[self.mode]
+        b_hh = params[3] if self.bias and self.mode == "GRU" else None
+        w_hh_t = w_hh.T
+        w_hr_t = params[-1].T if self.proj_size else None
+        xs = _unbind(projected, time_dim)
+        out = [None] * len(xs)
+        for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+            hg = h @ w_hh_t
+            if b_hh is not None:
+                hg = hg + b_hh
+            h, c = step(xs[t], hg, h, c, self.mode)
+            if w_hr_t is not None:
+                h = h @ w_hr_t
+            out[t] = h
+        return tensor.stack(out, time_dim), h, c
 
     def _forward_without_cell(self, input: Tensor, hx: Tensor | None, name: str):
         """``forward`` of the layers without a cell state (RNN, GRU): ``(output, h_n)``."""

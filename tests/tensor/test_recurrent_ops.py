@@ -86,3 +86,44 @@ def test_one_node_per_step(kind):
     cell = out.grad_fn.next_edges[0][0]  # h is a view of the cell's packed output
     assert cell.name() == ("LstmCellBackward0" if kind == "lstm" else "GruCellBackward0")
     assert [e[0] for e in cell.next_edges] == [xg, hg, state]
+
+
+def _layer_inputs(steps: int = 4, batch: int = 2, hidden: int = 3):
+    rng = np.random.default_rng(2)
+    shapes = [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)]
+    return [tensor.tensor(rng.standard_normal(s) * 0.5, dtype=tensor.float64, requires_grad=True)
+            for s in shapes]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_layer_gradcheck_and_double_backward(reverse):
+    inputs = _layer_inputs()
+    assert gradcheck(lambda *a: recurrent.lstm_layer(*a, reverse=reverse), inputs)
+    assert gradgradcheck(lambda *a: recurrent.lstm_layer(*a, reverse=reverse), inputs)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_lstm_layer_matches_its_steps(reverse):
+    # The layer op against the cell op stepped in Python, forward and backward.
+    xg, h0, c0, w_hh = _layer_inputs()
+    out, h_n, c_n = recurrent.lstm_layer(xg, h0, c0, w_hh, reverse=reverse)
+    h, c, steps = h0, c0, [None] * xg.shape[0]
+    for t in (range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0])):
+        h, c = recurrent.lstm_cell(xg[t], h @ w_hh.T, c)
+        steps[t] = h
+    expected = [tensor.stack(steps), h, c]
+    weights = [tensor.tensor(np.random.default_rng(k).standard_normal(t.shape)) for k, t in enumerate(expected)]
+    ours = autograd.grad(sum((o * w).sum() for o, w in zip((out, h_n, c_n), weights)), [xg, h0, c0, w_hh])
+    theirs = autograd.grad(sum((o * w).sum() for o, w in zip(expected, weights)), [xg, h0, c0, w_hh])
+    for a, b in zip((out, h_n, c_n) + ours, expected + list(theirs)):
+        assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_layer_array_backward_matches_the_tensor_op_backward():
+    xg, h0, c0, w_hh = _layer_inputs()
+    out = _dispatch.apply(recurrent._lstm_layer, (xg, h0, c0, w_hh), (False,))
+    weights = tensor.tensor(np.random.default_rng(3).standard_normal(out.shape))
+    fast = autograd.grad((out * weights).sum(), [xg, h0, c0, w_hh], retain_graph=True)
+    slow = autograd.grad((out * weights).sum(), [xg, h0, c0, w_hh], create_graph=True)
+    for a, b in zip(fast, slow):
+        assert_close(a, b.detach(), rtol=1e-10, atol=1e-12)
