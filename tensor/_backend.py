@@ -67,6 +67,12 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    def new_generator(self, seed: int, index: int | None):
+        """A random generator on device ``index`` seeded by ``seed``: numpy's PCG64 here, CuPy's
+        Philox4x32-10 counter generator on a GPU (Note [Random numbers per device] in _random.py).
+        Both answer ``random``, ``standard_normal`` and ``integers`` as numpy's Generator does."""
+        return np.random.Generator(np.random.PCG64(seed))
+
     def elementwise_kernel(self, name: str, in_params: str, out_params: str, operation: str, host):
         """A kernel called as ``kernel(*inputs, *outputs)``, updating the outputs in place: on a
         GPU one ``cupy.ElementwiseKernel`` launch of the C ``operation`` (compiled once per
@@ -218,6 +224,10 @@ class _CupyBackend(Backend):
 
     def device_assert(self, bad, error, message, describe=None):
         self.asserts.record(bad, error, message)
+
+    def new_generator(self, seed, index):
+        with self.device_guard(index):
+            return self.cupy.random.Generator(self.cupy.random.Philox4x3210(seed))
 
     def elementwise_kernel(self, name, in_params, out_params, operation, host):
         key = (name, in_params, out_params, operation)

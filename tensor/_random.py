@@ -1,7 +1,18 @@
 """Random numbers: ``Generator``, ``manual_seed`` and the sampling functions.
 
-Numbers are drawn on the host from numpy's PCG64 and then placed on the
-target device, so a seed gives the same numbers on every device and every run.
+Note [Random numbers per device]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Each device has its own default generator, and numbers are made on the device that will hold
+them: on the CPU numpy's PCG64, on a GPU CuPy's Philox4x32-10 counter generator
+(``cupy.random``), so that sampling (dropout's mask every forward) copies nothing from the host.
+``manual_seed(s)`` seeds the CPU generator and every GPU's with ``s``
+(``tensor.cuda.manual_seed`` one GPU, ``manual_seed_all`` all of them).
+
+The guarantee: a seed gives the same numbers on every run on the same kind of device (and the
+same CuPy), and the same numbers on each GPU. CPU and GPU numbers differ, as in PyTorch. A
+``Generator`` passed explicitly draws on its own device; its numbers are moved to the target
+device. ``randperm``, ``multinomial`` and ``normal`` with tensor arguments draw on the host
+with the CPU generator.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ import json
 import numpy as np
 
 from . import _creation, _dispatch, _dtype
-from ._device import as_device
+from ._device import as_device, device_of_array
 
 __all__ = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -25,8 +36,11 @@ class Generator:
 
     def __init__(self, device="cpu") -> None:
         self.device = as_device(device)
-        self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._seed = _DEFAULT_SEED
+        self._rng = self._new_rng(self._seed)
+
+    def _new_rng(self, seed: int):
+        return self.device.backend.new_generator(seed, self.device.index)
 
     def manual_seed(self, seed: int) -> Generator:
         """Reset the state from ``seed``; returns ``self``.
@@ -40,7 +54,7 @@ class Generator:
         if not -(2 ** 63) <= seed < 2 ** 64:
             raise RuntimeError(f"Overflow when unpacking long: seed {seed} is out of range")
         self._seed = seed % 2 ** 64
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._rng = self._new_rng(self._seed)
         return self
 
     def seed(self) -> int:
@@ -54,7 +68,14 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The full state as a uint8 tensor (safe to save with ``tensor.save``)."""
+        """The full state as a uint8 tensor (safe to save with ``tensor.save``).
+
+        Raises:
+            RuntimeError: for a GPU generator, whose counter CuPy does not expose.
+        """
+        if not isinstance(self._rng, np.random.Generator):
+            raise RuntimeError(f"get_state() of a {self.device} generator is not supported: CuPy does not "
+                               "expose its Philox counter. help: re-seed with manual_seed to replay")
         blob = json.dumps({"seed": self._seed, "state": self._rng.bit_generator.state})
         return _creation.tensor(np.frombuffer(blob.encode(), dtype=np.uint8))
 
@@ -81,12 +102,41 @@ class Generator:
         return self._rng
 
 
+_DEFAULT_SEED = 67280421310721
 default_generator = Generator()
+_device_generators: dict[tuple[str, int | None], Generator] = {("cpu", None): default_generator}
+_device_seeds: dict[tuple[str, int | None], int] = {}  # seeds of GPU generators not made yet
+_seed_all = [_DEFAULT_SEED]  # the seed of the other GPUs' generators
+
+
+def generator_of(device) -> Generator:
+    """The default generator of ``device`` (made on first use, from its seed)."""
+    device = as_device(device)
+    key = (device.type, device.index if device.index is not None else device.backend.current_index())
+    gen = _device_generators.get(key)
+    if gen is None:
+        gen = _device_generators[key] = Generator(f"{key[0]}:{key[1]}")
+        gen.manual_seed(_device_seeds.get(key, _seed_all[0]))
+    return gen
+
+
+def seed_device(device, seed: int) -> None:
+    """Seed the default generator of the GPU ``device`` (``tensor.cuda.manual_seed``)."""
+    device = as_device(device)
+    key = (device.type, device.index if device.index is not None else device.backend.current_index())
+    _device_seeds[key] = seed
+    if key in _device_generators:
+        _device_generators[key].manual_seed(seed)
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator; returns it."""
-    return default_generator.manual_seed(seed)
+    """Seed the CPU's default generator and every GPU's (Note [Random numbers per device]);
+    returns the CPU's."""
+    for gen in _device_generators.values():
+        gen.manual_seed(seed)
+    _device_seeds.clear()
+    _seed_all[0] = seed
+    return default_generator
 
 
 def seed() -> int:
@@ -115,9 +165,24 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
-def _result(host, dtype, device, requires_grad):
+def uniform_float32(shape, device):
+    """Uniform float32 samples from [0, 1) made on ``device`` by its generator (dropout's masks)."""
+    return _sample(lambda rng: rng.random(shape, dtype=np.float32), None, _dtype.float32, device)
+
+
+def _sample(draw, generator, dtype, device, requires_grad: bool = False):
+    """``draw(rng)`` with ``generator`` (by default ``device``'s own), made on the generator's
+    device and moved to ``device`` only if that differs; cast to ``dtype`` (the default float
+    dtype for None)."""
+    device = as_device(device)
+    gen = generator if generator is not None else generator_of(device)
+    if _dispatch.tracer is not None:
+        _dispatch.tracer.on_random()
+    with gen.device.backend.device_guard(gen.device.index):
+        array = draw(gen._rng)
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
-    return _creation.tensor(host, dtype=d, device=device, requires_grad=requires_grad)
+    out = _creation._finish(array, device_of_array(array), False).to(device=device, dtype=d)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def _size(size):
@@ -126,12 +191,14 @@ def _size(size):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Uniform samples from [0, 1)."""
-    return _result(_rng(generator).random(_size(size)), dtype, device, requires_grad)
+    shape = _size(size)
+    return _sample(lambda rng: rng.random(shape), generator, dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Standard normal samples."""
-    return _result(_rng(generator).standard_normal(_size(size)), dtype, device, requires_grad)
+    shape = _size(size)
+    return _sample(lambda rng: rng.standard_normal(shape), generator, dtype, device, requires_grad)
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
@@ -146,8 +213,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         raise TypeError("randint() needs high and size, e.g. randint(0, 10, (3,))")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    host = _rng(generator).integers(low, high, size=tuple(size))
-    return _creation.tensor(host, dtype=dtype or _dtype.int64, device=device)
+    return _sample(lambda rng: rng.integers(low, high, size=tuple(size)), generator, dtype or _dtype.int64,
+                   device)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None):
@@ -174,8 +241,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return _creation.tensor(host, dtype=dtype or ref.dtype, device=device or ref.device)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    host = rng.normal(mean, std, size=() if size is None else tuple(size))
-    return _result(host, dtype, device, False)
+    shape = () if size is None else tuple(size)
+    return _sample(lambda rng: rng.standard_normal(shape) * std + mean, generator, dtype, device)
 
 
 def rand_like(input, *, dtype=None, device=None):
@@ -197,9 +264,8 @@ def randint_like(input, low, high=None, *, dtype=None, device=None):
 
 def bernoulli(input, p=None, *, generator=None):
     """1 with probability ``input`` (or ``p``) per element, else 0, in ``input``'s dtype."""
-    probs = input.cpu()._data if p is None else np.full(input.shape, p)
-    host = (_rng(generator).random(input.shape) < probs).astype(input._data.dtype)
-    return _creation.tensor(host, dtype=input.dtype, device=input.device)
+    draws = _sample(lambda rng: rng.random(input.shape), generator, _dtype.float64, input.device)
+    return (draws < (input.detach() if p is None else p)).to(input.dtype)
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
@@ -221,11 +287,12 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, *, generator=None):
     """Fill with uniform samples from [a, b); returns ``tensor``."""
-    host = _rng(generator).uniform(a, b, tensor.shape)
-    return tensor.copy_(_creation.tensor(host, dtype=tensor.dtype))
+    shape = tensor.shape
+    return tensor.copy_(_sample(lambda rng: rng.random(shape) * (b - a) + a, generator, tensor.dtype, tensor.device))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, *, generator=None):
     """Fill with normal samples; returns ``tensor``."""
-    host = _rng(generator).normal(mean, std, tensor.shape)
-    return tensor.copy_(_creation.tensor(host, dtype=tensor.dtype))
+    shape = tensor.shape
+    return tensor.copy_(_sample(lambda rng: rng.standard_normal(shape) * std + mean, generator, tensor.dtype,
+                                tensor.device))

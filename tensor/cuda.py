@@ -7,13 +7,13 @@ an index, ``"cuda:N"``, a ``tensor.device`` or None/``"cuda"``: the current devi
 
 from __future__ import annotations
 
-from . import _backend
+from . import _backend, _random
 from ._device import device as _make_device
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "Stream",
     "current_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
-    "reset_peak_memory_stats", "empty_cache", "get_device_name",
+    "reset_peak_memory_stats", "empty_cache", "get_device_name", "manual_seed", "manual_seed_all",
 ]
 
 
@@ -64,6 +64,18 @@ def get_device_name(device=None) -> str:
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (the current one by default)."""
     _backend.cuda_backend().synchronize(_index(device))
+
+
+def manual_seed(seed: int, device=None) -> None:
+    """Seed the random generator of ``device`` (the current one by default); its numbers are
+    made on the device (Note [Random numbers per device] in tensor/_random.py)."""
+    _random.seed_device(_make_device("cuda", _index(device)), seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed the random generator of every GPU."""
+    for index in range(device_count()):
+        manual_seed(seed, index)
 
 
 class Stream:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-import tensor
-from tensor import Tensor, _dispatch
+from tensor import Tensor, _random
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
 
@@ -17,12 +16,8 @@ def _check_p(p: float) -> None:
 
 def _keep_mask(shape, p: float, like: Tensor) -> Tensor:
     """``1 / (1 - p)`` where kept, 0 where dropped, drawn from the tensor RNG, in ``like``'s dtype."""
-    rng = tensor.default_generator.numpy
-    host = rng.random(shape, dtype="float32") >= p
-    scale = host.astype(like._data.dtype)
-    if p < 1.0:
-        scale *= 1.0 / (1.0 - p)
-    return _dispatch.make(like.device.backend.asarray(scale, None, like.device.index), like._device)
+    keep = (_random.uniform_float32(shape, like.device) >= p).to(like.dtype)
+    return keep * (1.0 / (1.0 - p)) if p < 1.0 else keep
 
 
 def _is_identity(input: Tensor, p: float, training: bool) -> bool:
