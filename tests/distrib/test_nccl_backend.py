@@ -7,6 +7,7 @@ of what NCCL cannot do, need no GPU.
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -19,6 +20,8 @@ from tests.distrib._mpi_harness import run_without_mpiexec
 from tests.distrib._scenarios import check_conformance_case
 
 S = dist.ReduceOp
+# scripts/gpu-check adds a run at world size = the number of GPUs.
+GPU_WORLD_SIZE = int(os.environ.get("DISTRIB_GPU_WORLD_SIZE", "0"))
 
 
 @pytest.mark.parametrize(("op", "dtype", "expected"), [
@@ -74,7 +77,7 @@ def _run_on_gpus(tmp_path, scenario: str, size: int) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size", [1, 2, 3])
+@pytest.mark.parametrize("size", sorted({1, 2, 3, GPU_WORLD_SIZE} - {0}))
 def test_collectives_on_gpus(tmp_path, size):
     _run_on_gpus(tmp_path, "nccl_conformance", size)
 
@@ -86,7 +89,7 @@ def test_defect3_async_ops_run_on_the_ranks_device(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("size", [1, 2])
+@pytest.mark.parametrize("size", sorted({1, 2, GPU_WORLD_SIZE} - {0}))
 def test_defect4_object_collectives_and_ddp_on_nccl(tmp_path, size):
     _run_on_gpus(tmp_path, "nccl_objects_and_ddp", size)
 
