@@ -8,19 +8,22 @@ returns no rows. Not yet measured on a GPU (BENCHMARKS.md).
 
 from __future__ import annotations
 
+import argparse
 import sys
 
+import bench as harness
 import numpy as np
-
 from bench_nn import _cnn, _mlp
+
+import distrib
+import nn
+import tensor
+from distrib.store import HashStore
 
 
 def _torch_cuda():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
+    torch = harness.torch
+    return torch if torch is not None and torch.cuda.is_available() else None
 
 
 def _train_step(nn_mod, optim, model, x, y, sync):
@@ -67,11 +70,6 @@ def _all_reduce(dist, store, lib, device, sync):
 
 def bench(repeat: int, paired_times, have_torch: bool) -> list:
     """Rows ``(workload, ours ms, torch ms or None, "torch", target)`` on GPU 0."""
-    import distrib
-    import nn
-    import tensor
-    from distrib.store import HashStore
-
     if not tensor.cuda.is_available():
         print("gpu: no CUDA GPU here, the gpu group is skipped", file=sys.stderr)
         return []
@@ -93,10 +91,6 @@ def bench(repeat: int, paired_times, have_torch: bool) -> list:
 
 def main(argv=None) -> int:
     """Print the GPU rows as ``scripts/bench.py`` prints its table."""
-    import argparse
-
-    import bench as harness
-
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=30, help="timed runs per workload (default 30)")
     args = parser.parse_args(argv)
