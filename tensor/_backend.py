@@ -123,37 +123,28 @@ class _CupyBackend(Backend):
         self.xp = cupy
         self.array_type = cupy.ndarray
         self._get_device = cupy.cuda.runtime.getDevice
-        self._peak: dict[int, int] = {}
         self.allocations = _cuda_memory.Allocations(cupy)
         self.asserts = _device_asserts.DeviceAsserts(cupy)
         self._kernels: dict[tuple, object] = {}  # ElementwiseKernel compiles per device itself
         # Our own pool over a recording cudaMalloc: IPC needs the allocation base of a pooled
-        # pointer (Note [Pooled IPC] in _cuda_memory.py), which CuPy's pool does not tell.
+        # pointer (Note [Pooled IPC] in _cuda_memory.py), which CuPy's pool does not tell; and
+        # usage counted per allocation, for max_memory_allocated() (CuPy's pool keeps no peak).
         self.pool = cupy.cuda.MemoryPool(self.allocations.malloc)
-
-        def tracking_malloc(nbytes):
-            # CuPy's pool keeps no peak statistic; record it, per device, for max_memory_allocated().
-            memory = self.pool.malloc(nbytes)
-            used = self.pool.used_bytes()
-            if used > self._peak.get(memory.device_id, 0):
-                self._peak[memory.device_id] = used
-            return memory
-
-        cupy.cuda.set_allocator(tracking_malloc)
+        self.usage = _cuda_memory.Usage(cupy, self.pool)
+        cupy.cuda.set_allocator(self.usage.malloc)
 
     def peak_bytes(self, index: int) -> int:
         """The most bytes in use at once on device ``index`` since the last ``reset_peak``."""
-        return self._peak.get(index, 0)
+        return self.usage.peak(index)
 
     def reset_peak(self, index: int) -> None:
         """Start tracking device ``index``'s peak from its current usage."""
-        with self.device_guard(index):
-            self._peak[index] = self.pool.used_bytes()
+        self.usage.reset_peak(index)
 
     def pool_bytes(self, index: int) -> tuple[int, int]:
         """``(used, held)`` bytes of the caching allocator on device ``index``."""
         with self.device_guard(index):
-            return self.pool.used_bytes(), self.pool.total_bytes()
+            return self.usage.used(index), self.pool.total_bytes()
 
     def free_cached(self) -> None:
         """Release the cached, unused blocks of every device this process used."""

@@ -148,3 +148,19 @@ def test_ops_run_on_their_tensors_device_whatever_device_is_current():
     x.add_(1.0)
     x[tensor.tensor([0, 2], device="cuda:1")] = tensor.zeros(2, device="cuda:1")
     assert (y.item(), x.tolist(), str(x.max().device)) == (16.0, [0.0, 8.0, 0.0, 4.0], "cuda:1")
+
+
+def test_memory_statistics_are_kept_without_walking_the_pool(monkeypatch):
+    # Issue 13, part 3: CuPy's used_bytes() sums every block in use; it was called per allocation.
+    pool = tensor._backend.cuda_backend().pool
+    walks = []
+    monkeypatch.setattr(pool, "used_bytes", lambda: walks.append(1) or 0)
+    start = tensor.cuda.memory_allocated(0)
+    tensor.cuda.reset_peak_memory_stats(0)
+    big = tensor.zeros(1 << 20, device="cuda:0")
+    held = tensor.cuda.memory_allocated(0)
+    assert held - start >= big.numel() * 4
+    del big
+    assert tensor.cuda.memory_allocated(0) == start
+    assert tensor.cuda.max_memory_allocated(0) == held
+    assert walks == []
