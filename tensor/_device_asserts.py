@@ -40,12 +40,12 @@ class DeviceAsserts:
             if code is None:
                 code = self._codes[(error, message)] = len(self._messages)
                 self._messages.append((error, message))
+            self._pending.add(index)
+        with self._cupy.cuda.Device(index):
             word = self._words.get(index)
             if word is None:
-                with self._cupy.cuda.Device(index):
-                    word = self._words[index] = self._cupy.zeros((), np.int32)
-            self._pending.add(index)
-        self._cupy.maximum(word, bad.astype(np.int32) * np.int32(code), out=word)
+                word = self._words.setdefault(index, self._cupy.zeros((), np.int32))
+            self._cupy.maximum(word, bad.astype(np.int32) * np.int32(code), out=word)
 
     def raise_pending(self, index: int | None = None) -> None:
         """Read the error word of device ``index`` (every device for None) if checks were queued
