@@ -2,16 +2,17 @@
 
 Note [Fused optimizer steps]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-Stepping parameter by parameter launches a handful of kernels per parameter (a model with 10
-parameters costs ~60 launches per Adam step). With ``fused=True``, the parameters of a group
+Stepping parameter by parameter launches 13 kernels per parameter for Adam (130 for a model
+with 10 parameters). With ``fused=True``, the parameters of a group
 that share device, dtype and step are a *bucket*: their values and their optimizer state live
 in flat buffers, each parameter (and state tensor) being a view of its slice, so that one
 elementwise kernel updates them all. The gradients are concatenated into one flat buffer first
 (one copy kernel). PyTorch's fused kernels reach the same one launch with lists of pointers
 instead; a flat buffer needs no pointer arithmetic in the kernel, at the price of re-pointing
 each parameter's storage when the bucket is built (tensors viewing a parameter's old storage,
-taken before the first fused step, stop seeing its updates). A bucket is rebuilt, from the
-current values, when a parameter's or state tensor's storage was replaced since (``p.data =``,
+taken before the first fused step, stop seeing its updates; parameters in host shared memory,
+as Hogwild training shares them, stop being shared: use ``fused=False`` there). A bucket is
+rebuilt, from the current values, when a parameter's or state tensor's storage was replaced since (``p.data =``,
 ``load_state_dict``) or the set of parameters with gradients changes.
 
 The kernel is a ``Rule``: the C operation (a CuPy ``ElementwiseKernel`` on a GPU) and the numpy
