@@ -7,9 +7,9 @@ training step with an index check per loss, gather and embedding would synchroni
 times per step. Instead, as PyTorch's device-side asserts do, a check only queues a tiny
 kernel that folds its 0-d flag into one int32 *error word* per device, as the code of its
 message (``max``, so a set word stays set). The host reads the word at the next point where it
-synchronises anyway (a transfer to the host, ``tensor.cuda.synchronize``), and raises the
-check's error there, naming the op: the error surfaces later than the op that failed, as in
-PyTorch, and the word is cleared. Reading the word is one more small transfer at that point,
+synchronises anyway (a transfer to the host, ``tensor.cuda.synchronize``, a stream's
+``synchronize``), and raises the check's error there, naming the op: the error surfaces later
+than the op that failed, as in PyTorch, and the word is cleared. Reading the word is one more small transfer at that point,
 made only when checks were queued since the last read. On the CPU a check raises at once with
 the offending value (``Backend.device_assert``).
 """

@@ -100,8 +100,14 @@ class Stream:
         return out
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this stream is done."""
+        """Wait until all work queued on this stream is done.
+
+        Raises:
+            IndexError (or the failed check's error): a device-side assert that failed since
+                the last synchronisation (Note [Device-side asserts]).
+        """
         self._stream.synchronize()
+        _backend.cuda_backend().asserts.raise_pending(self.device.index)
 
     def query(self) -> bool:
         """True if all queued work is done."""

@@ -85,6 +85,9 @@ def test_an_out_of_range_index_raises_on_cuda_instead_of_wrapping():
     with pytest.raises(IndexError, match="device-side assert.*out of bounds"):
         tensor.cuda.synchronize()
     assert x.tolist() == [0.0, 1.0, 2.0]  # reported once: the error word is cleared
+    x.index_select(0, tensor.tensor([7], device="cuda"))
+    with pytest.raises(IndexError, match="device-side assert.*index_select"):
+        tensor.cuda.current_stream().synchronize()
 
 
 def test_defect7_gradcheck_and_gradgradcheck_run_on_cuda_tensors():
