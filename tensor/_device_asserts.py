@@ -9,9 +9,9 @@ kernel that folds its 0-d flag into one int32 *error word* per device, as the co
 message (``max``, so a set word stays set). The host reads the word at the next point where it
 synchronises anyway (a transfer to the host, ``tensor.cuda.synchronize``, a stream's
 ``synchronize``), and raises the check's error there, naming the op: the error surfaces later
-than the op that failed, as in PyTorch, and the word is cleared. Reading the word is one more small transfer at that point,
-made only when checks were queued since the last read. On the CPU a check raises at once with
-the offending value (``Backend.device_assert``).
+than the op that failed, as in PyTorch, and the word is cleared. Reading the word is one more
+small transfer at that point, made only when checks were queued since the last read. On the
+CPU a check raises at once with the offending value (``Backend.device_assert``).
 """
 
 from __future__ import annotations
