@@ -86,6 +86,8 @@ def test_fused_refusals(call, message):
 @pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
 def test_a_fused_adam_step_on_ten_parameters_is_one_kernel_per_dtype():
     state = pytest.importorskip("cupy._state", reason="counting needs the CuPy stand-in")
+    if not hasattr(state, "elementwise_launches"):
+        pytest.skip("counting needs the CuPy stand-in (a real CuPy counts nothing)")
     layers, opt = _train("cuda", nn.optim.Adam, {}, fused=True, steps=1, dtypes=(tensor.float32, tensor.float64))
     assert sum(len(list(layer.parameters())) for layer in layers) == 10
     launches, syncs = state.elementwise_launches(), state.synchronizations()

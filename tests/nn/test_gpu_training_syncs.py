@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.gpu,
 @pytest.fixture
 def syncs():
     state = pytest.importorskip("cupy._state", reason="counting needs the CuPy stand-in")
+    if not hasattr(state, "synchronizations"):
+        pytest.skip("counting needs the CuPy stand-in (a real CuPy counts nothing)")
     return state.synchronizations
 
 
