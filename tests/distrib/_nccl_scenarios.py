@@ -9,6 +9,7 @@ import numpy as np
 import distrib as dist
 import tensor
 from tests.distrib._scenarios import run_cases
+from tests.helpers import wait_until
 
 
 def nccl_conformance():
@@ -122,7 +123,8 @@ def nccl_off_the_callers_thread():
         works = [dist.all_reduce(t, async_op=True) for t in ts]
         b = tensor.full((2,), float(rank), device="cuda")
         works.append(dist.broadcast(b, src=0, async_op=True))
-        time.sleep(0.3)  # let the worker thread run them (a waiting thread would run them itself)
+        # the worker thread must run them: a thread that waits would run them itself
+        assert wait_until(lambda: all(w.is_completed() for w in works), 30), "the async ops did not complete"
         for work in works:
             work.wait()
         got = tensor.cat([*ts, b])
@@ -167,7 +169,8 @@ def cuda_tensors_on_zmq_off_the_callers_thread():
         t = tensor.full((4,), float(rank + 1), device="cuda")
         odd = tensor.full((3, 2), float(rank), device="cuda").T  # non-contiguous: copied first
         works = (dist.all_reduce(t, async_op=True), dist.all_reduce(odd, async_op=True))
-        time.sleep(0.3)  # let the worker thread run them (a waiting thread would run them itself)
+        # the worker thread must run them: a thread that waits would run them itself
+        assert wait_until(lambda: all(w.is_completed() for w in works), 30), "the async ops did not complete"
         for work in works:
             work.wait()
         got = tensor.cat([t, odd.reshape(-1)])

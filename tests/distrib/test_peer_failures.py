@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -19,6 +18,7 @@ from distrib.backends.base import Backend
 from distrib.errors import DistBackendError
 from distrib.store import HashStore
 from distrib.work import Work
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -91,8 +91,8 @@ def test_progress_follows_begin_and_end():
 def test_a_zombie_peer_fails_the_op_at_once():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
-        while _procs.alive(child.pid):  # exited, but not waited for: a zombie
-            time.sleep(0.01)
+        # exited, but not waited for: a zombie
+        assert wait_until(lambda: not _procs.alive(child.pid), 30), "the child did not exit"
         backend = _Stub()
         backend.peer_pids = {1: os.getpid(), 2: child.pid}
         backend.begin_op("all_gather", 3)

@@ -21,7 +21,7 @@ import tensor
 from tensor._compile import fusion, lowering
 from tests.helpers import assert_close
 
-pytest.importorskip("numba")
+pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
 
 RNG = np.random.default_rng(11)
 

@@ -14,7 +14,7 @@ import nn.functional as F
 import tensor
 from tests.helpers import assert_close
 
-pytest.importorskip("numba")
+pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
 
 RNG = np.random.default_rng(5)
 

@@ -8,8 +8,8 @@ import pytest
 import nn
 import tensor
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install 'distrib[onnx]')")
+ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'distrib[onnx]')")
 
 RNG = np.random.default_rng(2)
 
