@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _autograd_hooks as hooks
-from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _random, _shared, ops
+from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _legacy_types, _random, _shared, ops
 from ._device import device as _device_cls
 
 __all__ = ["Tensor"]
@@ -65,6 +65,14 @@ class Tensor:
     def is_cuda(self) -> bool:
         """True for tensors on a CUDA device."""
         return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for tensors on the CPU."""
+        return self._device.type == "cpu"
+
+    is_xpu = is_mps = is_meta = is_sparse = is_quantized = property(
+        lambda self: False, doc="Always False: there are no XPU, MPS, meta, sparse or quantized tensors.")
 
     @property
     def requires_grad(self) -> bool:
@@ -277,6 +285,21 @@ class Tensor:
     def bool(self) -> Tensor:
         """Cast to bool."""
         return self.to(_dtype.bool_)
+
+    def type(self, dtype=None, non_blocking: bool = False) -> str | Tensor:
+        """Without ``dtype``, the legacy type name ("torch.FloatTensor", "torch.cuda.LongTensor");
+        with one (a dtype or such a name), a cast (a name with ``cuda`` also moves to the GPU).
+
+        Raises:
+            ValueError: for a string that is not a legacy type name.
+        """
+        if dtype is None:
+            return _legacy_types.type_name(self.dtype, self._device.type)
+        if isinstance(dtype, str):
+            dtype, device_type = _legacy_types.parse(dtype)
+            return self.to(device=device_type if device_type != self._device.type else self._device,
+                           dtype=dtype, non_blocking=non_blocking)
+        return self.to(dtype, non_blocking=non_blocking)
 
     def type_as(self, other: Tensor) -> Tensor:
         """Cast to ``other``'s dtype."""
