@@ -16,6 +16,9 @@ _new = object.__new__
 # While tensor.compile captures a function, its Tracer (tensor/_compile/capture.py): every op
 # run here is reported to it.
 tracer = None
+# While tensor.profiler records (tensor/profiler/_recorder.py): each op is timed by it. Its
+# ``enter`` returns False for the call it makes itself, so that call runs the body below.
+profiler = None
 
 
 def make(array, device, version=None) -> _tensor.Tensor:
@@ -70,6 +73,8 @@ def check_same_device(op_name, tensors):
 
 def apply(op, inputs, params=()):
     """Run ``op`` on Tensors ``inputs`` with non-tensor ``params``; return the output Tensor."""
+    if profiler is not None and profiler.enter(op, inputs, inputs):
+        return profiler.exit(apply(op, inputs, params))
     device = inputs[0]._device
     if len(inputs) > 1:
         device = check_same_device(op.name, inputs)
@@ -93,6 +98,8 @@ def apply(op, inputs, params=()):
 
 def apply_unary(op, a, params=()):
     """``apply`` for a single input; the hot path for unary ops and views."""
+    if profiler is not None and profiler.enter(op, a, (a,)):
+        return profiler.exit(apply_unary(op, a, params))
     device = a._device
     backend = device._backend or device.backend
     if device.index is None:  # every backend's launch is the plain call then: skip a frame
@@ -119,6 +126,8 @@ def apply_binary(op, a, b, float_result=False):
     scalar never widens the tensor's dtype. With ``float_result`` integer
     results become the default float dtype (true division).
     """
+    if profiler is not None and profiler.enter(op, a, (a, b)):
+        return profiler.exit(apply_binary(op, a, b, float_result))
     device = a._device
     if isinstance(b, _tensor.Tensor):
         if b._device is not device:
