@@ -178,7 +178,10 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             if grads is None:
                 finish.skip(node)  # no gradient reached this node
                 continue
-            _run_node(node, grads, buffers, finish, capture)
+            if _dispatch.profiler is None:
+                _run_node(node, grads, buffers, finish, capture)
+            else:  # tensor.profiler times the node and links it to its forward op
+                _dispatch.profiler.run_node(_run_node, node, grads, buffers, finish, capture)
             if not retain_graph:
                 node.release()
         finish.remaining()
