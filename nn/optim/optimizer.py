@@ -19,6 +19,7 @@ from typing import Any
 import tensor
 from autograd.graph import RemovableHandle
 from tensor import Tensor, _backend
+from tensor.profiler import _recorder
 
 __all__ = ["Optimizer", "required", "ParamsT"]
 
@@ -57,7 +58,10 @@ def _hook_step(step: Callable) -> Callable:
                     raise RuntimeError(
                         f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
-        out = step(self, *args, **kwargs)
+        run = step
+        if _recorder.current is not None:  # tensor.profiler: the step as one event
+            run = _recorder.current.wrap(step, f"Optimizer.step#{type(self).__name__}.step", "optimizer")
+        out = run(self, *args, **kwargs)
         self._opt_called = True
         for hook in list(self._optimizer_step_post_hooks.values()):
             hook(self, args, kwargs)
