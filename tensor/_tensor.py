@@ -44,6 +44,8 @@ class Tensor:
     @property
     def shape(self) -> tuple:
         """The sizes of the dims, as a tuple."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self)
         return self._data.shape
 
     @property
@@ -129,6 +131,8 @@ class Tensor:
 
     def size(self, dim: int | None = None):
         """The shape, or the size of one dim."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self, None if dim is None or not self.ndim else dim % self.ndim)
         if dim is None:
             return self._data.shape
         return self._data.shape[ops.reduction.wrap_dim(dim, self.ndim)] if self.ndim else 1
@@ -139,6 +143,8 @@ class Tensor:
 
     def numel(self) -> int:
         """The number of elements."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self)
         return self._data.size
 
     def element_size(self) -> int:
@@ -377,6 +383,8 @@ class Tensor:
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self, 0)
         return self._data.shape[0]
 
     def __iter__(self):
@@ -496,13 +504,25 @@ class Tensor:
     all, any, sum_to_size = ops.all, ops.any, ops.sum_to_size
     matmul, mm, bmm, dot = ops.matmul, ops.mm, ops.bmm, ops.dot
     softmax, log_softmax = ops.softmax, ops.log_softmax
-    view, reshape, permute, transpose, movedim = ops.view, ops.reshape, ops.permute, ops.transpose, ops.movedim
+    view, reshape, permute, transpose = ops.view, ops.reshape, ops.permute, ops.transpose
     squeeze, unsqueeze, expand, flatten, contiguous = (
         ops.squeeze, ops.unsqueeze, ops.expand, ops.flatten, ops.contiguous)
     split, chunk, narrow, unbind = ops.split, ops.chunk, ops.narrow, ops.unbind
     gather, scatter, scatter_add, index_select, index_add = (
         ops.gather, ops.scatter, ops.scatter_add, ops.index_select, ops.index_add)
     index_put, masked_fill, clone = ops.index_put, ops.masked_fill, ops.clone
+    # issue 16: sorting, scans and layout ops
+    sort, argsort, msort, topk, kthvalue = ops.sort, ops.argsort, ops.msort, ops.topk, ops.kthvalue
+    median, nanmedian, mode = ops.median, ops.nanmedian, ops.mode
+    cumsum, cumprod, cummax, cummin, logcumsumexp = (
+        ops.cumsum, ops.cumprod, ops.cummax, ops.cummin, ops.logcumsumexp)
+    tril, triu, flip, fliplr, flipud, roll, rot90 = (
+        ops.tril, ops.triu, ops.flip, ops.fliplr, ops.flipud, ops.roll, ops.rot90)
+    repeat, tile, repeat_interleave, broadcast_to, unflatten, unfold = (
+        ops.repeat, ops.tile, ops.repeat_interleave, ops.broadcast_to, ops.unflatten, ops.unfold)
+    diag, diagonal, diag_embed, swapaxes, swapdims, moveaxis = (
+        ops.diag, ops.diagonal, ops.diag_embed, ops.swapaxes, ops.swapdims, ops.moveaxis)
+    movedim = ops.moveaxis
 
     def select(self, dim: int, index: int) -> Tensor:
         """The slice at ``index`` along ``dim``, without that dim; a view."""

@@ -4,11 +4,14 @@ from . import activation, pool, recurrent  # noqa: F401 - register their ops (us
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins
 from .indexing import *  # noqa: F401,F403
+from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401
+from .scan import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .window import *  # noqa: F401,F403
