@@ -30,6 +30,7 @@ __all__ = ["Tracer", "GraphBreakError", "tracing", "user_source"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = (_PACKAGE_DIR, os.path.dirname(np.__file__))
+_FRAMEWORK_DIRS = _LIBRARY_DIRS + tuple(os.path.join(os.path.dirname(_PACKAGE_DIR), p) for p in ("autograd", "nn"))
 
 
 class GraphBreakError(RuntimeError):
@@ -64,6 +65,7 @@ class Tracer:
         self._env = {}                     # id(array) -> (weakref, node id)
         self._born = {}                    # id(array) -> weakref: tensors created during the call
         self._grads = []                   # (leaf tensor, id(.grad) when first seen)
+        self.size_reads = set()            # (node id, dim or None): sizes user code read
         for index, t in enumerate(inputs):
             self._add_leaf("input", t, index)
             self._grads.append((t, id(t.grad)))
@@ -190,6 +192,15 @@ class Tracer:
         self.graph_break("read", node, what, "data-dependent Python code reads a tensor's value",
                          at=len(self.graph.nodes), value=value)
         return None
+
+    def on_size(self, t, dim=None) -> None:
+        """User code read ``t``'s sizes (``dim`` None: all of them); Note [Dynamic sizes]
+        specialises them. Reads from inside the library are not recorded."""
+        if sys._getframe(2).f_code.co_filename.startswith(_FRAMEWORK_DIRS):
+            return
+        node = self._lookup(t._data)
+        if node is not None:
+            self.size_reads.add((node, dim))
 
     def on_random(self) -> None:
         """Random numbers were drawn during the call."""
