@@ -363,6 +363,32 @@ def scatter_add(xp, target, index, values):
         target[...] = wide.astype(dtype)
 
 
+_SCATTER_UFUNC = {"amax": "maximum", "amin": "minimum", "prod": "multiply"}
+
+
+def scatter_reduce(xp, target, index, values, reduce: str) -> None:
+    """``target[index] = reduce(target[index], values)`` over repeated indices (in place);
+    ``reduce`` is "amax", "amin" or "prod".
+
+    CuPy has atomic max/min for 32/64-bit types only and no atomic multiply: the other
+    dtypes and "prod" run on the host and are copied back (Note [scatter_reduce on CUDA]).
+    """
+    ufunc = _SCATTER_UFUNC[reduce]
+    if xp is np:
+        getattr(np, ufunc).at(target, index, values)
+        return
+    import cupyx  # noqa: PLC0415 - only reached with the CuPy backend loaded
+
+    if reduce != "prod" and target.dtype in _ATOMIC_ADD and target.dtype != np.float16:
+        getattr(cupyx, f"scatter_{reduce[1:]}")(target, index, values)
+        return
+    # Note [scatter_reduce on CUDA]: correctness first; a segmented kernel would avoid the copy.
+    host = xp.asnumpy(target)
+    host_index = tuple(xp.asnumpy(i) if isinstance(i, xp.ndarray) else i for i in index)
+    getattr(np, ufunc).at(host, host_index, xp.asnumpy(values))
+    target[...] = xp.asarray(host)
+
+
 def check_index_bounds(xp, shape, index: tuple) -> None:
     """Check that no integer array in ``index`` points outside ``shape``.
 
