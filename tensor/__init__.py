@@ -32,6 +32,8 @@ from ._threads import get_num_threads, set_num_threads
 from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tensor.compile
 from . import onnx
 from . import accelerator, backends
+from . import profiler
+from ._memory_snapshot import memory_snapshot
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
