@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from . import _backend, _random
 from ._device import device as _make_device
+from .profiler import _live
 
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "Stream",
     "current_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "reset_peak_memory_stats", "empty_cache", "get_device_name", "manual_seed", "manual_seed_all",
+    "memory_summary",
 ]
 
 
@@ -162,3 +164,19 @@ def empty_cache() -> None:
     """Release cached, unused GPU memory to the driver."""
     if is_available():
         _backend.cuda_backend().free_cached()
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """A printable summary of ``device``'s memory (as ``torch.cuda.memory_summary``)."""
+    index = _index(device) if is_available() else 0
+    lines = [
+        f"distrib CUDA memory summary, device {index}",
+        f"  allocated: {memory_allocated(index)} bytes",
+        f"  peak:      {max_memory_allocated(index)} bytes",
+        f"  reserved:  {memory_reserved(index)} bytes",
+    ]
+    if not abbreviated:  # the largest tensors recorded by tensor._memory_snapshot._record_memory_history
+        blocks = [b for b in _live.live.blocks.values() if b["device"].startswith("cuda")]
+        for block in sorted(blocks, key=lambda b: b["size"], reverse=True)[:10]:
+            lines.append(f"  {block['size']:>12} bytes  {block['dtype']} {block['shape']}")
+    return "\n".join(lines)
