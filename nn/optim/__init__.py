@@ -1,4 +1,5 @@
-"""``nn.optim``: the optimizers SGD, Adam, AdamW, RMSprop and Adagrad, and (in ``lr_scheduler``)
+"""``nn.optim``: the optimizers SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Adadelta, NAdam, RAdam,
+ASGD, Rprop, LBFGS and SparseAdam, and (in ``lr_scheduler``)
 learning-rate schedulers, with ``torch.optim``'s names and arguments.
 
     >>> opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -6,10 +7,19 @@ learning-rate schedulers, with ``torch.optim``'s names and arguments.
 """
 
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Adadelta", "NAdam",
+           "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "lr_scheduler"]

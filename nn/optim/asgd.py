@@ -1,0 +1,83 @@
+"""``ASGD``: averaged stochastic gradient descent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensor
+
+from ._checks import check_nonnegative
+from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, new_step
+
+__all__ = ["ASGD"]
+
+
+def _scalar(value: float) -> tensor.Tensor:
+    return tensor.tensor(value, dtype=tensor.float32, device="cpu")
+
+
+class ASGD(Optimizer):
+    """ASGD, step for step as ``torch.optim.ASGD``.
+
+    State per parameter: ``step``, ``eta`` (the decayed learning rate), ``mu`` (the averaging
+    weight, 1 until step ``t0``) — float32 scalars as in PyTorch — and ``ax``, the running
+    average of the parameter.
+
+    Raises:
+        ValueError: "Invalid learning rate/weight_decay value: ..." for negative options.
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        lambd: float = 1e-4,
+        alpha: float = 0.75,
+        t0: float = 1e6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        maximize: bool = False,
+    ) -> None:
+        check_nonnegative(lr=lr, weight_decay=weight_decay)
+        defaults = {
+            "lr": lr,
+            "lambd": lambd,
+            "alpha": alpha,
+            "t0": t0,
+            "weight_decay": weight_decay,
+            "foreach": foreach,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0 = float(group["lr"]), float(group["lambd"]), float(group["alpha"]), group["t0"]
+            for p, grad in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = new_step()
+                    state["eta"] = _scalar(lr)
+                    state["mu"] = _scalar(1.0)
+                    state["ax"] = tensor.zeros_like(p)
+                step = increment_step(state["step"])
+                xp, data = p._device.backend.xp, p._data
+                g, _ = effective_grad(xp, data, grad._data, float(group["weight_decay"]), group["maximize"])
+                eta, mu, ax = float(state["eta"]), float(state["mu"]), state["ax"]._data
+                xp.multiply(data, 1 - lambd * eta, out=data)
+                scratch = xp.empty_like(data)
+                xp.multiply(g, -eta, out=scratch)
+                xp.add(data, scratch, out=data)
+                if mu != 1:
+                    xp.subtract(data, ax, out=scratch)
+                    xp.multiply(scratch, mu, out=scratch)
+                    xp.add(ax, scratch, out=ax)
+                else:
+                    ax[...] = data
+                state["eta"] = _scalar(lr / ((1 + lambd * lr * step) ** alpha))
+                state["mu"] = _scalar(1 / max(1, step - t0))
+                p._version_box[0] += 1
+        return loss

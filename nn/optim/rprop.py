@@ -1,0 +1,77 @@
+"""``Rprop``: resilient backpropagation, steps from the signs of the gradients only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensor
+
+from ._checks import check_nonnegative
+from .optimizer import Optimizer, ParamsT, increment_step, new_step
+
+__all__ = ["Rprop"]
+
+
+class Rprop(Optimizer):
+    """Rprop, step for step as ``torch.optim.Rprop``: each coordinate's step size grows by
+    ``etaplus`` while its gradient keeps its sign and shrinks by ``etaminus`` (skipping that
+    update) when the sign flips, clamped to ``step_sizes``.
+
+    State per parameter: ``step``, ``prev`` (the last gradient used) and ``step_size``.
+
+    Raises:
+        ValueError: "Invalid learning rate: ..." or "Invalid eta values: ..." unless
+            ``0 < etaminus < 1 < etaplus``.
+    """
+
+    def __init__(
+        self,
+        params: ParamsT,
+        lr: float = 1e-2,
+        etas: tuple[float, float] = (0.5, 1.2),
+        step_sizes: tuple[float, float] = (1e-6, 50),
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+    ) -> None:
+        check_nonnegative(lr=lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = {
+            "lr": lr,
+            "etas": tuple(etas),
+            "step_sizes": tuple(step_sizes),
+            "foreach": foreach,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = (float(e) for e in group["etas"])
+            size_min, size_max = (float(s) for s in group["step_sizes"])
+            for p, grad in self._params_with_grad(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = new_step()
+                    state["prev"] = tensor.zeros_like(p)
+                    state["step_size"] = tensor.full_like(p, float(group["lr"]))
+                increment_step(state["step"])
+                xp, data = p._device.backend.xp, p._data
+                g = grad._data.copy()
+                if group["maximize"]:
+                    xp.negative(g, out=g)
+                prev, step_size = state["prev"]._data, state["step_size"]._data
+                agreement = xp.sign(g * prev)
+                flipped = agreement < 0
+                factor = xp.where(agreement > 0, etaplus, xp.where(flipped, etaminus, 1.0)).astype(data.dtype)
+                xp.multiply(step_size, factor, out=step_size)
+                xp.clip(step_size, size_min, size_max, out=step_size)
+                g[flipped] = 0
+                xp.subtract(data, xp.sign(g) * step_size, out=data)
+                prev[...] = g
+                p._version_box[0] += 1
+        return loss
