@@ -10,6 +10,7 @@ from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401
 from .scan import *  # noqa: F401,F403
+from .selection import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
