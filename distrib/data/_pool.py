@@ -29,6 +29,7 @@ import numpy as np
 
 import tensor
 from tensor import _dispatch
+from tensor.profiler import _recorder
 
 from . import _channel, _worker
 
@@ -178,7 +179,10 @@ class Pool:
             return out
 
     def _decode(self, w: int, message: bytes, fds: list):
-        task_id, kind = _worker.HEADER.unpack_from(message)
+        task_id, kind, start, end = _worker.HEADER.unpack_from(message)
+        if _recorder.current is not None:  # tensor.profiler: the worker's fetch, on its own row
+            _recorder.current.add_wall(f"DataLoader worker fetch #{task_id}", "dataloader", start, end,
+                                       {"worker_id": w, "task": task_id}, f"DataLoader worker {w}")
         body = memoryview(message)[_worker.HEADER.size:]
         if kind == _worker.BATCH:
             buf_id, new_capacity, struct = pickle.loads(body)

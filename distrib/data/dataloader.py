@@ -26,6 +26,8 @@ import os
 import warnings
 import weakref
 
+from tensor.profiler import _recorder
+
 from . import _pool, _worker
 from ._pin_memory import pin_memory, pinning_available
 from .collate import default_collate, default_convert
@@ -285,7 +287,11 @@ class _BaseDataLoaderIter:
         self._num_yielded = 0
 
     def __next__(self):
-        data = self._next_data()
+        if _recorder.current is None:
+            data = self._next_data()
+        else:  # tensor.profiler: the main side of the fetch as one event
+            data = _recorder.current.wrap(self._next_data, f"enumerate(DataLoader)#{type(self).__name__}.__next__",
+                                          "dataloader")()
         self._num_yielded += 1
         if self._is_iterable:
             loader = self._loader_ref()
