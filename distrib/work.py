@@ -8,11 +8,25 @@ with the caller's computation. ``wait(timeout)`` blocks, re-raising the op's err
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
+
+from tensor.profiler import _recorder
 
 from .errors import DistBackendError
 
-__all__ = ["Work", "Future"]
+__all__ = ["Work", "Future", "communication_wait_seconds"]
+
+
+_now = time.perf_counter_ns
+_waited_ns = [0]  # time blocked in Work.wait / Future.wait in this process
+
+
+def communication_wait_seconds() -> float:
+    """Seconds this process has spent blocked in ``Work.wait``/``Future.wait`` so far: the
+    difference over a training step is the step's time waiting for communication (e.g. DDP's
+    gradient buckets)."""
+    return _waited_ns[0] / 1e9
 
 
 def _seconds(timeout) -> float | None:
@@ -68,10 +82,20 @@ class Future:
 
     def _await(self, seconds) -> bool:
         """Wait up to ``seconds`` (None: forever) for completion, first running the op's queue
-        in this thread where that is allowed (Note [Helping wait]); whether it completed."""
-        if self._help is not None and not self._event.is_set():
-            self._help(self._event)
-        return self._event.wait(seconds)
+        in this thread where that is allowed (Note [Helping wait]); whether it completed.
+        The time is added to ``communication_wait_seconds`` (and is a profiler event)."""
+        if self._event.is_set():
+            return True
+        start = _now()
+        try:
+            if self._help is not None:
+                self._help(self._event)
+            return self._event.wait(seconds)
+        finally:
+            end = _now()
+            _waited_ns[0] += end - start
+            if _recorder.current is not None:
+                _recorder.current.add("wait", "collective_wait", start, end)
 
     def value(self):
         """The value of a completed future (raises the op's error)."""
