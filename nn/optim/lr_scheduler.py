@@ -15,14 +15,18 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._lr_base import LRScheduler, _format_param
+from ._lr_extra import ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR, ReduceLROnPlateau
 from .optimizer import Optimizer
 
 __all__ = [
     "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
-    "SequentialLR", "CosineAnnealingLR", "OneCycleLR",
+    "SequentialLR", "CosineAnnealingLR", "OneCycleLR", "MultiplicativeLR", "PolynomialLR",
+    "CosineAnnealingWarmRestarts", "CyclicLR", "ReduceLROnPlateau", "ChainedScheduler",
 ]
 
 LRScheduler.__module__ = __name__  # defined in _lr_base; public (and pickled) from here
+for _cls in (ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR, ReduceLROnPlateau):
+    _cls.__module__ = __name__
 
 
 class LambdaLR(LRScheduler):
@@ -63,6 +67,22 @@ class LambdaLR(LRScheduler):
         """``base_lr * lmbda(last_epoch)`` per group."""
         self._warn_outside_step()
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(LambdaLR):
+    """``lr *= lr_lambda(epoch)`` on each step after the first; one function, or one per group.
+
+    Raises:
+        ValueError: if a list of functions does not have one per group.
+    """
+
+    def get_lr(self) -> list[float]:
+        """The current lrs, each times its ``lmbda(last_epoch)``."""
+        self._warn_outside_step()
+        if self._is_initial:
+            return self._current()
+        return [group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
