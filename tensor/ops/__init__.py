@@ -1,8 +1,9 @@
 """The op library: primitives with their derivatives (see ``registry``) and compositions."""
 
-from . import activation, pool, recurrent  # noqa: F401 - register their ops (used through nn)
+from . import activation, pool, recurrent, recurrent_layers  # noqa: F401 - register their ops (used through nn)
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins
+from .gamma import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
