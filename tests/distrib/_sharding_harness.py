@@ -1,0 +1,39 @@
+"""Run the cases of ``_sharding_scenarios`` with one name prefix in one process group per
+configuration (zmq through env:// rendezvous, or ``mpiexec``), and read each case's results."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.distrib._harness import TRANSPORTS, rank_results
+from tests.distrib._mpi_harness import mpi_rank_results, skip_reason
+
+CONFIGS = [("zmq-shm", 2), ("zmq-shm", 3), ("mpi", 2)]
+CONFIG_IDS = [f"{c}-{n}" for c, n in CONFIGS]
+TIGHT = 1e-12  # float64, summed in a different order
+
+
+def run_config(prefix: str, config: str, size: int) -> list[dict]:
+    """Every rank's ``{case: result}`` for the cases named ``prefix*`` (skips mpi where it is missing)."""
+    env = {"DISTRIB_TIMEOUT": "30", "SHARDING_CASES": prefix}
+    if config != "mpi":
+        return rank_results("sharding", size, env={**env, **TRANSPORTS[config]}, timeout=120)
+    if reason := skip_reason():
+        pytest.skip(reason)
+    return mpi_rank_results("sharding", size, args=("mpi",), env=env, timeout=120)
+
+
+def case_results(per_rank: list[dict], name: str) -> list[dict]:
+    """Every rank's result of case ``name`` (failing with the rank's traceback if it raised)."""
+    results = []
+    for rank, cases in enumerate(per_rank):
+        entry = cases.get(name)
+        assert entry is not None, f"rank {rank} did not reach {name} (an earlier case failed: {cases})"
+        assert "error" not in entry, f"rank {rank}:\n{entry['error']}"
+        results.append(entry)
+    return results
+
+
+def assert_same_on_every_rank(results: list[dict], key: str) -> None:
+    for rank, r in enumerate(results[1:], start=1):
+        assert r[key] == results[0][key], f"{key} differs between rank 0 and rank {rank}"
