@@ -13,4 +13,5 @@ from .normalization import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+from .sync_batchnorm import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
