@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _creation, _device, _dispatch, _tensor
-from . import graph_cache, guards
+from . import graph_cache, guards, symbolic
 from .capture import Tracer, tracing
 from .config import config
 from .entry import EAGER, Entry, Path
@@ -36,9 +36,12 @@ class CompiledFunction:
         self.backend = "eager" if backend == "eager" else "default"
         self.options = dict(options or {})
         self.cache: dict = {}
-        self.sizeless_seen: set = set()    # guard keys without sizes, for Note [Dynamic sizes]
-        self.size_captures = 0             # captures that differed from an earlier one only in sizes
+        self.sizeless_seen: set = set()  # guard keys without sizes, for Note [Dynamic sizes]
+        self.size_captures = 0  # captures that differed from an earlier one only in sizes
         self.captures = 0
+        self.last_capture: dict = {}  # guard key without sizes -> (graph, shapes, size reads)
+        self.dynamic_graphs: dict = {}  # guard key without sizes -> symbolic.DynamicGraph
+        self.dynamic_replays = 0  # calls served by a DynamicGraph without capturing
         self.eager_reason = None
         functools.update_wrapper(self, fn)
 
@@ -52,7 +55,10 @@ class CompiledFunction:
         spec = guards.flatten((args, kwargs), leaves)
         numpy_program = any(isinstance(x, np.ndarray) for x in leaves)
         tensors = [host_to_tensor(x) if isinstance(x, np.ndarray) else x for x in leaves]
-        key, size_only = self._key(spec, leaves)
+        key, sizeless, size_only, marked = self._key(spec, leaves)
+        result = self._replay_dynamic(sizeless, tensors) if self.dynamic_graphs else None
+        if result is not None:
+            return _to_numpy(result) if numpy_program else result
         entry = self.cache.get(key)
         if entry is not None:
             entry.prune()
@@ -67,7 +73,7 @@ class CompiledFunction:
                 result = entry.run(tensors)
                 if result is not None and result is not EAGER:
                     return _to_numpy(result) if numpy_program else result
-        return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs), size_only)
+        return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs), (sizeless, size_only, marked))
 
     def _load_from_disk(self, key, entry) -> bool:
         disk_key = graph_cache.cache_key(self.fn, key) if self.backend != "eager" else None
@@ -79,27 +85,61 @@ class CompiledFunction:
 
     # ------------------------------------------------------------ guards
     def _key(self, spec, leaves):
-        """The guard key, and whether only sizes differ from a key already captured.
+        """The guard key, the key without sizes, and whether only sizes differ from a key
+        already captured.
 
-        Note [Dynamic sizes]: kernels take their loop extents as arguments (``emitter.py``),
-        so a capture for a new size reuses every compiled kernel. With ``dynamic`` True or
-        None (PyTorch's default, automatic), such a size-only capture does not count toward
-        ``cache_size_limit``; with ``dynamic=False`` it does. Replaying one graph at several
-        sizes without a capture (symbolic sizes) is not implemented.
+        Kernels take their loop extents as arguments (``emitter.py``), so a capture for a new
+        size reuses every compiled kernel. With ``dynamic`` True or None (PyTorch's default,
+        automatic), such a size-only capture does not count toward ``cache_size_limit``, and
+        it is compared with the earlier one to learn how the graph depends on sizes, so that
+        later sizes replay it without capturing (Note [Dynamic sizes] in ``symbolic.py``).
+        With ``dynamic=False`` neither happens, except for dims marked by ``mark_dynamic``.
         """
         values = guards.captured_values(self.fn)
         key = guards.guard_key(spec, leaves, values, {})
         sizeless = guards.guard_key(spec, leaves, values, {i: range(x.ndim) for i, x in enumerate(leaves)})
         seen = sizeless in self.sizeless_seen
         self.sizeless_seen.add(sizeless)
-        return key, seen and self.dynamic is not False
+        marked = guards.marked_dims(leaves)
+        return key, sizeless, seen and (self.dynamic is not False or bool(marked)), marked
+
+    def _replay_dynamic(self, sizeless, tensors):
+        """The result of the generalised graph for this call's sizes, or None (Note [Dynamic sizes])."""
+        dynamic = self.dynamic_graphs.get(sizeless)
+        values = dynamic.bind(tensors) if dynamic is not None else None
+        if values is None:
+            return None
+        entry = dynamic.entry(values)
+        entry.prune()
+        result = entry.run(tensors)
+        if result is None or result is EAGER:
+            del self.dynamic_graphs[sizeless]  # an outside tensor changed: capture again
+            return None
+        self.dynamic_replays += 1
+        return result
+
+    def _learn_sizes(self, sizeless, marked, tensors, tracer) -> None:
+        """Compare this capture with the last one under the same guards without sizes."""
+        if tracer.unreplayable is not None:
+            return
+        current = (tracer.graph, [tuple(t._data.shape) for t in tensors], frozenset(tracer.size_reads))
+        previous = self.last_capture.get(sizeless)
+        self.last_capture[sizeless] = current
+        if previous is None or (self.dynamic is False and not marked):
+            return
+        dynamic = symbolic.generalise(previous, current, marked if self.dynamic is False else None)
+        if dynamic is not None:
+            dynamic.path_args = (self.backend, self.options, tracer.consts)
+            self.dynamic_graphs[sizeless] = dynamic
 
     # ------------------------------------------------------------ capture
-    def _capture(self, key, spec, tensors, entry, numpy_program, original, size_only=False):
+    def _capture(self, key, spec, tensors, entry, numpy_program, original, sizes=(None, False, ())):
+        sizeless, size_only, marked = sizes
         limit = self.options.get("cache_size_limit", config.cache_size_limit)
         if self.captures - self.size_captures >= limit and not size_only:
-            self._give_up(f"the recompile limit cache_size_limit={limit} was reached "
-                          f"(last change: {_describe_key(key)})")
+            self._give_up(
+                f"the recompile limit cache_size_limit={limit} was reached (last change: {_describe_key(key)})"
+            )
             return self.fn(*original[0], **original[1])
         self.captures += 1
         self.size_captures += size_only
@@ -109,6 +149,8 @@ class CompiledFunction:
             result = _unwrap_traced(self.fn(*args, **kwargs))
             tracer.finish(result, _tensor.Tensor)
         entry.paths.append(Path(tracer.graph, tracer.unreplayable, self.backend, self.options, tracer.consts))
+        if sizeless is not None:
+            self._learn_sizes(sizeless, marked, tensors, tracer)
         if tracer.unreplayable is None and not tracer.graph.breaks and self.backend != "eager":
             disk_key = graph_cache.cache_key(self.fn, key)
             if disk_key:
@@ -117,8 +159,11 @@ class CompiledFunction:
 
     def _give_up(self, reason: str) -> None:
         self.eager_reason = reason
-        warnings.warn(f"tensor.compile: {getattr(self.fn, '__qualname__', self.fn)} runs eagerly from now on: "
-                      f"{reason}", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"tensor.compile: {getattr(self.fn, '__qualname__', self.fn)} runs eagerly from now on: {reason}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _describe_key(key) -> str:
@@ -172,8 +217,15 @@ def _to_numpy(value):
     return value
 
 
-def compile(fn=None, *, fullgraph: bool = False, dynamic: bool | None = None, backend: str = "default",
-            mode: str | None = None, options: dict | None = None):
+def compile(
+    fn=None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: str = "default",
+    mode: str | None = None,
+    options: dict | None = None,
+):
     """Compile ``fn``: capture its ops into a graph, fuse them, and replay it on later calls.
 
     Usable as ``tensor.compile(fn)``, ``@tensor.compile`` or ``@tensor.compile(fullgraph=True)``.

@@ -18,22 +18,32 @@ __all__ = ["explain", "ExplainOutput"]
 class ExplainOutput:
     """What one capture of a function found (PyTorch's ``ExplainOutput`` fields)."""
 
-    graphs: list = field(default_factory=list)          # the printed graph of each segment
+    graphs: list = field(default_factory=list)  # the printed graph of each segment
     graph_count: int = 0
     graph_break_count: int = 0
-    break_reasons: list = field(default_factory=list)   # "reason (what) at file:line"
+    break_reasons: list = field(default_factory=list)  # "reason (what) at file:line"
     op_count: int = 0
-    eager_reason: str | None = None                     # why the function cannot be replayed
-    graph: object = field(default=None, repr=False)     # the captured Graph itself
+    eager_reason: str | None = None  # why the function cannot be replayed
+    dynamic_sizes: list = field(default_factory=list)  # a compiled function's size-generic graphs
+    captures: int = 0  # a compiled function's captures so far
+    graph: object = field(default=None, repr=False)  # the captured Graph itself
 
     def __str__(self) -> str:
-        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
-                 f"Op Count: {self.op_count}"]
+        lines = [
+            f"Graph Count: {self.graph_count}",
+            f"Graph Break Count: {self.graph_break_count}",
+            f"Op Count: {self.op_count}",
+        ]
         if self.break_reasons:
             lines.append("Break Reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
         if self.eager_reason:
             lines.append(f"Runs eagerly: {self.eager_reason}")
+        if self.captures:
+            lines.append(f"Captures so far: {self.captures}")
+        if self.dynamic_sizes:
+            lines.append("Dynamic sizes (Note [Dynamic sizes]):")
+            lines += [f"  {d}" for d in self.dynamic_sizes]
         lines.append("Graphs:")
         lines.append(str(self.graph))
         return "\n".join(lines)
@@ -41,7 +51,9 @@ class ExplainOutput:
 
 def explain(fn):
     """``explain(fn)(*args, **kwargs)`` captures ``fn`` once on those arguments and returns an
-    ``ExplainOutput`` (printable) listing the graphs, the graph breaks and their reasons.
+    ``ExplainOutput`` (printable) listing the graphs, the graph breaks and their reasons. For a
+    compiled function it also reports its captures so far and the graphs it replays at any
+    size (with their symbolic input shapes).
 
     Raises:
         whatever ``fn`` raises on those arguments.
@@ -58,7 +70,11 @@ def explain(fn):
         with tracing(tracer):
             result = _unwrap_traced(target(*call_args, **call_kwargs))
             tracer.finish(result, _tensor.Tensor)
-        return _report(tracer)
+        report = _report(tracer)
+        report.captures = getattr(fn, "captures", 0)
+        report.dynamic_sizes = [d.describe() for d in getattr(fn, "dynamic_graphs", {}).values()]
+        return report
+
     return run
 
 

@@ -10,11 +10,23 @@ reads from its globals and closure (numbers, strings, bools, None); the
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .. import _autograd_hooks, _device, _dtype, _tensor
 
-__all__ = ["flatten", "unflatten", "guard_key", "const_metas", "captured_values", "TensorSlot"]
+__all__ = [
+    "flatten",
+    "unflatten",
+    "guard_key",
+    "const_metas",
+    "captured_values",
+    "TensorSlot",
+    "mark_dynamic",
+    "marked_dynamic",
+    "marked_dims",
+]
 
 _SIMPLE = (int, float, bool, str, type(None), complex)
 
@@ -122,3 +134,42 @@ def captured_values(fn) -> tuple:
 
 
 _MISSING = object()
+
+
+_MARKED: dict = {}  # id(tensor or ndarray) -> (weak reference, set of dims)
+
+
+def mark_dynamic(t, index) -> None:
+    """Mark dim ``index`` (an int or a list of ints) of ``t`` as dynamic, as
+    ``torch._dynamo.mark_dynamic``: a compiled function then generalises that dim over sizes
+    even with ``dynamic=False`` (Note [Dynamic sizes] in ``symbolic.py``).
+
+    Raises:
+        TypeError: if ``t`` is neither a Tensor nor an ndarray.
+        IndexError: for a dim out of range for ``t``.
+    """
+    if not isinstance(t, (_tensor.Tensor, np.ndarray)):
+        raise TypeError(f"mark_dynamic: expected a Tensor or ndarray, got {type(t).__name__}")
+    ndim = len(t.shape)
+    dims = set()
+    for d in [index] if isinstance(index, int) else list(index):
+        if not -ndim <= d < ndim:
+            raise IndexError(f"mark_dynamic: dim {d} is out of range for a tensor of {ndim} dims")
+        dims.add(d % ndim)
+    entry = _MARKED.get(id(t))
+    if entry is not None and entry[0]() is t:
+        entry[1].update(dims)
+        return
+    key = id(t)
+    _MARKED[key] = (weakref.ref(t, lambda _, key=key: _MARKED.pop(key, None)), dims)
+
+
+def marked_dynamic(t) -> set:
+    """The dims of ``t`` marked by ``mark_dynamic`` (empty when none)."""
+    entry = _MARKED.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else set()
+
+
+def marked_dims(leaves) -> set:
+    """``(leaf index, dim)`` for every marked dim of the flattened arguments."""
+    return {(i, d) for i, t in enumerate(leaves) for d in marked_dynamic(t)}

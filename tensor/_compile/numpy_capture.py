@@ -82,13 +82,21 @@ class TracedArray(np.lib.mixins.NDArrayOperatorsMixin):
         self._tensor_ = t
 
     # ------------------------------------------------------------ attributes
-    shape = property(lambda self: tuple(self._tensor_._data.shape), doc="As ndarray.shape.")
+    @property
+    def shape(self) -> tuple:
+        """As ndarray.shape (a size read: Note [Dynamic sizes] in ``symbolic.py``)."""
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self._tensor_)
+        return tuple(self._tensor_._data.shape)
+
     dtype = property(lambda self: self._tensor_._data.dtype, doc="As ndarray.dtype.")
     ndim = property(lambda self: self._tensor_._data.ndim, doc="As ndarray.ndim.")
     size = property(lambda self: self._tensor_._data.size, doc="As ndarray.size.")
     T = property(lambda self: TracedArray(self._tensor_.permute(*reversed(range(self.ndim)))), doc="As ndarray.T.")
 
     def __len__(self) -> int:
+        if _dispatch.tracer is not None and self.ndim:
+            _dispatch.tracer.on_size(self._tensor_, 0)
         return len(self._tensor_)
 
     def __repr__(self) -> str:
