@@ -6,7 +6,7 @@ learning-rate schedulers, with ``torch.optim``'s names and arguments.
     >>> opt.zero_grad(); loss.backward(); opt.step()
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -22,4 +22,4 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Adadelta", "NAdam",
-           "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "lr_scheduler"]
+           "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "lr_scheduler", "swa_utils"]
