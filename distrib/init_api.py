@@ -6,6 +6,7 @@ import atexit
 import os
 from datetime import timedelta
 
+from . import _timeline
 from . import process_group as _pg
 from .errors import ProcessGroupStateError
 from .process_group import GroupMember, ProcessGroup, world
@@ -83,6 +84,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             owned.close()
         world.clear()
         raise
+    _timeline.start_if_requested(store, rank, world_size)  # DISTRIB_TIMELINE: profile this rank
 
 
 def destroy_process_group(group=None) -> None:
