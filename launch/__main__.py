@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from . import procs
+from . import _timeline, procs
 from .agent import Job, Signals, run_single
 from .cli import parse_args
 from .output import Console
@@ -35,6 +35,10 @@ def run(args, console: Console | None = None) -> int:
     finally:
         job.watchdog.close()
         job.cleanup()
+        if job.timeline is not None:
+            ranks = _timeline.merge_ranks(job.timeline)
+            console.notice(f"timeline of ranks {ranks} written to {job.timeline}" if ranks
+                           else f"no rank wrote a timeline part for {job.timeline}")
 
 
 def main(argv=None) -> int:

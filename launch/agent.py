@@ -232,6 +232,10 @@ class Job:
             console.notice(f"setting OMP_NUM_THREADS=1 for each of the {args.nproc} workers to avoid "
                            "oversubscribing the CPU; set it yourself to tune")
         self.env_base.setdefault("PYTHONUNBUFFERED", "1")  # prefixed lines show up as they are printed
+        # --timeline: each worker profiles itself and writes its part; run() merges them
+        self.timeline = os.path.abspath(args.timeline) if args.timeline else None
+        if self.timeline is not None:
+            self.env_base["DISTRIB_TIMELINE"] = self.timeline
         self.watchdog: procs.Watchdog | None = None
 
     def attempt_dir(self, run_id: str, restart_count: int) -> str:

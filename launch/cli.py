@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                "intervals is lost, which ends the round (default 5)")
     _flag(parser, "--rdzv-id", "--run-id", dest="run_id", default=None,
           help="the job's run id (DISTRIB_RUN_ID); default: random, agreed on by all nodes")
+    _flag(parser, "--timeline", default=os.environ.get("DISTRIB_TIMELINE") or None,
+          help="profile every worker and merge their traces into this Chrome trace file, one row per rank "
+               "(default: $DISTRIB_TIMELINE); open it in ui.perfetto.dev or chrome://tracing")
     _flag(parser, "--module", "-m", action="store_true", help="run the script as a module, like python -m")
     _flag(parser, "--no-python", action="store_true", help="run the script as an executable, not with python")
     _flag(parser, "--run-path", action="store_true",
