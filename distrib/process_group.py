@@ -42,8 +42,8 @@ class Executor:
     DDP waits for its last gradient bucket right after launching it; running it in the
     waiting thread saves two thread hand-offs per step, each a scheduler wake-up that costs
     tens of microseconds on a loaded or virtualised machine, and the GIL ping-pong between
-    the two threads. Backends whose ops must stay on the worker thread (NCCL, which orders
-    its ops on that thread's stream) opt out with ``help_in_wait = False``.
+    the two threads. Backends whose ops must stay on the worker thread opt out with
+    ``help_in_wait = False``; a ``stream_ordered`` one (NCCL) has no worker thread at all.
     """
 
     def __init__(self, name: str) -> None:
@@ -212,6 +212,13 @@ class ProcessGroup:
             fn(backend)
             backend.end_op()
 
+        if backend.stream_ordered:  # it only enqueues: run here, in order (Note [NCCL streams])
+            work = backend.stream_work(name, seq, result)
+            self._executor.run(lambda: backend.enqueue(job, work))
+            if async_op:
+                return work
+            work.wait()  # orders the caller's stream after the op; the host does not wait
+            return None
         if not async_op:
             self._executor.run(job)
             return None
@@ -236,6 +243,9 @@ class ProcessGroup:
         (a bound backend primitive) as the group's next op, in the caller's thread. The hot
         path of ``all_reduce``: after a large message the interpreter's working set is out of
         the CPU caches, so every Python frame costs microseconds there."""
+        if backend.stream_ordered:
+            self.run(name, lambda b: fn(*args), async_op=False, backend=backend)
+            return
         seq = self.next_seq()
         if _recorder.current is not None:  # tensor.profiler: the transfer as one event
             fn = timed_transfer(fn, self, name, seq, args)

@@ -148,6 +148,10 @@ class Backend:
     device_types: tuple[str, ...] = ("cpu",)
     # Whether a thread waiting for an async op may run it (Note [Helping wait] in process_group.py).
     help_in_wait = True
+    # True for a backend whose ops only enqueue work on a device stream (nccl): ProcessGroup runs
+    # every op in the caller's thread through ``enqueue(job, work)``, with the ``Work`` that
+    # ``stream_work(name, seq, result)`` made (Note [NCCL streams] in nccl_backend.py).
+    stream_ordered = False
     hot_all_reduce: HotAllReduce | None = None  # Note [Hot all_reduce]
 
     @classmethod
@@ -248,11 +252,13 @@ class Backend:
                          "every peer is in this op, yet it did not complete")
         return f"timed out after {self.timeout:g} s ({'; '.join(notes)})", missing
 
-    def op_error(self, reason: str, missing=()) -> DistBackendError:
-        """A DistBackendError naming the current op, its sequence number and the missing ranks."""
+    def op_error(self, reason: str, missing=(), op: tuple[str, int] | None = None) -> DistBackendError:
+        """A DistBackendError naming the op (``(name, seq)``; the current one by default), its
+        sequence number and the missing ranks."""
         who = f"; missing rank(s): {sorted(missing)}" if missing else ""
+        name, seq = op or (self.op_name, self.op_seq)
         return DistBackendError(
-            f"[{self.name} backend, rank {self.rank}/{self.size}] {self.op_name} (op seq {self.op_seq}) "
+            f"[{self.name} backend, rank {self.rank}/{self.size}] {name} (op seq {seq}) "
             f"failed: {reason}{who}"
         )
 

@@ -6,12 +6,6 @@ Note [NCCL backend]
       Rank 0 makes the unique id and publishes it through the group's store; every rank
       first checks in through the store (with the timeout), so a missing rank is an error
       instead of a hang inside ``ncclCommInitRank``.
-    * Ops are enqueued on the current stream of the calling thread (for async ops, the
-      group's worker thread: CuPy's default stream, which orders after the caller's work
-      on blocking streams). The backend then waits for an event recorded after the op,
-      polling it against the op's deadline and NCCL's asynchronous error state. On timeout
-      it aborts the communicator (it cannot be used afterwards) and names the ranks that
-      did not report, through the store, that they are waiting in the same op.
     * Reductions: SUM, PRODUCT, MIN, MAX; AVG is SUM then a division. NCCL has no bitwise
       reductions: BAND/BOR/BXOR raise ValueError naming the op. bool is reduced as uint8
       (SUM = any = MAX, PRODUCT = all = MIN). Data-movement ops move bytes (any dtype).
@@ -20,6 +14,28 @@ Note [NCCL backend]
       group when one of their Works is waited on (or the next collective starts), so the
       sends and receives of ``batch_isend_irecv`` cannot deadlock. NCCL has no wildcard
       receive: ``recv`` needs ``src``.
+
+Note [NCCL streams]
+    As PyTorch's ProcessGroupNCCL does, an op never makes the host wait for the GPU:
+    * Each group has its own non-blocking stream on its device, so communication overlaps
+      the computation on the caller's stream (DDP's buckets are reduced while backward
+      runs). ``ProcessGroup`` runs every op in the caller's thread (``stream_ordered``): it
+      only enqueues. ``enqueue`` records an event on the caller's current stream, makes the
+      group's stream wait for it (the hand-off: the op reads what the caller wrote), then
+      runs the op and its post-processing (AVG's division, copies out of a staging buffer)
+      with the group's stream current, and records the op's end event there.
+    * ``Work.wait()`` makes the caller's current stream wait for the end event (the hand-off
+      back): no host synchronisation. A synchronous op is an async op plus ``wait()``.
+      ``Work.wait(timeout)``, ``barrier`` and object collectives (which read their sizes on
+      the host) do wait on the host, by the op's deadline.
+    * A watchdog thread watches the ops in flight: an op past its deadline, or NCCL's
+      asynchronous error (a peer left), aborts the communicator and fails the op's Work with
+      a DistBackendError naming the op (after a timeout, through the store, the ranks that
+      were not waiting in it). Later ops and waits raise it; a host wait raises it at once.
+      (PyTorch's watchdog takes the process down instead; here the next call into the
+      group reports it.)
+    * Isend/irecv record the hand-off event when they are called, and wait for it when
+      their group is launched.
 """
 
 from __future__ import annotations
@@ -34,7 +50,8 @@ from tensor import _nccl
 
 from .. import reduce_op
 from ..errors import DistBackendError, DistError
-from ..work import Work, _seconds
+from ..work import Work
+from ._nccl_work import Launch, StreamWork, Watchdog, poll
 from .base import Backend, as_bytes
 
 __all__ = ["NcclBackend", "nccl_reduction"]
@@ -67,11 +84,11 @@ def nccl_reduction(op, dtype) -> tuple[np.dtype, int, int]:
 
 
 class NcclBackend(Backend):
-    """Collectives on CUDA tensors through NCCL. See Note [NCCL backend] above."""
+    """Collectives on CUDA tensors through NCCL. See Notes [NCCL backend] and [NCCL streams] above."""
 
     name = "nccl"
     device_types = ("cuda",)
-    help_in_wait = False  # ops are ordered on the worker thread's CUDA stream
+    stream_ordered = True
 
     @classmethod
     def library_available(cls) -> bool:
@@ -86,12 +103,76 @@ class NcclBackend(Backend):
         self.nccl = _nccl.nccl_module()  # fails here, naming the reason, where NCCL is unusable
         self.comm = None
         self.device: int | None = None
+        self.stream = None  # the group's stream (Note [NCCL streams])
         self.broken: str | None = None
+        self.failure: DistBackendError | None = None
+        self.watchdog: Watchdog | None = None
         self._lock = threading.RLock()
+        self._works: list[StreamWork] = []  # queued, not yet seen done (the watchdog fails them)
         self._queued: list = []  # isend/irecv waiting to be launched as one group
 
-    # ------------------------------------------------------------ communicator and waiting
+    # ------------------------------------------------------------ streams (Note [NCCL streams])
+    def stream_work(self, name: str, seq: int, result=None) -> StreamWork:
+        """The Work of the group's next op (``ProcessGroup.run`` passes it to ``enqueue``)."""
+        return StreamWork(self, name, seq, result)
+
+    def enqueue(self, job, work: StreamWork) -> None:
+        """Run ``job`` (the op and its post-processing) on the group's stream, after the work
+        queued so far on the caller's stream; ``work`` gets the op's end event, or its error."""
+        try:
+            with _nccl.on_device(self._own_device()):
+                stream = self._stream()
+                _nccl.stream_wait(stream, _nccl.record_event(_nccl.current_stream(self.device)))
+                with stream:
+                    job()
+                end = _nccl.record_event(stream)
+        except BaseException as exc:  # noqa: BLE001 - delivered through Work.wait
+            work._failed(self.failure or exc)
+            return
+        with self._lock:
+            if self.failure is not None:
+                work._failed(self.failure)
+                return
+            self._works = [w for w in self._works if not w.is_completed()]
+            self._works.append(work)
+        work._enqueued(end)
+
+    def order_after(self, work: StreamWork, seconds: float | None) -> None:
+        """``work.wait(timeout)``: the caller's current stream waits for the op's end event, and
+        with ``seconds`` the host too (``work.failure`` is set if the op failed)."""
+        if seconds is not None and not self._poll(work.end, time.monotonic() + seconds):
+            if work.failure is None:
+                raise DistBackendError(f"Work.wait timed out after {seconds:g} s: {work.what or work.name} "
+                                       f"(seq {work.seq}) is still running on the nccl backend")
+        if work.failure is None:
+            with _nccl.on_device(self.device):
+                _nccl.stream_wait(_nccl.current_stream(self.device), work.end)
+
+    def _own_device(self) -> int:
+        """The group's device: the current one at its first op."""
+        if self.device is None:
+            self.device = _nccl.current_device()
+        return self.device
+
+    def _stream(self):
+        """The group's stream, made on its device at the first op (the caller has it current)."""
+        if self.stream is None:
+            self.stream = _nccl.new_stream(self.device)
+        return self.stream
+
+    def _poll(self, event, until: float) -> bool:
+        """Wait on the host for ``event`` until ``until``; whether it is done. Raises the
+        group's failure (the watchdog's) as soon as there is one."""
+        def check():
+            if self.failure is not None:
+                raise self.failure
+
+        return poll(event, until, check)
+
+    # ------------------------------------------------------------ communicator and failures
     def _communicator(self, array):
+        if self.failure is not None:
+            raise self.failure
         if self.broken is not None:
             raise self.op_error(f"the NCCL communicator was aborted after an earlier failure ({self.broken})")
         if isinstance(array, np.ndarray):
@@ -99,12 +180,15 @@ class NcclBackend(Backend):
                             "init_process_group() with no backend uses nccl for CUDA tensors and zmq for CPU "
                             "ones; or move the tensor with .cuda()")
         if self.comm is None:
-            self.device = _nccl.current_device()
+            self._own_device()
             self._check_in()
             if self.rank == 0:  # the id pickles (bytes in CuPy 14, a tuple of ints before)
                 self.store.set("nccl/uid", pickle.dumps(_nccl.unique_id()))
             uid = pickle.loads(self.store.get("nccl/uid"))
-            self.comm = _nccl.communicator(self.size, uid, self.rank)
+            with _nccl.on_device(self.device):
+                self.comm = _nccl.communicator(self.size, uid, self.rank)
+            self.watchdog = Watchdog(self.device, self.comm, self._watchdog_failure,
+                                     f"nccl-watchdog-rank{self.rank}")
         device = _nccl.array_device(array)
         if device != self.device:
             raise ValueError(f"{self.op_name}: the tensor is on cuda:{device} but this rank's NCCL communicator "
@@ -117,6 +201,8 @@ class NcclBackend(Backend):
         return _nccl.to_device(host, _nccl.current_device() if self.device is None else self.device)
 
     def host(self, array):
+        # The op's size or bytes are needed on the host now: wait for it, by its deadline.
+        self._wait_here(self._launch_watch(None))
         return _nccl.to_host(array)
 
     def _check_in(self) -> None:
@@ -130,55 +216,72 @@ class NcclBackend(Backend):
             raise self.op_error(f"ranks did not join the NCCL communicator within {self.timeout:g} s ({exc})",
                                 missing) from None
 
-    def _wait_stream(self, stream: int, deadline: float, what: str | None = None) -> None:
-        """Wait for the work queued on ``stream`` so far, by ``deadline``."""
-        event = _nccl.record_event(stream)
-        polls = 0
-        while not _nccl.event_done(event):
-            polls += 1
-            if polls % 64 == 0:
-                try:
-                    self.comm.check_async_error()
-                except Exception as exc:  # noqa: BLE001 - NcclError
-                    raise self._fail(f"NCCL error: {exc}", what) from None
-                if time.monotonic() > deadline:
-                    raise self._timed_out(what)
-            if polls > 1000:
-                time.sleep(2e-5)
+    def _launch_watch(self, what: str | None, deadline: float | None = None) -> Launch:
+        """Watch the work queued so far on the group's stream (the op just launched)."""
+        launch = Launch(_nccl.record_event(self.stream), self.deadline() if deadline is None else deadline,
+                        (self.op_name, self.op_seq), what)
+        self.watchdog.watch(launch)
+        return launch
 
-    def _fail(self, reason: str, what: str | None, missing=()) -> DistBackendError:
-        self.broken = what or f"{self.op_name} (op seq {self.op_seq})"
-        try:
-            self.comm.abort()
-        except Exception:  # noqa: BLE001 - already failing
-            pass
-        return self.p2p_error(what, reason) if what else self.op_error(reason, missing)
+    def _wait_here(self, launch: Launch) -> None:
+        """Wait on the host for ``launch`` by its deadline (barrier, object collectives)."""
+        if not self._poll(launch.event, launch.deadline):
+            self._watchdog_failure(launch, None, True)
+            raise self.failure
 
-    def _timed_out(self, what: str | None) -> DistBackendError:
-        if what is not None:
-            return self._fail(f"timed out after {self.timeout:g} s", what)
-        key = f"nccl/stuck/{self.op_seq}"
+    def _watchdog_failure(self, launch: Launch, reason: str | None, timed_out: bool) -> None:
+        """``launch`` failed (an NCCL error, or its deadline passed): abort the communicator and
+        fail every queued Work with a DistBackendError naming the op."""
+        missing: list[int] = []
+        if timed_out:
+            reason = f"timed out after {self.timeout:g} s"
+            if launch.what is None:
+                missing = self._not_waiting(launch.op[1])
+                reason += f" (ranks not waiting in this op: {missing or 'none'})"
+        self._fail(reason, launch.what, missing, launch.op)
+
+    def _not_waiting(self, seq: int) -> list[int]:
+        """After op ``seq`` timed out: the ranks that did not say, through the store, that they
+        time out in it too (NCCL gives no other way to ask)."""
+        key = f"nccl/stuck/{seq}"
         self.store.set(f"{key}/{self.rank}", "1")
         end = time.monotonic() + self.query_slack()
         waiting = {self.rank}
         while time.monotonic() < end and len(waiting) < self.size:
             waiting |= {p for p in range(self.size) if self.store.check([f"{key}/{p}"])}
             time.sleep(0.01)
-        missing = [p for p in range(self.size) if p not in waiting]
-        return self._fail(f"timed out after {self.timeout:g} s (ranks not waiting in this op: {missing or 'none'})",
-                          None, missing)
+        return [p for p in range(self.size) if p not in waiting]
+
+    def _fail(self, reason: str, what: str | None, missing=(), op=None) -> DistBackendError:
+        """Abort the communicator after the failure of ``op`` (or point-to-point ``what``); the
+        error, which every queued Work not yet done gets too."""
+        with self._lock:
+            if self.failure is not None:
+                return self.failure
+            error = self.p2p_error(what, reason) if what else self.op_error(reason, missing, op)
+            name, seq = op or (self.op_name, self.op_seq)
+            self.broken = what or f"{name} (op seq {seq})"
+            self.failure = error
+            pending = [w for w in self._works if not w.is_completed()]
+            self._works = []
+        for work in pending:
+            work._failed(error)
+        try:
+            self.comm.abort()
+        except Exception:  # noqa: BLE001 - already failing
+            pass
+        return error
 
     def _collective(self, array, launch) -> None:
-        """Run ``launch(comm, stream)`` on the current stream and wait for it by the op's deadline."""
+        """Run ``launch(comm, stream)`` on the group's stream and give it to the watchdog."""
         with self._lock:
             self._flush_p2p()
             comm = self._communicator(array)
-            stream = _nccl.current_stream()
             try:
-                launch(comm, stream)
+                launch(comm, _nccl.stream_handle(self.stream))
             except Exception as exc:  # noqa: BLE001 - NcclError from the enqueue
                 raise self._fail(f"NCCL error: {exc}", None) from None
-            self._wait_stream(stream, self.deadline())
+            self._launch_watch(None)
 
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x, op):
@@ -251,9 +354,11 @@ class NcclBackend(Backend):
         self._collective(x, lambda c, s: self._grouped(c, s, sends, recvs))
 
     def barrier(self):
-        flag = _nccl.empty(1, np.float32, _nccl.current_device() if self.device is None else self.device)
+        # As PyTorch's: the host waits until every rank has reached it (by the op's deadline).
+        flag = _nccl.empty(1, np.float32, self._own_device())
         flag.fill(0)
         self.all_reduce(flag, reduce_op.ReduceOp.SUM)
+        self._wait_here(self._launch_watch(None))
 
     # ------------------------------------------------------------ point to point
     def check_peer_rank(self, peer, what):
@@ -264,31 +369,38 @@ class NcclBackend(Backend):
 
     def _queue(self, kind, x, peer, tag) -> Work:
         self.check_peer_rank(peer, kind)
-        work = _GroupedWork(self, kind, f"{kind} {'to' if kind == 'send' else 'from'} rank {peer} (tag {tag})",
-                            peer if kind == "recv" else None)
+        what = f"{kind} {'to' if kind == 'send' else 'from'} rank {peer} (tag {tag})"
+        work = _GroupedWork(self, kind, what, peer if kind == "recv" else None)
         with self._lock:
             self._communicator(x)
-            self._queued.append((kind, as_bytes(x), peer, work))
+            with _nccl.on_device(self.device):  # the hand-off from the caller's stream, now
+                ready = _nccl.record_event(_nccl.current_stream(self.device))
+            self._queued.append((kind, as_bytes(x), peer, work, ready))
         return work
 
     def _flush_p2p(self) -> None:
-        """Launch the queued sends and receives as one NCCL group on the current stream."""
+        """Launch the queued sends and receives as one NCCL group on the group's stream."""
         with self._lock:
             if not self._queued:
                 return
             queued, self._queued = self._queued, []
-            stream = _nccl.current_stream()
-            sends = [(raw, peer) for kind, raw, peer, _ in queued if kind == "send"]
-            recvs = [(raw, peer) for kind, raw, peer, _ in queued if kind == "recv"]
-            try:
-                self._grouped(self.comm, stream, sends, recvs)
-            except Exception as exc:  # noqa: BLE001 - NcclError from the enqueue
-                error = self._fail(f"NCCL error: {exc}", "send/recv group")
-                for *_, work in queued:
-                    work._complete(error)
-                return
-            for *_, work in queued:
-                work._launched(stream)
+            with _nccl.on_device(self.device):
+                stream = self._stream()
+                for *_, ready in queued:
+                    _nccl.stream_wait(stream, ready)
+                sends = [(raw, peer) for kind, raw, peer, *_ in queued if kind == "send"]
+                recvs = [(raw, peer) for kind, raw, peer, *_ in queued if kind == "recv"]
+                try:
+                    self._grouped(self.comm, _nccl.stream_handle(stream), sends, recvs)
+                except Exception as exc:  # noqa: BLE001 - NcclError from the enqueue
+                    error = self._fail(f"NCCL error: {exc}", "send/recv group")
+                    for _, _, _, work, _ in queued:
+                        work._failed(error)
+                    return
+                launch = self._launch_watch("send/recv group", time.monotonic() + self.timeout)
+            for _, _, _, work, _ in queued:
+                self._works.append(work)
+                work._enqueued(launch.event)
 
     def isend(self, x, dst, tag=0):
         return self._queue("send", x, dst, tag)
@@ -298,6 +410,8 @@ class NcclBackend(Backend):
 
     def shutdown(self):
         comm, self.comm = self.comm, None
+        if self.watchdog is not None:
+            self.watchdog.stop()
         if comm is not None and self.broken is None:
             try:
                 comm.destroy()
@@ -305,33 +419,17 @@ class NcclBackend(Backend):
                 pass
 
 
-class _GroupedWork(Work):
-    """An isend/irecv: launched with the rest of its group on first wait, then waited by event."""
+class _GroupedWork(StreamWork):
+    """An isend/irecv: launched with the rest of its group at the first wait (or collective)."""
 
     def __init__(self, backend: NcclBackend, name: str, what: str, source) -> None:
-        super().__init__(name)
-        self._backend, self._what, self._result = backend, what, source
-        self._stream = None
-
-    def _launched(self, stream) -> None:
-        self._stream = stream
+        super().__init__(backend, name, -1, source, what)
 
     def wait(self, timeout=None) -> bool:
-        be = self._backend
-        if not self._future.done():
-            be._flush_p2p()
-            if self._stream is not None:
-                seconds = be.timeout if timeout is None else _seconds(timeout)
-                try:
-                    be._wait_stream(self._stream, time.monotonic() + seconds, self._what)
-                except DistBackendError as exc:
-                    self._complete(exc)
-                else:
-                    self._complete()
-        return super().wait(0)
-
-    def is_completed(self) -> bool:
-        return self._future.done()
+        """Launch the queued group if needed, then ``StreamWork.wait``."""
+        if self.end is None and self.failure is None:
+            self._backend._flush_p2p()
+        return super().wait(timeout)
 
 
 def _ptr(array) -> int:

@@ -182,9 +182,11 @@ def cuda_tensors_on_zmq_off_the_callers_thread():
 
 
 def _peer_fails(hangs: bool, timeout: float = 2.0) -> dict:
-    """Rank 1 joins one op, then leaves (its process exits) or hangs (sleeps past the timeout);
-    rank 0's next all_reduce must fail with a DistBackendError instead of waiting forever.
-    Returns, on rank 0, the error and how long the op took."""
+    """Rank 1 joins one op, then leaves (its process exits) or hangs (sleeps past the timeout).
+    On rank 0 the next all_reduce only enqueues (Note [NCCL streams]); the barrier after it
+    waits on the host and must fail with a DistBackendError naming the all_reduce instead of
+    waiting forever, and so must an async op's ``wait(timeout)``. Returns, on rank 0, both
+    errors and how long the first took."""
     dist.init_process_group("nccl", timeout=timeout)
     rank = dist.get_rank()
     tensor.cuda.set_device(rank % tensor.cuda.device_count())
@@ -193,12 +195,18 @@ def _peer_fails(hangs: bool, timeout: float = 2.0) -> dict:
         if hangs:
             time.sleep(3 * timeout)
         return {}
+    out = {"error": None, "wait_error": None}
     start = time.monotonic()
     try:
         dist.all_reduce(tensor.ones(1000, device="cuda"))
+        dist.barrier()
     except dist.DistBackendError as exc:
-        return {"error": str(exc), "seconds": time.monotonic() - start}
-    return {"error": None}
+        out.update(error=str(exc), seconds=time.monotonic() - start)
+    try:
+        dist.all_reduce(tensor.ones(3, device="cuda"), async_op=True).wait(timeout=30)
+    except dist.DistBackendError as exc:
+        out["wait_error"] = str(exc)
+    return out
 
 
 def nccl_peer_leaves():

@@ -109,4 +109,7 @@ def test_a_failing_peer_makes_the_nccl_op_fail_instead_of_hanging(tmp_path, scen
         pytest.skip(f"needs 2 GPUs, found {tensor.cuda.device_count()}")
     result = run_without_mpiexec(scenario, 2, tmp_path, timeout=60)[0]
     assert result["error"] is not None and re.search(message, result["error"]), result
+    assert re.search(r"all_reduce \(op seq 2\) failed", result["error"]), result  # the op that failed
     assert result["seconds"] < 10
+    # later ops, and waits with a timeout, report the failure too
+    assert result["wait_error"] is not None and "all_reduce (op seq 2)" in result["wait_error"], result

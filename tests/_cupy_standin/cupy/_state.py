@@ -119,3 +119,28 @@ def count_elementwise_launch() -> None:
 def elementwise_launches() -> int:
     """How many ``ElementwiseKernel`` launches this process has made so far."""
     return _elementwise[0]
+
+
+_trace: list[list] = []  # the open traces (see start_trace)
+
+
+def start_trace() -> list:
+    """A list that, until ``stop_trace``, collects what this process does with streams and
+    NCCL, in order: ``("record", event, stream)``, ``("wait", stream, event)`` and
+    ``("nccl", op, stream)`` (handles are ints), so a test can check which stream an
+    operation was queued on and what that stream waited for."""
+    entries: list = []
+    _trace.append(entries)
+    return entries
+
+
+def stop_trace(entries: list) -> None:
+    """Stop collecting into ``entries`` (from ``start_trace``)."""
+    _trace.remove(entries)
+
+
+def trace(*entry) -> None:
+    """Add ``entry`` to every open trace."""
+    with _sync_lock:
+        for entries in _trace:
+            entries.append(entry)

@@ -105,8 +105,8 @@ class _Step:
 
     is_send = False
 
-    def __init__(self, run, is_send: bool = False) -> None:
-        self.run, self.is_send = run, is_send
+    def __init__(self, op: str, run, is_send: bool = False) -> None:
+        self.op, self.run, self.is_send = op, run, is_send
 
 
 class NcclCommunicator:
@@ -214,6 +214,7 @@ class NcclCommunicator:
             raise NcclError(1, str(exc)) from None
         if device != self._device:
             raise NcclError(1, f"stream of device {device} for a communicator on device {self._device}")
+        _state.trace("nccl", step.op, stream)
         if _group.depth:
             _group.calls.append((self, step, stream, deps))
         else:
@@ -262,7 +263,7 @@ class NcclCommunicator:
             if nbytes and None not in parts.values():
                 _address.host_bytes(recv, nbytes)[...] = reduce([parts.get(r, mine) for r in range(self._size)])
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("allReduce", run), stream)
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream) -> None:
         """Reduce ``count`` elements over all ranks into ``recvbuf`` of rank ``root``."""
@@ -279,7 +280,7 @@ class NcclCommunicator:
             if nbytes and None not in parts.values():
                 _address.host_bytes(recv, nbytes)[...] = reduce([parts.get(r, mine) for r in range(self._size)])
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("reduce", run), stream)
 
     def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream) -> None:
         """Copy rank ``root``'s ``sendbuff`` into every rank's ``recvbuff``."""
@@ -298,7 +299,7 @@ class NcclCommunicator:
             if nbytes and data is not None:
                 _address.host_bytes(recv, nbytes)[...] = np.frombuffer(data, np.uint8)
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("broadcast", run), stream)
 
     def bcast(self, buff, count, datatype, root, stream) -> None:
         """``broadcast`` in place."""
@@ -316,7 +317,7 @@ class NcclCommunicator:
                 if nbytes and parts.get(r, mine) is not None:
                     _address.host_bytes(recv + r * nbytes, nbytes)[...] = np.frombuffer(parts.get(r, mine), np.uint8)
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("allGather", run), stream)
 
     def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream) -> None:
         """Reduce over all ranks; rank r keeps block r (``recvcount`` elements)."""
@@ -332,13 +333,13 @@ class NcclCommunicator:
             if nbytes and None not in parts.values():
                 _address.host_bytes(recv, nbytes)[...] = reduce([parts.get(r, mine) for r in range(self._size)])
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("reduceScatter", run), stream)
 
     def send(self, sendbuf, count, datatype, peer, stream) -> None:
         """Send ``count`` elements to ``peer`` (matched in order with its ``recv``)."""
         self._check_peer(peer)
         send, nbytes, _ = self._view(sendbuf, count, datatype)
-        self._launch(_Step(lambda: self._mesh.send(peer, _address.host_bytes(send, nbytes).copy()
+        self._launch(_Step("send", lambda: self._mesh.send(peer, _address.host_bytes(send, nbytes).copy()
                                                    if nbytes else b""), is_send=True), stream)
 
     def recv(self, recvbuf, count, datatype, peer, stream) -> None:
@@ -353,7 +354,7 @@ class NcclCommunicator:
             if nbytes and data is not None:
                 _address.host_bytes(recv, nbytes)[...] = np.frombuffer(data, np.uint8)
 
-        self._launch(_Step(run), stream)
+        self._launch(_Step("recv", run), stream)
 
     # ------------------------------------------------------------ helpers
     def _check_peer(self, peer: int) -> None:

@@ -176,6 +176,7 @@ class _BaseStream:
 
     def wait_event(self, event) -> None:
         """Make future work on this stream wait for ``event``."""
+        _state.trace("wait", self.ptr, event.ptr)
         for work in event._works:
             enqueue(self.ptr, work, self._device())
 
@@ -236,6 +237,7 @@ class Event:
                                           f"invalid resource handle (event of device {self.device_id} "
                                           f"recorded on a stream of device {device})")
         self._works = dependencies(stream.ptr, device)
+        _state.trace("record", self.ptr, stream.ptr)
 
     def synchronize(self) -> None:
         """Wait until the event is done."""
