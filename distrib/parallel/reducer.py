@@ -33,6 +33,7 @@ import tensor
 from autograd import engine
 from autograd.graph import Node
 from tensor import Tensor
+from tensor.profiler import _recorder
 
 from .. import collectives
 from ..work import Future
@@ -282,7 +283,11 @@ class Reducer:
         while self.next_bucket < len(buckets) and buckets[self.next_bucket].pending == 0:
             bucket = buckets[self.next_bucket]
             self.next_bucket += 1
-            bucket.future = self._run_comm_hook(bucket)
+            launch = self._run_comm_hook
+            if _recorder.current is not None:  # tensor.profiler: the bucket's launch as one event
+                launch = _recorder.current.wrap(launch, f"DDP bucket {bucket.index}", "ddp",
+                                                {"bucket": bucket.index, "bytes": bucket.buffer.nbytes})
+            bucket.future = launch(bucket)
         if self.next_bucket == len(buckets) and self.finalize_when_launched:
             self.finalize()
 
