@@ -7,6 +7,7 @@ from .gamma import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .math_extra import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401

@@ -1,0 +1,355 @@
+"""More elementwise math and fused linear-algebra shorthands: inverse trigonometric and hyperbolic
+functions, ``atan2``, ``lerp``, ``logaddexp``, ``hypot``, ``xlogy``, ``addmm`` and friends,
+``outer``, ``cross``, ``kron``, ``trace``, NaN-aware reductions and closeness tests.
+
+Unary functions are primitives (``_unary``: kernel and derivative side by side); everything else
+is a composition of differentiable ops.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dispatch, _dtype
+from . import elementwise as _ew
+from .elementwise import _unary, where
+from .layout import broadcast_tensors, diagonal
+from .reduction import normalize_dims, wrap_dim
+from .registry import defop
+
+__all__ = [
+    "asin",
+    "acos",
+    "atan",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "tan",
+    "sinh",
+    "cosh",
+    "log2",
+    "log10",
+    "exp2",
+    "square",
+    "sinc",
+    "frac",
+    "atan2",
+    "arctan2",
+    "lerp",
+    "logaddexp",
+    "logaddexp2",
+    "hypot",
+    "xlogy",
+    "copysign",
+    "addmm",
+    "addbmm",
+    "baddbmm",
+    "addmv",
+    "addr",
+    "addcmul",
+    "addcdiv",
+    "outer",
+    "ger",
+    "cross",
+    "trace",
+    "kron",
+    "nan_to_num",
+    "nansum",
+    "nanmean",
+    "isclose",
+    "allclose",
+    "equal",
+    "logit",
+    "deg2rad",
+    "rad2deg",
+    "fmod",
+]
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+asin = _unary("asin", lambda xp, a: xp.arcsin(a), lambda n, g: (g * (1 - n.saved[0] ** 2).rsqrt(),), saves=(0,))
+acos = _unary("acos", lambda xp, a: xp.arccos(a), lambda n, g: (-g * (1 - n.saved[0] ** 2).rsqrt(),), saves=(0,))
+atan = _unary("atan", lambda xp, a: xp.arctan(a), lambda n, g: (g / (1 + n.saved[0] ** 2),), saves=(0,))
+asinh = _unary("asinh", lambda xp, a: xp.arcsinh(a), lambda n, g: (g * (n.saved[0] ** 2 + 1).rsqrt(),), saves=(0,))
+acosh = _unary("acosh", lambda xp, a: xp.arccosh(a), lambda n, g: (g * (n.saved[0] ** 2 - 1).rsqrt(),), saves=(0,))
+atanh = _unary("atanh", lambda xp, a: xp.arctanh(a), lambda n, g: (g / (1 - n.saved[0] ** 2),), saves=(0,))
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
+tan = _unary("tan", lambda xp, a: xp.tan(a), lambda n, g: (g * (1 + n.output * n.output),), saves_output=True)
+sinh = _unary("sinh", lambda xp, a: xp.sinh(a), lambda n, g: (g * cosh(n.saved[0]),), saves=(0,))
+cosh = _unary("cosh", lambda xp, a: xp.cosh(a), lambda n, g: (g * sinh(n.saved[0]),), saves=(0,))
+log2 = _unary("log2", lambda xp, a: xp.log2(a), lambda n, g: (g / (n.saved[0] * _LN2),), saves=(0,))
+log10 = _unary("log10", lambda xp, a: xp.log10(a), lambda n, g: (g / (n.saved[0] * _LN10),), saves=(0,))
+exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: (g * n.output * _LN2,), saves_output=True)
+frac = _unary("frac", lambda xp, a: a - xp.trunc(a), lambda n, g: (g,), floats_only=False)
+deg2rad = _unary("deg2rad", lambda xp, a: xp.deg2rad(a), lambda n, g: (g * (math.pi / 180),))
+rad2deg = _unary("rad2deg", lambda xp, a: xp.rad2deg(a), lambda n, g: (g * (180 / math.pi),))
+
+
+def square(input):
+    """``input * input`` (integers stay integers, as in PyTorch)."""
+    return input * input
+
+
+def sinc(input):
+    """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0."""
+    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    zero = x == 0
+    px = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, px.sin() / px)
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    p = input if eps is None else input.clamp(eps, 1 - eps)
+    return (p / (1 - p)).log()
+
+
+@defop("atan2", saves=(0, 1))
+def _atan2(xp, a, b):
+    return xp.arctan2(a, b)
+
+
+@_atan2.derivative
+def _(node, g):
+    a, b = node.saved
+    scale = g / (a * a + b * b)
+    return scale * b, -scale * a
+
+
+def atan2(input, other):
+    """The angle of the point ``(other, input)``, elementwise, in ``[-pi, pi]``."""
+    return _dispatch.apply_binary(_atan2, input, other, True)
+
+
+arctan2 = atan2
+
+
+def copysign(input, other):
+    """``|input|`` with the sign of ``other``."""
+    if _dispatch.is_tensor(other):
+        return input.abs() * where(_signbit(other), -1.0, 1.0)
+    return input.abs() * math.copysign(1.0, other)
+
+
+def _signbit(t):
+    return (t < 0) | ((t == 0) & ((1 / t.to(_dtype.float64)) < 0))
+
+
+def fmod(input, other):
+    """C's ``fmod``: the remainder with the sign of ``input``."""
+    return input - _ew.div(input, other, rounding_mode="trunc") * other
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``."""
+    return input + weight * (end - input)
+
+
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))`` without overflow."""
+    high = _ew.maximum(input, other)
+    shift = where(high.isinf(), 0.0, high).detach()
+    return ((input - shift).exp() + (other - shift).exp()).log() + shift
+
+
+def logaddexp2(input, other):
+    """``log2(2**input + 2**other)`` without overflow."""
+    return logaddexp(input * _LN2, other * _LN2) / _LN2
+
+
+def hypot(input, other):
+    """``sqrt(input**2 + other**2)``."""
+    return (input * input + other * other).sqrt()
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    if not _dispatch.is_tensor(input):
+        input = _dispatch.scalar_tensor(float(input), None, other._device)
+    if not _dispatch.is_tensor(other):
+        other = _dispatch.scalar_tensor(float(other), None, input._device)
+    zero = (input == 0) & ~other.isnan()
+    safe = where(zero, 1.0, other)
+    return where(zero, 0.0, input * safe.log())
+
+
+def _scaled(t, factor):
+    return t if factor == 1 else t * factor
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``; with ``beta=0`` the input is ignored (NaN too)."""
+    product = _scaled(mat1.mm(mat2), alpha)
+    return product + input * 0 if beta == 0 else product + _scaled(input, beta)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)``."""
+    product = _scaled(mat.matmul(vec), alpha)
+    return product + input * 0 if beta == 0 else product + _scaled(input, beta)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    product = _scaled(outer(vec1, vec2), alpha)
+    return product + input * 0 if beta == 0 else product + _scaled(input, beta)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    product = _scaled(batch1.bmm(batch2), alpha)
+    return product + input * 0 if beta == 0 else product + _scaled(input, beta)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
+    product = _scaled(batch1.bmm(batch2).sum(0), alpha)
+    return product + input * 0 if beta == 0 else product + _scaled(input, beta)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    return input + _scaled(tensor1 * tensor2, value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``.
+
+    Raises:
+        RuntimeError: for integer ``tensor1`` and ``tensor2`` (as PyTorch).
+    """
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2."
+        )
+    return input + _scaled(tensor1 / tensor2, value)
+
+
+def outer(input, vec2):
+    """The outer product of two 1-d tensors.
+
+    Raises:
+        RuntimeError: if either is not 1-d.
+    """
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected 1-d vectors, got {input.ndim}-d and {vec2.ndim}-d")
+    return input.unsqueeze(1) * vec2.unsqueeze(0)
+
+
+ger = outer
+
+
+def cross(input, other, dim=None):
+    """The 3-d cross product along ``dim`` (the first dim of size 3 when None).
+
+    Raises:
+        RuntimeError: if the dim does not have size 3 or the shapes do not broadcast.
+    """
+    if dim is None:
+        dim = next((i for i, s in enumerate(input.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"no dimension of size 3 in input (shape {list(input.shape)})")
+    a, b = broadcast_tensors(input, other) if input.shape != other.shape else (input, other)
+    dim = wrap_dim(dim, a.ndim)
+    if a.shape[dim] != 3:
+        raise RuntimeError(
+            f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and {b.shape[dim]}"
+        )
+    return a.roll(-1, dim) * b.roll(-2, dim) - a.roll(-2, dim) * b.roll(-1, dim)
+
+
+def trace(input):
+    """The sum of a matrix's diagonal.
+
+    Raises:
+        RuntimeError: if the input is not 2-d.
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return diagonal(input).sum()
+
+
+def kron(input, other):
+    """The Kronecker product (the block matrix of ``input[i] * other``) for any ranks."""
+    ndim = max(input.ndim, other.ndim)
+    shape_a = (1,) * (ndim - input.ndim) + input.shape
+    shape_b = (1,) * (ndim - other.ndim) + other.shape
+    a = input.reshape(tuple(x for s in shape_a for x in (s, 1)))
+    b = other.reshape(tuple(x for s in shape_b for x in (1, s)))
+    return (a * b).reshape(tuple(p * q for p, q in zip(shape_a, shape_b)))
+
+
+@defop("nan_to_num", saves=(0,))
+def _nan_to_num(xp, a, nan, posinf, neginf):
+    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_nan_to_num.derivative(lambda node, g: (where(node.saved[0].isfinite(), g, 0.0),))
+
+
+def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the dtype's extremes by default)."""
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    return _dispatch.apply_unary(_nan_to_num, input, (nan, posinf, neginf))
+
+
+def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """``sum`` with NaN treated as zero."""
+    x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
+    return x.sum(dim, keepdim, dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):
+    """``mean`` over the non-NaN elements.
+
+    Raises:
+        RuntimeError: for non-float inputs without a float ``dtype``.
+    """
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {input.dtype.name}"
+        )
+    dims = normalize_dims(dim, input.ndim, "nanmean")
+    keep = ~input.isnan()
+    return nansum(input, dims, keepdim) / keep.sum(dims, keepdim)
+
+
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (equal infinities are close).
+
+    Raises:
+        RuntimeError: if the dtypes differ.
+    """
+    if _dispatch.is_tensor(other) and input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
+    if input.dtype is _dtype.bool_ or not input.dtype.is_floating_point:
+        a, b = input.to(_dtype.float64), (other.to(_dtype.float64) if _dispatch.is_tensor(other) else float(other))
+    else:
+        a, b = input, other
+    close = (a == b) | ((a - b).abs() <= atol + rtol * (b.abs() if _dispatch.is_tensor(b) else abs(b)))
+    if input.dtype.is_floating_point:
+        finite = a.isfinite() & (b.isfinite() if _dispatch.is_tensor(b) else math.isfinite(b))
+        close = (a == b) | (close & finite)
+        if equal_nan:
+            close = close | (a.isnan() & (b.isnan() if _dispatch.is_tensor(b) else math.isnan(b)))
+    return close
+
+
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of ``input`` is close to ``other`` (``isclose`` everywhere)."""
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+
+
+def equal(input, other) -> bool:
+    """True if both tensors have the same shape and elements."""
+    return input.shape == other.shape and bool((input == other).all())
