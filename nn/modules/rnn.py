@@ -13,7 +13,7 @@ import warnings
 
 import tensor
 from tensor import Tensor
-from tensor.ops import recurrent
+from tensor.ops import recurrent_layers
 
 from .. import functional as F
 from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform, _unbind
@@ -31,19 +31,34 @@ class RNNBase(Module):
         TypeError: for a non-bool ``bias``/``batch_first`` or non-int sizes.
     """
 
-    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 proj_size: int = 0, device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + mode)
         if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
-            raise ValueError("dropout should be a number in range [0, 1] representing the probability of "
-                             "an element being zeroed")
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
+            )
         if dropout > 0 and num_layers == 1:
-            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero "
-                          f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
-                          f"num_layers={num_layers}", stacklevel=2)
+            warnings.warn(
+                "dropout option adds dropout after all but last recurrent layer, so non-zero "
+                f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
+                f"num_layers={num_layers}",
+                stacklevel=2,
+            )
         if not isinstance(batch_first, bool):
             raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
         _check_args(input_size, hidden_size, bias)
@@ -103,10 +118,12 @@ class RNNBase(Module):
         if input.dtype is not weight.dtype:
             raise ValueError(
                 f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
-                f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
+                f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})"
+            )
         if input.shape[-1] != self.input_size:
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
-                               f"got {input.shape[-1]}")
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}"
+            )
 
     def _expected_hidden(self, batch: int, cell: bool = False) -> tuple:
         size = self.hidden_size if cell or not self.proj_size else self.proj_size
@@ -130,8 +147,10 @@ class RNNBase(Module):
             if isinstance(hx, tuple):
                 if hx[0].ndim != dims or hx[1].ndim != dims:
                     kind = "batched 3-D" if batched else "unbatched 2-D"
-                    raise RuntimeError(f"For {kind} input, hx and cx should also be {dims}-D but got "
-                                       f"({hx[0].ndim}-D, {hx[1].ndim}-D) tensors")
+                    raise RuntimeError(
+                        f"For {kind} input, hx and cx should also be {dims}-D but got "
+                        f"({hx[0].ndim}-D, {hx[1].ndim}-D) tensors"
+                    )
                 if not batched:
                     hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
             else:
@@ -175,15 +194,19 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, tensor.stack(h_n), (tensor.stack(c_n) if c_n else None)
 
-    def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool,
-               time_dim: int):
+    def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool, time_dim: int):
         """One layer and direction over ``projected`` (the input projections, with the biases
-        that fold into them): (output sequence, h_n, c_n). An LSTM without projection is one
-        op (Note [Fused cells] in tensor/ops/recurrent.py); the others step in Python."""
+        that fold into them): (output sequence, h_n, c_n). An LSTM without projection and a GRU
+        are one op (Note [Fused layers] in tensor/ops/recurrent_layers.py); the others step in
+        Python."""
         w_hh = params[1]
-        if self.mode == "LSTM" and not self.proj_size:
+        if self.mode in ("LSTM", "GRU") and not self.proj_size:
             seq = projected if time_dim == 0 else projected.transpose(0, 1)
-            out, h, c = recurrent.lstm_layer(seq, h, c, w_hh, reverse)
+            if self.mode == "LSTM":
+                out, h, c = recurrent_layers.lstm_layer(seq, h, c, w_hh, reverse)
+            else:
+                b_hh = params[3] if self.bias else w_hh.new_zeros(w_hh.shape[0])
+                out, h = recurrent_layers.gru_layer(seq, h, w_hh, b_hh, reverse)
             return (out if time_dim == 0 else out.transpose(0, 1)), h, c
         step = _STEPS[self.mode]
         b_hh = params[3] if self.bias and self.mode == "GRU" else None
@@ -191,7 +214,7 @@ class RNNBase(Module):
         w_hr_t = params[-1].T if self.proj_size else None
         xs = _unbind(projected, time_dim)
         out = [None] * len(xs)
-        for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+        for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
             hg = h @ w_hh_t
             if b_hh is not None:
                 hg = hg + b_hh
@@ -313,6 +336,7 @@ class GRU(RNNBase):
 
 # ---------------------------------------------------------------- cells
 
+
 class RNNCellBase(Module):
     """Shared parameters of the single-step cells: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``.
 
@@ -320,8 +344,7 @@ class RNNCellBase(Module):
         TypeError / ValueError: for non-int or non-positive sizes, or a non-bool ``bias``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
-                 device=None, dtype=None) -> None:
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None) -> None:
         super().__init__()
         _check_args(input_size, hidden_size, bias)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
@@ -355,14 +378,14 @@ class RNNCellBase(Module):
         if not batched:
             input = input.unsqueeze(0)
         if input.shape[1] != self.input_size:
-            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected "
-                               f"{self.input_size}")
-        hx = tuple(input.new_zeros((input.shape[0], self.hidden_size)) if h is None
-                   else (h if batched else h.unsqueeze(0)) for h in hx)
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} expected {self.input_size}")
+        hx = tuple(
+            input.new_zeros((input.shape[0], self.hidden_size)) if h is None else (h if batched else h.unsqueeze(0))
+            for h in hx
+        )
         for h in hx:
             if tuple(h.shape) != (input.shape[0], self.hidden_size):
-                raise RuntimeError(f"Expected hidden size {(input.shape[0], self.hidden_size)}, "
-                                   f"got {list(h.shape)}")
+                raise RuntimeError(f"Expected hidden size {(input.shape[0], self.hidden_size)}, got {list(h.shape)}")
         xg = input @ self.weight_ih.T
         hg = hx[0] @ self.weight_hh.T
         if self.bias:
@@ -390,8 +413,9 @@ class RNNCell(RNNCellBase):
         RuntimeError: in forward, for a wrong input or hidden size.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh", device=None, dtype=None
+    ) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)

@@ -24,16 +24,15 @@ the saved output, so nothing is recomputed.
 
 from __future__ import annotations
 
-import math
-
-from .. import _autograd_hooks, _backend, _dispatch
+from .. import _autograd_hooks, _dispatch
 from .registry import defop
-from .shape import cat, stack
+from .shape import cat
 
-__all__ = ["lstm_cell", "lstm_layer", "gru_cell"]
+__all__ = ["lstm_cell", "gru_cell"]
 
 
-def _sigmoid_(xp, a):
+def sigmoid_(xp, a) -> None:
+    """The logistic function of ``a``, in place."""
     # In place; 0.5 * (1 + tanh(x / 2)) is stable and faster than the exp form.
     a *= 0.5
     xp.tanh(a, out=a)
@@ -42,7 +41,8 @@ def _sigmoid_(xp, a):
 
 
 def _blocks(a, hidden: int, n: int) -> list:
-    return [a[:, k * hidden:(k + 1) * hidden] for k in range(n)]
+    """The ``n`` column blocks of width ``hidden`` of ``a``."""
+    return [a[:, k * hidden : (k + 1) * hidden] for k in range(n)]
 
 
 # ---------------------------------------------------------------- LSTM
@@ -57,11 +57,11 @@ def _lstm_step_into(xp, xg, hg, c_prev, out):
     """One LSTM step written into ``out`` (batch, 6 * hidden): ``[h, c, i, f, g, o]``."""
     hidden = c_prev.shape[1]
     h, c, i, f, g, o = _blocks(out, hidden, 6)
-    gates = out[:, 2 * hidden:]
+    gates = out[:, 2 * hidden :]
     xp.add(xg, hg, out=gates)
-    _sigmoid_(xp, out[:, 2 * hidden:4 * hidden])  # i and f
+    sigmoid_(xp, out[:, 2 * hidden : 4 * hidden])  # i and f
     xp.tanh(g, out=g)
-    _sigmoid_(xp, o)
+    sigmoid_(xp, o)
     xp.multiply(f, c_prev, out=c)
     c += i * g
     xp.tanh(c, out=h)
@@ -75,8 +75,8 @@ def _(node, grad):
     if not _autograd_hooks.grad_mode.enabled:
         packed = _dispatch.apply(_lstm_cell_backward, (grad, out, c_prev))
         hidden = c_prev.shape[1]
-        dgates = packed[:, :4 * hidden]
-        return dgates, dgates, packed[:, 4 * hidden:]
+        dgates = packed[:, : 4 * hidden]
+        return dgates, dgates, packed[:, 4 * hidden :]
     return _lstm_cell_grads(grad, out, c_prev)
 
 
@@ -85,11 +85,24 @@ def _lstm_cell_grads(grad, out, c_prev):
     hidden = c_prev.shape[1]
     gh, gc, gi, gf, gg, go = _blocks(grad, hidden, 6)
     _, c, i, f, g, o = _blocks(out, hidden, 6)
-    tc = c.tanh()
+    dgates, dc_prev = lstm_grads(gh, gc, (gi, gf, gg, go), c_prev, (i, f, g, o), c.tanh())
+    dgates = cat(dgates, 1)
+    return dgates, dgates, dc_prev
+
+
+def lstm_grads(gh, gc, ggates, c_prev, gates, tc):
+    """One LSTM step's derivative (Tensors or arrays): the gradients of the gate pre-activations
+    (i, f, g, o) and of ``c_prev``, from those of ``h``, ``c`` and the gate values ``ggates``,
+    given the gate values, the previous cell state and ``tc = tanh(c)``."""
+    i, f, g, o = gates
+    gi, gf, gg, go = ggates
     dc = gc + gh * o * (1 - tc * tc)
-    dgates = cat([(gi + dc * g) * i * (1 - i), (gf + dc * c_prev) * f * (1 - f),
-                  (gg + dc * i) * (1 - g * g), (go + gh * tc) * o * (1 - o)], 1)
-    return dgates, dgates, dc * f
+    return (
+        (gi + dc * g) * i * (1 - i),
+        (gf + dc * c_prev) * f * (1 - f),
+        (gg + dc * i) * (1 - g * g),
+        (go + gh * tc) * o * (1 - o),
+    ), dc * f
 
 
 @defop("lstm_cell_backward", differentiable=False)
@@ -130,110 +143,7 @@ def lstm_cell(xg, hg, c):
     included) and the cell state ``c`` (batch, hidden)."""
     hidden = c.shape[1]
     out = _dispatch.apply(_lstm_cell, (xg, hg, c))
-    return out[:, :hidden], out[:, hidden:2 * hidden]
-
-
-# ---------------------------------------------------------------- LSTM layer
-# A whole layer and direction as one op: the recurrence runs over the steps inside the kernel,
-# backward through time inside the derivative, and the recurrent weight's gradient is one
-# matrix product over all the steps.
-
-def _order(steps: int, reverse: bool):
-    return range(steps - 1, -1, -1) if reverse else range(steps)
-
-
-def _states_before(cat_fn, out, first, block: int, reverse: bool):
-    """The state each step of a layer started from, (steps, batch, hidden), from its packed
-    output (``block`` 0: h, 1: c) and the initial state ``first``; arrays or Tensors."""
-    hidden = first.shape[-1]
-    seq = out[:, :, block * hidden:(block + 1) * hidden]
-    first = first[None]
-    return cat_fn([seq[1:], first]) if reverse else cat_fn([first, seq[:-1]])
-
-
-@defop("lstm_layer", saves=(1, 2, 3), saves_output=True)
-def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
-    hidden = h0.shape[1]
-    out = xp.empty(xg.shape[:2] + (6 * hidden,), xp.result_type(xg, h0, c0, w_hh))
-    w_t = w_hh.T
-    h, c = h0, c0
-    for t in _order(xg.shape[0], reverse):
-        _lstm_step_into(xp, xg[t], _backend.matmul(xp, h, w_t), c, out[t])
-        h, c = out[t, :, :hidden], out[t, :, hidden:2 * hidden]
-    return out
-
-
-@_lstm_layer.derivative
-def _(node, grad):
-    h0, c0, w_hh = node.saved
-    out = node.output
-    (reverse,) = node.params
-    if _autograd_hooks.grad_mode.enabled:
-        return _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse)
-    flat = _dispatch.apply(_lstm_layer_backward, (grad, out, h0, c0, w_hh), (reverse,))
-    gates_shape = tuple(out.shape[:2]) + (4 * h0.shape[1],)
-    return _unflatten(flat, (gates_shape, tuple(h0.shape), tuple(c0.shape), tuple(w_hh.shape)))
-
-
-def _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse):
-    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, c0, w_hh."""
-    steps, hidden = out.shape[0], h0.shape[1]
-    c_before = _states_before(cat, out, c0, 1, reverse)
-    dxg = [None] * steps
-    dh = dc = None
-    for t in _order(steps, not reverse):
-        step_grad = grad[t]
-        if dh is not None:
-            step_grad = cat([step_grad[:, :hidden] + dh, step_grad[:, hidden:2 * hidden] + dc,
-                             step_grad[:, 2 * hidden:]], 1)
-        dxg[t], _, dc = _lstm_cell_grads(step_grad, out[t], c_before[t])
-        dh = dxg[t] @ w_hh
-    dxg = stack(dxg)
-    h_before = _states_before(cat, out, h0, 0, reverse)
-    return dxg, dh, dc, dxg.reshape(-1, 4 * hidden).T @ h_before.reshape(-1, hidden)
-
-
-@defop("lstm_layer_backward", differentiable=False)
-def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
-    """``_lstm_layer_grads`` on arrays: the four gradients flattened one after another."""
-    steps, batch = out.shape[:2]
-    hidden = h0.shape[1]
-    c_before = _states_before(xp.concatenate, out, c0, 1, reverse)
-    dxg = xp.empty((steps, batch, 4 * hidden), grad.dtype)
-    step_grad = xp.empty((batch, 6 * hidden), grad.dtype)
-    dh = dc = None
-    for t in _order(steps, not reverse):
-        step_grad[...] = grad[t]
-        if dh is not None:
-            step_grad[:, :hidden] += dh
-            step_grad[:, hidden:2 * hidden] += dc
-        packed = _lstm_cell_backward.kernel(xp, step_grad, out[t], c_before[t])
-        dxg[t] = packed[:, :4 * hidden]
-        dh = _backend.matmul(xp, dxg[t], w_hh)
-        dc = packed[:, 4 * hidden:]
-    h_before = _states_before(xp.concatenate, out, h0, 0, reverse)
-    dw = _backend.matmul(xp, dxg.reshape(-1, 4 * hidden).T, h_before.reshape(-1, hidden))
-    return xp.concatenate([dxg.ravel(), dh.ravel(), dc.ravel(), dw.ravel()])
-
-
-def _unflatten(flat, shapes) -> tuple:
-    parts, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        parts.append(flat[start:start + size].view(*shape))
-        start += size
-    return tuple(parts)
-
-
-def lstm_layer(xg, h0, c0, w_hh, reverse: bool = False):
-    """One LSTM layer and direction (Note [Fused cells]): ``(output, h_n, c_n)`` from the input
-    projections of every step ``xg`` (steps, batch, 4 * hidden; biases included), the initial
-    state ``h0``, ``c0`` (batch, hidden) and the recurrent weight ``w_hh`` (4 * hidden, hidden);
-    ``reverse`` runs from the last step to the first."""
-    hidden = h0.shape[1]
-    out = _dispatch.apply(_lstm_layer, (xg, h0, c0, w_hh), (reverse,))
-    last = 0 if reverse else xg.shape[0] - 1
-    return out[:, :, :hidden], out[last, :, :hidden], out[last, :, hidden:2 * hidden]
+    return out[:, :hidden], out[:, hidden : 2 * hidden]
 
 
 # ---------------------------------------------------------------- GRU
@@ -242,11 +152,11 @@ def _gru_cell(xp, xg, hg, h_prev):
     hidden = h_prev.shape[1]
     out = xp.empty((xg.shape[0], 4 * hidden), xp.result_type(xg, hg, h_prev))
     h, r, z, n = _blocks(out, hidden, 4)
-    rz = out[:, hidden:3 * hidden]
-    xp.add(xg[:, :2 * hidden], hg[:, :2 * hidden], out=rz)
-    _sigmoid_(xp, rz)
-    xp.multiply(r, hg[:, 2 * hidden:], out=n)
-    n += xg[:, 2 * hidden:]
+    rz = out[:, hidden : 3 * hidden]
+    xp.add(xg[:, : 2 * hidden], hg[:, : 2 * hidden], out=rz)
+    sigmoid_(xp, rz)
+    xp.multiply(r, hg[:, 2 * hidden :], out=n)
+    n += xg[:, 2 * hidden :]
     xp.tanh(n, out=n)
     xp.subtract(h_prev, n, out=h)
     h *= z
@@ -261,7 +171,7 @@ def _(node, grad):
     if not _autograd_hooks.grad_mode.enabled:
         packed = _dispatch.apply(_gru_cell_backward, (grad, out, hg, h_prev))
         hidden = h_prev.shape[1]
-        return packed[:, :3 * hidden], packed[:, 3 * hidden:6 * hidden], packed[:, 6 * hidden:]
+        return packed[:, : 3 * hidden], packed[:, 3 * hidden : 6 * hidden], packed[:, 6 * hidden :]
     return _gru_cell_grads(grad, out, hg, h_prev)
 
 
@@ -270,10 +180,18 @@ def _gru_cell_grads(grad, out, hg, h_prev):
     hidden = h_prev.shape[1]
     gh, gr, gz, gn = _blocks(grad, hidden, 4)
     _, r, z, n = _blocks(out, hidden, 4)
+    dr, dz, dn, dhn, dh_prev = gru_grads(gh, (gr, gz, gn), 0, h_prev, (r, z, n), hg[:, 2 * hidden :])
+    return cat([dr, dz, dn], 1), cat([dr, dz, dhn], 1), dh_prev
+
+
+def gru_grads(gh, ggates, ghn, h_prev, gates, hn):
+    """One GRU step's derivative (Tensors or arrays): the gradients of the pre-activations of
+    r, z and n, of ``hn = W_hn h_prev + b_hn`` and the direct one of ``h_prev``, from those of
+    ``h``, the gate values ``ggates`` and ``hn`` (``ghn``), given the gate values and ``hn``."""
+    r, z, n = gates
+    gr, gz, gn = ggates
     dn = (gn + gh * (1 - z)) * (1 - n * n)
-    dr = (gr + dn * hg[:, 2 * hidden:]) * r * (1 - r)
-    dz = (gz + gh * (h_prev - n)) * z * (1 - z)
-    return cat([dr, dz, dn], 1), cat([dr, dz, dn * r], 1), gh * z
+    return ((gr + dn * hn) * r * (1 - r), (gz + gh * (h_prev - n)) * z * (1 - z), dn, ghn + dn * r, gh * z)
 
 
 @defop("gru_cell_backward", differentiable=False)
@@ -287,7 +205,7 @@ def _gru_cell_backward(xp, grad, out, hg, h_prev):
     xp.multiply(gh, 1 - z, out=dxn)
     dxn += gn
     dxn *= 1 - n * n
-    xp.multiply(dxn, hg[:, 2 * hidden:], out=dxr)
+    xp.multiply(dxn, hg[:, 2 * hidden :], out=dxr)
     dxr += gr
     dxr *= r
     dxr *= 1 - r
@@ -296,7 +214,7 @@ def _gru_cell_backward(xp, grad, out, hg, h_prev):
     dxz += gz
     dxz *= z
     dxz *= 1 - z
-    packed[:, 3 * hidden:5 * hidden] = packed[:, :2 * hidden]
+    packed[:, 3 * hidden : 5 * hidden] = packed[:, : 2 * hidden]
     xp.multiply(dxn, r, out=dhn)
     xp.multiply(gh, z, out=dh_prev)
     return packed
@@ -306,4 +224,4 @@ def gru_cell(xg, hg, h):
     """The pointwise part of a GRU step (Note [Fused cells]): ``h'`` from the input and
     recurrent projections ``xg``, ``hg`` (batch, 3 * hidden; gates r, z, n, biases
     included) and the hidden state ``h`` (batch, hidden)."""
-    return _dispatch.apply(_gru_cell, (xg, hg, h))[:, :h.shape[1]]
+    return _dispatch.apply(_gru_cell, (xg, hg, h))[:, : h.shape[1]]

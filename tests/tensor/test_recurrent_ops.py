@@ -10,7 +10,7 @@ import autograd
 import tensor
 from autograd import gradcheck, gradgradcheck
 from tensor import _dispatch
-from tensor.ops import recurrent
+from tensor.ops import recurrent, recurrent_layers
 from tests.helpers import assert_close
 
 _CELLS = {"lstm": (recurrent.lstm_cell, 4), "gru": (recurrent.gru_cell, 3)}
@@ -19,8 +19,11 @@ _CELLS = {"lstm": (recurrent.lstm_cell, 4), "gru": (recurrent.gru_cell, 3)}
 def _inputs(kind: str, batch: int = 3, hidden: int = 5, dtype=tensor.float64):
     rng = np.random.default_rng(0)
     gates = _CELLS[kind][1] * hidden
-    arrays = [rng.standard_normal((batch, gates)), rng.standard_normal((batch, gates)),
-              rng.standard_normal((batch, hidden))]
+    arrays = [
+        rng.standard_normal((batch, gates)),
+        rng.standard_normal((batch, gates)),
+        rng.standard_normal((batch, hidden)),
+    ]
     return [tensor.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
 
 
@@ -88,42 +91,79 @@ def test_one_node_per_step(kind):
     assert [e[0] for e in cell.next_edges] == [xg, hg, state]
 
 
-def _layer_inputs(steps: int = 4, batch: int = 2, hidden: int = 3):
+# The layer ops (Note [Fused layers]): each against its cell op stepped in Python.
+_LAYERS = {
+    "lstm": (recurrent_layers.lstm_layer, recurrent_layers._lstm_layer, 4),
+    "gru": (recurrent_layers.gru_layer, recurrent_layers._gru_layer, 3),
+}
+
+
+def _layer_inputs(kind: str, steps: int = 3, batch: int = 2, hidden: int = 2):
     rng = np.random.default_rng(2)
-    shapes = [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)]
-    return [tensor.tensor(rng.standard_normal(s) * 0.5, dtype=tensor.float64, requires_grad=True)
-            for s in shapes]
+    gates = _LAYERS[kind][2] * hidden
+    shapes = [(steps, batch, gates), (batch, hidden)]
+    shapes += [(batch, hidden), (gates, hidden)] if kind == "lstm" else [(gates, hidden), (gates,)]
+    return [tensor.tensor(rng.standard_normal(s) * 0.5, dtype=tensor.float64, requires_grad=True) for s in shapes]
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_lstm_layer_gradcheck_and_double_backward(reverse):
-    inputs = _layer_inputs()
-    assert gradcheck(lambda *a: recurrent.lstm_layer(*a, reverse=reverse), inputs)
-    assert gradgradcheck(lambda *a: recurrent.lstm_layer(*a, reverse=reverse), inputs)
+def _layer(kind: str, inputs, reverse: bool) -> tuple:
+    return _LAYERS[kind][0](*inputs, reverse=reverse)
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_lstm_layer_matches_its_steps(reverse):
-    # The layer op against the cell op stepped in Python, forward and backward.
-    xg, h0, c0, w_hh = _layer_inputs()
-    out, h_n, c_n = recurrent.lstm_layer(xg, h0, c0, w_hh, reverse=reverse)
-    h, c, steps = h0, c0, [None] * xg.shape[0]
-    for t in (range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0])):
-        h, c = recurrent.lstm_cell(xg[t], h @ w_hh.T, c)
+def _stepped(kind: str, inputs, reverse: bool) -> list:
+    """The layer's outputs from its cell op, stepped in Python."""
+    xg, h = inputs[:2]
+    steps = [None] * xg.shape[0]
+    if kind == "lstm":
+        c, w_hh = inputs[2:]
+    else:
+        w_hh, b_hh = inputs[2:]
+    for t in range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0]):
+        if kind == "lstm":
+            h, c = recurrent.lstm_cell(xg[t], h @ w_hh.T, c)
+        else:
+            h = recurrent.gru_cell(xg[t], h @ w_hh.T + b_hh, h)
         steps[t] = h
-    expected = [tensor.stack(steps), h, c]
+    return [tensor.stack(steps), h] + ([c] if kind == "lstm" else [])
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_layer_gradcheck_and_double_backward(kind, reverse):
+    inputs = _layer_inputs(kind)
+    assert gradcheck(lambda *a: _layer(kind, a, reverse), inputs)
+    assert gradgradcheck(lambda *a: _layer(kind, a, reverse), inputs)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_layer_matches_its_steps(kind, reverse):
+    # The layer op against the cell op stepped in Python, forward and backward.
+    inputs = _layer_inputs(kind)
+    ours, expected = _layer(kind, inputs, reverse), _stepped(kind, inputs, reverse)
     weights = [tensor.tensor(np.random.default_rng(k).standard_normal(t.shape)) for k, t in enumerate(expected)]
-    ours = autograd.grad(sum((o * w).sum() for o, w in zip((out, h_n, c_n), weights)), [xg, h0, c0, w_hh])
-    theirs = autograd.grad(sum((o * w).sum() for o, w in zip(expected, weights)), [xg, h0, c0, w_hh])
-    for a, b in zip((out, h_n, c_n) + ours, expected + list(theirs)):
+    ours_grads = autograd.grad(sum((o * w).sum() for o, w in zip(ours, weights)), inputs)
+    their_grads = autograd.grad(sum((o * w).sum() for o, w in zip(expected, weights)), inputs)
+    for a, b in zip(list(ours) + list(ours_grads), expected + list(their_grads)):
         assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
-def test_lstm_layer_array_backward_matches_the_tensor_op_backward():
-    xg, h0, c0, w_hh = _layer_inputs()
-    out = _dispatch.apply(recurrent._lstm_layer, (xg, h0, c0, w_hh), (False,))
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_layer_array_backward_matches_the_tensor_op_backward(kind, reverse):
+    # Weights on every block of the packed output, as double backward sends them.
+    inputs = _layer_inputs(kind)
+    out = _dispatch.apply(_LAYERS[kind][1], tuple(inputs), (reverse,))
     weights = tensor.tensor(np.random.default_rng(3).standard_normal(out.shape))
-    fast = autograd.grad((out * weights).sum(), [xg, h0, c0, w_hh], retain_graph=True)
-    slow = autograd.grad((out * weights).sum(), [xg, h0, c0, w_hh], create_graph=True)
+    fast = autograd.grad((out * weights).sum(), inputs, retain_graph=True)
+    slow = autograd.grad((out * weights).sum(), inputs, create_graph=True)
     for a, b in zip(fast, slow):
         assert_close(a, b.detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_one_node_per_layer():
+    inputs = _layer_inputs("gru")
+    out, h_n = recurrent_layers.gru_layer(*inputs)
+    layer = h_n.grad_fn.next_edges[0][0]
+    assert layer.name() == "GruLayerBackward0"
+    assert [e[0] for e in layer.next_edges] == inputs

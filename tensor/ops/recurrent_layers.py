@@ -1,0 +1,323 @@
+"""Fused recurrent layers: a whole LSTM or GRU layer and direction as one op.
+
+Note [Fused layers]
+~~~~~~~~~~~~~~~~~~~
+As torch's CPU kernels do, ``lstm_layer`` and ``gru_layer`` run the recurrence over all the
+time steps inside one op (one graph node per layer and direction), and their backward runs
+through time over arrays. The input projections of every step come in as one tensor ``xg``
+(one matrix product, made by the caller); the recurrent weight's gradient is one product over
+all the steps after the loop. The kernels write into buffers allocated once per call, and
+keep every block they work on contiguous: the packed output is (steps, blocks, batch, hidden),
+
+* ``lstm_layer``: blocks ``[h, c, i, f, g, o, tanh(c)]``;
+* ``gru_layer``: blocks ``[h, r, z, n, hn]`` (``hn = W_hn h_prev + b_hn``),
+
+and the recurrent product of a step is one batched matmul with the weight laid out per gate,
+(gates, hidden, hidden), so that its result lands gate by gate. Column blocks of a
+(batch, gates * hidden) array instead cost numpy about 4x as much per elementwise op on issue
+19's sizes (batch 16, hidden 128): the strided iteration's setup, not the arithmetic.
+
+The derivative is written twice, as in Note [Fused cells]: with Tensor ops (the definition,
+for double backward), reusing the step formulas ``lstm_grads``/``gru_grads``, and as one array
+kernel (``*_backward``) for the ordinary backward. Both read the saved output, so nothing but
+the states before each step is recomputed.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _autograd_hooks, _backend, _dispatch
+from .recurrent import gru_grads, lstm_grads, sigmoid_
+from .registry import defop
+from .shape import cat, stack
+
+__all__ = ["lstm_layer", "gru_layer"]
+
+
+def _order(steps: int, reverse: bool):
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+def _states_before(cat_fn, seq, first, reverse: bool):
+    """The state each step started from, (steps, batch, hidden), given the states after each
+    step ``seq`` and the initial state ``first``; arrays (``cat_fn``: concatenate) or Tensors."""
+    first = first[None]
+    return cat_fn([seq[1:], first]) if reverse else cat_fn([first, seq[:-1]])
+
+
+def _per_gate(xp, w_hh, gates: int, dtype):
+    """``w_hh`` (gates * hidden, hidden) as (gates, hidden, hidden), each block transposed:
+    ``h @ result`` is the recurrent projection, gate by gate."""
+    hidden = w_hh.shape[1]
+    return xp.ascontiguousarray(w_hh.reshape(gates, hidden, hidden).transpose(0, 2, 1), dtype=dtype)
+
+
+def _by_gate(a, gates: int):
+    """A (..., batch, gates * hidden) array as a (..., gates, batch, hidden) view."""
+    *lead, batch, width = a.shape
+    return a.reshape(*lead, batch, gates, width // gates).swapaxes(-3, -2)
+
+
+def _flat_parts(xp, dtype, shapes) -> tuple:
+    """One flat buffer and views of it with the given shapes (a kernel returns one array)."""
+    flat = xp.empty(sum(math.prod(s) for s in shapes), dtype)
+    parts, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        parts.append(flat[start : start + size].reshape(shape))
+        start += size
+    return flat, parts
+
+
+def _unflatten(flat, shapes) -> tuple:
+    parts, start = [], 0
+    for shape in shapes:
+        size = math.prod(shape)
+        parts.append(flat[start : start + size].view(*shape))
+        start += size
+    return tuple(parts)
+
+
+def _weight_grad(xp, dgates, h_before):
+    """The recurrent weight's gradient: one product over all the steps."""
+    width, hidden = dgates.shape[-1], h_before.shape[-1]
+    return _backend.matmul(xp, dgates.reshape(-1, width).T, h_before.reshape(-1, hidden))
+
+
+# ---------------------------------------------------------------- LSTM
+@defop("lstm_layer", saves=(1, 2, 3), saves_output=True)
+def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
+    steps, batch = xg.shape[:2]
+    hidden = h0.shape[1]
+    dtype = xp.result_type(xg, h0, c0, w_hh)
+    out = xp.empty((steps, 7, batch, hidden), dtype)
+    out[:, 2:6] = _by_gate(xg, 4)
+    w_t = _per_gate(xp, w_hh, 4, dtype)
+    hg = xp.empty((4, batch, hidden), dtype)
+    ig = xp.empty((batch, hidden), dtype)
+    h_prev, c_prev = h0.astype(dtype, copy=False), c0
+    for t in _order(steps, reverse):
+        h, c, i, f, g, o, tc = out[t]
+        out[t, 2:6] += xp.matmul(h_prev, w_t, out=hg)
+        sigmoid_(xp, out[t, 2:4])  # i and f
+        xp.tanh(g, out=g)
+        sigmoid_(xp, o)
+        xp.multiply(f, c_prev, out=c)
+        c += xp.multiply(i, g, out=ig)
+        xp.tanh(c, out=tc)
+        xp.multiply(o, tc, out=h)
+        h_prev, c_prev = h, c
+    return out
+
+
+@_lstm_layer.derivative
+def _(node, grad):
+    h0, c0, w_hh = node.saved
+    out = node.output
+    (reverse,) = node.params
+    if _autograd_hooks.grad_mode.enabled:
+        return _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse)
+    flat = _dispatch.apply(_lstm_layer_backward, (grad, out, h0, c0, w_hh), (reverse,))
+    return _unflatten(flat, _lstm_grad_shapes(out.shape, tuple(w_hh.shape)))
+
+
+def _lstm_grad_shapes(out_shape, w_shape) -> list:
+    steps, _, batch, hidden = out_shape
+    return [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), w_shape]
+
+
+def _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse):
+    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, c0, w_hh."""
+    steps = out.shape[0]
+    c_before = _states_before(cat, out[:, 1], c0, reverse)
+    dxg = [None] * steps
+    dh = dc = None
+    for t in _order(steps, not reverse):
+        gh, gc, gi, gf, gg, go, gtc = grad[t].unbind(0)
+        _, c, i, f, g, o, tc = out[t].unbind(0)
+        if dh is not None:
+            gh, gc = gh + dh, gc + dc
+        gc = gc + gtc * (1 - tc * tc)
+        dgates, dc = lstm_grads(gh, gc, (gi, gf, gg, go), c_before[t], (i, f, g, o), tc)
+        dxg[t] = cat(dgates, 1)
+        dh = dxg[t] @ w_hh
+    dxg = stack(dxg)
+    h_before = _states_before(cat, out[:, 0], h0, reverse)
+    return dxg, dh, dc, dxg.reshape(-1, dxg.shape[-1]).T @ h_before.reshape(-1, h0.shape[1])
+
+
+@defop("lstm_layer_backward", differentiable=False)
+def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
+    """``_lstm_layer_grads`` on arrays: the four gradients flattened one after another."""
+    steps, _, batch, hidden = out.shape
+    dtype = grad.dtype
+    flat, (dxg, dh, dc, dw) = _flat_parts(xp, dtype, _lstm_grad_shapes(out.shape, w_hh.shape))
+    dxg_by_gate = _by_gate(dxg, 4)
+    c_before = _states_before(xp.concatenate, out[:, 1], c0, reverse)
+    d4 = xp.empty((4, batch, hidden), dtype)
+    di, df, dg, do = d4
+    gh, tmp = xp.empty((batch, hidden), dtype), xp.empty((batch, hidden), dtype)
+    dsig = xp.empty((2, batch, hidden), dtype)
+    dh[...] = 0
+    dc[...] = 0
+    for t in _order(steps, not reverse):
+        _, _, i, f, g, o, tc = out[t]
+        g_h, g_c, _, _, g_g, g_o, g_tc = grad[t]
+        xp.add(g_h, dh, out=gh)
+        # dc = gc + (gh * o + gtc) * (1 - tc^2), with the carried gradient of c
+        xp.multiply(gh, o, out=tmp)
+        tmp += g_tc
+        dc += g_c
+        xp.multiply(tc, tc, out=do)
+        xp.subtract(1, do, out=do)
+        do *= tmp
+        dc += do
+        xp.multiply(gh, tc, out=do)
+        do += g_o
+        xp.subtract(1, o, out=tmp)
+        tmp *= o
+        do *= tmp
+        xp.multiply(dc, g, out=di)
+        xp.multiply(dc, c_before[t], out=df)
+        d4[:2] += grad[t, 2:4]
+        xp.subtract(1, out[t, 2:4], out=dsig)
+        dsig *= out[t, 2:4]
+        d4[:2] *= dsig
+        xp.multiply(dc, i, out=dg)
+        dg += g_g
+        xp.multiply(g, g, out=tmp)
+        xp.subtract(1, tmp, out=tmp)
+        dg *= tmp
+        dc *= f
+        dxg_by_gate[t] = d4
+        xp.matmul(dxg[t], w_hh, out=dh)
+    dw[...] = _weight_grad(xp, dxg, _states_before(xp.concatenate, out[:, 0], h0, reverse))
+    return flat
+
+
+def lstm_layer(xg, h0, c0, w_hh, reverse: bool = False):
+    """One LSTM layer and direction (Note [Fused layers]): ``(output, h_n, c_n)`` from the input
+    projections of every step ``xg`` (steps, batch, 4 * hidden; biases included), the initial
+    state ``h0``, ``c0`` (batch, hidden) and the recurrent weight ``w_hh`` (4 * hidden, hidden);
+    ``reverse`` runs from the last step to the first."""
+    out = _dispatch.apply(_lstm_layer, (xg, h0, c0, w_hh), (reverse,))
+    last = 0 if reverse else xg.shape[0] - 1
+    return out[:, 0], out[last, 0], out[last, 1]
+
+
+# ---------------------------------------------------------------- GRU
+@defop("gru_layer", saves=(1, 2), saves_output=True)
+def _gru_layer(xp, xg, h0, w_hh, b_hh, reverse):
+    steps, batch = xg.shape[:2]
+    hidden = h0.shape[1]
+    dtype = xp.result_type(xg, h0, w_hh, b_hh)
+    out = xp.empty((steps, 5, batch, hidden), dtype)
+    out[:, 1:4] = _by_gate(xg, 3)
+    out[:, 1:3] += b_hh[: 2 * hidden].reshape(2, 1, hidden)  # b_hr, b_hz; b_hn is inside r * (...)
+    b_hn = b_hh[2 * hidden :]
+    w_t = _per_gate(xp, w_hh, 3, dtype)
+    hg = xp.empty((3, batch, hidden), dtype)
+    rhn = xp.empty((batch, hidden), dtype)
+    h_prev = h0.astype(dtype, copy=False)
+    for t in _order(steps, reverse):
+        h, r, z, n, hn = out[t]
+        xp.matmul(h_prev, w_t, out=hg)
+        out[t, 1:3] += hg[:2]
+        sigmoid_(xp, out[t, 1:3])  # r and z
+        xp.add(hg[2], b_hn, out=hn)
+        n += xp.multiply(r, hn, out=rhn)
+        xp.tanh(n, out=n)
+        xp.subtract(h_prev, n, out=h)
+        h *= z
+        h += n
+        h_prev = h
+    return out
+
+
+@_gru_layer.derivative
+def _(node, grad):
+    h0, w_hh = node.saved
+    out = node.output
+    (reverse,) = node.params
+    if _autograd_hooks.grad_mode.enabled:
+        return _gru_layer_grads(grad, out, h0, w_hh, reverse)
+    flat = _dispatch.apply(_gru_layer_backward, (grad, out, h0, w_hh), (reverse,))
+    return _unflatten(flat, _gru_grad_shapes(out.shape, tuple(w_hh.shape)))
+
+
+def _gru_grad_shapes(out_shape, w_shape) -> list:
+    steps, _, batch, hidden = out_shape
+    return [(steps, batch, 3 * hidden), (batch, hidden), w_shape, (3 * hidden,)]
+
+
+def _gru_layer_grads(grad, out, h0, w_hh, reverse):
+    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, w_hh, b_hh."""
+    steps, hidden = out.shape[0], h0.shape[1]
+    h_before = _states_before(cat, out[:, 0], h0, reverse)
+    dxg, dhg = [None] * steps, [None] * steps
+    dh = None
+    for t in _order(steps, not reverse):
+        gh, gr, gz, gn, ghn = grad[t].unbind(0)
+        _, r, z, n, hn = out[t].unbind(0)
+        if dh is not None:
+            gh = gh + dh
+        dr, dz, dn, dhn, dh = gru_grads(gh, (gr, gz, gn), ghn, h_before[t], (r, z, n), hn)
+        dxg[t], dhg[t] = cat([dr, dz, dn], 1), cat([dr, dz, dhn], 1)
+        dh = dh + dhg[t] @ w_hh
+    dhg = stack(dhg)
+    dw = dhg.reshape(-1, 3 * hidden).T @ h_before.reshape(-1, hidden)
+    return stack(dxg), dh, dw, dhg.sum((0, 1))
+
+
+@defop("gru_layer_backward", differentiable=False)
+def _gru_layer_backward(xp, grad, out, h0, w_hh, reverse):
+    """``_gru_layer_grads`` on arrays: the four gradients flattened one after another."""
+    steps, _, batch, hidden = out.shape
+    dtype = grad.dtype
+    flat, (dxg, dh, dw, db) = _flat_parts(xp, dtype, _gru_grad_shapes(out.shape, w_hh.shape))
+    dxg_by_gate = _by_gate(dxg, 3)
+    dhg = xp.empty((steps, batch, 3 * hidden), dtype)
+    dhg_by_gate = _by_gate(dhg, 3)
+    h_before = _states_before(xp.concatenate, out[:, 0], h0, reverse)
+    d3 = xp.empty((3, batch, hidden), dtype)
+    dr, dz, dn = d3
+    gh, tmp = xp.empty((batch, hidden), dtype), xp.empty((batch, hidden), dtype)
+    dsig = xp.empty((2, batch, hidden), dtype)
+    dh[...] = 0
+    for t in _order(steps, not reverse):
+        _, r, z, n, hn = out[t]
+        g_h, _, _, g_n, g_hn = grad[t]
+        xp.add(g_h, dh, out=gh)
+        # dn = (gn + gh * (1 - z)) * (1 - n^2)
+        xp.subtract(1, z, out=dn)
+        dn *= gh
+        dn += g_n
+        xp.multiply(n, n, out=tmp)
+        xp.subtract(1, tmp, out=tmp)
+        dn *= tmp
+        xp.multiply(dn, hn, out=dr)
+        xp.subtract(h_before[t], n, out=dz)
+        dz *= gh
+        d3[:2] += grad[t, 1:3]
+        xp.subtract(1, out[t, 1:3], out=dsig)
+        dsig *= out[t, 1:3]
+        d3[:2] *= dsig
+        dxg_by_gate[t] = d3
+        dn *= r  # now the gradient of hn
+        dn += g_hn
+        dhg_by_gate[t] = d3
+        xp.matmul(dhg[t], w_hh, out=dh)
+        dh += xp.multiply(gh, z, out=tmp)
+    dw[...] = _weight_grad(xp, dhg, h_before)
+    db[...] = dhg.sum((0, 1))
+    return flat
+
+
+def gru_layer(xg, h0, w_hh, b_hh, reverse: bool = False):
+    """One GRU layer and direction (Note [Fused layers]): ``(output, h_n)`` from the input
+    projections of every step ``xg`` (steps, batch, 3 * hidden; ``b_ih`` included), the initial
+    state ``h0`` (batch, hidden), the recurrent weight ``w_hh`` (3 * hidden, hidden) and bias
+    ``b_hh`` (3 * hidden,); ``reverse`` runs from the last step to the first."""
+    out = _dispatch.apply(_gru_layer, (xg, h0, w_hh, b_hh), (reverse,))
+    return out[:, 0], out[0 if reverse else xg.shape[0] - 1, 0]
