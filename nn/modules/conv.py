@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 import tensor
 from tensor import Tensor
 
 from .. import functional as F
 from ..functional.conv import transpose_output_shape
+from ..functional.padding import pad_by_mode
 from .linear import register_weight_and_bias
 from .module import Module
 
@@ -110,38 +109,6 @@ class _ConvNd(Module):
         if self.padding_mode != "zeros":
             s += f", padding_mode={self.padding_mode}"
         return s
-
-
-def pad_by_mode(input: Tensor, pads, mode: str) -> Tensor:
-    """Pad the trailing ``len(pads)`` dims by ``(before, after)`` pairs with ``'reflect'``,
-    ``'replicate'`` or ``'circular'`` values (gathered by index, so differentiable).
-
-    Raises:
-        RuntimeError: if reflect padding is not smaller than the dim, or circular padding
-            would wrap around more than once.
-    """
-    out = input
-    for i, (lo, hi) in enumerate(pads):
-        dim = input.ndim - len(pads) + i
-        n = input.shape[dim]
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError(
-                f"Padding size should be less than the corresponding input dimension, but got: "
-                f"padding ({lo}, {hi}) at dimension {dim} of input {list(input.shape)}"
-            )
-        if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        index = np.arange(-lo, n + hi)
-        if mode == "reflect":
-            period = 2 * (n - 1) if n > 1 else 1
-            index = np.abs(index) % period
-            index = np.where(index >= n, period - index, index)
-        elif mode == "replicate":
-            index = np.clip(index, 0, n - 1)
-        else:
-            index = index % n
-        out = out.index_select(dim, tensor.tensor(index, dtype=tensor.int64, device=input.device))
-    return out
 
 
 class _Conv(_ConvNd):
