@@ -17,7 +17,8 @@ import distrib as dist
 import nn
 import nn.functional as F
 import tensor
-from tests.distrib._ddp_scenarios import STEPS, batch, digest, max_diff, shard
+from distrib.optim import ZeroRedundancyOptimizer
+from tests.distrib._ddp_scenarios import STEPS, batch, digest, max_diff, mlp, shard
 
 
 # ---------------------------------------------------------------- SyncBatchNorm
@@ -73,9 +74,101 @@ def syncbn_input_grad(rank, world):
     }
 
 
+# ---------------------------------------------------------------- ZeroRedundancyOptimizer
+ADAM = {"lr": 0.05, "betas": (0.8, 0.9), "weight_decay": 0.01}
+
+
+def _train(model, opt, steps, rank, world, first_step=0):
+    for step in range(first_step, first_step + steps):
+        x, y = batch(step)
+        opt.zero_grad()
+        F.cross_entropy(model(shard(x, rank, world)), shard(y, rank, world)).backward()
+        opt.step()
+        if step == 1:  # as an LR scheduler would; the shards must follow
+            for group in opt.param_groups:
+                group["lr"] = 0.02
+
+
+def zero_equivalence(rank, world):
+    """DDP + ZeRO(Adam) gives the parameters of DDP + Adam (bit for bit) and of one process
+    with the whole batch."""
+    zero_model, ddp_model, reference = dist.DistributedDataParallel(mlp()), dist.DistributedDataParallel(mlp()), mlp()
+    _train(zero_model, ZeroRedundancyOptimizer(zero_model.parameters(), nn.optim.Adam, **ADAM), STEPS, rank, world)
+    _train(ddp_model, nn.optim.Adam(ddp_model.parameters(), **ADAM), STEPS, rank, world)
+    _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
+    return {
+        "max_diff": max_diff(zero_model.parameters(), reference.parameters()),
+        "same_as_ddp": digest(zero_model.parameters()) == digest(ddp_model.parameters()),
+        "params": digest(zero_model.parameters()),
+    }
+
+
+def _state_diff(state_dict, ref_state_dict) -> float:
+    worst = 0.0
+    assert state_dict["state"].keys() == ref_state_dict["state"].keys()
+    for key, state in state_dict["state"].items():
+        for name, value in state.items():
+            worst = max(worst, float((value - ref_state_dict["state"][key][name]).abs().max()))
+    return worst
+
+
+def zero_state_dict(rank, world):
+    """consolidate_state_dict + state_dict on rank 0 is the whole Adam's state; loading it on
+    every rank into a new ZeRO optimizer continues the reference run."""
+    model, reference = dist.DistributedDataParallel(mlp()), mlp()
+    opt = ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, **ADAM)
+    ref_opt = nn.optim.Adam(reference.parameters(), **ADAM)
+    _train(model, opt, 2, rank, world)
+    _train(reference, ref_opt, 2, 0, 1)
+    opt.consolidate_state_dict(to=0)
+    result = {}
+    if rank == 0:
+        full = opt.state_dict()
+        result["state_diff"] = _state_diff(full, ref_opt.state_dict())
+        result["groups_equal"] = full["param_groups"] == ref_opt.state_dict()["param_groups"]
+    else:
+        full = None
+        try:
+            opt.state_dict()
+            result["refused"] = False
+        except RuntimeError:
+            result["refused"] = True
+    shared = [full]
+    dist.broadcast_object_list(shared, src=0)
+    resumed = dist.DistributedDataParallel(mlp(seed=1))  # other initial values, overwritten below
+    resumed.module.load_state_dict(model.module.state_dict())
+    new_opt = ZeroRedundancyOptimizer(resumed.parameters(), nn.optim.Adam, lr=1.0)
+    new_opt.load_state_dict(shared[0])
+    _train(resumed, new_opt, 2, rank, world, first_step=2)
+    _train(reference, ref_opt, 2, 0, 1, first_step=2)
+    result["resumed_diff"] = max_diff(resumed.parameters(), reference.parameters())
+    return result
+
+
+def zero_memory(rank, world):
+    """The bytes of optimizer state on this rank, against the whole Adam's."""
+    tensor.manual_seed(0)
+    layers = [nn.Linear(16, 16) for _ in range(6)] + [nn.Linear(16, 48)]
+    model = nn.Sequential(*layers).double()
+    opt = ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, lr=0.01)
+    full = nn.optim.Adam(model.parameters(), lr=0.01)
+    model(tensor.randn(4, 16, dtype=tensor.float64)).sum().backward()
+    opt.step()
+    full.step()
+
+    def state_bytes(state) -> int:
+        return sum(v.nbytes for per_param in state.values() for k, v in per_param.items() if k != "step")
+
+    largest = max(p.numel() for p in model.parameters()) * 2 * 8  # exp_avg + exp_avg_sq, float64
+    return {"bytes": state_bytes(opt.state), "full_bytes": state_bytes(full.state), "largest_param_bytes": largest}
+
+
 CASES = {
     "syncbn_ddp_equivalence": syncbn_ddp_equivalence,
     "syncbn_input_grad": syncbn_input_grad,
+    "zero_equivalence": zero_equivalence,
+    "zero_state_dict": zero_state_dict,
+    "zero_memory": zero_memory,
 }
 
 

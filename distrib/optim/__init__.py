@@ -1,0 +1,5 @@
+"""``distrib.optim``: optimizers for distributed training. Our ``torch.distributed.optim``."""
+
+from .zero_redundancy_optimizer import ZeroRedundancyOptimizer
+
+__all__ = ["ZeroRedundancyOptimizer"]
