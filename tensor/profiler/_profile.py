@@ -53,6 +53,7 @@ class profile:  # noqa: N801 - PyTorch's name
         self._recorder: _recorder.Recorder | None = None
         self._finished: _recorder.Recorder | None = None
         self._step_start = 0
+        self._step_first_event = 0
         self._action = ProfilerAction.NONE
 
     # ------------------------------------------------------------ lifecycle
@@ -72,8 +73,12 @@ class profile:  # noqa: N801 - PyTorch's name
     def stop(self) -> None:
         """End profiling; a recording in progress is finished and handed to ``on_trace_ready``."""
         if self._recorder is not None:
-            self._end_step()
-            self._finish()
+            if len(self._recorder.events) > self._step_first_event:  # something ran since step()
+                if self.step_num > 0:
+                    self._end_step()
+                self._finish()
+            else:  # an empty last step: no trace of its own
+                self._finish(ready=False)
 
     def step(self) -> None:
         """Mark the end of a training step: the schedule decides whether the next one records."""
@@ -103,6 +108,7 @@ class profile:  # noqa: N801 - PyTorch's name
 
     def _begin_step(self) -> None:
         self._step_start = _recorder.now_ns()
+        self._step_first_event = len(self._recorder.events)
         if self.profile_memory:
             live.reset_peak()
 
@@ -112,11 +118,13 @@ class profile:  # noqa: N801 - PyTorch's name
             args["peak_bytes"] = live.peak
         self._recorder.add(f"ProfilerStep#{self.step_num}", "step", self._step_start, _recorder.now_ns(), args)
 
-    def _finish(self) -> None:
+    def _finish(self, ready: bool = True) -> None:
         rec, self._recorder = self._recorder, None
         _recorder.install(None)
+        if not ready and self._finished is not None:
+            return
         self._finished = rec
-        if self.on_trace_ready is not None:
+        if ready and self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
     # ------------------------------------------------------------ results

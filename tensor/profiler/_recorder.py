@@ -115,6 +115,10 @@ class Recorder:
         """Add a finished event (times from ``time.perf_counter_ns``)."""
         self.events.append((name, category, _thread_id() if thread is None else thread, start, end - start, args or {}))
 
+    def add_wall(self, name: str, category: str, start: int, end: int, args: dict, thread: str) -> None:
+        """Add an event timed with ``time.time_ns`` (e.g. in another process) on row ``thread``."""
+        self.add(name, category, start - self.epoch_offset_ns, end - self.epoch_offset_ns, args, thread)
+
     def wrap(self, fn: Callable, name: str, category: str, args: dict | None = None) -> Callable:
         """``fn`` timed as an event on whichever thread calls it."""
 

@@ -67,7 +67,7 @@ def schedule(
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None) -> Callable[[Any], None]:
-    """An ``on_trace_ready`` that writes each trace to ``dir_name/<worker>.<ms>.pt.trace.json``.
+    """An ``on_trace_ready`` that writes each trace to ``dir_name/<worker>.<time ns>.pt.trace.json``.
 
     ``worker_name`` defaults to ``<host>_<pid>``. The files open in TensorBoard's profiler
     plugin, in chrome://tracing and in ui.perfetto.dev.
@@ -76,6 +76,6 @@ def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None) -> 
 
     def handler(prof) -> None:
         os.makedirs(dir_name, exist_ok=True)
-        prof.export_chrome_trace(os.path.join(dir_name, f"{name}.{time.time_ns() // 1_000_000}.pt.trace.json"))
+        prof.export_chrome_trace(os.path.join(dir_name, f"{name}.{time.time_ns()}.pt.trace.json"))
 
     return handler

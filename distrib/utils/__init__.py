@@ -1,0 +1,1 @@
+"""Utilities around training: ``distrib.utils.tensorboard``."""
