@@ -80,6 +80,19 @@ class Backend:
         it. Tests check that the two agree."""
         return functools.partial(host, self.xp)
 
+    # The code generator of tensor.compile's fused kernels for this device: tensor/_compile/
+    # codegen_<name>.py (numba loop nests here, CUDA C RawKernels on a GPU).
+    fused_codegen = "numba"
+
+    def raw_kernel(self, source: str, name: str):
+        """The kernel ``name`` of the CUDA C ``source``, called as ``kernel(grid, block, args)``
+        (a ``cupy.RawKernel``, compiled once per process).
+
+        Raises:
+            RuntimeError: on the CPU, which runs generated kernels through numba instead.
+        """
+        raise RuntimeError(f"{self.name} has no CUDA C kernels (tensor.compile uses numba here)")
+
     def device_assert(self, bad, error: type, message: str, describe=None) -> None:
         """Check that the 0-d bool array ``bad`` is False without synchronising (Note
         [Device-side asserts] in _device_asserts.py): on the CPU at once, on a GPU at the next
@@ -225,6 +238,15 @@ class _CupyBackend(Backend):
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._kernels[key] = self.cupy.ElementwiseKernel(in_params, out_params, operation, name)
+        return kernel
+
+    fused_codegen = "cupy"
+
+    def raw_kernel(self, source, name):
+        key = ("raw", name, source)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = self.cupy.RawKernel(source, name)
         return kernel
 
     def scalar_operand(self, value, dtype):
