@@ -12,11 +12,12 @@ Note [overlap]
     parameter's gradient is final. It copies the gradient into its bucket view (unless the
     gradient already *is* that view, with ``gradient_as_bucket_view``) and marks it ready.
     When a bucket is full it is handed to the communication hook, which divides by the world
-    size and starts an asynchronous all-reduce on the group's worker thread while backward
-    goes on. Buckets are launched strictly in bucket order (bucket i+1 waits for bucket i),
-    so every rank issues the same collectives in the same order whatever order its hooks
-    fire in. The first hook of a backward queues an end-of-backward callback with the
-    autograd engine; it waits for every bucket and writes the averaged gradients back.
+    size and starts an asynchronous all-reduce while backward goes on (on the group's worker
+    thread; on nccl, queued on the group's own stream, Note [NCCL streams]). Buckets are
+    launched strictly in bucket order (bucket i+1 waits for bucket i), so every rank issues
+    the same collectives in the same order whatever order its hooks fire in. The first hook
+    of a backward queues an end-of-backward callback with the autograd engine; it waits for
+    every bucket and writes the averaged gradients back.
 
 Note [unused parameters]
     A parameter that takes no part in the loss never fires its hook, so its bucket would
@@ -310,12 +311,18 @@ class Reducer:
         # Otherwise _mark_ready divided each gradient as it copied it into the bucket.
         return collectives.all_reduce(bucket.buffer, group=self.pg, async_op=True).get_future()
 
+    def _wait(self, future: Future):
+        """``future``'s value. A completed one needs no timeout: on nccl a bucket's future is
+        complete once its all-reduce is queued, and waiting orders the current stream after it
+        without blocking the host (Note [NCCL streams] in backends/nccl_backend.py)."""
+        return future.wait() if future.done() else future.wait(self.timeout)
+
     def _drain(self) -> list:
         """Wait for every launched bucket; their results (the first error is raised after all waited)."""
         results, error = [], None
         for bucket in self.buckets[:self.next_bucket]:
             try:
-                value = bucket.future.wait(self.timeout)
+                value = self._wait(bucket.future)
                 results.append(value[0] if isinstance(value, list) else value)
             except Exception as exc:  # noqa: BLE001 - re-raised below once every bucket is accounted for
                 error = error or exc
@@ -398,6 +405,6 @@ class Reducer:
             else:
                 futures.append(collectives.all_reduce(zeros, group=self.pg, async_op=True).get_future())
         for future in futures:
-            future.wait(self.timeout)
+            self._wait(future)
         if self.find_unused_parameters:
             collectives.all_reduce(tensor.zeros(len(self.params), dtype=tensor.int32), group=self.pg)

@@ -217,3 +217,101 @@ def nccl_peer_leaves():
 def nccl_peer_hangs():
     """See ``_peer_fails``: rank 1 sleeps through the op's 2 s timeout."""
     return _peer_fails(hangs=True)
+
+
+# ---- issue 13: NCCL on the group's own stream (Note [NCCL streams]; stand-in only: it traces) ----
+def _on_comm_stream(trace: list, op: str) -> dict:
+    """What the trace says about the first NCCL ``op``: its stream, whether that stream first
+    waited for an event recorded on another stream (the producer's), and which stream."""
+    at = next(i for i, e in enumerate(trace) if e[:2] == ("nccl", op))
+    comm = trace[at][2]
+    recorded = {e[1]: e[2] for e in trace[:at] if e[0] == "record"}
+    handed = [recorded[e[2]] for e in trace[:at] if e[0] == "wait" and e[1] == comm and e[2] in recorded]
+    return {"comm": comm, "producer": handed[-1] if handed else None, "at": at}
+
+
+def _waits_after(trace: list, at: int, comm: int) -> list:
+    """The streams that, after entry ``at``, waited for an event recorded on ``comm``."""
+    on_comm = {e[1] for e in trace[at:] if e[0] == "record" and e[2] == comm}
+    return [e[1] for e in trace[at:] if e[0] == "wait" and e[2] in on_comm]
+
+
+def nccl_streams():
+    """An async all_reduce issued on a stream of the caller's, then waited; a synchronous one on
+    the default stream; the values; and the host synchronisations each made (stand-in counts)."""
+    from cupy import _state
+
+    rank, n = _nccl_group()
+    dist.barrier()  # the communicator exists: what follows is the ops alone
+    out = {}
+    producer = tensor.cuda.Stream()
+    trace = _state.start_trace()
+    syncs = _state.synchronizations()
+    with producer:
+        t = tensor.full((64,), float(rank + 1), device="cuda")
+        work = dist.all_reduce(t, async_op=True)
+        issued = _state.synchronizations() - syncs
+        work.wait()
+        out["async_syncs"] = [issued, _state.synchronizations() - syncs]
+    out["async"] = _on_comm_stream(trace, "allReduce")
+    out["async"]["user_stream"] = producer._stream.ptr
+    out["async"]["waited_by"] = _waits_after(trace, out["async"]["at"], out["async"]["comm"])
+    _state.stop_trace(trace)
+
+    trace = _state.start_trace()
+    syncs = _state.synchronizations()
+    u = tensor.full((8,), float(rank), device="cuda")
+    dist.all_reduce(u, op=dist.ReduceOp.AVG)
+    out["sync_syncs"] = _state.synchronizations() - syncs
+    out["sync"] = _on_comm_stream(trace, "allReduce")
+    out["sync"]["current"] = tensor.cuda.current_stream()._stream.ptr
+    out["sync"]["waited_by"] = _waits_after(trace, out["sync"]["at"], out["sync"]["comm"])
+    _state.stop_trace(trace)
+    out["values"] = [t.cpu().tolist()[0], u.cpu().tolist()[0]]
+    out["expected"] = [n * (n + 1) / 2, (n - 1) / 2]
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
+
+
+def nccl_ddp_overlap():
+    """A DDP backward on nccl with one bucket per layer: how many bucket all-reduces were queued
+    when the last gradient (the first layer's) became ready, how many in all, on which stream,
+    and the host synchronisations of forward + backward (stand-in counts)."""
+    from cupy import _state
+
+    import nn
+    from distrib.parallel import DistributedDataParallel
+
+    rank, n = _nccl_group()
+    tensor.manual_seed(0)
+    layers = nn.Sequential(*[nn.Linear(32, 32) for _ in range(4)]).cuda()
+    trace = []
+    seen_at_last_grad = []
+    first = layers[0].weight  # registered first, so its gradient is among the last made
+    # registered before DDP's own hooks, so it fires before DDP launches this parameter's bucket
+    first.register_post_accumulate_grad_hook(
+        lambda p: seen_at_last_grad.append(sum(e[:2] == ("nccl", "allReduce") for e in trace)))
+    model = DistributedDataParallel(layers, device_ids=[tensor.cuda.current_device()], bucket_cap_mb=0.004)
+    x = tensor.full((8, 32), float(rank + 1), device="cuda")
+    model(x).sum().backward()  # a first step: buckets rebuilt, caches warm
+    for p in model.parameters():
+        p.grad = None
+    seen_at_last_grad.clear()
+    trace = _state.start_trace()
+    syncs = _state.synchronizations()
+    model(x).sum().backward()
+    out = {"syncs": _state.synchronizations() - syncs,
+           "launched_before_last_grad": seen_at_last_grad,
+           "launches": [e[2] for e in trace if e[:2] == ("nccl", "allReduce")],
+           "current": tensor.cuda.current_stream()._stream.ptr, "buckets": len(model.reducer.buckets)}
+    _state.stop_trace(trace)
+    # the layers are affine, so the mean of the ranks' gradients is the gradient at the mean input
+    tensor.manual_seed(0)
+    ref = nn.Sequential(*[nn.Linear(32, 32) for _ in range(4)]).cuda()
+    ref(tensor.full((8, 32), (n + 1) / 2, device="cuda")).sum().backward()
+    out["grad_error"] = float(np.abs(model.module[0].weight.grad.cpu().numpy()
+                                     - ref[0].weight.grad.cpu().numpy()).max())
+    dist.barrier()
+    dist.destroy_process_group()
+    return out
