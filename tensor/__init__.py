@@ -28,6 +28,7 @@ from ._random import (
 from .ops import *  # noqa: F403 - the functional forms of every op
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
 from .serialization import load, save
+import tensor.linalg as linalg  # the public namespace; ``from .ops import *`` bound the internal module
 from ._threads import get_num_threads, set_num_threads
 from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tensor.compile
 from . import onnx

@@ -1,6 +1,7 @@
 """The op library: primitives with their derivatives (see ``registry``) and compositions."""
 
 from . import activation, pool, recurrent, recurrent_layers  # noqa: F401 - register their ops (used through nn)
+from .decomp import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins
 from .gamma import *  # noqa: F401,F403
@@ -8,6 +9,7 @@ from .indexing import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .math_extra import *  # noqa: F401,F403
+from .norms import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401

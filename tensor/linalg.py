@@ -1,0 +1,225 @@
+"""``tensor.linalg``: PyTorch's ``torch.linalg`` namespace.
+
+The primitives with derivatives live in ``tensor.ops.decomp`` (inv, solve, det, slogdet,
+cholesky, eigh, svd, qr) and ``tensor.ops.norms``; the rest are compositions of them.
+
+    >>> import tensor
+    >>> A = tensor.tensor([[2.0, 1.0], [1.0, 3.0]])
+    >>> tensor.linalg.solve(A, tensor.tensor([3.0, 5.0]))
+    tensor([0.8000, 1.4000])
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from . import _dtype
+from .ops.decomp import LinAlgError, cholesky, det, eigh, eigvalsh, inv, qr, slogdet, solve, svd, svdvals
+from .ops.elementwise import where
+from .ops.layout import diag_embed, diagonal
+from .ops.linalg import matmul
+from .ops.math_extra import cross as _cross
+from .ops.norms import matrix_norm, vector_norm
+
+__all__ = [
+    "LinAlgError",
+    "norm",
+    "vector_norm",
+    "matrix_norm",
+    "inv",
+    "inv_ex",
+    "solve",
+    "solve_ex",
+    "det",
+    "slogdet",
+    "svd",
+    "svdvals",
+    "qr",
+    "cholesky",
+    "cholesky_ex",
+    "eigh",
+    "eigvalsh",
+    "eig",
+    "eigvals",
+    "lstsq",
+    "pinv",
+    "matrix_power",
+    "matrix_rank",
+    "cross",
+    "multi_dot",
+    "vander",
+    "matmul",
+    "diagonal",
+    "vecdot",
+    "matrix_exp",
+]
+
+_lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+_ex_result = namedtuple("result_info", ["result", "info"])
+
+
+def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
+    """A vector norm (1-d input, an int ``dim``, or ``ord=None``) or a matrix norm (2-d input or a
+    2-tuple ``dim``), as ``torch.linalg.norm`` chooses.
+
+    Raises:
+        RuntimeError: for a matrix ``ord`` on an input that is not a matrix.
+    """
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None and A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: ord={ord!r} needs a matrix (2-d input or a 2-tuple dim)")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def _info(A):
+    return A.new_zeros(A.shape[:-2], dtype=_dtype.int32)
+
+
+def inv_ex(A, *, check_errors: bool = False):
+    """``(inv(A), info)``; info is 0 for every invertible matrix (errors raise, as with check_errors)."""
+    return _ex_result(inv(A), _info(A))
+
+
+def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
+    """``(cholesky(A), info)`` (errors raise)."""
+    return _ex_result(cholesky(A, upper=upper), _info(A))
+
+
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
+    """``(solve(A, B), info)`` (errors raise)."""
+    return _ex_result(solve(A, B, left=left), _info(A))
+
+
+def eig(A):
+    """Not available: eigenvalues of general matrices are complex (NotImplementedError)."""
+    raise NotImplementedError(
+        "linalg.eig needs complex tensors, which tensor does not have yet; use linalg.eigh for symmetric matrices"
+    )
+
+
+eigvals = eig
+
+
+def _tolerance(S, atol, rtol, shape):
+    """The singular-value cutoff of pinv and matrix_rank: max(atol, rtol * largest value)."""
+    if rtol is None:
+        eps = 1.1920928955078125e-07 if S.dtype.itemsize == 4 else 2.220446049250313e-16
+        rtol = 0.0 if atol is not None and atol > 0 else max(shape[-2:]) * eps
+    top = S.amax(-1, keepdim=True) if S.shape[-1] else S.new_zeros(S.shape[:-1] + (1,))
+    cutoff = top * rtol
+    return cutoff if atol is None else where(cutoff > atol, cutoff, float(atol))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
+    """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff count as 0)."""
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _tolerance(S, atol, rtol, A.shape)
+    S_inv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)
+    return (Vh.mT * S_inv.unsqueeze(-2)) @ U.mT
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
+    """The number of singular values above the cutoff ``max(atol, rtol * largest)``."""
+    S = svdvals(A)
+    return (S > _tolerance(S, atol, rtol, A.shape)).sum(-1)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of ``A X = B`` (via the pseudo-inverse; differentiable), with
+    ``residuals`` (squared, for full-rank tall ``A``), ``rank`` and ``singular_values``."""
+    vector = B.ndim == A.ndim - 1
+    rhs = B.unsqueeze(-1) if vector else B
+    S = svdvals(A)
+    X = pinv(A, rtol=rcond) @ rhs
+    rank = (S > _tolerance(S, None, rcond, A.shape)).sum(-1)
+    m, n = A.shape[-2:]
+    residuals = A.new_zeros((0,))
+    if m > n and bool((rank == n).all()):
+        residuals = ((A @ X - rhs) ** 2).sum(-2)
+    return _lstsq_result(X.squeeze(-1) if vector else X, residuals, rank, S)
+
+
+def matrix_power(A, n: int):
+    """``A`` multiplied by itself ``n`` times (``n < 0``: of its inverse; ``n = 0``: the identity).
+
+    Raises:
+        RuntimeError: for a non-square ``A``.
+    """
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
+    if n == 0:
+        return diag_embed(A.new_ones(A.shape[:-1]))
+    base = inv(A) if n < 0 else A
+    result, n = None, abs(n)
+    while n:  # binary powering
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+def cross(input, other, *, dim: int = -1):
+    """The cross product of 3-vectors along ``dim`` (-1 by default)."""
+    return _cross(input, other, dim)
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices (the first and last may be 1-d vectors).
+
+    Raises:
+        RuntimeError: for fewer than two tensors or middle tensors that are not 2-d.
+    """
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first, last = tensors[0], tensors[-1]
+    chain = [
+        first.unsqueeze(0) if first.ndim == 1 else first,
+        *tensors[1:-1],
+        last.unsqueeze(-1) if last.ndim == 1 else last,
+    ]
+    for i, t in enumerate(chain):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    out = chain[0]
+    for t in chain[1:]:
+        out = out @ t
+    if first.ndim == 1:
+        out = out.squeeze(0)
+    if last.ndim == 1:
+        out = out.squeeze(-1)
+    return out
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix ``x[..., i] ** j`` for ``j < N`` (``N`` = the length of ``x``)."""
+    n = x.shape[-1] if N is None else N
+    return x.unsqueeze(-1) ** x.new_tensor(list(range(n)), dtype=_dtype.int64)
+
+
+def vecdot(x, y, *, dim: int = -1):
+    """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting)."""
+    return (x * y).sum(dim)
+
+
+def matrix_exp(A):
+    """The matrix exponential, by scaling and squaring a degree-18 Taylor series (differentiable)."""
+    norm1 = float(A.abs().sum(-2).amax().item()) if A.numel() else 0.0
+    squarings = max(0, int(norm1).bit_length())
+    X = A / (2**squarings)
+    term = diag_embed(A.new_ones(A.shape[:-1]))
+    result = term
+    for k in range(1, 19):
+        term = term @ X / k
+        result = result + term
+    for _ in range(squarings):
+        result = result @ result
+    return result
