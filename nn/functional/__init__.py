@@ -1,6 +1,7 @@
 """``nn.functional``: the functional form of every layer, and the losses."""
 
 from .activation import *  # noqa: F401,F403
+from .activation_extra import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403

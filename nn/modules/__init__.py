@@ -1,6 +1,7 @@
 """Layers, one family per module, all re-exported by ``nn``."""
 
 from .activation import *  # noqa: F401,F403
+from .activation_extra import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403

@@ -1,0 +1,180 @@
+"""More activations, as compositions of differentiable ops: hardsigmoid, hardswish, glu, prelu,
+rrelu, celu, selu, tanhshrink, threshold, softshrink, hardshrink, softmin; and the in-place
+forms ``elu_``, ``hardtanh_``, ``celu_``, ``selu_``, ``rrelu_``, ``threshold_``."""
+
+from __future__ import annotations
+
+import tensor
+from tensor import Tensor
+
+from .activation import elu, hardtanh, leaky_relu, softmax
+
+__all__ = [
+    "hardsigmoid",
+    "hardswish",
+    "glu",
+    "prelu",
+    "rrelu",
+    "rrelu_",
+    "celu",
+    "celu_",
+    "selu",
+    "selu_",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "softshrink",
+    "hardshrink",
+    "softmin",
+    "elu_",
+    "hardtanh_",
+]
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _in_place(input: Tensor, result: Tensor) -> Tensor:
+    """Write ``result`` into ``input`` (recorded as a copy) and return ``input``."""
+    return input.copy_(result)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """``relu6(x + 3) / 6``; the gradient is ``1/6`` strictly inside ``(-3, 3)``."""
+    out = (hardtanh(input, -3.0, 3.0) + 3.0) / 6.0
+    return _in_place(input, out) if inplace else out
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * relu6(x + 3) / 6``."""
+    out = input * hardsigmoid(input)
+    return _in_place(input, out) if inplace else out
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second half.
+
+    Raises:
+        RuntimeError: if ``dim`` has an odd size.
+    """
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope or one per
+    channel (dim 1).
+
+    Raises:
+        RuntimeError: if ``weight`` has neither 1 nor ``input.shape[1]`` elements.
+    """
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() not in (1, channels):
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    slope = weight.reshape(-1) if weight.numel() == 1 else weight.reshape([channels] + [1] * (input.ndim - 2))
+    return tensor.where(input > 0, input, slope * input)
+
+
+def rrelu(
+    input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False
+) -> Tensor:
+    """Randomized leaky ReLU: in training each negative element gets a slope drawn uniformly from
+    ``[lower, upper]``; in evaluation the slope is ``(lower + upper) / 2``."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slopes = tensor.rand_like(input.detach()) * (upper - lower) + lower
+    out = tensor.where(input >= 0, input, input * slopes)
+    return _in_place(input, out) if inplace else out
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place ``rrelu``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Raises:
+        RuntimeError: for ``alpha == 0``.
+    """
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu's alpha must not be 0")
+    out = input.relu() + alpha * (tensor.clamp(input, max=0.0) / alpha).expm1()
+    return _in_place(input, out) if inplace else out
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``celu``."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """Scaled ELU with the self-normalising constants (``scale * elu(x, alpha)``)."""
+    out = SELU_SCALE * elu(input, SELU_ALPHA)
+    return _in_place(input, out) if inplace else out
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place ``selu``."""
+    return selu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place ``elu``."""
+    return elu(input, alpha, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh``."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """``x - tanh(x)``."""
+    return input - input.tanh()
+
+
+def _threshold(input: Tensor, limit: float, value: float) -> Tensor:
+    return tensor.where(input > limit, input, tensor.full_like(input, value))
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    out = _threshold(input, threshold, value)
+    return _in_place(input, out) if inplace else out
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold``."""
+    return _in_place(input, _threshold(input, threshold, value))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between.
+
+    Raises:
+        RuntimeError: for a negative ``lambd``.
+    """
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    zero = tensor.zeros_like(input)
+    return tensor.where(input > lambd, input - lambd, tensor.where(input < -lambd, input + lambd, zero))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """``x`` where ``|x| > lambd``, else 0."""
+    return tensor.where(input.abs() > lambd, input, tensor.zeros_like(input))
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """``softmax(-x)`` along ``dim``."""
+    return softmax(-input, dim, _stacklevel + 1, dtype)
