@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _backend, _dispatch, _dtype
 from .registry import defop
 
@@ -35,8 +37,7 @@ def _(node, g):
 def _check_float_pair(name, a, b):
     if a.dtype is not b.dtype:
         raise RuntimeError(
-            f"{name}: expected both operands to have the same dtype, but got {a.dtype.name} "
-            f"and {b.dtype.name}"
+            f"{name}: expected both operands to have the same dtype, but got {a.dtype.name} and {b.dtype.name}"
         )
 
 
@@ -48,8 +49,7 @@ def matmul(input, other):
     """
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(
-            f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D "
-            f"and {other.ndim}D"
+            f"both arguments to matmul need to be at least 1D, but they are {input.ndim}D and {other.ndim}D"
         )
     _check_float_pair("matmul", input, other)
     k_a = input.shape[-1]
@@ -127,8 +127,7 @@ def _(node, g):
         others = [s for j, s in enumerate(subscripts) if j != i]
         available = set(output).union(*others)
         kept = "".join(c for c in sub if c in available)
-        grad = einsum(f"{','.join([output] + others)}->{kept}", g,
-                      *[t for j, t in enumerate(operands) if j != i])
+        grad = einsum(f"{','.join([output] + others)}->{kept}", g, *[t for j, t in enumerate(operands) if j != i])
         if kept != sub:  # letters summed away inside this operand alone: broadcast back
             grad = grad.reshape([grad.shape[kept.index(c)] if c in kept else 1 for c in sub])
             grad = grad.expand(operands[i].shape)
@@ -136,26 +135,73 @@ def _(node, g):
     return tuple(grads)
 
 
-def _explicit_equation(equation: str) -> str:
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _from_sublists(args) -> tuple[str, tuple]:
+    """The equation and operands of the sublist form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])``."""
+
+    def letters(sublist):
+        return "".join("..." if s is Ellipsis else _LETTERS[s] for s in sublist)
+
+    operands, subs = args[0::2], args[1::2]
+    if len(args) % 2:  # an output sublist closes the list
+        return ",".join(letters(s) for s in subs) + "->" + letters(args[-1]), operands[:-1]
+    return ",".join(letters(s) for s in subs), operands
+
+
+def _explicit_equation(equation: str, operands) -> tuple[str, tuple]:
+    """Spell out ``...`` with letters of their own and add the implicit output; expand the
+    ellipsis dims to their common broadcast shape (numpy's einsum broadcasts only through ``...``)."""
     equation = equation.replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    subscripts = inputs.split(",")
     if "..." in equation:
-        raise NotImplementedError("einsum with '...' is not supported yet; spell out the dims")
-    if "->" in equation:
-        return equation
-    letters = equation.replace(",", "")
-    output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    return f"{equation}->{output}"
+        if len(subscripts) != len(operands):
+            raise RuntimeError(f"einsum(): {len(subscripts)} subscripts in {equation!r} for {len(operands)} operands")
+        spare = [c for c in _LETTERS if c not in equation]
+        counts = [t.ndim - (len(s) - 3) if "..." in s else 0 for s, t in zip(subscripts, operands)]
+        width = max(counts)
+        shapes = [
+            t.shape[s.index(".") : s.index(".") + n] if n else () for s, t, n in zip(subscripts, operands, counts)
+        ]
+        batch = tuple(np.broadcast_shapes(*shapes))
+        ellipsis = "".join(spare[:width])
+        expanded = []
+        for s, t, n in zip(subscripts, operands, counts):
+            if n:
+                at = s.index(".")
+                shape = t.shape[:at] + batch[width - n :] + t.shape[at + n :]
+                t = t.expand(shape) if shape != t.shape else t
+            expanded.append(t)
+        operands = tuple(expanded)
+        subscripts = [s.replace("...", ellipsis[width - n :]) for s, n in zip(subscripts, counts)]
+        output = output.replace("...", ellipsis) if arrow else ellipsis + output
+        inputs = ",".join(subscripts)
+        if not arrow:
+            letters = inputs.replace(",", "")
+            output += "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ellipsis))
+        return f"{inputs}->{output}", operands
+    if arrow:
+        return equation, operands
+    letters = inputs.replace(",", "")
+    return f"{inputs}->{''.join(sorted(c for c in set(letters) if letters.count(c) == 1))}", operands
 
 
-def einsum(equation: str, *operands):
-    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``.
+def einsum(*args):
+    """Einstein summation: ``einsum("bij,bjk->bik", a, b)``, with ``...`` for broadcast dims, or the
+    sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
 
     Raises:
         RuntimeError: if the number of operands does not match the equation.
     """
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    equation = _explicit_equation(equation)
+    if isinstance(args[0], str):
+        equation, operands = args[0], args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = tuple(operands[0])
+    else:
+        equation, operands = _from_sublists(args)
+    equation, operands = _explicit_equation(equation, tuple(operands))
     n_subscripts = len(equation.split("->")[0].split(","))
     if n_subscripts != len(operands):
         raise RuntimeError(
