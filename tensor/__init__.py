@@ -29,6 +29,9 @@ from .ops import *  # noqa: F403 - the functional forms of every op
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
 from .serialization import load, save
 import tensor.linalg as linalg  # the public namespace; ``from .ops import *`` bound the internal module
+from .linalg import matrix_exp, matrix_power, pinverse
+from .ops.decomp import torch_svd as svd
+from .ops.layout import moveaxis as movedim  # accepts sequences of dims, as torch.movedim
 from ._threads import get_num_threads, set_num_threads
 from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tensor.compile
 from . import onnx

@@ -523,6 +523,33 @@ class Tensor:
     diag, diagonal, diag_embed, swapaxes, swapdims, moveaxis = (
         ops.diag, ops.diagonal, ops.diag_embed, ops.swapaxes, ops.swapdims, ops.moveaxis)
     movedim = ops.moveaxis
+    nonzero, argwhere, masked_select, masked_scatter = ops.nonzero, ops.argwhere, ops.masked_select, ops.masked_scatter
+    unique, unique_consecutive, scatter_reduce = ops.unique, ops.unique_consecutive, ops.scatter_reduce
+    index_copy, index_fill, index_reduce, take, put = (
+        ops.index_copy, ops.index_fill, ops.index_reduce, ops.take, ops.put)
+    count_nonzero, bincount, histc = ops.count_nonzero, ops.bincount, ops.histc
+    asin, acos, atan, asinh, acosh, atanh = ops.asin, ops.acos, ops.atan, ops.asinh, ops.acosh, ops.atanh
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh = (
+        ops.arcsin, ops.arccos, ops.arctan, ops.arcsinh, ops.arccosh, ops.arctanh)
+    tan, sinh, cosh, log2, log10, exp2 = ops.tan, ops.sinh, ops.cosh, ops.log2, ops.log10, ops.exp2
+    square, sinc, frac, logit, deg2rad, rad2deg = (
+        ops.square, ops.sinc, ops.frac, ops.logit, ops.deg2rad, ops.rad2deg)
+    atan2, arctan2, lerp, logaddexp, logaddexp2, hypot = (
+        ops.atan2, ops.arctan2, ops.lerp, ops.logaddexp, ops.logaddexp2, ops.hypot)
+    xlogy, copysign, fmod = ops.xlogy, ops.copysign, ops.fmod
+    addmm, addbmm, baddbmm, addmv, addr = ops.addmm, ops.addbmm, ops.baddbmm, ops.addmv, ops.addr
+    addcmul, addcdiv, outer, ger, cross = ops.addcmul, ops.addcdiv, ops.outer, ops.ger, ops.cross
+    trace, kron, nan_to_num, nansum, nanmean = ops.trace, ops.kron, ops.nan_to_num, ops.nansum, ops.nanmean
+    isclose, allclose, equal = ops.isclose, ops.allclose, ops.equal
+    lgamma, digamma, erfinv, mvlgamma = ops.lgamma, ops.digamma, ops.erfinv, ops.mvlgamma
+    norm, dist, renorm = ops.norm, ops.dist, ops.renorm
+    det, slogdet, logdet, inverse, cholesky, qr = (
+        ops.det, ops.slogdet, ops.logdet, ops.inverse, ops.cholesky, ops.qr)
+    svd = ops.decomp.torch_svd
+
+    def polygamma(self, n: int) -> Tensor:
+        """``tensor.polygamma(n, self)``."""
+        return ops.polygamma(n, self)
 
     def select(self, dim: int, index: int) -> Tensor:
         """The slice at ``index`` along ``dim``, without that dim; a view."""

@@ -125,6 +125,11 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
     return (Vh.mT * S_inv.unsqueeze(-2)) @ U.mT
 
 
+def pinverse(input, rcond: float = 1e-15):
+    """``torch.pinverse``: ``pinv`` with the relative cutoff ``rcond``."""
+    return pinv(input, rtol=rcond)
+
+
 def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
     """The number of singular values above the cutoff ``max(atol, rtol * largest)``."""
     S = svdvals(A)

@@ -19,10 +19,12 @@ from .elementwise import where
 from .layout import diag_embed, tril
 from .registry import defop
 
-__all__ = ["LinAlgError", "inv", "solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr"]
+# The top-level (torch.*) names; the rest are reached through tensor.linalg.
+__all__ = ["det", "slogdet", "logdet", "inverse", "cholesky", "qr"]
 
 _eigh_result = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
 _svd_result = namedtuple("svd", ["U", "S", "Vh"])
+_torch_svd_result = namedtuple("svd", ["U", "S", "V"])
 _qr_result = namedtuple("qr", ["Q", "R"])
 _slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
 
@@ -316,3 +318,22 @@ def qr(A, mode: str = "reduced"):
     packed = _dispatch.apply_unary(_qr, A, (kernel_mode,))
     Q, R = _split(packed, _qr_shapes(m, n, kernel_mode))
     return _qr_result(A.new_zeros((0,)) if mode == "r" else Q, R)
+
+
+def inverse(input):
+    """``linalg.inv`` under its ``torch.inverse`` name."""
+    return inv(input)
+
+
+def logdet(input):
+    """``log(det(input))``: NaN for a negative determinant, -inf for a zero one."""
+    sign, logabs = slogdet(input)
+    return where(sign < 0, float("nan"), logabs)
+
+
+def torch_svd(input, some: bool = True, compute_uv: bool = True):
+    """``torch.svd``: ``(U, S, V)`` with ``V`` (not ``Vh``); reduced unless ``some=False``."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        return _torch_svd_result(U.new_zeros(U.shape), S, Vh.new_zeros(Vh.shape))
+    return _torch_svd_result(U, S, Vh.mT)

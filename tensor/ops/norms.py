@@ -10,7 +10,7 @@ from .elementwise import where
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "dist", "renorm", "cdist"]
+__all__ = ["norm", "dist", "renorm", "cdist"]  # vector_norm, matrix_norm: tensor.linalg
 
 
 @defop("vector_norm", saves=(0,), saves_output=True)
