@@ -24,7 +24,15 @@ from .emitter import emit_kernel
 
 __all__ = ["FusedKernel", "load_kernel", "numba_available"]
 
-_PRELUDE = "import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n\n"
+_VECMATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vecmath.py")
+with open(_VECMATH, "rb") as _f:
+    # numba's cache of a kernel knows only the kernel's own file: the helpers it compiles in are
+    # part of the source's digest, so that editing them recompiles every kernel.
+    _VECMATH_DIGEST = hashlib.sha256(_f.read()).hexdigest()[:16]
+_PRELUDE = (
+    f"import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n"
+    f"from {__package__}.vecmath import tanh_f32  # vecmath.py {_VECMATH_DIGEST}\n\n\n"
+)
 _LOADED: dict = {}
 _threads_set = [None]
 
@@ -91,7 +99,7 @@ class FusedKernel:
             self._kernel = load_kernel(self.source)
         _use_threads()
         arrays = [_as_operand(env[i]._data) for i in self.spec.inputs]
-        out = np.empty(self.shape or (1,), self.dtype)
+        out = np.empty(self.spec.out_shape, self.dtype)
         self._kernel(out, self.spec.sizes, *arrays)
         env[self.root] = _dispatch.make(out.reshape(self.shape), self.device)
 

@@ -16,14 +16,15 @@ import numpy as np
 from . import scalar_code
 from .fusion import REDUCTIONS
 
-__all__ = ["emit_kernel", "Kernel"]
+__all__ = ["emit_kernel", "Kernel", "column_reduction"]
 
 
 class Kernel:
     """The source of one fused group and what to call it with."""
 
-    def __init__(self, source, inputs, sizes, root) -> None:
+    def __init__(self, source, inputs, sizes, root, out_shape) -> None:
         self.source, self.inputs, self.sizes, self.root = source, inputs, sizes, root
+        self.out_shape = out_shape  # the shape ``out`` is allocated with (the root's, or its reduction's)
 
 
 class _Emitter:
@@ -154,21 +155,30 @@ def _extreme(sign):
             return "False" if sign > 0 else "True"
         info = np.iinfo(dtype)
         return f"np.{dtype.name}({info.min if sign > 0 else info.max})"
+
     return init
 
 
 _INIT = {
     "sum": lambda n, d: f"np.{_acc_dtype(n, d).name}(0)",
     "prod": lambda n, d: f"np.{_acc_dtype(n, d).name}(1)",
-    "amax": _extreme(+1), "amin": _extreme(-1), "argmax": _extreme(+1), "argmin": _extreme(-1),
-    "all": lambda n, d: "True", "any": lambda n, d: "False",
+    "amax": _extreme(+1),
+    "amin": _extreme(-1),
+    "argmax": _extreme(+1),
+    "argmin": _extreme(-1),
+    "all": lambda n, d: "True",
+    "any": lambda n, d: "False",
 }
 
 
 def _arg_update(op):
     def update(acc, v, r, first, dtype):
-        return [f"if {first} or {v} {op} {acc} or ({v} != {v} and {acc} == {acc}):",
-                f"    {acc} = {v}", f"    {acc}_i = {r}"]
+        return [
+            f"if {first} or {v} {op} {acc} or ({v} != {v} and {acc} == {acc}):",
+            f"    {acc} = {v}",
+            f"    {acc}_i = {r}",
+        ]
+
     return update
 
 
@@ -177,7 +187,8 @@ _UPDATE = {
     "prod": lambda acc, v, r, first, d: [f"{acc} *= {v}"],
     "amax": lambda acc, v, r, first, d: [f"if {v} > {acc} or {v} != {v}:", f"    {acc} = {v}"],
     "amin": lambda acc, v, r, first, d: [f"if {v} < {acc} or {v} != {v}:", f"    {acc} = {v}"],
-    "argmax": _arg_update(">"), "argmin": _arg_update("<"),
+    "argmax": _arg_update(">"),
+    "argmin": _arg_update("<"),
     "all": lambda acc, v, r, first, d: [f"{acc} = {acc} and ({v} != 0)"],
     "any": lambda acc, v, r, first, d: [f"{acc} = {acc} or ({v} != 0)"],
 }
@@ -213,8 +224,8 @@ def _view(em, node, idx):
         for i, j in zip(kept_in, kept_out):
             out[i] = idx[j]
         return tuple(out)
-    flat = " + ".join(f"{idx[j]} * {prod(out_shape[j + 1:])}" for j in range(len(out_shape))) or "0"
-    return tuple(f"(({flat}) // {prod(in_shape[i + 1:])}) % {size}" for i, size in enumerate(in_shape))
+    flat = " + ".join(f"{idx[j]} * {prod(out_shape[j + 1 :])}" for j in range(len(out_shape))) or "0"
+    return tuple(f"(({flat}) // {prod(in_shape[i + 1 :])}) % {size}" for i, size in enumerate(in_shape))
 
 
 def _getitem(em, node, idx):
@@ -251,10 +262,110 @@ _VIEW_INDEX = {"permute": _permute, "expand": _expand, "view": _view, "getitem_v
 PARALLEL_WORK = 1 << 16
 
 
+# Note [Column reductions]: a reduction that keeps the source's last (contiguous) dim, such
+# as a bias gradient ``g.sum(0)``, would read its source with a stride if its reduced dims
+# were the inner loops. Instead the last dim is the innermost loop, accumulated row by row
+# into a buffer as long as a row: a contiguous loop LLVM vectorises. The parallel loop is
+# the outermost kept dim if there is one; otherwise the first reduced dim is cut into
+# COLUMN_CHUNKS ranges, each with its own buffer, combined at the end, so no two threads
+# write one accumulator.
+COLUMN_CHUNKS = 4
+_COLUMN_OPS = frozenset({"sum", "prod", "amax", "amin"})
+
+
+def column_reduction(graph, root: int, members) -> int | None:
+    """The reduction the group ``members`` of ``root`` computes in column form (Note [Column
+    reductions]): ``root`` itself or a reshape of it, keeping its source's last dim; else None."""
+    nodes, n = graph.nodes, root
+    while nodes[n].op.name == "view" and nodes[n].args[0] in members:
+        n = nodes[n].args[0]
+    node = nodes[n]
+    if node.op.name not in _COLUMN_OPS or prod(node.shape) != prod(nodes[root].shape):
+        return None
+    ndim = len(nodes[node.args[0]].shape)
+    dims, _ = _reduce_dims(node, ndim)
+    return n if ndim >= 2 and dims and ndim - 1 not in dims else None
+
+
+def _emit_column(em, node) -> None:
+    """The loop nest of reduction ``node`` in column form, writing ``out`` in ``node``'s shape."""
+    source = em.nodes[node.args[0]]
+    ndim, name = len(source.shape), node.op.name
+    dims, keepdim = _reduce_dims(node, ndim)
+    last = ndim - 1
+    idx = {d: (f"r{d}" if d in dims else f"i{d}") for d in range(ndim)}
+    idx[last] = "c"
+    ext = {d: em.extent(source.shape[d]) for d in range(ndim)}
+    outer = [d for d in range(last) if d not in dims]
+    reduced = sorted(dims)
+    init = _INIT[name](node, source.dtype)
+    out_idx = ", ".join("0" if d in dims else idx[d] for d in range(ndim) if keepdim or d not in dims)
+    chunked = not outer
+    for k, d in enumerate(outer):
+        em.line(f"for {idx[d]} in {'@LOOP@' if k == 0 else 'range'}({ext[d]}):")
+        em.depth += 1
+    if chunked:
+        em.line(f"parts = np.full(({COLUMN_CHUNKS}, {ext[last]}), {init})  # {node.describe()}")
+        em.line(f"for t in @LOOP@({COLUMN_CHUNKS}):")
+        em.depth += 1
+        first = reduced[0]
+        em.line(
+            f"for {idx[first]} in range(t * {ext[first]} // {COLUMN_CHUNKS}, "
+            f"(t + 1) * {ext[first]} // {COLUMN_CHUNKS}):"
+        )
+        acc = "parts[t, c]"
+    else:
+        em.line(f"acc = np.full({ext[last]}, {init})  # {node.describe()}")
+        first = None
+        em.line(f"for {idx[reduced[0]]} in range({ext[reduced[0]]}):")
+        acc = "acc[c]"
+    em.depth += 1
+    for d in reduced[1:]:
+        em.line(f"for {idx[d]} in range({ext[d]}):")
+        em.depth += 1
+    em.line(f"for c in range({ext[last]}):")
+    em.depth += 1
+    em.scopes.append({})
+    value, dtype = em.emit(node.args[0], tuple(idx[d] for d in range(ndim)))
+    for text in _UPDATE[name](acc, value, "0", "True", dtype):
+        em.line(text)
+    em.scopes.pop()
+    em.depth -= 2 + len(reduced[1:]) + (1 if chunked else 0)
+    em.line(f"for c in range({ext[last]}):")
+    em.depth += 1
+    if chunked:
+        em.line("a = parts[0, c]")
+        em.line(f"for t in range(1, {COLUMN_CHUNKS}):")
+        em.lines.extend("    " * (em.depth + 1) + text for text in _UPDATE[name]("a", "parts[t, c]", "0", "True", None))
+        acc = "a"
+    em.line(f"out[{out_idx}] = {scalar_code.cast(acc, node.dtype)}")
+
+
 def emit_kernel(graph, root: int, members) -> Kernel:
     """The numba source of the fused group ``members`` whose result is node ``root``."""
     em = _Emitter(graph, members)
+    column = column_reduction(graph, root, members)
+    if column is not None:
+        _emit_column(em, graph.nodes[column])
+        out_shape = graph.nodes[column].shape
+    else:
+        out_shape = _emit_elements(em, graph.nodes[root], root)
     node = graph.nodes[root]
+    parallel = prod(em.sizes) >= PARALLEL_WORK
+    body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
+    args = ", ".join(["out", "sz"] + [f"a{k}" for k in range(len(em.inputs))])
+    # Reassociation lets LLVM vectorise the accumulations of reductions (numpy's own sums are
+    # pairwise and vectorised) and contraction fuses multiply-adds; NaN and infinity semantics
+    # stay exact. numpy's error model (x / 0 is inf, as in numpy) keeps the division-by-zero
+    # branch that would stop the loop vectoriser out of the loop body.
+    flags = 'fastmath={"reassoc", "contract"}, error_model="numpy", cache=True'
+    decorator = f"@njit(parallel=True, {flags})" if parallel else f"@njit({flags})"
+    header = [f"# {node.describe()}", decorator, f"def kernel({args}):"]
+    return Kernel("\n".join(header + body) + "\n", em.inputs, tuple(em.sizes), root, out_shape or (1,))
+
+
+def _emit_elements(em, node, root) -> tuple:
+    """One loop per dim of ``node``'s output, the element's expression in the innermost."""
     shape = node.shape or (1,)
     idx = []
     for d, size in enumerate(shape):
@@ -264,12 +375,4 @@ def emit_kernel(graph, root: int, members) -> Kernel:
         idx.append(var)
     value, _ = em.emit(root, tuple(idx) if node.shape else ())
     em.line(f"out[{', '.join(idx)}] = {value}")
-    parallel = prod(em.sizes) >= PARALLEL_WORK
-    body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
-    args = ", ".join(["out", "sz"] + [f"a{k}" for k in range(len(em.inputs))])
-    # Reassociation lets LLVM vectorise the accumulations of reductions (numpy's own sums are
-    # pairwise and vectorised); NaN and infinity semantics stay exact.
-    flags = 'fastmath={"reassoc"}, cache=True'
-    decorator = f"@njit(parallel=True, {flags})" if parallel else f"@njit({flags})"
-    header = [f"# {node.describe()}", decorator, f"def kernel({args}):"]
-    return Kernel("\n".join(header + body) + "\n", em.inputs, tuple(em.sizes), root)
+    return shape

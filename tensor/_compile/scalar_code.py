@@ -4,7 +4,8 @@
 code of its operands' elements (already cast to the dtype the op computes in,
 ``compute_dtype``). Each formula follows the op's kernel in ``tensor/ops``
 (``sigmoid`` as ``1 / (1 + exp(-x))``, ``gelu`` with ``erf`` or ``tanh``, ``relu``
-keeping NaN), so fused and eager results agree to rounding.
+keeping NaN), so fused and eager results agree to rounding (float32 ``tanh`` to 4 ulp,
+see ``vecmath.py``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,24 @@ import numpy as np
 __all__ = ["expression", "compute_dtype", "cast", "literal"]
 
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _CALL = {
-    "exp": "np.exp", "log": "np.log", "sqrt": "np.sqrt", "sin": "np.sin", "cos": "np.cos",
-    "tanh": "np.tanh", "log1p": "np.log1p", "expm1": "np.expm1", "sign": "np.sign",
-    "floor": "np.floor", "ceil": "np.ceil", "trunc": "np.trunc", "round": "np.rint",
-    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite", "erf": "math.erf",
+    "exp": "np.exp",
+    "log": "np.log",
+    "sqrt": "np.sqrt",
+    "sin": "np.sin",
+    "cos": "np.cos",
+    "log1p": "np.log1p",
+    "expm1": "np.expm1",
+    "sign": "np.sign",
+    "floor": "np.floor",
+    "ceil": "np.ceil",
+    "trunc": "np.trunc",
+    "round": "np.rint",
+    "isnan": "np.isnan",
+    "isinf": "np.isinf",
+    "isfinite": "np.isfinite",
+    "erf": "math.erf",
     "abs": "abs",
 }
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -83,12 +96,30 @@ def _clamp(node, x):
     return code
 
 
+def _tanh(node, code: str) -> str:
+    """tanh: libm's is called per element; float32 uses ``vecmath.tanh_f32``, which vectorises."""
+    return f"tanh_f32({code})" if node.dtype == np.float32 else f"np.tanh({code})"
+
+
+def _pow(node, x):
+    """``x ** e``; a small constant exponent becomes multiplications (powf per element is slow)."""
+    e = node.scalar if node.via == "binary" and len(node.args) == 1 else None
+    if isinstance(e, (int, float)) and not isinstance(e, bool):
+        if e in (1, 2, 3):
+            return "(" + " * ".join([x[0]] * int(e)) + ")"
+        if node.dtype.kind == "f" and e == 0.5:
+            return f"np.sqrt({x[0]})"
+        if node.dtype.kind == "f" and e == -1:
+            return f"({_k(node, 1.0)} / {x[0]})"
+    return f"({x[0]} ** {x[1]})"
+
+
 def _gelu(node, x):
     a = x[0]
     one, half = _k(node, 1.0), _k(node, 0.5)
     if node.params[0] == "tanh":
         inner = f"{_k(node, _SQRT_2_OVER_PI)} * ({a} + {_k(node, 0.044715)} * {a} * {a} * {a})"
-        return f"({half} * {a} * ({one} + np.tanh({inner})))"
+        return f"({half} * {a} * ({one} + {_tanh(node, inner)}))"
     return f"({half} * {a} * ({one} + math.erf({a} * {_k(node, 1 / math.sqrt(2.0))})))"
 
 
@@ -103,7 +134,11 @@ _SPECIAL = {
     "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + np.exp(-{x[0]})))",
     "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {_k(n, n.params[0])})",
     "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {_k(n, n.params[0])} * np.expm1({x[0]}))",
-    "clamp": _clamp, "hardtanh": _clamp, "gelu": _gelu,
+    "clamp": _clamp,
+    "hardtanh": _clamp,
+    "gelu": _gelu,
+    "pow": _pow,
+    "tanh": lambda n, x: _tanh(n, x[0]),
     "logical_and": lambda n, x: f"(({x[0]} != 0) and ({x[1]} != 0))",
     "logical_or": lambda n, x: f"(({x[0]} != 0) or ({x[1]} != 0))",
     "logical_xor": lambda n, x: f"(({x[0]} != 0) != ({x[1]} != 0))",
@@ -113,5 +148,7 @@ _SPECIAL = {
     "bitwise_xor": lambda n, x: f"({x[0]} ^ {x[1]})",
     "bitwise_not": lambda n, x: f"(not {x[0]})" if n.dtype.kind == "b" else f"(~{x[0]})",
     "where": lambda n, x: f"({x[1]} if {x[0]} else {x[2]})",
-    "clone": lambda n, x: x[0], "contiguous": lambda n, x: x[0], "to_dtype": lambda n, x: x[0],
+    "clone": lambda n, x: x[0],
+    "contiguous": lambda n, x: x[0],
+    "to_dtype": lambda n, x: x[0],
 }
