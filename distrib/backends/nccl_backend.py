@@ -186,7 +186,13 @@ class NcclBackend(Backend):
                 self.store.set("nccl/uid", pickle.dumps(_nccl.unique_id()))
             uid = pickle.loads(self.store.get("nccl/uid"))
             with _nccl.on_device(self.device):
-                self.comm = _nccl.communicator(self.size, uid, self.rank)
+                try:
+                    self.comm = _nccl.communicator(self.size, uid, self.rank)
+                except Exception as exc:  # noqa: BLE001 - NcclError
+                    raise self.op_error(
+                        f"NCCL could not make the communicator on cuda:{self.device} ({exc}). help: NCCL "
+                        "needs one GPU per rank (tensor.cuda.set_device(rank % device_count()) with as "
+                        "many GPUs as ranks); processes that share a GPU can use backend='zmq'") from None
             self.watchdog = Watchdog(self.device, self.comm, self._watchdog_failure,
                                      f"nccl-watchdog-rank{self.rank}")
         device = _nccl.array_device(array)

@@ -14,9 +14,16 @@ from tests.helpers import wait_until
 
 def nccl_conformance():
     """A table of collectives on CUDA tensors; each case's verdict (``_scenarios.run_cases``)."""
-    dist.init_process_group("nccl", timeout=60)
-    rank, n = dist.get_rank(), dist.get_world_size()
-    tensor.cuda.set_device(rank % tensor.cuda.device_count())
+    return _cuda_conformance("nccl")
+
+
+def zmq_cuda_conformance():
+    """``nccl_conformance`` on the zmq backend: the ranks may share a GPU (NCCL refuses that)."""
+    return _cuda_conformance("zmq")
+
+
+def _cuda_conformance(backend: str) -> dict:
+    rank, n = _cuda_group(backend)
 
     def full(shape, value, dtype=tensor.float32):
         return tensor.full(shape, value, dtype=dtype, device="cuda")
@@ -83,6 +90,8 @@ def nccl_conformance():
     }
     if n > 1:
         cases["batch_isend_irecv"] = batch_isend_irecv
+    if backend != "nccl":
+        del cases["bitwise_refused"]
     out = run_cases(cases)
     dist.barrier()
     dist.destroy_process_group()
@@ -94,9 +103,10 @@ def _flag(ok: bool):
     return tensor.tensor([float(ok)]), np.ones(1, np.float32)
 
 
-def _nccl_group():
-    """Join the default group on nccl, one device per rank; ``(rank, world size)``."""
-    dist.init_process_group("nccl", timeout=60)
+def _cuda_group(backend: str = "nccl"):
+    """Join the default group on ``backend``, on device ``rank % device_count`` (on one GPU
+    every rank shares it); ``(rank, world size)``."""
+    dist.init_process_group(backend, timeout=60)
     tensor.cuda.set_device(dist.get_rank() % tensor.cuda.device_count())
     return dist.get_rank(), dist.get_world_size()
 
@@ -110,7 +120,7 @@ def _finish(out: dict) -> dict:
 def nccl_off_the_callers_thread():
     """Async ops, which the group's worker thread runs (it must use this rank's device), and a
     group whose first op is async (its communicator is made on that thread); each case's verdict."""
-    rank, n = _nccl_group()
+    rank, n = _cuda_group()
 
     def async_first_op_of_a_group():
         group = dist.new_group(backend="nccl")
@@ -137,10 +147,31 @@ def nccl_off_the_callers_thread():
 
 def nccl_objects_and_ddp():
     """Object collectives and a DDP step (its constructor gathers objects) on nccl; each case's verdict."""
+    return _objects_and_ddp("nccl")
+
+
+def zmq_cuda_objects_and_ddp():
+    """``nccl_objects_and_ddp`` on the zmq backend: the ranks may share a GPU."""
+    return _objects_and_ddp("zmq")
+
+
+def nccl_two_ranks_on_one_gpu():
+    """Two nccl ranks on one GPU: NCCL refuses the communicator; the error, on each rank."""
+    _cuda_group("nccl")
+    try:
+        dist.all_reduce(tensor.ones(2, device="cuda"))
+    except dist.DistBackendError as exc:
+        return {"error": str(exc)}
+    finally:
+        dist.destroy_process_group()
+    return {"error": None}
+
+
+def _objects_and_ddp(backend: str) -> dict:
     import nn
     from distrib.parallel import DistributedDataParallel
 
-    rank, n = _nccl_group()
+    rank, n = _cuda_group(backend)
 
     def objects():
         gathered = [None] * n
@@ -241,7 +272,7 @@ def nccl_streams():
     the default stream; the values; and the host synchronisations each made (stand-in counts)."""
     from cupy import _state
 
-    rank, n = _nccl_group()
+    rank, n = _cuda_group()
     dist.barrier()  # the communicator exists: what follows is the ops alone
     out = {}
     producer = tensor.cuda.Stream()
@@ -283,7 +314,7 @@ def nccl_ddp_overlap():
     import nn
     from distrib.parallel import DistributedDataParallel
 
-    rank, n = _nccl_group()
+    rank, n = _cuda_group()
     tensor.manual_seed(0)
     layers = nn.Sequential(*[nn.Linear(32, 32) for _ in range(4)]).cuda()
     trace = []

@@ -113,3 +113,29 @@ def test_a_failing_peer_makes_the_nccl_op_fail_instead_of_hanging(tmp_path, scen
     assert result["seconds"] < 10
     # later ops, and waits with a timeout, report the failure too
     assert result["wait_error"] is not None and "all_reduce (op seq 2)" in result["wait_error"], result
+
+
+# ---- one GPU: NCCL refuses two ranks on it, so processes that share it use zmq ----------------
+def _run_on_one_gpu(tmp_path, monkeypatch, scenario: str) -> list:
+    """Run ``scenario`` on 2 ranks that both see only GPU 0 (CUDA_VISIBLE_DEVICES=0)."""
+    if CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    return run_without_mpiexec(scenario, 2, tmp_path, timeout=120)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scenario", ["zmq_cuda_conformance", "zmq_cuda_objects_and_ddp"])
+def test_two_processes_share_one_gpu_on_zmq(tmp_path, monkeypatch, scenario):
+    results = _run_on_one_gpu(tmp_path, monkeypatch, scenario)
+    for case in results[0]:
+        check_conformance_case(results, case)
+
+
+@pytest.mark.gpu
+def test_two_nccl_ranks_on_one_gpu_are_refused_with_help(tmp_path, monkeypatch):
+    for rank, result in enumerate(_run_on_one_gpu(tmp_path, monkeypatch, "nccl_two_ranks_on_one_gpu")):
+        assert result["error"] is not None, rank
+        assert "all_reduce (op seq 1) failed: NCCL could not make the communicator on cuda:0" in result["error"]
+        # NCCL says "invalid usage" (its log adds "Duplicate GPU detected"; CuPy does not show it)
+        assert "invalid usage" in result["error"] and "backend='zmq'" in result["error"], result

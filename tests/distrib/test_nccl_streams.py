@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tensor
 from tests.conftest import CUDA_SKIP_REASON
 from tests.distrib._mpi_harness import run_without_mpiexec
 
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.gpu
 def _run(tmp_path, scenario: str) -> list:
     if CUDA_SKIP_REASON:
         pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    if tensor.cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs (one per nccl rank), found {tensor.cuda.device_count()}")
     state = pytest.importorskip("cupy._state", reason="the trace needs the CuPy stand-in")
     if not hasattr(state, "start_trace"):
         pytest.skip("the trace needs the CuPy stand-in (a real CuPy records nothing)")
