@@ -1,0 +1,167 @@
+"""Issue 17: what tensor.profiler costs on the small-op benchmark (a chain of 100 ``x * b + a``
+with backward, as in ``bench.py``'s core group).
+
+* profiler off: this tree against a copy of it with the profiler hooks cut out of the
+  dispatcher and the engine (the only hot-path code the profiler adds), each timed in fresh
+  processes, alternating rounds; with ``DISTRIB_BENCH_CALLGRIND=1`` also by instruction counts
+  under ``valgrind --tool=callgrind`` (repeatable on a loaded machine), the import subtracted.
+* profiler on: the chain under ``profile()`` against the chain without it, in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import tensor
+from tensor.profiler import profile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPS_PER_RUN = 200  # 100 x (mul + add), per op as in bench.py (backward included in the time)
+# The hook lines: the dispatcher's ``if profiler is not None ...: return profiler.exit(...)`` pairs
+# and the engine's if/else around _run_node.
+_DISPATCH_HOOK = re.compile(r"\n    if profiler is not None and profiler\.enter\(.*\n        return profiler\.exit\(.*")
+_ENGINE_HOOK = re.compile(
+    r"\n            if _dispatch\.profiler is None:\n                (_run_node\(.*\))\n"
+    r"            else:.*\n                _dispatch\.profiler\.run_node\(.*"
+)
+
+CHAIN = """
+import time, statistics, sys
+import tensor
+a = tensor.randn(10, requires_grad=True)
+b = tensor.full((10,), 0.5, requires_grad=True)
+def run():
+    x = tensor.randn(10)
+    for _ in range(100):
+        x = x * b + a
+    x.sum().backward()
+runs = int(sys.argv[1])
+for _ in range(min(runs, 20)):
+    run()
+times = []
+for _ in range(runs):
+    t = time.perf_counter(); run(); times.append(time.perf_counter() - t)
+print(statistics.median(times) if times else 0.0)
+"""
+
+
+def _chain():
+    a = tensor.randn(10, requires_grad=True)
+    b = tensor.full((10,), 0.5, requires_grad=True)
+
+    def run():
+        x = tensor.randn(10)
+        for _ in range(100):
+            x = x * b + a
+        x.sum().backward()
+
+    return run
+
+
+def hookless_tree() -> str:
+    """A temporary copy of the packages with the profiler hooks removed; the caller deletes it."""
+    tmp = tempfile.mkdtemp(prefix="bench-profiler-")
+    for package in ("tensor", "autograd", "nn", "distrib"):
+        shutil.copytree(
+            os.path.join(ROOT, package), os.path.join(tmp, package), ignore=shutil.ignore_patterns("__pycache__")
+        )
+    for rel, pattern, repl in (
+        ("tensor/_dispatch.py", _DISPATCH_HOOK, ""),
+        ("autograd/engine.py", _ENGINE_HOOK, r"\n            \1"),
+    ):
+        path = os.path.join(tmp, rel)
+        with open(path) as f:
+            text = f.read()
+        text, n = pattern.subn(repl, text)
+        if n == 0:
+            raise RuntimeError(f"bench_profiler: no profiler hook found in {rel}; update the patterns")
+        with open(path, "w") as f:
+            f.write(text)
+    return tmp
+
+
+def _run_chain(tree: str, runs: int, prefix=()) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": tree, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", CHAIN, str(runs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+
+
+def wall_clock(tree_a: str, tree_b: str, rounds: int, runs: int = 200) -> tuple[float, float]:
+    """Median per-run seconds of the chain in fresh processes of each tree, alternating."""
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(float(_run_chain(tree_a, runs).stdout))
+        b.append(float(_run_chain(tree_b, runs).stdout))
+    return statistics.median(a), statistics.median(b)
+
+
+def instructions(tree: str, runs: int) -> int:
+    """Instructions of the chain run ``runs`` times, the interpreter start and import subtracted."""
+
+    def count(n: int) -> int:
+        out = _run_chain(tree, n, ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"))
+        return int(re.search(r"Collected : (\d+)", out.stderr).group(1))
+
+    return count(runs) - count(0)
+
+
+def bench(repeat: int, paired_times, have_torch: bool) -> list:
+    rows = []
+    tree = hookless_tree()
+    try:
+        with_hook, without = wall_clock(ROOT, tree, rounds=max(3, repeat // 2))
+        rows.append(
+            (
+                "small-op chain, profiler off (us/op)",
+                with_hook / OPS_PER_RUN * 1e6,
+                without / OPS_PER_RUN * 1e6,
+                "no hook",
+                "<= 1.03x",
+            )
+        )
+        if os.environ.get("DISTRIB_BENCH_CALLGRIND") == "1" and shutil.which("valgrind"):
+            runs = 30
+            ours, base = instructions(ROOT, runs), instructions(tree, runs)
+            rows.append(
+                (
+                    "small-op chain, profiler off (k instructions/op)",
+                    ours / runs / OPS_PER_RUN / 1e3,
+                    base / runs / OPS_PER_RUN / 1e3,
+                    "no hook",
+                    "<= 1.03x",
+                )
+            )
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    run = _chain()
+    prof = profile()
+
+    def profiled():
+        prof.start()
+        try:
+            run()
+        finally:
+            prof.stop()
+
+    on, off = paired_times(profiled, run, repeat)
+    rows.append(
+        ("small-op chain, profiler on (us/op)", on / OPS_PER_RUN * 1e6, off / OPS_PER_RUN * 1e6, "off", "<= 2.0x")
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    print(json.dumps(bench(5, None, False)))
