@@ -9,6 +9,7 @@ from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .loss_extra import *  # noqa: F401,F403
 from .module import IncompatibleKeys, Module  # noqa: F401
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403

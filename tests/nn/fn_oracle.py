@@ -10,13 +10,14 @@ from tests.helpers import assert_close
 from tests.nn.oracle import to_torch
 
 
-def check_fn(ours_fn, torch_fn, torch, *arrays, rtol=1e-6, atol=1e-8, grads=True):
+def check_fn(ours_fn, torch_fn, torch, *arrays, rtol=1e-6, atol=1e-8, grads=True, n_grad=None):
     """Run ``ours_fn(*tensors)`` and ``torch_fn(*torch_tensors)``; compare outputs and gradients.
-    Integer arrays are passed without gradients; returns our output."""
+    Integer arrays (and floating ones after the first ``n_grad``) are passed without gradients;
+    returns our output."""
     ours_in, torch_in = [], []
-    for a in arrays:
+    for i, a in enumerate(arrays):
         a = np.asarray(a)
-        needs = grads and a.dtype.kind == "f"
+        needs = grads and a.dtype.kind == "f" and (n_grad is None or i < n_grad)
         ours_in.append(tensor.tensor(a, requires_grad=needs))
         torch_in.append(to_torch(torch, a, requires_grad=needs))
     out, ref = ours_fn(*ours_in), torch_fn(*torch_in)
