@@ -12,6 +12,7 @@ from .loss import *  # noqa: F401,F403
 from .loss_extra import *  # noqa: F401,F403
 from .module import IncompatibleKeys, Module  # noqa: F401
 from .normalization import *  # noqa: F401,F403
+from .normalization_extra import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403

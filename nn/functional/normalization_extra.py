@@ -1,0 +1,56 @@
+"""``rms_norm`` and ``local_response_norm``, as compositions of differentiable ops."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tensor import Tensor
+
+from .padding import pad
+
+__all__ = ["rms_norm", "local_response_norm"]
+
+
+def rms_norm(
+    input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims
+    (``eps`` defaults to the machine epsilon of the input's dtype).
+
+    Raises:
+        RuntimeError: if the trailing dims of ``input`` are not ``normalized_shape``.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(input.dtype.numpy).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Normalize each element by the squares of its ``size`` neighbouring channels:
+    ``x / (k + alpha * mean(x**2 over the window)) ** beta``.
+
+    Raises:
+        ValueError: for an input with fewer than 3 dims.
+    """
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    squares = (input * input).movedim(1, -1)
+    padded = pad(squares, (size // 2, (size - 1) // 2))
+    channels = input.shape[1]
+    window = padded.narrow(-1, 0, channels)
+    for offset in range(1, size):
+        window = window + padded.narrow(-1, offset, channels)
+    div = (window.movedim(-1, 1) / size * alpha + k) ** beta
+    return input / div
