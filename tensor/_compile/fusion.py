@@ -42,7 +42,7 @@ REDUCTIONS = frozenset({"sum", "amax", "amin", "prod", "argmax", "argmin", "all"
 
 def classify(node) -> str | None:
     """``pointwise``, ``view``, ``reduce`` or None (a library call); see the module docstring."""
-    if node.kind != "call" or node.device is None or node.device.type != "cpu":
+    if node.kind != "call" or node.device is None or not node.device.backend.fused_codegen:
         return None
     name = node.op.name
     if name in POINTWISE:

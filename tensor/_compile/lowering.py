@@ -2,7 +2,7 @@
 
 ``backend="eager"`` runs the nodes one by one through the dispatcher. The default
 backend fuses pointwise chains and the reductions that follow them (``fusion.py``) and
-compiles each group (``codegen_numba.py`` on the CPU); library calls (matmul,
+compiles each group (``codegen_numba.py`` on the CPU, ``codegen_cupy.py`` on a GPU); library calls (matmul,
 convolution windows, ...) stay dispatcher calls. A graph whose inputs require grad is
 trained through a joint forward/backward graph (``aot.py``), or, where that does not
 apply, runs through the dispatcher so that autograd records it. Without numba the
@@ -10,6 +10,8 @@ default backend is the eager one.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from . import aot, fusion
 from .aot import AotSegment
@@ -35,27 +37,32 @@ def _numba() -> bool:
     return numba_available()
 
 
+def _fused_kernel(graph, step):
+    """The kernel of a fused step, from the generator its device's backend names
+    (``Backend.fused_codegen``: ``codegen_numba`` on the CPU, ``codegen_cupy`` on a GPU)."""
+    codegen = graph.nodes[step.node].device.backend.fused_codegen
+    module = importlib.import_module(f"{__package__}.codegen_{codegen}")
+    return module.FusedKernel(graph, step.node, step.members)
+
+
 def kernels_of(graph, start: int, stop: int) -> list:
     """The fused kernels of a segment, in order (for tests and ``output_code``)."""
-    from .codegen_numba import FusedKernel  # noqa: PLC0415
-
-    return [FusedKernel(graph, s.node, s.members) for s in fusion.plan(graph, start, stop) if s.kind == "kernel"]
+    return [_fused_kernel(graph, s) for s in fusion.plan(graph, start, stop) if s.kind == "kernel"]
 
 
 def _fused_segment(graph, start, stop):
-    from .codegen_numba import FusedKernel  # noqa: PLC0415
-
     steps = []
     for step in fusion.plan(graph, start, stop):
         if step.kind == "kernel":
-            steps.append(FusedKernel(graph, step.node, step.members))
+            steps.append((True, _fused_kernel(graph, step)))
         else:
-            steps.append(graph.nodes[step.node])
+            steps.append((False, graph.nodes[step.node]))
 
     def run(env, leaves):
-        for step in steps:
-            if isinstance(step, FusedKernel):
+        for fused, step in steps:
+            if fused:
                 step(env)
             else:
                 run_node(step, env, leaves)
+
     return run
