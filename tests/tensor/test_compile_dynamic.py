@@ -61,9 +61,11 @@ def test_mark_dynamic_generalises_a_marked_dim_even_with_dynamic_false():
         tensor.compile.mark_dynamic(_t(2, 3), 2)
 
 
-def test_fused_kernels_are_reused_at_new_sizes():
+def test_fused_kernels_are_reused_at_new_sizes(tmp_path, monkeypatch):
     pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
     from tensor._compile import codegen_numba
+
+    monkeypatch.setattr(tensor.compile.config, "cache_dir", str(tmp_path))  # no graphs of earlier runs
 
     def chain(x):
         return F.gelu(x @ W).sum(1) * 2 + 1

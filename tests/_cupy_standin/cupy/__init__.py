@@ -13,6 +13,7 @@ from . import _kernels, _namespace, _ndarray, _routines, _state, cuda, random
 from ._elementwise import ElementwiseKernel
 from ._memory import get_default_memory_pool
 from ._ndarray import ndarray
+from ._raw_kernel import RawKernel
 from ._routines import (
     array,
     asanyarray,
