@@ -31,6 +31,7 @@ from .config import config
 from .emitter import _VIEW_INDEX, _broadcast, _reduce_dims
 from .fusion import REDUCTIONS
 from .runner import run_node
+from .symbolic import Sym
 
 __all__ = ["FusedKernel", "emit_cuda", "CudaKernel", "BLOCK"]
 
@@ -251,7 +252,7 @@ class _CudaEmitter:
     def _pointwise(self, node, idx):
         operands = [self.emit(a, _broadcast(self.nodes[a].shape, node.shape, idx)) for a in node.args]
         if node.via == "binary" and len(node.args) == 1:
-            operands.append((_number(node.scalar) if isinstance(node.scalar, float) else repr(node.scalar), None))
+            operands.append((self._scalar(node), None))
         dtypes = [d for _, d in operands if d is not None]
         ctype = scalar_code.compute_dtype(node, dtypes or [node.dtype])
         codes = [c if ctype.kind == "b" else _cast(c, ctype) for c, _ in operands]
@@ -260,6 +261,16 @@ class _CudaEmitter:
         var = self.fresh("v")
         self.line(f"{_ctype(node.dtype)} {var} = {_cast(_expression(node, codes), node.dtype)};  // {node.describe()}")
         return var, node.dtype
+
+    def _scalar(self, node) -> str:
+        """A binary op's Python number; one computed from sizes (Note [Dynamic sizes]) is an
+        argument, so the kernel's source does not change with it."""
+        template = getattr(node, "template", None)
+        if template is not None and isinstance(template.scalar, Sym):
+            return self.size(node.scalar)
+        if isinstance(node.scalar, bool):
+            return "true" if node.scalar else "false"
+        return _number(node.scalar) if isinstance(node.scalar, float) else repr(node.scalar)
 
     def _reduce(self, node, idx):
         name = node.op.name
