@@ -20,7 +20,7 @@ from tensor.ops.window import unfold_windows
 from .conv import IntOrTuple, ntuple
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
 
 
 def _batched(input: Tensor, nd: int, name: str) -> tuple[Tensor, bool]:
@@ -239,3 +239,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average pooling of ``(N, C, H, W)`` or ``(C, H, W)`` input down to ``output_size``
     (an int, or a pair whose ``None`` entries keep that dim). Raises like ``adaptive_avg_pool1d``."""
     return _adaptive_avg_poolnd(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input down to ``output_size``.
+    Raises like ``adaptive_avg_pool1d``."""
+    return _adaptive_avg_poolnd(input, output_size, 3, "adaptive_avg_pool3d")

@@ -16,6 +16,7 @@ from .normalization_extra import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .sync_batchnorm import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403

@@ -1,0 +1,114 @@
+"""F.interpolate / nn.Upsample (every mode, sizes and scale factors, align_corners), pixel and
+channel shuffles, affine_grid and grid_sample against torch: values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn
+import nn.functional as F
+import tensor
+from tests.nn.fn_oracle import check_fn
+
+RNG = np.random.default_rng(0)
+X1, X2, X3 = RNG.standard_normal((2, 3, 7)), RNG.standard_normal((2, 3, 5, 7)), RNG.standard_normal((1, 2, 3, 4, 5))
+
+CASES = [
+    (X1, "nearest", None, {"size": 11}),
+    (X1, "nearest-exact", None, {"scale_factor": 0.6}),
+    (X1, "linear", False, {"size": 4}),
+    (X1, "linear", True, {"scale_factor": 2.5}),
+    (X1, "area", None, {"size": 3}),
+    (X2, "nearest", None, {"scale_factor": (2, 0.5)}),
+    (X2, "bilinear", False, {"size": (8, 4)}),
+    (X2, "bilinear", True, {"scale_factor": 1.7}),
+    (X2, "bicubic", False, {"size": (9, 6)}),
+    (X2, "bicubic", True, {"scale_factor": (0.6, 1.5)}),
+    (X2, "area", None, {"size": (2, 3)}),
+    (X3, "nearest", None, {"size": (4, 2, 7)}),
+    (X3, "trilinear", False, {"scale_factor": 1.5}),
+    (X3, "trilinear", True, {"size": (2, 5, 3)}),
+    (X3, "area", None, {"size": (1, 2, 3)}),
+]
+
+
+@pytest.mark.parametrize("x, mode, align, kwargs", CASES, ids=[f"{c[0].ndim}d-{c[1]}-{c[2]}-{c[3]}" for c in CASES])
+def test_interpolate_matches_torch(x, mode, align, kwargs, torch):
+    check_fn(
+        lambda t: F.interpolate(t, mode=mode, align_corners=align, **kwargs),
+        lambda t: torch.nn.functional.interpolate(t, mode=mode, align_corners=align, **kwargs),
+        torch,
+        x,
+    )
+
+
+@pytest.mark.parametrize(
+    "layer, args",
+    [
+        ("Upsample", {"scale_factor": 2, "mode": "bilinear"}),
+        ("Upsample", {"size": (3, 9), "mode": "bicubic"}),
+        ("UpsamplingNearest2d", {"scale_factor": 3}),
+        ("UpsamplingBilinear2d", {"size": (6, 8)}),
+    ],
+)
+def test_upsample_layers_match_torch(layer, args, torch):
+    check_fn(getattr(nn, layer)(**args), getattr(torch.nn, layer)(**args), torch, X2)
+
+
+@pytest.mark.parametrize(
+    "layer, arg, shape",
+    [
+        ("PixelShuffle", 2, (2, 8, 3, 4)),
+        ("PixelShuffle", 3, (9, 2, 2)),
+        ("PixelUnshuffle", 2, (2, 3, 4, 6)),
+        ("ChannelShuffle", 3, (2, 6, 2, 2)),
+    ],
+)
+def test_shuffles_match_torch(layer, arg, shape, torch):
+    check_fn(getattr(nn, layer)(arg), getattr(torch.nn, layer)(arg), torch, RNG.standard_normal(shape))
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_matches_torch(align, torch):
+    check_fn(
+        lambda t: F.affine_grid(t, (2, 3, 4, 6), align_corners=align),
+        lambda t: torch.nn.functional.affine_grid(t, (2, 3, 4, 6), align_corners=align),
+        torch,
+        RNG.standard_normal((2, 2, 3)),
+    )
+    check_fn(
+        lambda t: F.affine_grid(t, (1, 2, 3, 4, 5), align_corners=align),
+        lambda t: torch.nn.functional.affine_grid(t, (1, 2, 3, 4, 5), align_corners=align),
+        torch,
+        RNG.standard_normal((1, 3, 4)),
+    )
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_matches_torch(mode, padding_mode, align, torch):
+    grid = RNG.uniform(-1.4, 1.4, (2, 4, 3, 2))
+    check_fn(
+        lambda x, g: F.grid_sample(x, g, mode, padding_mode, align),
+        lambda x, g: torch.nn.functional.grid_sample(x, g, mode, padding_mode, align),
+        torch,
+        X2,
+        grid,
+        n_grad=2 if mode == "bilinear" else 1,
+    )
+
+
+def test_errors():
+    x = tensor.zeros(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="only one of size or scale_factor"):
+        F.interpolate(x, size=2, scale_factor=2)
+    with pytest.raises(ValueError, match="either size or scale_factor"):
+        F.interpolate(x)
+    with pytest.raises(ValueError, match="align_corners option can only be set"):
+        F.interpolate(x, size=2, align_corners=True)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but linear mode needs 3D input"):
+        F.interpolate(x, size=2, mode="linear")
+    with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
+        F.pixel_shuffle(tensor.zeros(1, 3, 2, 2), 2)
