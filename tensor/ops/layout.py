@@ -269,18 +269,14 @@ def meshgrid(*tensors, indexing: str = "ij"):
     tensors = _sizes(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
-    swap = indexing == "xy" and len(tensors) >= 2
-    if swap:
-        tensors = (tensors[1], tensors[0]) + tuple(tensors[2:])
     shape = tuple(t.numel() for t in tensors)
     grids = []
     for i, t in enumerate(tensors):
         view = [1] * len(tensors)
         view[i] = -1
         grids.append(expand(t.reshape(view), shape))
-    if swap:
+    if indexing == "xy" and len(tensors) >= 2:  # the first two dims swapped
         grids = [g.transpose(0, 1) for g in grids]
-        grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
 

@@ -1,0 +1,320 @@
+"""An OpInfo-like table for the conformance tests: each op is one lambda written against the
+torch API, run once with ``tensor`` and once with ``torch`` as the module (issue 16).
+
+``OpInfo(name, fn, samples, grad=...)``: ``fn(lib, *inputs)`` calls the op; ``samples`` is a list
+of tuples of numpy arrays (or ``Int``/``Bool`` wrappers for index and mask arguments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RNG = np.random.default_rng(16)
+
+
+def r(*shape, low=-2.0, high=2.0):
+    """Uniform float64 samples; distinct values (no ties) for the sorting ops."""
+    n = int(np.prod(shape)) if shape else 1
+    values = np.linspace(low, high, n) + RNG.uniform(0, 1e-3, n)
+    return RNG.permutation(values).reshape(shape)
+
+
+def pos(*shape):
+    """Positive samples (for log, lgamma, ...)."""
+    return r(*shape, low=0.3, high=3.0)
+
+
+def unit(*shape):
+    """Samples inside (-1, 1) (for asin, atanh, erfinv)."""
+    return r(*shape, low=-0.9, high=0.9)
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer (index) argument: never differentiated, sent as int64."""
+
+    value: np.ndarray
+
+
+@dataclass(frozen=True)
+class Bool:
+    """A mask argument."""
+
+    value: np.ndarray
+
+
+@dataclass
+class OpInfo:
+    name: str
+    fn: object
+    samples: list
+    grad: bool = True
+    gradgrad: bool = False
+    atol: float = 1e-7
+    rtol: float = 1e-6
+    cuda: bool = True  # runs on the CuPy stand-in (it has no linalg)
+    tags: tuple = field(default=())
+
+
+def I(*values):  # noqa: E743 - short spelling for the table
+    return Int(np.array(values, dtype=np.int64))
+
+
+def M(array):
+    return Bool(np.asarray(array, dtype=bool))
+
+
+A23, A34, A234 = r(2, 3), r(3, 4), r(2, 3, 4)
+SQ = r(3, 3) + 3 * np.eye(3)
+SPD_ROOT = r(3, 3)
+TALL = r(4, 3)
+
+OPS = [
+    # -------------------------------------------------------------- sorting and selection
+    OpInfo("sort", lambda m, x: m.sort(x, 1), [(A23,), (A234,)]),
+    OpInfo("sort_desc", lambda m, x: m.sort(x, 0, descending=True), [(A23,), (r(5),), (r(0),)]),
+    OpInfo("sort_0d", lambda m, x: m.sort(x), [(np.array(1.5),)]),
+    OpInfo("argsort", lambda m, x: m.argsort(x, -1), [(A234,)], grad=False),
+    OpInfo("msort", lambda m, x: m.msort(x), [(A34,)]),
+    OpInfo("topk", lambda m, x: m.topk(x, 2, 1), [(A34,), (A234,)]),
+    OpInfo("topk_smallest", lambda m, x: m.topk(x, 3, 0, largest=False), [(r(6),), (r(4, 2),)]),
+    OpInfo("kthvalue", lambda m, x: m.kthvalue(x, 2, 1, keepdim=True), [(A34,), (A234,)]),
+    OpInfo("median", lambda m, x: m.median(x), [(r(5),), (A34,)]),
+    OpInfo("median_dim", lambda m, x: m.median(x, 1), [(A34,), (r(3, 4, 2),)]),
+    OpInfo(
+        "nanmedian",
+        lambda m, x: m.nanmedian(x, 0),
+        [(np.array([[1.0, np.nan], [2.0, 3.0], [5.0, np.nan]]),)],
+        grad=False,
+    ),
+    OpInfo(
+        "mode", lambda m, x: m.mode(x, -1).values, [(np.array([[1.0, 2, 2, 3, 3, 1], [4, 4, 5, 5, 5, 4]]),)], grad=False
+    ),
+    OpInfo(
+        "searchsorted",
+        lambda m, s, v: m.searchsorted(s, v),
+        [(np.array([1.0, 3, 5, 7]), np.array([0.0, 3, 6, 9])), (np.sort(r(2, 4), -1), r(2, 3))],
+        grad=False,
+    ),
+    OpInfo(
+        "searchsorted_right",
+        lambda m, s, v: m.searchsorted(s, v, right=True),
+        [(np.array([1.0, 3, 5, 7]), np.array([[0.0, 3], [5, 9]]))],
+        grad=False,
+    ),
+    OpInfo(
+        "bucketize",
+        lambda m, x, b: m.bucketize(x, b),
+        [(np.array([0.0, 3, 6, 9]), np.array([1.0, 3, 5, 7]))],
+        grad=False,
+    ),
+    # -------------------------------------------------------------- scans
+    OpInfo("cumsum", lambda m, x: m.cumsum(x, 1), [(A23,), (A234,), (r(0, 3),)], gradgrad=True),
+    OpInfo("cumsum_0d", lambda m, x: m.cumsum(x, 0), [(np.array(2.0),)]),
+    OpInfo("cumsum_int", lambda m, x: m.cumsum(x, 0), [(Int(np.array([1, 2, 3])),)], grad=False),
+    OpInfo("cumprod", lambda m, x: m.cumprod(x, 1), [(A23,), (A234,)], gradgrad=True),
+    OpInfo("cumprod_zeros", lambda m, x: m.cumprod(x, 0), [(np.array([2.0, 0.0, 3.0, 0.0, 1.5]),)], gradgrad=True),
+    OpInfo("cummax", lambda m, x: m.cummax(x, 1), [(A34,)]),
+    OpInfo("cummin", lambda m, x: m.cummin(x, 0), [(A34,)]),
+    OpInfo("logcumsumexp", lambda m, x: m.logcumsumexp(x, 1), [(A34,)], gradgrad=True),
+    # -------------------------------------------------------------- shape
+    OpInfo("tril", lambda m, x: m.tril(x, -1), [(A34,), (A234,)], gradgrad=True),
+    OpInfo("triu", lambda m, x: m.triu(x, 1), [(A34,)]),
+    OpInfo("flip", lambda m, x: m.flip(x, (0, 2)), [(A234,)]),
+    OpInfo("fliplr", lambda m, x: m.fliplr(x), [(A34,)]),
+    OpInfo("flipud", lambda m, x: m.flipud(x), [(A34,)]),
+    OpInfo("roll", lambda m, x: m.roll(x, (1, -2), (0, 2)), [(A234,)]),
+    OpInfo("roll_flat", lambda m, x: m.roll(x, 2), [(A34,)]),
+    OpInfo("rot90", lambda m, x: m.rot90(x, 1, (0, 1)), [(A34,)]),
+    OpInfo("rot90_k3", lambda m, x: m.rot90(x, 3, (1, 2)), [(A234,)]),
+    OpInfo("repeat", lambda m, x: x.repeat(2, 1, 3), [(A34,)], gradgrad=True),
+    OpInfo("tile", lambda m, x: m.tile(x, (2,)), [(A34,)]),
+    OpInfo("repeat_interleave", lambda m, x: m.repeat_interleave(x, 2, dim=1), [(A23,)]),
+    OpInfo("repeat_interleave_t", lambda m, x, rep: m.repeat_interleave(x, rep, dim=0), [(A23, I(1, 3))]),
+    OpInfo("meshgrid", lambda m, x, y: m.meshgrid(x, y, indexing="ij"), [(r(3), r(2))]),
+    OpInfo("meshgrid_xy", lambda m, x, y: m.meshgrid(x, y, indexing="xy"), [(r(3), r(2))]),
+    OpInfo("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 3, 4)), [(r(3, 1),)]),
+    OpInfo("movedim", lambda m, x: m.movedim(x, (0, 1), (2, 0)), [(A234,)]),
+    OpInfo("unflatten", lambda m, x: m.unflatten(x, 1, (2, 2)), [(A34,)]),
+    OpInfo("unfold", lambda m, x: x.unfold(1, 2, 1), [(A34,), (A234,)], gradgrad=True),
+    OpInfo("diag_1d", lambda m, x: m.diag(x, 1), [(r(3),)], gradgrad=True),
+    OpInfo("diag_2d", lambda m, x: m.diag(x, -1), [(A34,)]),
+    OpInfo("diagonal", lambda m, x: m.diagonal(x, 1, 0, 2), [(A234,)], gradgrad=True),
+    OpInfo("diag_embed", lambda m, x: m.diag_embed(x, 1, 0, 2), [(A23,)]),
+    OpInfo("block_diag", lambda m, x, y: m.block_diag(x, y), [(A23, r(2))]),
+    OpInfo("cartesian_prod", lambda m, x, y: m.cartesian_prod(x, y), [(r(3), r(2))]),
+    OpInfo("combinations", lambda m, x: m.combinations(x, 2), [(r(4),)]),
+    OpInfo("combinations_rep", lambda m, x: m.combinations(x, 2, with_replacement=True), [(r(3),)]),
+    # -------------------------------------------------------------- selection and scatter
+    OpInfo("nonzero", lambda m, x: m.nonzero(x), [(np.array([[0.0, 1.0], [2.0, 0.0]]),), (np.array(3.0),)], grad=False),
+    OpInfo(
+        "nonzero_tuple", lambda m, x: m.nonzero(x, as_tuple=True), [(np.array([[0.0, 1.0], [2.0, 0.0]]),)], grad=False
+    ),
+    OpInfo("argwhere", lambda m, x: m.argwhere(x), [(np.array([0.0, 1.0, 2.0]),)], grad=False),
+    OpInfo("masked_select", lambda m, x, k: m.masked_select(x, k), [(A23, M([True, False, True]))]),
+    OpInfo("masked_scatter", lambda m, x, k, s: m.masked_scatter(x, k, s), [(A23, M([[1, 0, 1], [0, 1, 0]]), r(6))]),
+    OpInfo(
+        "unique",
+        lambda m, x: m.unique(x, return_inverse=True, return_counts=True),
+        [(np.array([3.0, 1, 1, 2, 3]),)],
+        grad=False,
+    ),
+    OpInfo("unique_dim", lambda m, x: m.unique(x, dim=0), [(np.array([[1.0, 2], [0, 1], [1, 2]]),)], grad=False),
+    OpInfo(
+        "unique_consecutive",
+        lambda m, x: m.unique_consecutive(x, return_inverse=True, return_counts=True),
+        [(np.array([1.0, 1, 2, 2, 3, 1]),)],
+        grad=False,
+    ),
+    *[
+        OpInfo(
+            f"scatter_reduce_{red}_{inc}",
+            lambda m, x, i, s, red=red, inc=inc: m.scatter_reduce(x, 1, i, s, red, include_self=inc),
+            [(A23, Int(np.array([[0, 0, 2], [1, 1, 1]])), r(2, 3))],
+        )
+        for red in ("sum", "prod", "mean", "amax", "amin")
+        for inc in (True, False)
+    ],
+    OpInfo("index_copy", lambda m, x, i, s: m.index_copy(x, 1, i, s), [(A23, I(2, 0), r(2, 2))]),
+    OpInfo("index_fill", lambda m, x, i: m.index_fill(x, 1, i, -1.5), [(A23, I(0, 2))]),
+    *[
+        OpInfo(
+            f"index_reduce_{red}",
+            lambda m, x, i, s, red=red: m.index_reduce(x, 0, i, s, red),
+            [(A23, I(0, 0, 1), r(3, 3))],
+        )
+        for red in ("prod", "mean", "amax", "amin")
+    ],
+    OpInfo("take", lambda m, x, i: m.take(x, i), [(A23, Int(np.array([[0, 5], [-1, 2]])))]),
+    OpInfo("put", lambda m, x, i, s: x.put(i, s), [(A23, I(1, 4), r(2))]),
+    OpInfo("put_acc", lambda m, x, i, s: x.put(i, s, accumulate=True), [(A23, I(1, 1), r(2))]),
+    OpInfo("count_nonzero", lambda m, x: m.count_nonzero(x, 0), [(np.array([[0.0, 1], [2, 0], [3, 0]]),)], grad=False),
+    OpInfo("bincount", lambda m, x: m.bincount(x, minlength=6), [(Int(np.array([0, 1, 1, 4])),)], grad=False),
+    OpInfo("bincount_w", lambda m, x, w: m.bincount(x, w), [(Int(np.array([0, 1, 1, 4])), r(4))], grad=False),
+    OpInfo("histc", lambda m, x: m.histc(x, bins=4, min=-2, max=2), [(r(10),)], grad=False),
+    # -------------------------------------------------------------- math
+    *[
+        OpInfo(
+            f, lambda m, x, f=f: getattr(m, f)(x), [(unit(2, 3),), (np.array(0.5),), (unit(0),)], gradgrad=f == "asin"
+        )
+        for f in ("asin", "acos", "atan", "asinh", "atanh", "arcsin", "arctanh", "tan", "sinh", "cosh", "erfinv")
+    ],
+    *[
+        OpInfo(f, lambda m, x, f=f: getattr(m, f)(x), [(pos(2, 3),), (np.array(1.5),)], gradgrad=f == "lgamma")
+        for f in ("log2", "log10", "exp2", "lgamma", "digamma", "frac", "deg2rad", "rad2deg")
+    ],
+    OpInfo("acosh", lambda m, x: m.acosh(x), [(pos(2, 3) + 1,)]),
+    OpInfo("polygamma", lambda m, x: m.polygamma(2, x), [(pos(2, 3),)], rtol=1e-8),
+    OpInfo("lgamma_neg", lambda m, x: m.lgamma(x), [(np.array([-2.5, -0.5, 0.3, 7.2]),)]),
+    OpInfo("digamma_neg", lambda m, x: m.digamma(x), [(np.array([-2.5, -0.5, 0.3, 7.2]),)]),
+    OpInfo("mvlgamma", lambda m, x: m.mvlgamma(x, 3), [(pos(3) + 2,)]),
+    OpInfo("sinc", lambda m, x: m.sinc(x), [(np.array([0.0, 0.5, -1.5]),)], grad=False),
+    OpInfo("logit", lambda m, x: m.logit(x, 1e-3), [(r(4, low=0.1, high=0.9),)]),
+    OpInfo("atan2", lambda m, x, y: m.atan2(x, y), [(A23, r(3)), (A23, A23)], gradgrad=True),
+    OpInfo("lerp", lambda m, x, y: m.lerp(x, y, 0.3), [(A23, r(3))]),
+    OpInfo("lerp_t", lambda m, x, y, w: m.lerp(x, y, w), [(A23, A23, r(3))]),
+    OpInfo("logaddexp", lambda m, x, y: m.logaddexp(x, y), [(A23, r(3))], gradgrad=True),
+    OpInfo("logaddexp2", lambda m, x, y: m.logaddexp2(x, y), [(A23, r(3))]),
+    OpInfo("hypot", lambda m, x, y: m.hypot(x, y), [(A23, r(3))]),
+    OpInfo("xlogy", lambda m, x, y: m.xlogy(x, y), [(A23, pos(2, 3))]),
+    # At x = 0 the gradient is 0 by PyTorch's convention, not the one-sided difference: values only.
+    OpInfo(
+        "xlogy_zero",
+        lambda m, x, y: m.xlogy(x, y),
+        [(np.array([0.0, 1.0, 0.0]), np.array([0.0, 2.0, np.nan]))],
+        grad=False,
+    ),
+    OpInfo("copysign", lambda m, x, y: m.copysign(x, y), [(A23, r(3))], grad=False),
+    OpInfo("fmod", lambda m, x: m.fmod(x, 0.7), [(A23,)]),
+    OpInfo("addmm", lambda m, x, a, b: m.addmm(x, a, b, beta=0.5, alpha=2), [(r(2, 4), A23, A34)]),
+    OpInfo("addbmm", lambda m, x, a, b: m.addbmm(x, a, b), [(r(3, 2), r(2, 3, 4), r(2, 4, 2))]),
+    OpInfo("baddbmm", lambda m, x, a, b: m.baddbmm(x, a, b, alpha=0.5), [(r(2, 3, 2), r(2, 3, 4), r(2, 4, 2))]),
+    OpInfo("addmv", lambda m, x, a, v: m.addmv(x, a, v), [(r(2), A23, r(3))]),
+    OpInfo("addr", lambda m, x, a, b: m.addr(x, a, b), [(A23, r(2), r(3))]),
+    OpInfo("addcmul", lambda m, x, a, b: m.addcmul(x, a, b, value=0.5), [(A23, A23, r(3))]),
+    OpInfo("addcdiv", lambda m, x, a, b: m.addcdiv(x, a, b, value=0.5), [(A23, A23, pos(3))]),
+    OpInfo("outer", lambda m, x, y: m.outer(x, y), [(r(3), r(4))], gradgrad=True),
+    OpInfo("cross", lambda m, x, y: m.cross(x, y, dim=1), [(r(2, 3), r(2, 3))]),
+    OpInfo("linalg.cross", lambda m, x, y: m.linalg.cross(x, y), [(r(4, 3), r(1, 3))], cuda=False),
+    OpInfo("cdist", lambda m, x, y: m.cdist(x, y), [(r(3, 2), r(4, 2)), (r(2, 3, 2), r(2, 2, 2))]),
+    OpInfo("cdist_p1", lambda m, x, y: m.cdist(x, y, p=1), [(r(3, 2), r(4, 2))]),
+    OpInfo("trace", lambda m, x: m.trace(x), [(A34,)]),
+    OpInfo("kron", lambda m, x, y: m.kron(x, y), [(A23, r(2, 2)), (r(2), A23)], gradgrad=True),
+    OpInfo("nan_to_num", lambda m, x: m.nan_to_num(x, 0.5, 9.0, -9.0), [(np.array([1.0, np.nan, np.inf, -np.inf]),)]),
+    OpInfo("nansum", lambda m, x: m.nansum(x, 1), [(np.array([[1.0, np.nan], [2.0, 3.0]]),)]),
+    OpInfo("nanmean", lambda m, x: m.nanmean(x, 0), [(np.array([[1.0, np.nan], [2.0, 3.0]]),)]),
+    OpInfo(
+        "isclose",
+        lambda m, x, y: m.isclose(x, y, equal_nan=True),
+        [(np.array([1.0, np.nan, np.inf, 2.0]), np.array([1.0 + 1e-9, np.nan, np.inf, 2.1]))],
+        grad=False,
+    ),
+    OpInfo("norm", lambda m, x: m.norm(x), [(A23,)]),
+    OpInfo("norm_p", lambda m, x: m.norm(x, 3, dim=1), [(A23,)]),
+    OpInfo("dist", lambda m, x, y: m.dist(x, y, 1.5), [(A23, r(3))]),
+    OpInfo("renorm", lambda m, x: m.renorm(x, 2, 0, 1.0), [(A23,)]),
+    # -------------------------------------------------------------- linalg
+    *[
+        OpInfo(f"linalg.vector_norm_{o}", lambda m, x, o=o: m.linalg.vector_norm(x, o, dim=1), [(A23,)], cuda=False)
+        for o in (2, 1, 3, float("inf"), -float("inf"), 0)
+    ],
+    *[
+        OpInfo(f"linalg.matrix_norm_{o}", lambda m, x, o=o: m.linalg.matrix_norm(x, o), [(A34,), (A234,)], cuda=False)
+        for o in ("fro", "nuc", 2, -2, 1, -1, float("inf"), -float("inf"))
+    ],
+    OpInfo("linalg.norm", lambda m, x: m.linalg.norm(x), [(A234,)], cuda=False),
+    OpInfo("linalg.inv", lambda m, x: m.linalg.inv(x), [(SQ,), (np.stack([SQ, SQ.T]),)], gradgrad=True, cuda=False),
+    OpInfo(
+        "linalg.solve",
+        lambda m, a, b: m.linalg.solve(a, b),
+        [(SQ, r(3, 2)), (SQ, r(3)), (np.stack([SQ, SQ.T]), r(3, 1))],
+        gradgrad=True,
+        cuda=False,
+    ),
+    OpInfo("linalg.solve_right", lambda m, a, b: m.linalg.solve(a, b, left=False), [(SQ, r(2, 3))], cuda=False),
+    OpInfo("linalg.det", lambda m, x: m.linalg.det(x), [(SQ,), (r(2, 2, 2),)], gradgrad=True, cuda=False),
+    OpInfo("linalg.slogdet", lambda m, x: m.linalg.slogdet(x), [(SQ,)], grad=False, cuda=False),
+    OpInfo("linalg.slogdet_logabsdet", lambda m, x: m.linalg.slogdet(x).logabsdet, [(SQ,)], gradgrad=True, cuda=False),
+    OpInfo("logdet", lambda m, x: m.logdet(x), [(SPD_ROOT @ SPD_ROOT.T + np.eye(3),)], cuda=False),
+    OpInfo(
+        "linalg.cholesky",
+        lambda m, x: m.linalg.cholesky(x @ x.mT + m.eye(3, dtype=x.dtype)),
+        [(SPD_ROOT,)],
+        gradgrad=True,
+        cuda=False,
+    ),
+    OpInfo("linalg.eigvalsh", lambda m, x: m.linalg.eigvalsh(x + x.mT), [(SPD_ROOT,)], gradgrad=True, cuda=False),
+    OpInfo("linalg.eigh", lambda m, x: m.linalg.eigh(x + x.mT).eigenvectors.abs(), [(SPD_ROOT,)], cuda=False),
+    OpInfo(
+        "linalg.svdvals",
+        lambda m, x: m.linalg.svdvals(x),
+        [(TALL,), (np.ascontiguousarray(TALL.T),)],
+        gradgrad=True,
+        cuda=False,
+    ),
+    OpInfo(
+        "linalg.svd",
+        lambda m, x: (lambda u, s, vh: (u @ vh, s))(*m.linalg.svd(x, full_matrices=False)),
+        [(TALL,), (np.ascontiguousarray(TALL.T),), (SQ,)],
+        cuda=False,
+    ),
+    OpInfo("linalg.qr", lambda m, x: m.linalg.qr(x), [(TALL,), (SQ,)], cuda=False),
+    OpInfo("linalg.pinv", lambda m, x: m.linalg.pinv(x), [(TALL,)], cuda=False),
+    OpInfo("linalg.lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, [(TALL, r(4, 2))], cuda=False),
+    OpInfo("linalg.matrix_power", lambda m, x: m.linalg.matrix_power(x, -2), [(SQ,)], cuda=False),
+    OpInfo("linalg.matrix_power3", lambda m, x: m.linalg.matrix_power(x, 3), [(SQ,)], cuda=False),
+    OpInfo(
+        "linalg.matrix_rank",
+        lambda m, x: m.linalg.matrix_rank(x),
+        [(TALL,), (np.ones((3, 3)),)],
+        grad=False,
+        cuda=False,
+    ),
+    OpInfo("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(r(3), A34, r(4))], cuda=False),
+    OpInfo("linalg.vander", lambda m, x: m.linalg.vander(x), [(r(4),)], cuda=False),
+    OpInfo("linalg.matrix_exp", lambda m, x: m.linalg.matrix_exp(x), [(r(3, 3),)], cuda=False),
+    OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
+    OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
+]
