@@ -17,7 +17,7 @@ from ._creation import (
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bool_ as bool,  # noqa: A004 - PyTorch's name, reachable only as tensor.bool
-    dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    complex64, complex128, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
     promote_types, set_default_dtype, uint8,
 )
 from ._random import (
@@ -42,6 +42,7 @@ from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
 
 def is_tensor(obj) -> bool:

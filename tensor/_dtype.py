@@ -12,14 +12,15 @@ __all__ = ["dtype", "get_default_dtype", "set_default_dtype", "promote_types", "
 class dtype:
     """A tensor element type. Instances are interned: compare them with ``is`` or ``==``."""
 
-    __slots__ = ("name", "numpy", "itemsize", "is_floating_point", "is_signed", "_category")
+    __slots__ = ("name", "numpy", "itemsize", "is_floating_point", "is_complex", "is_signed", "_category")
 
     def __init__(self, name: str, numpy_dtype: np.dtype, category: int) -> None:
         self.name = name
         self.numpy = np.dtype(numpy_dtype)
         self.itemsize = self.numpy.itemsize
         self.is_floating_point = category == _FLOAT
-        self.is_signed = category == _FLOAT or self.numpy.kind == "i"
+        self.is_complex = category == _COMPLEX
+        self.is_signed = category >= _FLOAT or self.numpy.kind == "i"
         self._category = category
 
     def __repr__(self) -> str:
@@ -29,7 +30,7 @@ class dtype:
         return (_by_name, (self.name,))
 
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 float16 = dtype("float16", np.float16, _FLOAT)
 float32 = dtype("float32", np.float32, _FLOAT)
@@ -40,15 +41,31 @@ int32 = dtype("int32", np.int32, _INT)
 int64 = dtype("int64", np.int64, _INT)
 uint8 = dtype("uint8", np.uint8, _INT)
 bool_ = dtype("bool", np.bool_, _BOOL)
+complex64 = dtype("complex64", np.complex64, _COMPLEX)
+complex128 = dtype("complex128", np.complex128, _COMPLEX)
 
-ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, complex64, complex128)
 _FROM_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 _NAMES = {d.name: d for d in ALL_DTYPES}
 # PyTorch's aliases: tensor.float, tensor.double, tensor.long, ...
 ALIASES = {
     "float": float32, "double": float64, "half": float16,
     "long": int64, "int": int32, "short": int16, "bool": bool_,
+    "cfloat": complex64, "cdouble": complex128,
 }
+# The complex dtype whose parts are each float dtype (PyTorch's toComplexType), and back.
+_COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128}
+_REAL_OF = {complex64: float32, complex128: float64}
+
+
+def to_complex(d: dtype) -> dtype:
+    """The complex dtype with parts of float dtype ``d`` (complex dtypes map to themselves)."""
+    return d if d.is_complex else _COMPLEX_OF.get(d, _COMPLEX_OF[get_default_dtype()])
+
+
+def to_real(d: dtype) -> dtype:
+    """The float dtype of a complex dtype's parts (other dtypes map to themselves)."""
+    return _REAL_OF.get(d, d)
 
 
 def _by_name(name: str) -> dtype:
@@ -121,12 +138,16 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to, following PyTorch.
 
     Unlike numpy, a float type wins over any integer type without widening
-    (``int64`` with ``float16`` gives ``float16``).
+    (``int64`` with ``float16`` gives ``float16``); a complex type meets a float type at the
+    complex type wide enough for both (``complex64`` with ``float64`` gives ``complex128``).
     """
     if a is b:
         return a
     if a._category != b._category:
-        return a if a._category > b._category else b
+        high, low = (a, b) if a._category > b._category else (b, a)
+        if high._category == _COMPLEX and low._category == _FLOAT:
+            return _FROM_NUMPY[np.promote_types(high.numpy, low.numpy)]
+        return high
     return _FROM_NUMPY[np.promote_types(a.numpy, b.numpy)]
 
 
@@ -137,7 +158,8 @@ def _result_type_cached(a: dtype, a_dimless: bool, b: dtype, b_dimless: bool) ->
     if a_dimless != b_dimless:
         dimmed, dimless = (b, a) if a_dimless else (a, b)
         if dimless._category > dimmed._category:
-            return dimless
+            # a 0-d complex tensor with a float tensor: the complex type of the float's width
+            return to_complex(dimmed) if dimless.is_complex and dimmed.is_floating_point else dimless
         return dimmed
     return promote_types(a, b)
 
@@ -158,7 +180,9 @@ def scalar_result_type(t: dtype, scalar) -> dtype:
     if isinstance(scalar, int):
         return int64 if t is bool_ else t
     if isinstance(scalar, float):
-        return t if t.is_floating_point else get_default_dtype()
+        return t if t.is_floating_point or t.is_complex else get_default_dtype()
+    if isinstance(scalar, complex):
+        return to_complex(t) if t.is_floating_point or t.is_complex else to_complex(get_default_dtype())
     raise TypeError(f"unsupported scalar type {type(scalar).__name__}")
 
 
@@ -169,6 +193,8 @@ def infer_dtype(np_dtype: np.dtype) -> dtype:
     """
     if np_dtype.kind == "f" and np_dtype == np.float64:
         return get_default_dtype()
+    if np_dtype.kind == "c" and np_dtype == np.complex128:  # Python complex numbers
+        return to_complex(get_default_dtype())
     if np_dtype.kind in "iu" and np_dtype not in _FROM_NUMPY:
         return int64
     return from_numpy_dtype(np_dtype)

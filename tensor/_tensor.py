@@ -164,6 +164,10 @@ class Tensor:
         """The address of the first element."""
         return self._device.backend.data_ptr(self._data)
 
+    def is_complex(self) -> bool:
+        """True for complex dtypes."""
+        return self._data.dtype.kind == "c"
+
     def is_floating_point(self) -> bool:
         """True for float16/32/64 tensors."""
         return self._data.dtype.kind == "f"
@@ -318,7 +322,7 @@ class Tensor:
         Raises:
             RuntimeError: for non-float dtypes, or to turn it off on a non-leaf.
         """
-        if requires_grad and not self.is_floating_point():
+        if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients "
                 f"(got {self.dtype.name})"
