@@ -1,7 +1,9 @@
 """``nn.init``: fill tensors in place with initial values (``torch.nn.init``).
 
 Every function runs under ``no_grad`` (so it works on parameters), returns the tensor,
-and takes an optional ``generator`` for reproducible draws.
+and takes an optional ``generator`` for reproducible draws. The random ones draw on the
+tensor's device, with its generator by default (Note [Random numbers per device] in
+tensor/_random.py): initialising a model on a GPU copies nothing from the host.
 """
 
 from __future__ import annotations
@@ -19,10 +21,6 @@ __all__ = [
     "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
     "sparse_",
 ]
-
-
-def _rng(generator) -> np.random.Generator:
-    return (generator or tensor.default_generator).numpy
 
 
 def _fill(t: Tensor, host: np.ndarray) -> Tensor:
@@ -81,17 +79,20 @@ def _calculate_correct_fan(t: Tensor, mode: str) -> int:
 
 def uniform_(tensor_: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with draws from U(a, b)."""
-    return _fill(tensor_, _rng(generator).uniform(a, b, tensor_.shape))
+    with tensor.no_grad():
+        return tensor_.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor_: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with draws from N(mean, std**2)."""
-    return _fill(tensor_, _rng(generator).normal(mean, std, tensor_.shape))
+    with tensor.no_grad():
+        return tensor_.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor_: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Fill with draws from N(mean, std**2) truncated to [a, b] (exactly, by rejection).
+    """Fill with draws from N(mean, std**2) truncated to [a, b], by inverting the normal CDF
+    of uniform draws between the CDF's values at ``a`` and ``b`` (PyTorch's method).
 
     Raises:
         ValueError: if ``a >= b`` or ``std <= 0``.
@@ -100,22 +101,19 @@ def trunc_normal_(tensor_: Tensor, mean: float = 0.0, std: float = 1.0, a: float
         raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
     if std <= 0:
         raise ValueError(f"trunc_normal_: expected std > 0, got {std}")
-    rng = _rng(generator)
-    n = tensor_.numel()
-    out = np.empty(n)
-    filled = 0
-    low, high = (a - mean) / std, (b - mean) / std
-    mass = max(0.5 * (math.erf(high / math.sqrt(2)) - math.erf(low / math.sqrt(2))), 1e-12)
-    if mass < 1e-3:
+    low, high = (_normal_cdf((a - mean) / std), _normal_cdf((b - mean) / std))
+    if high - low < 1e-3:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
-    while filled < n:
-        need = n - filled
-        draws = rng.standard_normal(int(need / mass * 1.1) + 16)
-        draws = draws[(draws >= low) & (draws <= high)][:need]
-        out[filled:filled + draws.size] = draws
-        filled += draws.size
-    return _fill(tensor_, np.clip(out * std + mean, a, b).reshape(tensor_.shape))
+    with tensor.no_grad():
+        tensor_.uniform_(2 * low - 1, 2 * high - 1, generator=generator)  # erf's domain
+        tensor_.copy_(tensor_.erfinv())
+        tensor_.mul_(std * math.sqrt(2.0)).add_(mean)
+        return tensor_.clamp_(min=a, max=b)
+
+
+def _normal_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
 
 def constant_(tensor_: Tensor, val: float) -> Tensor:
@@ -227,14 +225,15 @@ def orthogonal_(tensor_: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor_
     rows = tensor_.shape[0]
     cols = tensor_.numel() // rows
-    flat = _rng(generator).standard_normal((rows, cols))
+    flat = tensor.randn(rows, cols, generator=generator, dtype=tensor.float64, device=tensor_.device)
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q *= np.sign(np.diag(r))
+    q, r = tensor.linalg.qr(flat)
+    q = q * r.diagonal().sign()
     if rows < cols:
         q = q.T
-    return _fill(tensor_, (q * gain).reshape(tensor_.shape))
+    with tensor.no_grad():
+        return tensor_.copy_((q * gain).reshape(tensor_.shape))
 
 
 def sparse_(tensor_: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
@@ -245,10 +244,12 @@ def sparse_(tensor_: Tensor, sparsity: float, std: float = 0.01, generator=None)
     """
     if tensor_.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    rng = _rng(generator)
     rows, cols = tensor_.shape
-    host = rng.normal(0.0, std, (rows, cols))
     zeros = int(math.ceil(sparsity * rows))
-    for c in range(cols):
-        host[rng.permutation(rows)[:zeros], c] = 0
-    return _fill(tensor_, host)
+    with tensor.no_grad():
+        tensor_.normal_(0.0, std, generator=generator)
+        # per column, the first ``zeros`` rows of a random permutation (sorted random keys)
+        keys = tensor.rand(rows, cols, generator=generator, device=tensor_.device)
+        picked = keys.argsort(0)[:zeros]
+        tensor_.scatter_(0, picked, tensor_.new_zeros(picked.shape))  # a zeros tensor: no host scalar
+    return tensor_

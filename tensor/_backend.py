@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import functools
 import importlib
+import json
 import os
 
 import numpy as np
@@ -72,6 +73,22 @@ class Backend:
         Philox4x32-10 counter generator on a GPU (Note [Random numbers per device] in _random.py).
         Both answer ``random``, ``standard_normal`` and ``integers`` as numpy's Generator does."""
         return np.random.Generator(np.random.PCG64(seed))
+
+    def permutation(self, rng, n: int):
+        """A random permutation of ``range(n)`` drawn by ``rng`` (from ``new_generator``) on its device."""
+        return rng.permutation(n)
+
+    def generator_state(self, rng) -> bytes:
+        """The state of ``rng`` (from ``new_generator``) as bytes, copied to the host."""
+        return json.dumps(rng.bit_generator.state).encode()
+
+    def set_generator_state(self, rng, state: bytes) -> None:
+        """Restore a state from ``generator_state`` into ``rng``.
+
+        Raises:
+            ValueError (or KeyError, TypeError): if ``state`` is not such a state.
+        """
+        rng.bit_generator.state = json.loads(state.decode())
 
     def elementwise_kernel(self, name: str, in_params: str, out_params: str, operation: str, host):
         """A kernel called as ``kernel(*inputs, *outputs)``, updating the outputs in place: on a
@@ -232,6 +249,21 @@ class _CupyBackend(Backend):
     def new_generator(self, seed, index):
         with self.device_guard(index):
             return self.cupy.random.Generator(self.cupy.random.Philox4x3210(seed))
+
+    def permutation(self, rng, n):
+        # CuPy's Generator has no permutation: sort random keys, on the device
+        return rng.random(n).argsort()
+
+    def generator_state(self, rng):
+        # CuPy keeps a cuRAND generator's per-thread states in a device array, ``_state`` (not
+        # public API, in CuPy 13 and 14); copying it out synchronises.
+        return rng.bit_generator._state.get().tobytes()
+
+    def set_generator_state(self, rng, state):
+        target = rng.bit_generator._state
+        if len(state) != target.nbytes:
+            raise ValueError(f"a state of {len(state)} bytes for a generator of {target.nbytes}")
+        target.set(np.frombuffer(state, dtype=target.dtype))
 
     def elementwise_kernel(self, name, in_params, out_params, operation, host):
         key = (name, in_params, out_params, operation)

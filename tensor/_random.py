@@ -11,8 +11,10 @@ them: on the CPU numpy's PCG64, on a GPU CuPy's Philox4x32-10 counter generator
 The guarantee: a seed gives the same numbers on every run on the same kind of device (and the
 same CuPy), and the same numbers on each GPU. CPU and GPU numbers differ, as in PyTorch. A
 ``Generator`` passed explicitly draws on its own device; its numbers are moved to the target
-device. ``randperm``, ``multinomial`` and ``normal`` with tensor arguments draw on the host
-with the CPU generator.
+device. ``normal`` with tensor arguments draws on the host with the CPU generator; every other
+sampler (``randperm``, ``multinomial``, ``nn.init``'s) draws on the device it fills.
+``get_state``/``set_state`` save and restore a generator of any device (a GPU's state is its
+cuRAND Philox states, a few MB, copied to and from the host).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from . import _creation, _dispatch, _dtype
 from ._device import as_device, device_of_array
+from .ops.sorting import searchsorted
 
 __all__ = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -68,30 +71,31 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The full state as a uint8 tensor (safe to save with ``tensor.save``).
-
-        Raises:
-            RuntimeError: for a GPU generator, whose counter CuPy does not expose.
+        """The full state as a uint8 CPU tensor (safe to save with ``tensor.save``): the seed,
+        then the bit generator's state (PCG64's on the CPU; on a GPU the Philox states of
+        CuPy's cuRAND generator, copied from the device).
         """
-        if not isinstance(self._rng, np.random.Generator):
-            raise RuntimeError(f"get_state() of a {self.device} generator is not supported: CuPy does not "
-                               "expose its Philox counter. help: re-seed with manual_seed to replay")
-        blob = json.dumps({"seed": self._seed, "state": self._rng.bit_generator.state})
-        return _creation.tensor(np.frombuffer(blob.encode(), dtype=np.uint8))
+        header = json.dumps({"seed": self._seed, "device": self.device.type}).encode()
+        raw = self.device.backend.generator_state(self._rng)
+        return _creation.tensor(np.frombuffer(header + b"\n" + raw, dtype=np.uint8))
 
     def set_state(self, new_state) -> Generator:
-        """Restore a state from ``get_state``.
+        """Restore a state from ``get_state`` of a generator of the same kind of device.
 
         Raises:
             RuntimeError: if ``new_state`` is not such a state.
         """
         try:
-            blob = json.loads(bytes(np.asarray(new_state.cpu()._data, dtype=np.uint8)).decode())
-            rng = np.random.Generator(np.random.PCG64())
-            rng.bit_generator.state = blob["state"]
+            header, raw = bytes(new_state.cpu().numpy()).split(b"\n", 1)
+            meta = json.loads(header.decode())
+            if meta["device"] != self.device.type:
+                raise ValueError(f"it is the state of a {meta['device']} generator, this one is on {self.device}")
+            rng = self._new_rng(meta["seed"])
+            with self.device.backend.device_guard(self.device.index):
+                self.device.backend.set_generator_state(rng, raw)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RuntimeError(f"set_state(): not a generator state ({exc})") from None
-        self._seed, self._rng = blob["seed"], rng
+        self._seed, self._rng = meta["seed"], rng
         return self
 
     @property
@@ -218,10 +222,11 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None):
-    """A random permutation of ``0..n-1`` (int64 by default)."""
+    """A random permutation of ``0..n-1`` (int64 by default), drawn on ``device``."""
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
-    return _creation.tensor(_rng(generator).permutation(n), dtype=dtype or _dtype.int64, device=device)
+    backend = (generator.device if generator is not None else as_device(device)).backend
+    return _sample(lambda rng: backend.permutation(rng, n), generator, dtype or _dtype.int64, device)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None):
@@ -269,20 +274,45 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
-    """Sample category indices from the rows of non-negative weights ``input``.
+    """Sample category indices from the rows of non-negative weights ``input`` (1-d or 2-d),
+    on its device: with replacement by inverting each row's CDF, without by an exponential race
+    (the ``num_samples`` largest of ``w / E``, ``E ~ Exp(1)``). Invalid weights are a
+    device-side check (Note [Device-side asserts]): raised at once on the CPU, at the next
+    synchronisation on a GPU.
 
     Raises:
         RuntimeError: for too many samples without replacement, or invalid weights.
     """
-    weights = np.atleast_2d(np.asarray(input.cpu()._data, dtype=np.float64))
-    if (weights < 0).any() or not np.isfinite(weights).all() or (weights.sum(-1) <= 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0, or negative/inf)")
-    if not replacement and num_samples > weights.shape[-1]:
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {input.ndim}")
+    categories = input.shape[-1]
+    if not replacement and num_samples > categories:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _rng(generator)
-    rows = [rng.choice(w.size, num_samples, replace=replacement, p=w / w.sum()) for w in weights]
-    host = np.stack(rows) if input.ndim == 2 else rows[0]
-    return _creation.tensor(host, dtype=_dtype.int64, device=input.device)
+    w = input.detach().to(_dtype.float64).reshape(-1, categories)
+    total = w.sum(-1)
+    bad = (w < 0).any() | ~w.isfinite().all() | (total <= 0).any()
+    if not replacement:
+        bad = bad | ((w > 0).sum(-1) < num_samples).any()
+    input._device.backend.device_assert(
+        bad._data, RuntimeError,
+        "invalid multinomial distribution (sum of probabilities <= 0, negative or inf, or fewer categories "
+        "with probability > 0 than samples without replacement)")
+    rows = w.shape[0]
+    if replacement:
+        u = rand(rows, num_samples, generator=generator, dtype=_dtype.float64, device=input.device)
+        cdf = w.cumsum(-1)
+        cdf = cdf / cdf[:, -1:]  # the last is exactly 1
+        # one search over all rows: row r's CDF and draws are shifted by r (made on the device:
+        # arange would copy from the host)
+        shift = w.new_ones((rows, 1)).cumsum(0) - 1
+        flat = searchsorted((cdf + shift).reshape(-1), (u + shift).reshape(-1), right=True)
+        base = (shift * categories).to(_dtype.int64)
+        out = (flat.reshape(rows, num_samples) - base).clamp(max=categories - 1)
+    else:
+        u = rand(rows, categories, generator=generator, dtype=_dtype.float64, device=input.device)
+        race = w / -(-u).log1p()  # w / E with E = -log(1 - u) ~ Exp(1): zero weights score 0
+        out = race.argsort(-1, descending=True)[:, :num_samples]
+    return out if input.ndim == 2 else out[0]
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, *, generator=None):

@@ -11,13 +11,32 @@ import numpy as np
 
 from . import _kernels, _state
 
+_WORDS = 13  # the numpy Philox state in uint64 words: counter (4), key (2), buffer (4), three scalars
+
 
 class Philox4x3210:
-    """A counter-based bit generator on the current device, seeded by an integer."""
+    """A counter-based bit generator on the current device, seeded by an integer. As in CuPy,
+    its state is a device array, ``_state`` (int8), that each draw reads and advances."""
 
     def __init__(self, seed=None) -> None:
         self._dev = _state.get_device()
-        self._host = np.random.Philox(seed)
+        self._state = _kernels.fresh(np.zeros(_WORDS * 8, np.int8))
+        self._store(np.random.Philox(seed))
+
+    def _load(self) -> np.random.Philox:
+        """The state, read on the device (by the sampling kernel)."""
+        w = self._state._a.view(np.uint64)
+        bits = np.random.Philox()
+        bits.state = {"bit_generator": "Philox", "state": {"counter": w[0:4].copy(), "key": w[4:6].copy()},
+                      "buffer": w[6:10].copy(), "buffer_pos": int(w[10]), "has_uint32": int(w[11]),
+                      "uinteger": int(w[12])}
+        return bits
+
+    def _store(self, bits: np.random.Philox) -> None:
+        st = bits.state
+        self._state._a.view(np.uint64)[...] = np.concatenate([
+            st["state"]["counter"], st["state"]["key"], st["buffer"],
+            np.array([st["buffer_pos"], st["has_uint32"], st["uinteger"]], np.uint64)])
 
 
 class Generator:
@@ -25,22 +44,25 @@ class Generator:
 
     def __init__(self, bit_generator: Philox4x3210) -> None:
         self.bit_generator = bit_generator
-        self._rng = np.random.Generator(bit_generator._host)
 
-    def _launch(self):
+    def _draw(self, sample):
+        """``sample(numpy_generator)`` as a kernel on the bit generator's device, advancing its state."""
         if self.bit_generator._dev != _state.get_device():
             raise _state.CUDARuntimeError(400, "cudaErrorInvalidResourceHandle", "invalid resource handle")
-        _kernels.launch([])
-        return self._rng
+        _kernels.launch([self.bit_generator._state])
+        rng = np.random.Generator(self.bit_generator._load())
+        out = sample(rng)
+        self.bit_generator._store(rng.bit_generator)
+        return _kernels.fresh(out)
 
     def random(self, size=None, dtype=np.float64, out=None):
         """Uniform samples from [0, 1) in float32 or float64."""
-        return _kernels.fresh(self._launch().random(size, dtype=dtype))
+        return self._draw(lambda rng: rng.random(size, dtype=dtype))
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
         """Standard normal samples in float32 or float64."""
-        return _kernels.fresh(self._launch().standard_normal(size, dtype=dtype))
+        return self._draw(lambda rng: rng.standard_normal(size, dtype=dtype))
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
         """Integers from [low, high)."""
-        return _kernels.fresh(self._launch().integers(low, high, size, dtype=dtype, endpoint=endpoint))
+        return self._draw(lambda rng: rng.integers(low, high, size, dtype=dtype, endpoint=endpoint))
