@@ -20,3 +20,4 @@ from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .sync_batchnorm import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .transformer_decoder import *  # noqa: F401,F403
