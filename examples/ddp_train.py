@@ -23,6 +23,9 @@ makes the last rank SIGKILL itself at that step on the first attempt (to try the
 
 At the end: ``OUT/final_model.pt`` (the state dict), a training-curve plot
 ``OUT/training_curve.png`` when matplotlib is installed, else ``OUT/training_summary.txt``.
+With tensorboardX installed (``pip install 'distrib[tensorboard]'``), rank 0 logs each step's
+loss, accuracy, learning rate, samples/s and the share of the step spent waiting for
+communication to ``OUT/tensorboard`` (``tensorboard --logdir OUT/tensorboard``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ import nn  # noqa: E402
 import nn.functional as F  # noqa: E402
 import tensor  # noqa: E402
 from distrib.data import DataLoader, DistributedSampler, TensorDataset  # noqa: E402
+from distrib.utils.tensorboard import SummaryWriter  # noqa: E402
+from distrib.work import communication_wait_seconds  # noqa: E402
 
 try:  # imported as ``examples.ddp_train``
     from . import datasets
@@ -103,6 +108,24 @@ def evaluate(model: nn.Module, x: tensor.Tensor, y: tensor.Tensor) -> float:
         accuracy = (model(x).argmax(1) == y).float().mean().item()
     model.train()
     return accuracy
+
+
+def open_writer(out_dir: str) -> SummaryWriter | None:
+    """TensorBoard logs in ``out_dir/tensorboard`` (rank 0 writes); None without tensorboardX."""
+    try:
+        return SummaryWriter(os.path.join(out_dir, "tensorboard"))
+    except ImportError:
+        return None
+
+
+def log_step(writer: SummaryWriter, step: int, loss: float, accuracy: float, lr: float, samples: int,
+             seconds: float, waited: float) -> None:
+    """One training step's scalars; ``waited`` of its ``seconds`` went to waiting for communication."""
+    writer.add_scalar("train/loss", loss, step)
+    writer.add_scalar("train/accuracy", accuracy, step)
+    writer.add_scalar("train/lr", lr, step)
+    writer.add_scalar("perf/samples_per_s", samples / seconds, step)
+    writer.add_scalar("perf/communication_wait_share", waited / seconds, step)
 
 
 def write_curve(out_dir: str, history: list[dict]) -> str:
@@ -221,6 +244,8 @@ def main(argv=None) -> float:
     model.train()
     width = len(str(args.epochs))
     start = time.perf_counter()
+    writer = open_writer(args.out_dir)
+    step_end, waited = start, communication_wait_seconds()
     for epoch in range(step // steps_per_epoch, args.epochs):
         sampler.set_epoch(epoch)  # a fresh shuffle each epoch, the same on every rank
         skip = step - epoch * steps_per_epoch  # batches of this epoch done before a restart
@@ -238,9 +263,15 @@ def main(argv=None) -> float:
             optimizer.step()
             scheduler.step()
             step += 1
-            epoch_sums[0] += loss.item() * len(y)
-            epoch_sums[1] += (logits.argmax(1) == y).sum().item()
+            loss_value, correct = loss.item(), (logits.argmax(1) == y).sum().item()
+            epoch_sums[0] += loss_value * len(y)
+            epoch_sums[1] += correct
             epoch_sums[2] += len(y)
+            if writer is not None:  # the step's time runs from the end of the last one: data loading included
+                now, waited_now = time.perf_counter(), communication_wait_seconds()
+                log_step(writer, step, loss_value, correct / len(y), scheduler.get_last_lr()[0], len(y) * world,
+                         now - step_end, waited_now - waited)
+                step_end, waited = now, waited_now
             bar.update(loss=epoch_sums[0] / epoch_sums[2])
             if step % args.checkpoint_every == 0 and step < total_steps:
                 save(step)
@@ -253,6 +284,8 @@ def main(argv=None) -> float:
                         "test_acc": test_acc})
         epoch_sums = [0.0, 0.0, 0.0]
         bar.set_postfix(test_acc=f"{test_acc:.1%}")
+        if writer is not None:
+            writer.add_scalar("test/accuracy", test_acc, step)
         bar.close()
         if master_process:
             print(f"epoch {epoch + 1:{width}d}/{args.epochs}: loss {loss_sum / seen:.4f}, train accuracy "
@@ -261,6 +294,8 @@ def main(argv=None) -> float:
 
     # ------------------------------------------------------------------------- results
     test_acc = evaluate(raw_model, test_x, test_y)
+    if writer is not None:
+        writer.close()
     if master_process:
         tensor.save(raw_model.state_dict(), os.path.join(args.out_dir, "final_model.pt"))
         print(f"wrote {write_curve(args.out_dir, history)}")
