@@ -30,7 +30,9 @@ __all__ = ["Tracer", "GraphBreakError", "tracing", "user_source"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = (_PACKAGE_DIR, os.path.dirname(np.__file__))
-_FRAMEWORK_DIRS = _LIBRARY_DIRS + tuple(os.path.join(os.path.dirname(_PACKAGE_DIR), p) for p in ("autograd", "nn"))
+_FRAMEWORK_DIRS = tuple(os.path.realpath(d) + os.sep for d in _LIBRARY_DIRS) + tuple(
+    os.path.realpath(os.path.join(os.path.dirname(_PACKAGE_DIR), p)) + os.sep for p in ("autograd", "nn"))
+_in_framework: dict = {}  # code file name (as imported, maybe with '..') -> whether it is ours or numpy's
 
 
 class GraphBreakError(RuntimeError):
@@ -196,7 +198,11 @@ class Tracer:
     def on_size(self, t, dim=None) -> None:
         """User code read ``t``'s sizes (``dim`` None: all of them); Note [Dynamic sizes]
         specialises them. Reads from inside the library are not recorded."""
-        if sys._getframe(2).f_code.co_filename.startswith(_FRAMEWORK_DIRS):
+        filename = sys._getframe(2).f_code.co_filename
+        inside = _in_framework.get(filename)
+        if inside is None:
+            inside = _in_framework[filename] = os.path.realpath(filename).startswith(_FRAMEWORK_DIRS)
+        if inside:
             return
         node = self._lookup(t._data)
         if node is not None:
