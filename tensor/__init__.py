@@ -29,6 +29,7 @@ from .ops import *  # noqa: F403 - the functional forms of every op
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
 from .serialization import load, save
 import tensor.linalg as linalg  # the public namespace; ``from .ops import *`` bound the internal module
+from . import fft
 from .linalg import matrix_exp, matrix_power, pinverse
 from .ops.decomp import torch_svd as svd
 from .ops.layout import moveaxis as movedim  # accepts sequences of dims, as torch.movedim
@@ -48,6 +49,11 @@ cfloat, cdouble = complex64, complex128
 def is_tensor(obj) -> bool:
     """True if ``obj`` is a Tensor (or Parameter)."""
     return isinstance(obj, Tensor)
+
+
+def is_complex(input: Tensor) -> bool:
+    """True if ``input`` has a complex dtype."""
+    return input.is_complex()
 
 
 def numel(input: Tensor) -> int:

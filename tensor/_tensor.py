@@ -550,6 +550,9 @@ class Tensor:
     det, slogdet, logdet, inverse, cholesky, qr = (
         ops.det, ops.slogdet, ops.logdet, ops.inverse, ops.cholesky, ops.qr)
     svd = ops.decomp.torch_svd
+    conj, conj_physical, angle = ops.conj, ops.conj_physical, ops.angle
+    real = property(ops.real, doc="The real part (a copy; the tensor itself for real dtypes).")
+    imag = property(ops.imag, doc="The imaginary part (a copy); RuntimeError for real dtypes.")
 
     def polygamma(self, n: int) -> Tensor:
         """``tensor.polygamma(n, self)``."""

@@ -1,6 +1,7 @@
 """The op library: primitives with their derivatives (see ``registry``) and compositions."""
 
 from . import activation, pool, recurrent, recurrent_layers  # noqa: F401 - register their ops (used through nn)
+from .complex_ops import *  # noqa: F401,F403
 from .decomp import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import abs, pow, round  # noqa: F401 - names that shadow builtins

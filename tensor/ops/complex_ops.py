@@ -1,0 +1,147 @@
+"""Complex numbers: real, imag, conj, angle, view_as_real, view_as_complex, complex, polar.
+
+Gradients follow PyTorch's convention for a real loss ``L`` of complex ``z = x + iy``: the
+gradient is ``dL/dx + i dL/dy`` (the conjugate Wirtinger derivative, times 2). So ``real``'s
+derivative maps ``g`` to ``g + 0i``, ``imag``'s to ``i g``, and ``view_as_real`` and
+``view_as_complex`` are each other's derivative. Outputs are copies, not views.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _dispatch, _dtype
+from .elementwise import where
+from .registry import defop
+
+__all__ = ["real", "imag", "conj", "conj_physical", "angle", "view_as_real", "view_as_complex", "complex", "polar"]
+
+
+def _check_complex(name, input):
+    if not input.dtype.is_complex:
+        raise RuntimeError(f"{name} is not implemented for tensors with non-complex dtypes (got {input.dtype.name}).")
+
+
+@defop("real")
+def _real(xp, a):
+    return a.real.copy()
+
+
+_real.derivative(lambda node, g: (complex(g, g.new_zeros(g.shape)),))
+
+
+@defop("imag")
+def _imag(xp, a):
+    return a.imag.copy()
+
+
+_imag.derivative(lambda node, g: (complex(g.new_zeros(g.shape), g),))
+
+
+def real(input):
+    """The real part (the input itself for real dtypes)."""
+    return _dispatch.apply_unary(_real, input) if input.dtype.is_complex else input
+
+
+def imag(input):
+    """The imaginary part.
+
+    Raises:
+        RuntimeError: for real dtypes, as PyTorch.
+    """
+    _check_complex("imag", input)
+    return _dispatch.apply_unary(_imag, input)
+
+
+@defop("conj")
+def _conj(xp, a):
+    return xp.conj(a)
+
+
+_conj.derivative(lambda node, g: (conj(g),))
+
+
+def conj(input):
+    """The complex conjugate (the input itself for real dtypes)."""
+    return _dispatch.apply_unary(_conj, input) if input.dtype.is_complex else input
+
+
+conj_physical = conj
+
+
+def angle(input):
+    """The argument of each element (``atan2(imag, real)``; 0 or pi for real inputs)."""
+    if input.dtype.is_complex:
+        return imag(input).atan2(real(input))
+    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    return where(x < 0, math.pi, 0.0) + x * 0  # x * 0: a zero gradient, and NaN stays NaN
+
+
+@defop("view_as_real")
+def _view_as_real(xp, a):
+    return xp.stack([a.real, a.imag], axis=-1)
+
+
+_view_as_real.derivative(lambda node, g: (view_as_complex(g),))
+
+
+def view_as_real(input):
+    """A complex tensor as real pairs in a new last dim of size 2 (a copy here).
+
+    Raises:
+        RuntimeError: for real dtypes.
+    """
+    _check_complex("view_as_real", input)
+    return _dispatch.apply_unary(_view_as_real, input)
+
+
+@defop("view_as_complex")
+def _view_as_complex(xp, a):
+    return a[..., 0] + 1j * a[..., 1]
+
+
+_view_as_complex.derivative(lambda node, g: (view_as_real(g),))
+
+
+def view_as_complex(input):
+    """Real pairs in a last dim of size 2 as one complex tensor.
+
+    Raises:
+        RuntimeError: unless the input is float32 or float64 with a last dim of size 2.
+    """
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(
+            f"view_as_complex is only supported for float and double tensors, but got a tensor "
+            f"of scalar type: {input.dtype.name}"
+        )
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError(f"Tensor must have a last dimension of size 2 (got shape {list(input.shape)})")
+    return _dispatch.apply_unary(_view_as_complex, input)
+
+
+@defop("complex")
+def _complex(xp, re, im):
+    return re + 1j * im
+
+
+_complex.derivative(lambda node, g: (real(g), imag(g)))
+
+
+def complex(real, imag):  # noqa: A001 - PyTorch's name
+    """The complex tensor ``real + i imag`` (float32 parts give complex64, float64 complex128).
+
+    Raises:
+        RuntimeError: unless both parts are float tensors of the same dtype.
+    """
+    if real.dtype is not imag.dtype or real.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(
+            f"Expected both inputs to be Float or Double tensors but got {real.dtype.name} and {imag.dtype.name}"
+        )
+    out = _dispatch.apply(_complex, (real, imag))
+    target = _dtype.to_complex(real.dtype).numpy
+    return out if out._data.dtype == target else out.to(_dtype.to_complex(real.dtype))
+
+
+def polar(abs, angle):  # noqa: A002 - PyTorch's names
+    """The complex tensor with modulus ``abs`` and argument ``angle``."""
+    return complex(abs * angle.cos(), abs * angle.sin())
