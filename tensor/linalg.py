@@ -13,13 +13,28 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from . import _dtype
-from .ops.decomp import LinAlgError, cholesky, det, eigh, eigvalsh, inv, qr, slogdet, solve, svd, svdvals
+from . import _dispatch, _dtype
+from .ops.decomp import (
+    LinAlgError,
+    _checked,
+    _square,
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
 from .ops.elementwise import where
 from .ops.layout import diag_embed, diagonal
 from .ops.linalg import matmul
 from .ops.math_extra import cross as _cross
 from .ops.norms import matrix_norm, vector_norm
+from .ops.registry import defop
 
 __all__ = [
     "LinAlgError",
@@ -55,6 +70,7 @@ __all__ = [
 ]
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+_eig_result = namedtuple("eig", ["eigenvalues", "eigenvectors"])
 _ex_result = namedtuple("result_info", ["result", "info"])
 
 
@@ -97,14 +113,23 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     return _ex_result(solve(A, B, left=left), _info(A))
 
 
+@defop("eig", differentiable=False)
+def _eig(xp, a):
+    values, vectors = _checked("eig", xp.linalg.eig, a)
+    complex_type = _dtype.to_complex(_dtype.from_numpy_dtype(a.dtype)).numpy
+    return xp.concatenate([values[..., None, :], vectors], axis=-2).astype(complex_type, copy=False)
+
+
 def eig(A):
-    """Not available: eigenvalues of general matrices are complex (NotImplementedError)."""
-    raise NotImplementedError(
-        "linalg.eig needs complex tensors, which tensor does not have yet; use linalg.eigh for symmetric matrices"
-    )
+    """Eigenvalues and eigenvectors of a general square matrix, as complex tensors (no gradient yet)."""
+    _square("eig", A)
+    packed = _dispatch.apply_unary(_eig, A)
+    return _eig_result(packed[..., 0, :], packed[..., 1:, :])
 
 
-eigvals = eig
+def eigvals(A):
+    """The (complex) eigenvalues of a general square matrix."""
+    return eig(A).eigenvalues
 
 
 def _tolerance(S, atol, rtol, shape):
