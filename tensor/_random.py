@@ -135,9 +135,12 @@ def seed_device(device, seed: int) -> None:
 
 def manual_seed(seed: int) -> Generator:
     """Seed the CPU's default generator and every GPU's (Note [Random numbers per device]);
-    returns the CPU's."""
-    for gen in _device_generators.values():
-        gen.manual_seed(seed)
+    returns the CPU's. A GPU's generator is made again from the seed at its next use, as
+    PyTorch seeds CUDA lazily: a forked DataLoader worker, where CUDA cannot be used, seeds
+    without touching it."""
+    default_generator.manual_seed(seed)
+    for key in [key for key in _device_generators if key[0] != "cpu"]:
+        del _device_generators[key]
     _device_seeds.clear()
     _seed_all[0] = seed
     return default_generator

@@ -224,8 +224,9 @@ class NcclBackend(Backend):
 
     def _launch_watch(self, what: str | None, deadline: float | None = None) -> Launch:
         """Watch the work queued so far on the group's stream (the op just launched)."""
-        launch = Launch(_nccl.record_event(self.stream), self.deadline() if deadline is None else deadline,
-                        (self.op_name, self.op_seq), what)
+        with _nccl.on_device(self.device):  # an event belongs to its stream's device
+            event = _nccl.record_event(self.stream)
+        launch = Launch(event, self.deadline() if deadline is None else deadline, (self.op_name, self.op_seq), what)
         self.watchdog.watch(launch)
         return launch
 

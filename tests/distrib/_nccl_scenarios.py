@@ -214,10 +214,10 @@ def cuda_tensors_on_zmq_off_the_callers_thread():
 
 def _peer_fails(hangs: bool, timeout: float = 2.0) -> dict:
     """Rank 1 joins one op, then leaves (its process exits) or hangs (sleeps past the timeout).
-    On rank 0 the next all_reduce only enqueues (Note [NCCL streams]); the barrier after it
-    waits on the host and must fail with a DistBackendError naming the all_reduce instead of
-    waiting forever, and so must an async op's ``wait(timeout)``. Returns, on rank 0, both
-    errors and how long the first took."""
+    On rank 0 the next all_reduce only enqueues (Note [NCCL streams]); waiting for it with a
+    short timeout raises, the barrier after it waits on the host and must fail with a
+    DistBackendError naming the all_reduce instead of waiting forever, and so must a later
+    op's ``wait(timeout)``. Returns, on rank 0, the three errors and how long the barrier's took."""
     dist.init_process_group("nccl", timeout=timeout)
     rank = dist.get_rank()
     tensor.cuda.set_device(rank % tensor.cuda.device_count())
@@ -226,10 +226,14 @@ def _peer_fails(hangs: bool, timeout: float = 2.0) -> dict:
         if hangs:
             time.sleep(3 * timeout)
         return {}
-    out = {"error": None, "wait_error": None}
+    out = {"error": None, "wait_error": None, "short_wait": None}
     start = time.monotonic()
+    work = dist.all_reduce(tensor.ones(1000, device="cuda"), async_op=True)
     try:
-        dist.all_reduce(tensor.ones(1000, device="cuda"))
+        work.wait(timeout=0.5)  # shorter than the op's timeout: the op goes on
+    except dist.DistBackendError as exc:
+        out["short_wait"] = str(exc)
+    try:
         dist.barrier()
     except dist.DistBackendError as exc:
         out.update(error=str(exc), seconds=time.monotonic() - start)

@@ -111,6 +111,10 @@ def test_a_failing_peer_makes_the_nccl_op_fail_instead_of_hanging(tmp_path, scen
     assert result["error"] is not None and re.search(message, result["error"]), result
     assert re.search(r"all_reduce \(op seq 2\) failed", result["error"]), result  # the op that failed
     assert result["seconds"] < 10
+    # a wait shorter than the op's timeout gives up on the host, naming the op
+    assert result["short_wait"] is not None and "all_reduce" in result["short_wait"], result
+    if scenario == "nccl_peer_hangs":
+        assert "Work.wait timed out after 0.5 s: all_reduce (seq 2) is still running" in result["short_wait"]
     # later ops, and waits with a timeout, report the failure too
     assert result["wait_error"] is not None and "all_reduce (op seq 2)" in result["wait_error"], result
 
