@@ -15,6 +15,7 @@ from .normalization import *  # noqa: F401,F403
 from .normalization_extra import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .pooling_extra import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403

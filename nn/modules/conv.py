@@ -14,7 +14,7 @@ from ..functional.padding import pad_by_mode
 from .linear import register_weight_and_bias
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 IntOrTuple = int | Sequence[int]
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -216,4 +216,16 @@ class ConvTranspose2d(_ConvTransposeNd):
     def forward(self, input: Tensor, output_size=None) -> Tensor:
         output_padding = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-d transposed convolution layer (weight ``(C_in, C_out / groups, kD, kH, kW)``). Arguments
+    and errors as ``ConvTranspose1d``."""
+
+    _nd = 3
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
                                   self.groups, self.dilation)

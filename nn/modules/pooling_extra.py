@@ -1,0 +1,237 @@
+"""More pooling layers: MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool1d/2d/3d,
+MaxUnpool1d/2d/3d and LPPool1d/2d/3d; and the sliding-window layers Fold and Unfold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tensor import Tensor
+
+from .. import functional as F
+from .module import Module
+from .pooling import _AdaptiveAvgPoolNd, _MaxPoolNd
+
+__all__ = [
+    "MaxPool3d",
+    "AvgPool3d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "Fold",
+    "Unfold",
+]
+
+IntOrTuple = int | Sequence[int]
+
+
+class MaxPool3d(_MaxPoolNd):
+    """3-d max pooling over ``(N, C, D, H, W)`` input. Raises what ``F.max_pool3d`` raises."""
+
+    def forward(self, input: Tensor):
+        """Pool ``input`` (and return the indices with ``return_indices``)."""
+        return F.max_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool3d(Module):
+    """3-d average pooling over ``(N, C, D, H, W)`` input. Raises what ``F.avg_pool3d`` raises."""
+
+    def __init__(
+        self,
+        kernel_size: IntOrTuple,
+        stride: IntOrTuple | None = None,
+        padding: IntOrTuple = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return F.avg_pool3d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed 3-d output size. Raises what ``F.adaptive_avg_pool3d`` raises."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling into a fixed number of adaptive bins (see ``F.adaptive_max_pool1d``)."""
+
+    def forward(self, input: Tensor):
+        """Pool ``input``."""
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """2-d adaptive max pooling."""
+
+    def forward(self, input: Tensor):
+        """Pool ``input``."""
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """3-d adaptive max pooling."""
+
+    def forward(self, input: Tensor):
+        """Pool ``input``."""
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    nd = 1
+
+    def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        """Put each value of ``input`` back at its index (from the matching max pooling)."""
+        unpool = (F.max_unpool1d, F.max_unpool2d, F.max_unpool3d)[self.nd - 1]
+        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool1d``."""
+
+    nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool2d``."""
+
+    nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of ``MaxPool3d``."""
+
+    nd = 3
+
+
+class _LPPoolNd(Module):
+    nd = 1
+
+    def __init__(
+        self, norm_type: float, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, ceil_mode: bool = False
+    ) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        pool = (F.lp_pool1d, F.lp_pool2d, F.lp_pool3d)[self.nd - 1]
+        return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}"
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling over one dim."""
+
+    nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over two dims."""
+
+    nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over three dims."""
+
+    nd = 3
+
+
+class Unfold(Module):
+    """Extract sliding blocks: ``(N, C, *spatial)`` to ``(N, C * prod(kernel), L)`` (see ``F.unfold``)."""
+
+    def __init__(
+        self, kernel_size: IntOrTuple, dilation: IntOrTuple = 1, padding: IntOrTuple = 0, stride: IntOrTuple = 1
+    ) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Unfold ``input``."""
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+
+
+class Fold(Module):
+    """Sum sliding blocks back into an ``output_size`` image, the adjoint of ``Unfold``."""
+
+    def __init__(
+        self,
+        output_size: IntOrTuple,
+        kernel_size: IntOrTuple,
+        dilation: IntOrTuple = 1,
+        padding: IntOrTuple = 0,
+        stride: IntOrTuple = 1,
+    ) -> None:
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Fold ``input``."""
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )

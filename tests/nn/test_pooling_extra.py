@@ -1,0 +1,71 @@
+"""3-d pooling layers, adaptive max pooling, unpooling, LP pooling, ConvTranspose3d and
+Fold/Unfold against torch: values, indices and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn
+import nn.functional as F
+import tensor
+from tests.helpers import assert_close
+from tests.nn.fn_oracle import check_fn
+from tests.nn.oracle import copy_state, run_both
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize(
+    "layer, args, shape",
+    [
+        ("MaxPool3d", (2,), (2, 2, 4, 5, 6)),
+        ("MaxPool3d", ((2, 1, 3), 1, (1, 0, 1)), (1, 2, 3, 4, 5)),
+        ("AvgPool3d", (2,), (2, 2, 4, 4, 5)),
+        ("AvgPool3d", (3, 2, 1, False, False), (1, 2, 5, 4, 6)),
+        ("AdaptiveAvgPool3d", ((2, 3, 2),), (2, 2, 5, 7, 4)),
+        ("AdaptiveMaxPool1d", (3,), (2, 3, 7)),
+        ("AdaptiveMaxPool2d", ((3, None),), (2, 3, 7, 5)),
+        ("AdaptiveMaxPool3d", (2,), (1, 2, 5, 3, 4)),
+        ("LPPool1d", (2, 3), (2, 3, 7)),
+        ("LPPool2d", (1.5, 2, 1), (2, 3, 4, 5)),
+        ("LPPool3d", (3, 2), (1, 2, 4, 4, 4)),
+        ("Unfold", ((2, 3), 1, 1, 2), (2, 3, 5, 6)),
+        ("Fold", ((4, 5), (2, 2)), (2, 12, 12)),
+    ],
+)
+def test_layers_match_torch(layer, args, shape, torch):
+    x = RNG.uniform(0.1, 2.0, shape) if layer.startswith("LP") else RNG.standard_normal(shape)
+    check_fn(getattr(nn, layer)(*args), getattr(torch.nn, layer)(*args), torch, x)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_adaptive_max_indices_and_unpool_match_torch(nd, torch):
+    shape = (2, 3) + (4, 6, 4)[:nd]
+    x = RNG.standard_normal(shape)
+    ours_v, ours_i = getattr(F, f"adaptive_max_pool{nd}d")(tensor.tensor(x), 3, return_indices=True)
+    ref_v, ref_i = getattr(torch.nn.functional, f"adaptive_max_pool{nd}d")(torch.tensor(x), 3, return_indices=True)
+    assert_close(ours_v, ref_v.numpy())
+    assert (ours_i.numpy() == ref_i.numpy()).all()
+    pool, unpool = getattr(nn, f"MaxPool{nd}d")(2, return_indices=True), getattr(nn, f"MaxUnpool{nd}d")(2)
+    t_pool, t_unpool = (
+        getattr(torch.nn, f"MaxPool{nd}d")(2, return_indices=True),
+        getattr(torch.nn, f"MaxUnpool{nd}d")(2),
+    )
+    v, i = pool(tensor.tensor(x))
+    tv, ti = t_pool(torch.tensor(x))
+    check_fn(lambda t: unpool(t, i), lambda t: t_unpool(t, ti), torch, tv.numpy())
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"stride": 2, "padding": 1, "output_padding": 1}, {"groups": 2, "dilation": 2}]
+)
+def test_conv_transpose3d_matches_torch(options, torch):
+    ours, theirs = nn.ConvTranspose3d(4, 6, 3, **options), torch.nn.ConvTranspose3d(4, 6, 3, **options)
+    copy_state(ours, theirs, torch)
+    run_both(ours, theirs, torch, RNG.standard_normal((2, 4, 3, 4, 3)).astype("float32"), rtol=1e-4, atol=1e-5)
+
+
+def test_unpool_checks_indices_shape():
+    with pytest.raises(RuntimeError, match="Expected shape of indices to be same as that of the input"):
+        F.max_unpool2d(tensor.zeros(1, 1, 2, 2), tensor.zeros(1, 1, 2, 3, dtype=tensor.int64), 2)
