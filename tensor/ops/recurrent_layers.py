@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _autograd_hooks, _backend, _dispatch
 from .recurrent import gru_grads, lstm_grads, sigmoid_
 from .registry import defop
@@ -86,28 +88,34 @@ def _weight_grad(xp, dgates, h_before):
 
 
 # ---------------------------------------------------------------- LSTM
+# The packed output holds the gates as i, f, o, g (one sigmoid over three blocks); ``xg`` and
+# ``w_hh`` hold them as i, f, g, o (PyTorch's order). _IFOG[k]: the xg gate of output gate k.
+_IFOG = (0, 1, 3, 2)
+
+
 @defop("lstm_layer", saves=(1, 2, 3), saves_output=True)
 def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
     steps, batch = xg.shape[:2]
     hidden = h0.shape[1]
     dtype = xp.result_type(xg, h0, c0, w_hh)
     out = xp.empty((steps, 7, batch, hidden), dtype)
-    out[:, 2:6] = _by_gate(xg, 4)
-    w_t = _per_gate(xp, w_hh, 4, dtype)
+    for k, gate in enumerate(_IFOG):
+        out[:, 2 + k] = _by_gate(xg, 4)[:, gate]
+    w_t = _per_gate(xp, w_hh, 4, dtype)[list(_IFOG)]
     hg = xp.empty((4, batch, hidden), dtype)
     ig = xp.empty((batch, hidden), dtype)
     h_prev, c_prev = h0.astype(dtype, copy=False), c0
-    for t in _order(steps, reverse):
-        h, c, i, f, g, o, tc = out[t]
-        out[t, 2:6] += xp.matmul(h_prev, w_t, out=hg)
-        sigmoid_(xp, out[t, 2:4])  # i and f
-        xp.tanh(g, out=g)
-        sigmoid_(xp, o)
-        xp.multiply(f, c_prev, out=c)
-        c += xp.multiply(i, g, out=ig)
-        xp.tanh(c, out=tc)
-        xp.multiply(o, tc, out=h)
-        h_prev, c_prev = h, c
+    with np.errstate(over="ignore"):  # sigmoid_
+        for t in _order(steps, reverse):
+            h, c, i, f, o, g, tc = out[t]
+            out[t, 2:6] += xp.matmul(h_prev, w_t, out=hg)
+            sigmoid_(xp, out[t, 2:5])  # i, f and o
+            xp.tanh(g, out=g)
+            xp.multiply(f, c_prev, out=c)
+            c += xp.multiply(i, g, out=ig)
+            xp.tanh(c, out=tc)
+            xp.multiply(o, tc, out=h)
+            h_prev, c_prev = h, c
     return out
 
 
@@ -134,8 +142,8 @@ def _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse):
     dxg = [None] * steps
     dh = dc = None
     for t in _order(steps, not reverse):
-        gh, gc, gi, gf, gg, go, gtc = grad[t].unbind(0)
-        _, c, i, f, g, o, tc = out[t].unbind(0)
+        gh, gc, gi, gf, go, gg, gtc = grad[t].unbind(0)
+        _, c, i, f, o, g, tc = out[t].unbind(0)
         if dh is not None:
             gh, gc = gh + dh, gc + dc
         gc = gc + gtc * (1 - tc * tc)
@@ -149,47 +157,44 @@ def _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse):
 
 @defop("lstm_layer_backward", differentiable=False)
 def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
-    """``_lstm_layer_grads`` on arrays: the four gradients flattened one after another."""
+    """``_lstm_layer_grads`` on arrays: the four gradients flattened one after another.
+
+    Only what depends on the carried gradients of ``h`` and ``c`` runs step by step: with
+    ``P`` the gates' derivatives, ``dgates = D0 + [dc * G, gh * tanh(c) * P_o]``, where
+    ``D0 = grad_gates * P`` and ``G = [g, c_prev, i] * P_ifg`` are computed for all the
+    steps at once, and ``dc = C0 + dc_next * f + gh * o * (1 - tanh(c)^2)``."""
     steps, _, batch, hidden = out.shape
     dtype = grad.dtype
     flat, (dxg, dh, dc, dw) = _flat_parts(xp, dtype, _lstm_grad_shapes(out.shape, w_hh.shape))
     dxg_by_gate = _by_gate(dxg, 4)
-    c_before = _states_before(xp.concatenate, out[:, 1], c0, reverse)
+    i, f, o, g, tc = (out[:, k] for k in range(2, 7))
+    sig = out[:, 2:5]
+    p_ifo = sig * (1 - sig)
+    p_g = 1 - g * g
+    p_tc = 1 - tc * tc
+    d0 = xp.empty((steps, 4, batch, hidden), dtype)  # i, f, g, o, as xg
+    xp.multiply(grad[:, 2:4], p_ifo[:, :2], out=d0[:, :2])
+    xp.multiply(grad[:, 5], p_g, out=d0[:, 2])
+    xp.multiply(grad[:, 4], p_ifo[:, 2], out=d0[:, 3])
+    by_dc = xp.empty((steps, 3, batch, hidden), dtype)  # i, f, g
+    xp.multiply(g, p_ifo[:, 0], out=by_dc[:, 0])
+    xp.multiply(_states_before(xp.concatenate, out[:, 1], c0, reverse), p_ifo[:, 1], out=by_dc[:, 1])
+    xp.multiply(i, p_g, out=by_dc[:, 2])
+    o_by_gh = tc * p_ifo[:, 2]
+    c_by_gh = o * p_tc
+    c0_grad = grad[:, 1] + grad[:, 6] * p_tc
     d4 = xp.empty((4, batch, hidden), dtype)
-    di, df, dg, do = d4
     gh, tmp = xp.empty((batch, hidden), dtype), xp.empty((batch, hidden), dtype)
-    dsig = xp.empty((2, batch, hidden), dtype)
     dh[...] = 0
     dc[...] = 0
     for t in _order(steps, not reverse):
-        _, _, i, f, g, o, tc = out[t]
-        g_h, g_c, _, _, g_g, g_o, g_tc = grad[t]
-        xp.add(g_h, dh, out=gh)
-        # dc = gc + (gh * o + gtc) * (1 - tc^2), with the carried gradient of c
-        xp.multiply(gh, o, out=tmp)
-        tmp += g_tc
-        dc += g_c
-        xp.multiply(tc, tc, out=do)
-        xp.subtract(1, do, out=do)
-        do *= tmp
-        dc += do
-        xp.multiply(gh, tc, out=do)
-        do += g_o
-        xp.subtract(1, o, out=tmp)
-        tmp *= o
-        do *= tmp
-        xp.multiply(dc, g, out=di)
-        xp.multiply(dc, c_before[t], out=df)
-        d4[:2] += grad[t, 2:4]
-        xp.subtract(1, out[t, 2:4], out=dsig)
-        dsig *= out[t, 2:4]
-        d4[:2] *= dsig
-        xp.multiply(dc, i, out=dg)
-        dg += g_g
-        xp.multiply(g, g, out=tmp)
-        xp.subtract(1, tmp, out=tmp)
-        dg *= tmp
-        dc *= f
+        xp.add(grad[t, 0], dh, out=gh)
+        dc += c0_grad[t]
+        dc += xp.multiply(gh, c_by_gh[t], out=tmp)
+        xp.multiply(dc, by_dc[t], out=d4[:3])
+        xp.multiply(gh, o_by_gh[t], out=d4[3])
+        d4 += d0[t]
+        dc *= f[t]
         dxg_by_gate[t] = d4
         xp.matmul(dxg[t], w_hh, out=dh)
     dw[...] = _weight_grad(xp, dxg, _states_before(xp.concatenate, out[:, 0], h0, reverse))
@@ -220,18 +225,19 @@ def _gru_layer(xp, xg, h0, w_hh, b_hh, reverse):
     hg = xp.empty((3, batch, hidden), dtype)
     rhn = xp.empty((batch, hidden), dtype)
     h_prev = h0.astype(dtype, copy=False)
-    for t in _order(steps, reverse):
-        h, r, z, n, hn = out[t]
-        xp.matmul(h_prev, w_t, out=hg)
-        out[t, 1:3] += hg[:2]
-        sigmoid_(xp, out[t, 1:3])  # r and z
-        xp.add(hg[2], b_hn, out=hn)
-        n += xp.multiply(r, hn, out=rhn)
-        xp.tanh(n, out=n)
-        xp.subtract(h_prev, n, out=h)
-        h *= z
-        h += n
-        h_prev = h
+    with np.errstate(over="ignore"):  # sigmoid_
+        for t in _order(steps, reverse):
+            h, r, z, n, hn = out[t]
+            xp.matmul(h_prev, w_t, out=hg)
+            out[t, 1:3] += hg[:2]
+            sigmoid_(xp, out[t, 1:3])  # r and z
+            xp.add(hg[2], b_hn, out=hn)
+            n += xp.multiply(r, hn, out=rhn)
+            xp.tanh(n, out=n)
+            xp.subtract(h_prev, n, out=h)
+            h *= z
+            h += n
+            h_prev = h
     return out
 
 
@@ -272,7 +278,11 @@ def _gru_layer_grads(grad, out, h0, w_hh, reverse):
 
 @defop("gru_layer_backward", differentiable=False)
 def _gru_layer_backward(xp, grad, out, h0, w_hh, reverse):
-    """``_gru_layer_grads`` on arrays: the four gradients flattened one after another."""
+    """``_gru_layer_grads`` on arrays: the four gradients flattened one after another.
+
+    As for the LSTM, what does not depend on the carried gradient of ``h`` is computed for all
+    the steps at once: with ``P`` the gates' derivatives, ``[dz, dn] = D0_zn + gh * K`` with
+    ``K = [(h_prev - n) * P_z, (1 - z) * P_n]``, and ``dr = D0_r + dn * hn * P_r``."""
     steps, _, batch, hidden = out.shape
     dtype = grad.dtype
     flat, (dxg, dh, dw, db) = _flat_parts(xp, dtype, _gru_grad_shapes(out.shape, w_hh.shape))
@@ -280,35 +290,34 @@ def _gru_layer_backward(xp, grad, out, h0, w_hh, reverse):
     dhg = xp.empty((steps, batch, 3 * hidden), dtype)
     dhg_by_gate = _by_gate(dhg, 3)
     h_before = _states_before(xp.concatenate, out[:, 0], h0, reverse)
+    r, z, n, hn = (out[:, k] for k in range(1, 5))
+    p = xp.empty((steps, 3, batch, hidden), dtype)  # r, z, n
+    xp.subtract(1, out[:, 1:3], out=p[:, :2])
+    p[:, :2] *= out[:, 1:3]
+    xp.multiply(n, n, out=p[:, 2])
+    xp.subtract(1, p[:, 2], out=p[:, 2])
+    d0 = grad[:, 1:4] * p
+    by_gh = xp.empty((steps, 2, batch, hidden), dtype)  # z, n
+    xp.subtract(h_before, n, out=by_gh[:, 0])
+    by_gh[:, 0] *= p[:, 1]
+    xp.subtract(1, z, out=by_gh[:, 1])
+    by_gh[:, 1] *= p[:, 2]
+    r_by_dn = hn * p[:, 0]
     d3 = xp.empty((3, batch, hidden), dtype)
-    dr, dz, dn = d3
     gh, tmp = xp.empty((batch, hidden), dtype), xp.empty((batch, hidden), dtype)
-    dsig = xp.empty((2, batch, hidden), dtype)
     dh[...] = 0
     for t in _order(steps, not reverse):
-        _, r, z, n, hn = out[t]
-        g_h, _, _, g_n, g_hn = grad[t]
-        xp.add(g_h, dh, out=gh)
-        # dn = (gn + gh * (1 - z)) * (1 - n^2)
-        xp.subtract(1, z, out=dn)
-        dn *= gh
-        dn += g_n
-        xp.multiply(n, n, out=tmp)
-        xp.subtract(1, tmp, out=tmp)
-        dn *= tmp
-        xp.multiply(dn, hn, out=dr)
-        xp.subtract(h_before[t], n, out=dz)
-        dz *= gh
-        d3[:2] += grad[t, 1:3]
-        xp.subtract(1, out[t, 1:3], out=dsig)
-        dsig *= out[t, 1:3]
-        d3[:2] *= dsig
+        xp.add(grad[t, 0], dh, out=gh)
+        xp.multiply(gh, by_gh[t], out=d3[1:])
+        d3[1:] += d0[t, 1:]
+        xp.multiply(d3[2], r_by_dn[t], out=d3[0])
+        d3[0] += d0[t, 0]
         dxg_by_gate[t] = d3
-        dn *= r  # now the gradient of hn
-        dn += g_hn
+        d3[2] *= r[t]  # now the gradient of hn
+        d3[2] += grad[t, 4]
         dhg_by_gate[t] = d3
         xp.matmul(dhg[t], w_hh, out=dh)
-        dh += xp.multiply(gh, z, out=tmp)
+        dh += xp.multiply(gh, z[t], out=tmp)
     dw[...] = _weight_grad(xp, dhg, h_before)
     db[...] = dhg.sum((0, 1))
     return flat
