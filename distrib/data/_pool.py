@@ -181,7 +181,7 @@ class Pool:
     def _decode(self, w: int, message: bytes, fds: list):
         task_id, kind, start, end = _worker.HEADER.unpack_from(message)
         if _recorder.current is not None:  # tensor.profiler: the worker's fetch, on its own row
-            _recorder.current.add_wall(f"DataLoader worker fetch #{task_id}", "dataloader", start, end,
+            _recorder.current.add_wall("DataLoader worker fetch", "dataloader", start, end,
                                        {"worker_id": w, "task": task_id}, f"DataLoader worker {w}")
         body = memoryview(message)[_worker.HEADER.size:]
         if kind == _worker.BATCH:
