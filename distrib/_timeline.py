@@ -1,5 +1,6 @@
 """The rank side of a job-wide timeline (``distrib-launch --timeline out.json`` or
-``DISTRIB_TIMELINE=out.json``): profile the whole run, write ``out.json.rank<N>.json`` at exit.
+``DISTRIB_TIMELINE=out.json``): profile the whole run, write ``out.json.rank<N>.json`` (the
+trace, which the launcher merges) and ``out.json.rank<N>.txt`` (the ``key_averages`` table) at exit.
 
 Note [Timeline clocks]: the ranks' traces are merged on rank 0's clock. Right after the
 process group is made, ``ROUNDS`` barriers run; after each, every rank reads its wall clock
@@ -40,7 +41,7 @@ def start_if_requested(store, rank: int, world_size: int) -> None:
     _recorder.clock_offset_ns = _clock_offset(PrefixStore("timeline", store), rank)
     prof = profile()
     prof.start()
-    atexit.register(_write, prof, rank_path(path, rank), rank, world_size)
+    atexit.register(_write, prof, path, rank, world_size)
 
 
 def _clock_offset(store, rank: int) -> int:
@@ -57,5 +58,8 @@ def _clock_offset(store, rank: int) -> int:
 
 
 def _write(prof: profile, path: str, rank: int, world_size: int) -> None:
+    """Write this rank's trace (merged by the launcher) and its table, ``<path>.rank<N>.txt``."""
     prof.stop()
-    prof.export_chrome_trace(path, pid=rank, process_name=f"rank {rank} of {world_size}")
+    prof.export_chrome_trace(rank_path(path, rank), pid=rank, process_name=f"rank {rank} of {world_size}")
+    with open(f"{path}.rank{rank}.txt", "w") as f:
+        f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40) + "\n")
