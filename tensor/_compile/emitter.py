@@ -15,6 +15,7 @@ import numpy as np
 
 from . import scalar_code
 from .fusion import REDUCTIONS
+from .symbolic import Sym
 
 __all__ = ["emit_kernel", "Kernel", "column_reduction"]
 
@@ -86,7 +87,9 @@ class _Emitter:
     def _pointwise(self, node, idx):
         operands = [self.emit(a, _broadcast(self.nodes[a].shape, node.shape, idx)) for a in node.args]
         if node.via == "binary" and len(node.args) == 1:
-            operands.append((scalar_code.literal(node.scalar), None))
+            sized = isinstance(getattr(getattr(node, "template", None), "scalar", None), Sym)
+            # a number computed from sizes (a mean's count) is read from ``sz``: Note [Dynamic sizes]
+            operands.append((self.extent(node.scalar) if sized else scalar_code.literal(node.scalar), None))
         dtypes = [d for _, d in operands if d is not None]
         ctype = scalar_code.compute_dtype(node, dtypes or [node.dtype])
         if ctype.kind == "b":
