@@ -1,0 +1,166 @@
+"""tensor.fft and the complex dtypes against torch: values, dtypes and shapes of every transform
+(with ``n``/``s``, ``dim`` and each ``norm``), gradients of real-to-real chains with
+gradcheck/gradgradcheck and, for complex inputs, against torch's (Wirtinger) gradients;
+complex promotion and the complex helpers (real, imag, angle, view_as_real, ...)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensor
+from autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(61)
+X = RNG.standard_normal((3, 8))
+XC = X + 1j * RNG.standard_normal((3, 8))
+X3 = RNG.standard_normal((2, 4, 6))
+
+TRANSFORMS = [
+    ("fft", X, {}),
+    ("fft", XC, {"n": 5, "norm": "ortho"}),
+    ("fft", X3, {"dim": 1, "norm": "forward"}),
+    ("ifft", XC, {"n": 10, "norm": "forward"}),
+    ("rfft", X, {}),
+    ("rfft", X, {"n": 7, "norm": "ortho"}),
+    ("irfft", XC[:, :5], {}),
+    ("irfft", XC[:, :5], {"n": 9, "norm": "forward"}),
+    ("fft2", X3, {}),
+    ("ifft2", X3, {"norm": "ortho"}),
+    ("rfft2", X3, {}),
+    ("irfft2", X3 + 0j, {}),
+    ("fftn", X3, {"s": (3, 5)}),
+    ("ifftn", XC, {"dim": (0,)}),
+    ("rfftn", X3, {}),
+    ("irfftn", X3 + 0j, {"s": (4, 10)}),
+    ("hfft", XC[:, :5], {}),
+    ("ihfft", X, {"norm": "ortho"}),
+    ("fftshift", X, {}),
+    ("ifftshift", X3, {"dim": 1}),
+    ("fft", X.astype(np.float32), {}),
+    ("rfft", X.astype(np.float32), {}),
+    ("irfft", XC.astype(np.complex64), {}),
+]
+
+
+@pytest.mark.parametrize("name,x,kwargs", TRANSFORMS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(TRANSFORMS)])
+def test_transforms_match_torch(torch, name, x, kwargs):
+    ours = getattr(tensor.fft, name)(tensor.tensor(x), **kwargs)
+    ref = getattr(torch.fft, name)(torch.tensor(x), **kwargs).resolve_conj()
+    assert ours.shape == tuple(ref.shape)
+    assert ours.dtype.name == str(ref.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_frequencies_match_torch(torch):
+    for n in (1, 4, 5):
+        np.testing.assert_allclose(tensor.fft.fftfreq(n, 0.5).numpy(), torch.fft.fftfreq(n, 0.5).numpy())
+        np.testing.assert_allclose(tensor.fft.rfftfreq(n).numpy(), torch.fft.rfftfreq(n).numpy())
+    assert tensor.fft.fftfreq(4).dtype is tensor.float32
+
+
+def _r(v):
+    return tensor.view_as_real(v)
+
+
+def _c(v, shape):
+    return tensor.view_as_complex(v.reshape(shape))
+
+
+GRAD_CHAINS = {
+    "fft": lambda v: _r(tensor.fft.fft(v)),
+    "fft_n_ortho": lambda v: _r(tensor.fft.fft(v, n=5, norm="ortho")),
+    "ifft_pad": lambda v: _r(tensor.fft.ifft(v, n=11)),
+    "rfft": lambda v: _r(tensor.fft.rfft(v)),
+    "rfft_forward": lambda v: _r(tensor.fft.rfft(v, norm="forward")),
+    "irfft": lambda v: tensor.fft.irfft(_c(v, (3, 4, 2))),
+    "irfft_n_ortho": lambda v: tensor.fft.irfft(_c(v, (3, 4, 2)), n=7, norm="ortho"),
+    "rfft2": lambda v: _r(tensor.fft.rfft2(v)),
+    "irfft2": lambda v: tensor.fft.irfft2(_c(v, (3, 4, 2))),
+    "hfft": lambda v: tensor.fft.hfft(_c(v, (3, 4, 2))),
+    "ihfft": lambda v: _r(tensor.fft.ihfft(v)),
+    "fftshift": lambda v: tensor.fft.fftshift(v),
+    "abs_angle": lambda v: tensor.stack([_c(v, (12, 2)).abs(), _c(v, (12, 2)).angle()]),
+    "real_imag_conj": lambda v: tensor.stack([tensor.real(_c(v, (12, 2)).conj()), _c(v, (12, 2)).conj().imag]),
+    "complex_polar": lambda v: _r(tensor.polar(v[0].abs() + 0.5, v[1])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CHAINS))
+def test_gradients_of_real_chains(name):
+    x = tensor.tensor(X, requires_grad=True)
+    assert gradcheck(GRAD_CHAINS[name], (x,))
+    if not name.startswith("abs"):  # abs's rule treats sign(z) as constant: no double backward for complex
+        assert gradgradcheck(GRAD_CHAINS[name], (x,))
+
+
+@pytest.mark.parametrize(
+    "name,kwargs", [("fft", {}), ("ifft", {"norm": "ortho"}), ("irfft", {}), ("irfft", {"n": 9}), ("fft2", {})]
+)
+def test_complex_input_gradients_match_torch(torch, name, kwargs):
+    z = XC[:, :5] if name == "irfft" else XC
+    ours, ref = tensor.tensor(z, requires_grad=True), torch.tensor(z, requires_grad=True)
+    out_ours, out_ref = getattr(tensor.fft, name)(ours, **kwargs), getattr(torch.fft, name)(ref, **kwargs)
+    w = RNG.standard_normal(tuple(out_ref.shape))
+    (tensor.real(out_ours) * tensor.tensor(w)).sum().backward()
+    (out_ref.real * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), atol=1e-10)
+
+
+def test_norm_and_input_errors(torch):
+    with pytest.raises(ValueError, match="normalization"):
+        tensor.fft.fft(tensor.ones(4), norm="bad")
+    with pytest.raises(RuntimeError, match="real input"):
+        tensor.fft.rfft(tensor.tensor(XC))
+    with pytest.raises(RuntimeError, match="data points"):
+        tensor.fft.fft(tensor.ones(4), n=0)
+
+
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("complex64", "float64"),
+        ("complex64", "float32"),
+        ("complex128", "float32"),
+        ("complex64", "int64"),
+        ("complex64", "complex128"),
+        ("float16", "complex64"),
+    ],
+)
+def test_complex_promotion_matches_torch(torch, a, b):
+    ours = tensor.promote_types(getattr(tensor, a), getattr(tensor, b))
+    assert ours.name == str(torch.promote_types(getattr(torch, a), getattr(torch, b))).replace("torch.", "")
+    if not a.startswith("complex"):
+        return
+    x = tensor.ones(2, dtype=getattr(tensor, b)) + tensor.tensor(1j, dtype=getattr(tensor, a))
+    y = torch.ones(2, dtype=getattr(torch, b)) + torch.tensor(1j, dtype=getattr(torch, a))
+    if y.dtype != torch.complex32:
+        assert x.dtype.name == str(y.dtype).replace("torch.", "")
+
+
+def test_complex_helpers_match_torch(torch):
+    z, zt = tensor.tensor(XC), torch.tensor(XC)
+    assert tensor.tensor([1 + 2j]).dtype is tensor.complex64 and tensor.tensor([1.0]).is_complex() is False
+    for ours, ref in [
+        (z.real, zt.real),
+        (z.imag, zt.imag),
+        (z.angle(), zt.angle()),
+        (z.abs(), zt.abs()),
+        (tensor.view_as_real(z), torch.view_as_real(zt)),
+        (z.conj(), zt.conj().resolve_conj()),
+        (tensor.angle(tensor.tensor([-1.0, 2.0])), torch.angle(torch.tensor([-1.0, 2.0]))),
+    ]:
+        np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError):
+        tensor.tensor([1.0]).imag
+    with pytest.raises(RuntimeError, match="last dimension of size 2"):
+        tensor.view_as_complex(tensor.ones(3))
+
+
+def test_eig_matches_torch(torch):
+    A = RNG.standard_normal((3, 3))
+    values = tensor.linalg.eigvals(tensor.tensor(A)).numpy()
+    ref = torch.linalg.eigvals(torch.tensor(A)).numpy()
+    np.testing.assert_allclose(np.sort_complex(values), np.sort_complex(ref), atol=1e-10)
+    vals, vecs = tensor.linalg.eig(tensor.tensor(A))
+    np.testing.assert_allclose(A @ vecs.numpy(), vecs.numpy() * vals.numpy()[None, :], atol=1e-10)
