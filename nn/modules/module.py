@@ -12,6 +12,7 @@ from autograd.graph import RemovableHandle
 from tensor import Tensor, _conversion
 
 from ..parameter import Buffer, Parameter
+from . import _backward_hooks
 
 __all__ = ["Module", "IncompatibleKeys"]
 
@@ -66,11 +67,16 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
+        if backward_hooks and tensor.is_grad_enabled():  # Note [Module backward hooks]
+            args, hook_state = _backward_hooks.wrap_inputs(self, args)
         output = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
             if result is not None:
                 output = result
+        if backward_hooks and tensor.is_grad_enabled():
+            output = _backward_hooks.wrap_outputs(output, hook_state)
         return output
 
     # ------------------------------------------------------------ registration
@@ -403,6 +409,17 @@ class Module:
     def register_forward_hook(self, hook) -> RemovableHandle:
         """Run ``hook(module, args, output)`` after ``forward``; it may return a new output."""
         return RemovableHandle(self._forward_hooks, hook)
+
+    def register_full_backward_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, grad_input, grad_output)`` once the gradients of the module's
+        positional inputs are computed (None for non-tensors and inputs without gradients); it may
+        return replacement ``grad_input`` (Note [Module backward hooks] in ``_backward_hooks.py``)."""
+        return RemovableHandle(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook)
+
+    def register_full_backward_pre_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, grad_output)`` when the gradients of the module's outputs arrive; it
+        may return replacement ``grad_output``."""
+        return RemovableHandle(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook)
 
     # ------------------------------------------------------------ state
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:

@@ -1,0 +1,99 @@
+"""Full backward hooks of modules (``register_full_backward_hook`` / ``_pre_hook``).
+
+Note [Module backward hooks]: a module with backward hooks wraps its tensor inputs and its
+tensor outputs in two identity ``autograd.Function``s. Backward reaches the outputs' identity
+first: its backward sees every ``grad_output`` at once, runs the pre hooks (which may replace
+them) and keeps them. It reaches the inputs' identity last: its backward sees every
+``grad_input`` at once and runs the full hooks with both (which may replace ``grad_input``).
+When no input needs a gradient, the full hooks run at the outputs' identity with ``grad_input``
+all None, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from autograd.function import Function
+from tensor import Tensor
+
+
+class HookState:
+    """One call's bookkeeping: the module, which positional args are wrapped tensors, and the
+    grad outputs seen so far."""
+
+    def __init__(self, module, n_args: int, wrapped: list[int]) -> None:
+        self.module, self.n_args, self.wrapped = module, n_args, wrapped
+        self.grad_outputs: tuple | None = None
+
+    def on_grad_outputs(self, grads: tuple) -> tuple:
+        for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+            result = hook(self.module, grads)
+            if result is not None:
+                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        self.grad_outputs = grads
+        if not self.wrapped:
+            self.on_grad_inputs(())
+        return grads
+
+    def on_grad_inputs(self, grads: tuple) -> tuple:
+        full = [None] * self.n_args
+        for position, grad in zip(self.wrapped, grads):
+            full[position] = grad
+        grad_input = tuple(full)
+        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+            result = hook(self.module, grad_input, self.grad_outputs)
+            if result is not None:
+                grad_input = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(grad_input) != self.n_args:
+                    raise RuntimeError(
+                        f"Backward hook returned an invalid number of grad_input, got "
+                        f"{len(grad_input)}, but expected {self.n_args}"
+                    )
+        return tuple(grad_input[position] for position in self.wrapped)
+
+
+class _GradInputs(Function):
+    @staticmethod
+    def forward(ctx, state, *tensors):
+        ctx.state = state
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.state.on_grad_inputs(grads))
+
+
+class _GradOutputs(Function):
+    @staticmethod
+    def forward(ctx, state, *tensors):
+        ctx.state = state
+        return tuple(t.view_as(t) for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, *ctx.state.on_grad_outputs(grads))
+
+
+def wrap_inputs(module, args: tuple) -> tuple[tuple, HookState]:
+    """``args`` with the tensors that need gradients passed through the inputs' identity."""
+    wrapped = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+    state = HookState(module, len(args), wrapped)
+    if not wrapped:
+        return args, state
+    passed = _GradInputs.apply(state, *(args[i] for i in wrapped))
+    args = list(args)
+    for i, t in zip(wrapped, passed):
+        args[i] = t
+    return tuple(args), state
+
+
+def wrap_outputs(output, state: HookState):
+    """``output`` (a tensor or a tuple of them) passed through the outputs' identity."""
+    single = isinstance(output, Tensor)
+    outs = (output,) if single else output
+    if not isinstance(outs, tuple) or not any(isinstance(o, Tensor) and o.requires_grad for o in outs):
+        return output
+    positions = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+    passed = _GradOutputs.apply(state, *(outs[i] for i in positions))
+    result = list(outs)
+    for i, t in zip(positions, passed):
+        result[i] = t
+    return result[0] if single else tuple(result)
