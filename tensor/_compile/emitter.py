@@ -34,6 +34,7 @@ class _Emitter:
         self.members = set(members)
         self.inputs: list[int] = []
         self.sizes: list[int] = []
+        self.numbers: set[int] = set()  # positions in ``sizes`` that are numbers, not extents
         self.lines: list[str] = []
         self.depth = 1
         self.scopes: list[dict] = [{}]
@@ -50,6 +51,11 @@ class _Emitter:
     def extent(self, size: int) -> str:
         self.sizes.append(int(size))
         return f"sz[{len(self.sizes) - 1}]"
+
+    def number(self, value: int) -> str:
+        """A number passed in ``sz`` that is not a loop extent (not counted as work)."""
+        self.numbers.add(len(self.sizes))
+        return self.extent(value)
 
     def _memo(self, key):
         for scope in reversed(self.scopes):
@@ -89,7 +95,7 @@ class _Emitter:
         if node.via == "binary" and len(node.args) == 1:
             sized = isinstance(getattr(getattr(node, "template", None), "scalar", None), Sym)
             # a number computed from sizes (a mean's count) is read from ``sz``: Note [Dynamic sizes]
-            operands.append((self.extent(node.scalar) if sized else scalar_code.literal(node.scalar), None))
+            operands.append((self.number(node.scalar) if sized else scalar_code.literal(node.scalar), None))
         dtypes = [d for _, d in operands if d is not None]
         ctype = scalar_code.compute_dtype(node, dtypes or [node.dtype])
         if ctype.kind == "b":
@@ -354,7 +360,7 @@ def emit_kernel(graph, root: int, members) -> Kernel:
     else:
         out_shape = _emit_elements(em, graph.nodes[root], root)
     node = graph.nodes[root]
-    parallel = prod(em.sizes) >= PARALLEL_WORK
+    parallel = prod(s for k, s in enumerate(em.sizes) if k not in em.numbers) >= PARALLEL_WORK
     body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
     args = ", ".join(["out", "sz"] + [f"a{k}" for k in range(len(em.inputs))])
     # Reassociation lets LLVM vectorise the accumulations of reductions (numpy's own sums are
