@@ -1,0 +1,262 @@
+"""``fully_shard``: FSDP2's per-parameter sharding of a module (a "unit").
+
+Note [FSDP unit lifecycle]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+Each parameter of a unit is flattened, padded to a multiple of the world size and cut into
+equal pieces; rank r keeps piece r as the module's registered ``Parameter`` (1-D), so
+``parameters()``, the optimizers of ``nn.optim`` and ``state_dict`` see only this rank's shard.
+
+* Before the unit's forward (a forward pre-hook) one all_gather of all the unit's shards, laid
+  out rank by rank, rebuilds every full parameter, as the outputs of one autograd Function
+  (``_Unshard``) whose inputs are the shards; the module runs with those full tensors in place of
+  its shards (its ``_parameters`` entries are swapped for the duration of the forward).
+* After the forward (a forward hook) the shards are put back; with ``reshard_after_forward`` the
+  full tensors' arrays are dropped (the tensors stay, as the backward graph saved them), and a
+  hook on the unit's outputs gathers them again when backward reaches the unit, as FSDP frees
+  and re-allocates the storage of its unsharded parameters.
+* ``_Unshard``'s backward runs after every op that read the full parameters (the engine runs a
+  node after all its consumers): one reduce_scatter of the gradients (laid out as the all_gather)
+  gives each rank the sum of its shard's gradients, divided by the world size as DDP averages,
+  and the full arrays are dropped.
+* With gradient sync off (``set_requires_gradient_sync(False)``, FSDP's ``no_sync``) the full
+  gradients are summed locally instead and go into the next synchronised reduce_scatter.
+
+Peak memory per rank is therefore the shards (1/N of parameters, gradients and optimizer
+state) plus the full parameters and gradients of the units being computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensor
+from autograd import Function
+from nn import Module, Parameter
+from tensor import Tensor
+
+from ..collectives import all_gather_into_tensor, reduce_scatter_tensor
+from ..init_api import get_rank, get_world_size
+
+__all__ = ["fully_shard", "FSDPModule"]
+
+
+class _Shards:
+    """A unit's parameters: where each lives, its full shape, and its piece of the flat layout."""
+
+    def __init__(self, entries: list[tuple[Module, str, Parameter]], world: int, rank: int) -> None:
+        self.slots = [(owner, name) for owner, name, _ in entries]
+        self.shapes = [p.shape for _, _, p in entries]
+        self.numels = [p.numel() for _, _, p in entries]
+        self.lengths = [-(-n // world) for n in self.numels]  # each rank's piece, padded
+        self.offsets = [sum(self.lengths[:i]) for i in range(len(entries))]
+        self.total = sum(self.lengths)
+        self.world, self.rank = world, rank
+        self.dtype = entries[0][2].dtype if entries else None
+        self.device = entries[0][2].device if entries else None
+
+    def split(self, full: Tensor, i: int) -> Tensor:
+        """Rank ``self.rank``'s piece of parameter ``i`` (a copy, padded with zeros)."""
+        flat = full.detach().reshape(-1)
+        padded = tensor.zeros(self.lengths[i] * self.world, dtype=flat.dtype, device=flat.device)
+        padded[: self.numels[i]] = flat
+        return padded[self.rank * self.lengths[i] : (self.rank + 1) * self.lengths[i]].clone()
+
+    def gather(self, shards: list[Tensor], group) -> list[Tensor]:
+        """The full parameters from every rank's shards: one all_gather."""
+        local = tensor.cat([s.detach() for s in shards])
+        out = tensor.empty(self.total * self.world, dtype=self.dtype, device=self.device)
+        all_gather_into_tensor(out, local, group=group)
+        rows = out.reshape(self.world, self.total)
+        # Copies, not views: a view would keep the whole gathered buffer alive until backward.
+        return [
+            rows[:, off : off + length].reshape(-1)[:n].reshape(shape).clone()
+            for off, length, n, shape in zip(self.offsets, self.lengths, self.numels, self.shapes)
+        ]
+
+    def reduce_scatter(self, grads: list[Tensor | None], group) -> list[Tensor]:
+        """This rank's pieces of the gradients summed over ranks: one reduce_scatter."""
+        rows = tensor.zeros(self.world, self.total, dtype=self.dtype, device=self.device)
+        for g, off, length, n in zip(grads, self.offsets, self.lengths, self.numels):
+            if g is None:
+                continue
+            flat = g.reshape(-1)
+            for r in range(self.world):  # rank r's piece, straight from the gradient (no padded copy)
+                piece = flat[r * length : min((r + 1) * length, n)]
+                rows[r, off : off + piece.shape[0]] = piece
+        out = tensor.empty(self.total, dtype=self.dtype, device=self.device)
+        reduce_scatter_tensor(out, rows.reshape(-1), group=group)
+        return [out[off : off + length] for off, length in zip(self.offsets, self.lengths)]
+
+
+class _UnitState:
+    """What one ``fully_shard`` unit keeps between its hooks."""
+
+    def __init__(self, module: Module, group, reshard_after_forward: bool) -> None:
+        self.module, self.group = module, group
+        self.reshard_after_forward = reshard_after_forward
+        self.requires_gradient_sync = True
+        self.shards = _Shards(_managed(module), get_world_size(group), get_rank(group))
+        self.full: list[Tensor] | None = None  # the full parameters of the current forward
+        self.resharded = True
+        self.pending_grads: list[Tensor | None] | None = None  # summed while sync is off
+        self.in_forward: list[Parameter] = []  # the shards, while the full parameters stand in
+        for (owner, name), i in zip(self.shards.slots, range(len(self.shards.slots))):
+            param = owner._parameters[name]
+            owner._parameters[name] = Parameter(self.shards.split(param, i), param.requires_grad)
+
+    def sharded_params(self) -> list[Parameter]:
+        return [owner._parameters[name] for owner, name in self.shards.slots]
+
+    def unshard(self) -> None:
+        """Gather the full parameters (for a forward)."""
+        self.full = list(_Unshard.apply(self, *self.sharded_params()))
+        self.resharded = False
+
+    def regather(self) -> None:
+        """Give the full parameters of the last forward their values again (for its backward)."""
+        if self.resharded and self.full is not None:
+            with tensor.no_grad():
+                for full, values in zip(self.full, self.shards.gather(self.sharded_params(), self.group)):
+                    full._data = values._data
+            self.resharded = False
+
+    def reshard(self) -> None:
+        """Drop the full parameters' arrays (the tensors stay; see Note [FSDP unit lifecycle])."""
+        if self.full is not None and not self.resharded:
+            for full in self.full:
+                full._data = tensor.empty(0, dtype=full.dtype, device=full.device)._data
+            self.resharded = True
+
+    def swap_in(self) -> None:
+        """Put the full parameters in the module's place of its shards (for the forward)."""
+        self.in_forward = self.sharded_params()
+        for (owner, name), full in zip(self.shards.slots, self.full):
+            owner._parameters[name] = full
+
+    def swap_out(self) -> None:
+        """Put the shards back."""
+        for (owner, name), shard in zip(self.shards.slots, self.in_forward):
+            owner._parameters[name] = shard
+        self.in_forward = []
+
+
+class _Unshard(Function):
+    """The full parameters from the shards (all_gather); their gradients back to the shards
+    (reduce_scatter, averaged over the ranks)."""
+
+    @staticmethod
+    def forward(ctx, state: _UnitState, *shards: Tensor):
+        ctx.state = state
+        ctx.set_materialize_grads(False)
+        return tuple(state.shards.gather(list(shards), state.group))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        state = ctx.state
+        grads = list(grads)
+        if state.pending_grads is not None:
+            grads = [p if g is None else g if p is None else g + p for g, p in zip(grads, state.pending_grads)]
+        state.reshard()
+        if not state.requires_gradient_sync:
+            state.pending_grads = grads
+            return (None,) * (len(grads) + 1)
+        state.pending_grads = None
+        pieces = state.shards.reduce_scatter(grads, state.group)
+        return (None, *[piece / state.shards.world for piece in pieces])
+
+
+def _managed(module: Module) -> list[tuple[Module, str, Parameter]]:
+    """``(owner, name, parameter)`` for the parameters of ``module`` and its descendants that no
+    nested unit manages, each parameter once."""
+    found, seen, stack = [], set(), [module]
+    while stack:
+        owner = stack.pop()
+        for name, param in owner._parameters.items():
+            if param is not None and id(param) not in seen:
+                seen.add(id(param))
+                found.append((owner, name, param))
+        stack.extend(reversed([c for c in owner.children() if not isinstance(c, FSDPModule)]))
+    return found
+
+
+def _pre_forward(module: Module, args: tuple) -> None:
+    state = module._fsdp_state
+    state.unshard()
+    state.swap_in()
+
+
+def _post_forward(module: Module, args: tuple, output: Any) -> None:
+    state = module._fsdp_state
+    state.swap_out()
+    if not tensor.is_grad_enabled():
+        state.reshard()
+        return None
+    if state.reshard_after_forward:
+        state.reshard()
+    for out in _tensors(output):
+        if out.requires_grad:
+            out.register_hook(lambda grad: state.regather())
+    return None
+
+
+def _tensors(output: Any) -> list[Tensor]:
+    if isinstance(output, Tensor):
+        return [output]
+    if isinstance(output, (tuple, list)):
+        return [t for item in output for t in _tensors(item)]
+    if isinstance(output, dict):
+        return [t for item in output.values() for t in _tensors(item)]
+    return []
+
+
+class FSDPModule:
+    """Mixed into a module's class by ``fully_shard`` (as FSDP2's ``FSDPModule``)."""
+
+    def set_requires_gradient_sync(self, requires_gradient_sync: bool) -> None:
+        """With False, backward sums the full gradients locally instead of reduce-scattering them
+        (gradient accumulation); the next backward with True reduce-scatters the sum."""
+        self._fsdp_state.requires_gradient_sync = requires_gradient_sync
+
+    def reshard(self) -> None:
+        """Drop this unit's full parameters (after a forward without backward, for example)."""
+        self._fsdp_state.reshard()
+
+
+_FSDP_CLASSES: dict[type, type] = {}
+
+
+def fully_shard(
+    module: Module,
+    *,
+    mesh=None,
+    reshard_after_forward: bool = True,
+    mp_policy=None,
+    offload_policy=None,
+) -> Module:
+    """Shard ``module``'s parameters (those not in a nested ``fully_shard`` unit) over the ranks of
+    ``mesh`` (a process group; the world by default) and gather them around its forward and
+    backward (Note [FSDP unit lifecycle]). Apply it to the blocks first, then to the root; build
+    the optimizer afterwards, on ``module.parameters()`` (this rank's shards). Returns ``module``,
+    whose class becomes a subclass of ``FSDPModule``.
+
+    Raises:
+        NotImplementedError: for ``mp_policy`` or ``offload_policy`` (not supported yet).
+        ValueError: if ``module`` is already sharded, or its parameters differ in dtype or device.
+    """
+    if mp_policy is not None or offload_policy is not None:
+        raise NotImplementedError("fully_shard: mp_policy and offload_policy are not supported yet; pass None")
+    if isinstance(module, FSDPModule):
+        raise ValueError(f"fully_shard: {type(module).__name__} is already sharded")
+    kinds = {(p.dtype, str(p.device)) for _, _, p in _managed(module)}
+    if len(kinds) > 1:
+        raise ValueError(f"fully_shard: the parameters of one unit must share a dtype and device, got {kinds}")
+    state = _UnitState(module, mesh, reshard_after_forward)
+    object.__setattr__(module, "_fsdp_state", state)
+    cls = type(module)
+    if cls not in _FSDP_CLASSES:
+        _FSDP_CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+    module.__class__ = _FSDP_CLASSES[cls]
+    if state.shards.slots:
+        module.register_forward_pre_hook(_pre_forward)
+        module.register_forward_hook(_post_forward)
+    return module

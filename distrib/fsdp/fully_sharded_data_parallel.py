@@ -1,0 +1,183 @@
+"""``FullyShardedDataParallel``: FSDP1's wrapper API (``sharding_strategy``, ``auto_wrap_policy``,
+``state_dict_type``) over ``fully_shard`` units.
+
+Unlike PyTorch's FSDP1 the wrapped submodules are sharded in place (no nested wrapper modules),
+so parameter and state-dict names stay those of the unwrapped model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Callable, Generator
+from typing import Any
+
+from nn import Module
+
+from ..parallel import DistributedDataParallel
+from ._fully_shard import FSDPModule, fully_shard
+from ._state_dict import get_full_state_dict, set_full_state_dict
+
+__all__ = [
+    "FullyShardedDataParallel",
+    "ShardingStrategy",
+    "StateDictType",
+    "ModuleWrapPolicy",
+    "size_based_auto_wrap_policy",
+]
+
+
+class ShardingStrategy(enum.Enum):
+    """What is sharded: FULL_SHARD parameters, gradients and optimizer state, with parameters
+    freed after forward; SHARD_GRAD_OP the same, but parameters kept from forward to backward;
+    NO_SHARD nothing (DDP); HYBRID_SHARD within a node and replicated across nodes."""
+
+    FULL_SHARD = 1
+    SHARD_GRAD_OP = 2
+    NO_SHARD = 3
+    HYBRID_SHARD = 4
+
+
+class StateDictType(enum.Enum):
+    """FULL_STATE_DICT: whole tensors of the original shapes; SHARDED_STATE_DICT: each rank's
+    flat pieces (``distrib.checkpoint`` saves those)."""
+
+    FULL_STATE_DICT = 1
+    SHARDED_STATE_DICT = 3
+
+
+def size_based_auto_wrap_policy(
+    module: Module, recurse: bool, nonwrapped_numel: int, min_num_params: int = int(1e8)
+) -> bool:
+    """Shard a submodule as its own unit when it holds at least ``min_num_params`` parameters
+    not already in a smaller unit (PyTorch's policy; bind ``min_num_params`` with functools.partial)."""
+    return True if recurse else nonwrapped_numel >= min_num_params
+
+
+class ModuleWrapPolicy:
+    """Shard every submodule of one of ``module_classes`` as its own unit."""
+
+    def __init__(self, module_classes) -> None:
+        self._classes = tuple(module_classes)
+
+    def __call__(self, module: Module, recurse: bool, nonwrapped_numel: int) -> bool:
+        return True if recurse else isinstance(module, self._classes)
+
+
+def _auto_wrap(module: Module, policy: Callable, wrap: Callable[[Module], None]) -> int:
+    """Shard, children first, each submodule the policy picks; returns how many parameters of
+    ``module``'s subtree are left for an enclosing unit."""
+    left = sum(p.numel() for p in module._parameters.values() if p is not None)
+    for child in module.children():
+        child_left = (
+            _auto_wrap(child, policy, wrap)
+            if policy(module=child, recurse=True, nonwrapped_numel=0)
+            else sum(p.numel() for p in child.parameters())
+        )
+        if policy(module=child, recurse=False, nonwrapped_numel=child_left):
+            wrap(child)
+        else:
+            left += child_left
+    return left
+
+
+class FullyShardedDataParallel(Module):
+    """Shards ``module`` over ``process_group`` (the world by default) with ``sharding_strategy``;
+    the submodules ``auto_wrap_policy`` picks become units of their own, the rest belongs to the
+    root unit. Build the optimizer on this wrapper's ``parameters()`` (this rank's shards).
+
+    Raises:
+        NotImplementedError: for HYBRID_SHARD and ``cpu_offload`` (not supported yet).
+    """
+
+    def __init__(
+        self,
+        module: Module,
+        process_group=None,
+        sharding_strategy: ShardingStrategy | None = None,
+        cpu_offload=None,
+        auto_wrap_policy: Callable | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        strategy = sharding_strategy or ShardingStrategy.FULL_SHARD
+        if strategy is ShardingStrategy.HYBRID_SHARD or cpu_offload is not None:
+            raise NotImplementedError("FullyShardedDataParallel: HYBRID_SHARD and cpu_offload are not supported yet")
+        self.sharding_strategy = strategy
+        self._state_dict_type = StateDictType.FULL_STATE_DICT
+        if strategy is ShardingStrategy.NO_SHARD:
+            self._fsdp_wrapped_module = DistributedDataParallel(module, process_group=process_group)
+            return
+        reshard = strategy is ShardingStrategy.FULL_SHARD
+
+        def wrap(m: Module) -> None:
+            if not isinstance(m, FSDPModule):
+                fully_shard(m, mesh=process_group, reshard_after_forward=reshard)
+
+        if auto_wrap_policy is not None:
+            _auto_wrap(module, auto_wrap_policy, wrap)
+        wrap(module)
+        self._fsdp_wrapped_module = module
+
+    @property
+    def module(self) -> Module:
+        """The wrapped module (its parameters are this rank's shards)."""
+        inner = self._fsdp_wrapped_module
+        return inner.module if isinstance(inner, DistributedDataParallel) else inner
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped module's forward, its units gathered around it."""
+        return self._fsdp_wrapped_module(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Generator[None, None, None]:
+        """Accumulate gradients locally (no reduce-scatter or all-reduce) inside the block."""
+        if isinstance(self._fsdp_wrapped_module, DistributedDataParallel):
+            with self._fsdp_wrapped_module.no_sync():
+                yield
+            return
+        units = [m for m in self.module.modules() if isinstance(m, FSDPModule)]
+        for unit in units:
+            unit.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            for unit in units:
+                unit.set_requires_gradient_sync(True)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def state_dict_type(
+        module: FullyShardedDataParallel, state_dict_type: StateDictType
+    ) -> Generator[None, None, None]:
+        """Make ``module.state_dict()``/``load_state_dict`` use ``state_dict_type`` inside the block."""
+        previous = module._state_dict_type
+        module._state_dict_type = state_dict_type
+        try:
+            yield
+        finally:
+            module._state_dict_type = previous
+
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
+        """The wrapped module's state: whole tensors (FULL_STATE_DICT, the default; gathered, so
+        call it on every rank) or this rank's pieces (SHARDED_STATE_DICT)."""
+        if (
+            self._state_dict_type is StateDictType.FULL_STATE_DICT
+            and self.sharding_strategy is not ShardingStrategy.NO_SHARD
+        ):
+            state = get_full_state_dict(self.module)
+        else:
+            state = self.module.state_dict(keep_vars=keep_vars)
+        if destination is None:
+            return state.__class__((prefix + k, v) for k, v in state.items())
+        destination.update((prefix + k, v) for k, v in state.items())
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Load a state of the current ``state_dict_type``."""
+        if (
+            self._state_dict_type is StateDictType.FULL_STATE_DICT
+            and self.sharding_strategy is not ShardingStrategy.NO_SHARD
+        ):
+            return set_full_state_dict(self.module, state_dict, strict)
+        return self.module.load_state_dict(state_dict, strict, assign)
