@@ -68,6 +68,15 @@ class Backend:
     def synchronize(self, index: int | None = None) -> None:
         """Wait for queued work; a no-op on CPU."""
 
+    def timing_event(self, index: int | None):
+        """An event recorded now on device ``index``'s current stream, to time device work
+        with ``elapsed_ms`` (tensor.profiler's CUDA activity); None on the CPU."""
+        return None
+
+    def elapsed_ms(self, start, end) -> float:
+        """Milliseconds of device time between two ``timing_event``s (waits for ``end``)."""
+        raise NotImplementedError(f"{self.name} has no device events")
+
     def new_generator(self, seed: int, index: int | None):
         """A random generator on device ``index`` seeded by ``seed``: numpy's PCG64 here, CuPy's
         Philox4x32-10 counter generator on a GPU (Note [Random numbers per device] in _random.py).
@@ -237,6 +246,16 @@ class _CupyBackend(Backend):
 
     def from_dlpack(self, obj):
         return self.cupy.from_dlpack(obj)
+
+    def timing_event(self, index):
+        with self.device_guard(index):
+            event = self.cupy.cuda.Event()
+            event.record()
+        return event
+
+    def elapsed_ms(self, start, end):
+        end.synchronize()
+        return self.cupy.cuda.get_elapsed_time(start, end)
 
     def synchronize(self, index=None):
         with self.device_guard(index):
