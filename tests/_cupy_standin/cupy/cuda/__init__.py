@@ -18,9 +18,10 @@ from .memory import (
     get_allocator,
     set_allocator,
 )
-from .stream import Event, ExternalStream, Stream, get_current_stream
+from .stream import Event, ExternalStream, Stream, get_current_stream, get_elapsed_time
 
-__all__ = ["Device", "Stream", "ExternalStream", "Event", "get_current_stream", "get_device_id", "Memory",
+__all__ = ["Device", "Stream", "ExternalStream", "Event", "get_current_stream", "get_elapsed_time", "get_device_id",
+           "Memory",
            "MemoryPointer", "MemoryPool", "UnownedMemory", "PooledMemory", "BaseMemory", "OutOfMemoryError",
            "alloc", "set_allocator", "get_allocator", "alloc_pinned_memory", "PinnedMemoryPointer",
            "is_available", "memory", "runtime", "stream"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 
 from .. import _state
 
@@ -222,6 +223,8 @@ class Event:
         self.device_id = _state.get_device()
         self.ptr = next(_handles)
         self._works: list = []
+        self._timing = not disable_timing
+        self._recorded_at: float | None = None  # host time of the record: the stand-in's event clock
 
     @property
     def done(self) -> bool:
@@ -237,6 +240,7 @@ class Event:
                                           f"invalid resource handle (event of device {self.device_id} "
                                           f"recorded on a stream of device {device})")
         self._works = dependencies(stream.ptr, device)
+        self._recorded_at = time.perf_counter()
         _state.trace("record", self.ptr, stream.ptr)
 
     def synchronize(self) -> None:
@@ -244,3 +248,19 @@ class Event:
         _state.declare_synchronize()
         for work in self._works:
             work.wait()
+
+
+def get_elapsed_time(start_event: Event, end_event: Event) -> float:
+    """Milliseconds between two recorded events (CuPy's ``cupy.cuda.get_elapsed_time``); here the
+    host time between the two records.
+
+    Raises:
+        CUDARuntimeError: for an event made with ``disable_timing=True`` or never recorded
+            (cudaErrorInvalidResourceHandle), or one whose work is still pending (cudaErrorNotReady).
+    """
+    for event in (start_event, end_event):
+        if not event._timing or event._recorded_at is None:
+            raise _state.CUDARuntimeError(400, "cudaErrorInvalidResourceHandle", "invalid resource handle")
+        if not event.done:
+            raise _state.CUDARuntimeError(600, "cudaErrorNotReady", "device not ready")
+    return (end_event._recorded_at - start_event._recorded_at) * 1000.0
