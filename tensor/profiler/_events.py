@@ -135,9 +135,8 @@ def average(events: list[tuple], group_by_input_shape: bool, with_memory: bool) 
         row = rows.get((name, shapes))
         if row is None:
             row = rows[(name, shapes)] = FunctionEventAvg(name, input_shapes=shapes)
-        if category == "kernel":
+        if category == "kernel":  # the device time of an op counted in its host row
             row.cuda_time_total += dur / 1000
-            row.count += 1
             continue
         row.count += 1
         row.cpu_time_total += dur / 1000

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _chrome, _events, _recorder
+from . import _chrome, _device, _events, _recorder
 from ._live import live
 from ._schedule import ProfilerAction, ProfilerActivity
 
@@ -102,6 +102,8 @@ class profile:  # noqa: N801 - PyTorch's name
                 "profile: another profiler is already recording in this process; stop it first (profilers do not nest)"
             )
         rec = _recorder.Recorder(self.record_shapes, self.profile_memory, self.with_stack)
+        if ProfilerActivity.CUDA in self.activities:
+            rec.device_timer = _device.DeviceTimer()
         self._recorder = rec
         _recorder.install(rec)
         self._begin_step()
@@ -121,6 +123,8 @@ class profile:  # noqa: N801 - PyTorch's name
     def _finish(self, ready: bool = True) -> None:
         rec, self._recorder = self._recorder, None
         _recorder.install(None)
+        if rec.device_timer is not None:
+            rec.events.extend(rec.device_timer.collect())
         if not ready and self._finished is not None:
             return
         self._finished = rec

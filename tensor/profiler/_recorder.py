@@ -46,6 +46,7 @@ class Recorder:
         with_stack: bool = False,
         memory_only: bool = False,
     ) -> None:
+        self.device_timer = None  # a _device.DeviceTimer with ProfilerActivity.CUDA
         self.memory_only = memory_only  # _record_memory_history: count outputs, keep no events
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
@@ -60,17 +61,23 @@ class Recorder:
         local = self._local
         frame = getattr(local, "frame", None)
         if frame is not None and frame[4] and frame[0] is op and frame[1] is key:
-            local.frame = (*frame[:4], False)  # the dispatcher's own call: run the body
+            local.frame = (*frame[:4], False, frame[5])  # the dispatcher's own call: run the body
             return False
-        local.frame = (op, key, inputs, _now(), True)
+        start = _now()
+        device_event = None
+        if self.device_timer is not None:
+            device_event = self.device_timer.begin(inputs[0]._device, start)
+        local.frame = (op, key, inputs, start, True, device_event)
         return True
 
     def exit(self, result):
         """End the op begun by ``enter``, whose output is ``result``; return ``result``."""
         end = _now()
         local = self._local
-        op, _, inputs, start, _ = local.frame
+        op, _, inputs, start, _, device_event = local.frame
         local.frame = None  # hold no tensor past its op
+        if device_event is not None:
+            self.device_timer.end(op.name, inputs[0]._device, device_event)
         self._op_event(op.name, inputs, result, start, end)
         return result
 

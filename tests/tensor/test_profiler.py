@@ -173,6 +173,12 @@ def test_ops_on_a_gpu_are_recorded_and_the_summary_counts_the_pool():
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         y = (x * 2).sum()
     assert {"mul", "sum"} <= {e[0] for e in prof.events if e[1] == "cpu_op"}
+    kernels = [e for e in prof.events if e[1] == "kernel"]
+    assert sorted(e[0] for e in kernels) == ["mul", "sum"]
+    assert all(e[2] == f"{x.device} stream" and e[4] >= 0 for e in kernels)
+    assert kernels[0][3] <= kernels[1][3]  # in launch order on the device's row
+    rows = {r.key: r for r in prof.key_averages()}
+    assert rows["mul"].count == 1 and "CUDA total" in prof.key_averages().table()
     summary = tensor.cuda.memory_summary()
     assert "allocated" in summary and tensor.cuda.memory_allocated() >= x.nbytes
     del y
