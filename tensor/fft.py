@@ -49,7 +49,7 @@ _DUAL = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 def _check_norm(norm):
     norm = "backward" if norm is None else norm
     if norm not in _NORMS:
-        raise ValueError(f"Invalid normalization mode: {norm}")
+        raise RuntimeError(f'Invalid normalization mode: "{norm}" (expected "backward", "forward" or "ortho")')
     return norm
 
 

@@ -92,7 +92,7 @@ def _hurwitz_zeta(xp, s, x):
     low = float(xp.min(x)) if x.size else 0.0
     steps = _SHIFT + (math.ceil(-low) if low < 0 else 0)
     total = xp.zeros_like(x)
-    for k in range(steps):
+    for k in range(steps):  # (the caller masks the poles, where a term is inf)
         total += (x + k) ** -s
     y = x + steps
     total += y ** (1 - s) / (s - 1) + 0.5 * y**-s
@@ -109,7 +109,8 @@ def _polygamma(xp, a, n):
     x = _float64(xp, a)
     if n == 0:
         return _digamma_kernel(xp, x).astype(a.dtype)
-    out = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, n + 1, x)
+    with np.errstate(all="ignore"):
+        out = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, n + 1, x)
     pole = (x <= 0) & (x == xp.floor(x))
     return xp.where(pole, xp.nan if n % 2 == 0 else xp.inf, out).astype(a.dtype)
 

@@ -281,9 +281,12 @@ def bincount(input, weights=None, minlength: int = 0):
     """The count of each value in a 1-d non-negative integer tensor (weighted sums with ``weights``).
 
     Raises:
-        RuntimeError: for a non-1-d or non-integer input, or negative values.
+        NotImplementedError: for a float input.
+        RuntimeError: for a non-1-d input or negative values.
     """
-    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _dtype.bool_:
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        raise NotImplementedError(f'"bincount" not implemented for {input.dtype.name!r}: it counts integers')
+    if input.ndim != 1 or input.dtype is _dtype.bool_:
         raise RuntimeError(
             f"bincount only supports 1-d non-negative integral inputs (got {input.ndim}-d {input.dtype.name})"
         )
@@ -304,10 +307,11 @@ def histc(input, bins: int = 100, min: float = 0, max: float = 0):  # noqa: A002
     """A histogram of ``bins`` equal bins over ``[min, max]`` (the data's range when both are 0).
 
     Raises:
-        RuntimeError: for a non-float input or ``max < min``.
+        NotImplementedError: for a non-float input.
+        RuntimeError: if ``max < min``.
     """
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{input.dtype.name}'")
     if max < min:
         raise RuntimeError(f"max must be larger than min (got min={min}, max={max})")
     if min == max and input.numel():
