@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _creation, _device, _dispatch, _tensor
-from . import graph_cache, guards, symbolic
+from . import graph_cache, guards, proxy, symbolic
 from .capture import Tracer, tracing
 from .config import config
 from .entry import EAGER, Entry, Path
@@ -42,6 +42,7 @@ class CompiledFunction:
         self.last_capture: dict = {}  # guard key without sizes -> (graph, shapes, size reads)
         self.dynamic_graphs: dict = {}  # guard key without sizes -> symbolic.DynamicGraph
         self.dynamic_replays = 0  # calls served by a DynamicGraph without capturing
+        self.proxy_captures = 0  # captures made on small proxies of large inputs (Note [Proxy capture])
         self.eager_reason = None
         functools.update_wrapper(self, fn)
 
@@ -143,6 +144,10 @@ class CompiledFunction:
             return self.fn(*original[0], **original[1])
         self.captures += 1
         self.size_captures += size_only
+        if sizeless is not None and self.backend != "eager" and self.dynamic is not False:
+            result = proxy.capture_by_proxy(self, spec, tensors, numpy_program, sizeless)
+            if result is not None:
+                return _to_numpy(result) if numpy_program else result
         tracer = Tracer(tensors, fullgraph=self.fullgraph)
         args, kwargs = _traced_args(spec, tensors, numpy_program)
         with tracing(tracer):

@@ -43,8 +43,12 @@ def test_a_changed_guard_recompiles(change):
     compiled(x, 2.0)
     compiled(x, 2.0)
     assert compiled.captures == 1
-    other = {"shape": (_t(5, 3), 2.0), "dtype": (_t(2, 3, dtype=tensor.float64), 2.0),
-             "requires_grad": (_t(2, 3).requires_grad_(), 2.0), "python value": (x, 3.0)}[change]
+    other = {
+        "shape": (_t(5, 3), 2.0),
+        "dtype": (_t(2, 3, dtype=tensor.float64), 2.0),
+        "requires_grad": (_t(2, 3).requires_grad_(), 2.0),
+        "python value": (x, 3.0),
+    }[change]
     out = compiled(*other)
     assert compiled.captures == 2
     assert_close(out, other[0] * other[1] + 1)
@@ -84,7 +88,7 @@ def test_recompile_limit_falls_back_to_eager_and_says_why_once():
 
 def _branchy(x):
     y = x.exp() - 1.5
-    if y.sum() > 0:          # data-dependent control flow: a graph break
+    if y.sum() > 0:  # data-dependent control flow: a graph break
         return y * 2
     return y - 10
 
@@ -111,6 +115,7 @@ def test_boolean_mask_index_runs_eagerly_between_two_graphs():
     def f(x):
         y = x * 2
         return y[y > 0].sum() + 1
+
     compiled = tensor.compile(f, backend="eager")
     for _ in range(2):
         x = _t(10)
@@ -124,6 +129,7 @@ def test_boolean_mask_index_runs_eagerly_between_two_graphs():
 def test_random_numbers_make_the_function_run_eagerly():
     def f(x):
         return x + tensor.rand(3)
+
     compiled = tensor.compile(f, backend="eager")
     x = tensor.zeros(3)
     first, second = compiled(x), compiled(x)
@@ -137,6 +143,7 @@ def test_in_place_ops_are_functionalised_and_written_back():
         y = x.clone()
         y.add_(buf)
         return y.relu_()
+
     compiled = tensor.compile(f, backend="eager")
     x = _t(5)
     buf_eager, buf_compiled = tensor.ones(5), tensor.ones(5)
@@ -170,6 +177,7 @@ def test_decorator_forms():
     @tensor.compile(backend="eager", fullgraph=True)
     def b(x):
         return x - 1
+
     x = _t(2)
     assert_close(a(x), x + 1)
     assert_close(b(x), x - 1)
@@ -194,8 +202,16 @@ def test_numpy_kmeans_compiles_unchanged_and_returns_ndarrays():
 
 
 def _numpy_ops(a, b):
-    return (np.where(a > 0, a, 0.5), a / 2, (a * b).sum(axis=0), np.maximum(a, b).max(axis=1),
-            np.sqrt(np.abs(b)).mean(), np.argmax(b, axis=1), np.exp(b[:, 1:3]) - 1, 3 - a.T)
+    return (
+        np.where(a > 0, a, 0.5),
+        a / 2,
+        (a * b).sum(axis=0),
+        np.maximum(a, b).max(axis=1),
+        np.sqrt(np.abs(b)).mean(),
+        np.argmax(b, axis=1),
+        np.exp(b[:, 1:3]) - 1,
+        3 - a.T,
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64])
@@ -211,7 +227,8 @@ def test_numpy_results_and_nep50_dtypes_match_numpy(dtype):
 
 def test_unsupported_numpy_call_is_a_graph_break():
     def f(a):
-        return np.sort(a * 2, axis=0) + 1     # np.sort has no tensor op
+        return np.sort(a * 2, axis=0) + 1  # np.sort has no tensor op
+
     compiled = tensor.compile(f, backend="eager")
     a = RNG.standard_normal((5, 3))
     for _ in range(2):
@@ -223,6 +240,7 @@ def test_numpy_inside_a_tensor_function_is_free():
     def f(t):
         a = t.numpy()
         return tensor.from_numpy(np.exp(a) + 1) * 2
+
     compiled = tensor.compile(f, backend="eager")
     x = _t(4)
     assert_close(compiled(x), (x.exp() + 1) * 2)
@@ -233,6 +251,7 @@ def test_numpy_inside_a_tensor_function_is_free():
 def test_compiled_function_on_each_device_with_a_device_move(device):
     def f(x):
         return ((x.to(device) * 2 + 1).relu().sum(0), x.exp())
+
     compiled = tensor.compile(f)
     for _ in range(3):
         x = _t(4, 3)
@@ -255,9 +274,75 @@ def test_numpy_program_runs_on_the_default_device(device):
 def test_numpy_default_float_sets_the_dtype_of_arrays_made_inside(default_float, monkeypatch):
     def f(a):
         return a * np.linspace(0.0, 1.0, a.shape[0])
+
     monkeypatch.setattr(tensor.compile.config, "numpy_default_float", default_float)
     a = RNG.standard_normal(5).astype(np.float32)
     compiled = tensor.compile(f, backend="eager")
     out = compiled(a)
     assert out.dtype == np.dtype(default_float)
     np.testing.assert_allclose(out, f(a), rtol=1e-6)
+
+
+# ------------------------------------------------------------ Note [Proxy capture]
+
+
+@pytest.fixture
+def proxies(monkeypatch):
+    """Proxy capture from 500 elements on (the default threshold is 1M)."""
+    from tensor._compile import proxy
+
+    monkeypatch.setattr(proxy, "PROXY_MIN_ELEMENTS", 500)
+    return proxy
+
+
+def test_a_large_call_is_captured_on_small_proxies_not_on_its_data(proxies):
+    seen = []
+
+    def f(x, y):
+        seen.append(x)
+        return (x * 2 + y).relu().sum(1) - x.amax(1)
+
+    compiled = tensor.compile(f)
+    x, y = _t(300, 200), _t(200)
+    assert_close(compiled(x, y), f(x, y))
+    captured = seen[:-1]  # the last call was the eager one above
+    assert len(captured) == 2 and all(t.numel() < 1000 and t._data.base is None for t in captured)
+    assert compiled.proxy_captures == 1 and compiled.captures == 1
+    x2 = _t(300, 200)
+    assert_close(compiled(x2, y), f(x2, y))  # replayed: the function did not run again
+    assert len(seen) == 4 and compiled.captures == 1
+
+
+def test_a_large_numpy_program_is_captured_on_proxies(proxies):
+    def kmeans(X, means):
+        return np.argmin(np.linalg.norm(X - means[:, None], axis=2), axis=0)
+
+    X, means = RNG.standard_normal((400, 2)), RNG.standard_normal((5, 2))
+    compiled = tensor.compile(kmeans)
+    np.testing.assert_array_equal(compiled(X, means), kmeans(X, means))
+    assert compiled.proxy_captures == 1
+
+
+@pytest.mark.parametrize("case", ["value read", "in-place write", "size read", "random"])
+def test_proxy_capture_gives_up_and_captures_the_real_call(proxies, case):
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        if case == "value read":
+            return x * 2 if x.sum() > -1e9 else x
+        if case == "in-place write":
+            x.mul_(2)
+            return x + 1
+        if case == "size read":
+            return x[: x.shape[0] // 2] * 3
+        return x + tensor.rand(x.shape[1]) * 0
+
+    x = _t(300, 200)
+    expected = f(x.clone())
+    compiled = tensor.compile(f)
+    assert_close(compiled(x), expected)
+    assert compiled.proxy_captures == 0
+    assert calls[-1] is x  # the real call was captured (or run eagerly)
+    if case == "in-place write":
+        assert_close(x, calls[0])  # doubled once, by the real call, as the eager call doubled its clone
