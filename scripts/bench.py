@@ -25,6 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _bench_coverage  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tensor  # noqa: E402
@@ -161,6 +162,7 @@ def bench_core(repeat: int):
     ]:
         ours, peer = paired_times(ours_fn, numpy_fn, repeat)
         rows.append((f"{name} on 4M float32 (ms)", ours * 1e3, peer * 1e3, "numpy", "<= 1.1x"))
+    rows.extend(_bench_coverage.rows(repeat, paired_times))  # issue 16: new ops vs the numpy call they wrap
     return rows
 
 

@@ -1,0 +1,38 @@
+"""Issue 16: new ops against the numpy call each wraps (imported by the core group of bench.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tensor
+
+
+def _topk_numpy(a, k):
+    part = np.argpartition(a, a.shape[-1] - k, axis=-1)[..., -k:]
+    values = np.take_along_axis(a, part, axis=-1)
+    order = np.argsort(-values, axis=-1, kind="stable")
+    return np.take_along_axis(values, order, axis=-1), np.take_along_axis(part, order, axis=-1)
+
+
+def rows(repeat: int, paired_times) -> list:
+    """(workload, ours ms, numpy ms, "numpy", target) for sort, topk, cumsum, linalg.solve, fft.rfft."""
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal((1000, 1000), dtype=np.float32)
+    a = rng.standard_normal((64, 32, 32)) + 8 * np.eye(32)
+    b = rng.standard_normal((64, 32, 4))
+    s = rng.standard_normal(1 << 20, dtype=np.float32)
+    xt, at, bt, st = (tensor.from_numpy(v) for v in (x, a, b, s))
+    cases = [
+        ("sort 1000x1000 float32, dim=-1", lambda: xt.sort(-1),
+         lambda: (lambda i: (np.take_along_axis(x, i, -1), i))(np.argsort(x, -1, kind="stable"))),
+        ("topk k=10 of 1000x1000 float32", lambda: xt.topk(10, -1), lambda: _topk_numpy(x, 10)),
+        ("cumsum 1000x1000 float32, dim=1", lambda: xt.cumsum(1), lambda: np.cumsum(x, 1)),
+        ("linalg.solve 64 x (32x32, 32x4) float64", lambda: tensor.linalg.solve(at, bt),
+         lambda: np.linalg.solve(a, b)),
+        ("fft.rfft 1M float32", lambda: tensor.fft.rfft(st), lambda: np.fft.rfft(s)),
+    ]
+    out = []
+    for name, ours_fn, numpy_fn in cases:
+        ours, peer = paired_times(ours_fn, numpy_fn, repeat)
+        out.append((f"{name} (ms)", ours * 1e3, peer * 1e3, "numpy", "<= 1.2x"))
+    return out
