@@ -1,10 +1,12 @@
 """``nn.utils``: gradient clipping, flattening parameters to one vector, activation checkpointing
-(``nn.utils.checkpoint``, our ``torch.utils.checkpoint``)."""
+(``nn.utils.checkpoint``, our ``torch.utils.checkpoint``), variable-length sequences (``rnn``),
+parametrizations and weight/spectral normalization."""
 
-from . import checkpoint
+from . import checkpoint, parametrizations, parametrize, rnn
 from .checkpoint import apply_activation_checkpointing, checkpoint_wrapper
 from .clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .weight_norm import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
 
 __all__ = [
     "clip_grad_norm_",
@@ -15,4 +17,11 @@ __all__ = [
     "checkpoint",
     "checkpoint_wrapper",
     "apply_activation_checkpointing",
+    "rnn",
+    "parametrize",
+    "parametrizations",
+    "weight_norm",
+    "remove_weight_norm",
+    "spectral_norm",
+    "remove_spectral_norm",
 ]

@@ -1,0 +1,212 @@
+"""Parametrizations (our ``torch.nn.utils.parametrize``): make ``module.weight`` the output of
+modules applied to stored ``original`` tensors.
+
+``register_parametrization(module, "weight", p)`` moves the parameter to
+``module.parametrizations.weight.original`` (its state_dict key, as in PyTorch) and turns
+``weight`` into a property of a per-module subclass that computes ``p(original)`` on each
+access (once per ``cached()`` block). Assigning to it stores ``p.right_inverse(value)``. A
+``right_inverse`` that returns a tuple stores ``original0``, ``original1``, ... and ``p`` is then
+called with all of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+
+import tensor
+from tensor import Tensor
+
+from ..modules.container import ModuleDict, ModuleList
+from ..modules.module import Module
+from ..parameter import Parameter
+
+__all__ = [
+    "register_parametrization",
+    "remove_parametrizations",
+    "is_parametrized",
+    "cached",
+    "type_before_parametrizations",
+    "ParametrizationList",
+]
+
+_cache: dict | None = None
+
+
+@contextlib.contextmanager
+def cached() -> Generator[None, None, None]:
+    """Compute each parametrized tensor once inside the block (reused by every access)."""
+    global _cache
+    outer = _cache
+    _cache = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _cache = outer
+
+
+class ParametrizationList(ModuleList):
+    """The parametrizations of one tensor, applied in order, and the ``original`` tensor(s)
+    they are applied to."""
+
+    def __init__(self, modules: list[Module], original: Tensor, unsafe: bool = False) -> None:
+        super().__init__(modules)
+        self.unsafe = unsafe
+        with tensor.no_grad():
+            value = original
+            for module in reversed(list(self)):
+                if hasattr(module, "right_inverse"):
+                    value = module.right_inverse(value)
+        self.is_tensor = isinstance(value, Tensor)
+        self.ntensors = 1 if self.is_tensor else len(value)
+        requires_grad = original.requires_grad
+        if self.is_tensor:
+            if value.dtype != original.dtype:
+                raise ValueError(
+                    f"When `right_inverse` outputs one tensor, it may not change the dtype.\n"
+                    f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {value.dtype}"
+                )
+            with tensor.no_grad():
+                original.copy_(value)
+            self._register_original("original", original, requires_grad)
+        else:
+            for i, part in enumerate(value):
+                self._register_original(f"original{i}", part, requires_grad)
+
+    def _register_original(self, name: str, value: Tensor, requires_grad: bool) -> None:
+        if isinstance(value, Parameter):
+            self.register_parameter(name, value)
+        elif requires_grad:
+            self.register_parameter(name, Parameter(value.detach().clone(), requires_grad=True))
+        else:
+            self.register_buffer(name, value)
+
+    def right_inverse(self, value: Tensor) -> None:
+        """Store ``value`` through each parametrization's ``right_inverse``, last first."""
+        with tensor.no_grad():
+            for module in reversed(list(self)):
+                if hasattr(module, "right_inverse"):
+                    value = module.right_inverse(value)
+            if self.is_tensor:
+                self.original.copy_(value)
+            else:
+                for i, part in enumerate(value):
+                    getattr(self, f"original{i}").copy_(part)
+
+    def forward(self) -> Tensor:
+        """The parametrized tensor."""
+        first, *rest = list(self)
+        x = (
+            first(self.original)
+            if self.is_tensor
+            else first(*(getattr(self, f"original{i}") for i in range(self.ntensors)))
+        )
+        for module in rest:
+            x = module(x)
+        return x
+
+
+def _make_property(name: str) -> property:
+    def getter(self) -> Tensor:
+        parametrization = self.parametrizations[name]
+        if _cache is None:
+            return parametrization()
+        key = (id(self), name)
+        if key not in _cache:
+            _cache[key] = parametrization()
+        return _cache[key]
+
+    def setter(self, value: Tensor) -> None:
+        self.parametrizations[name].right_inverse(value)
+
+    return property(getter, setter)
+
+
+def _inject_new_class(module: Module) -> None:
+    cls = module.__class__
+    parametrized = type(f"Parametrized{cls.__name__}", (cls,), {"_original_class": cls})
+    object.__setattr__(module, "__class__", parametrized)
+
+
+def register_parametrization(
+    module: Module, tensor_name: str, parametrization: Module, *, unsafe: bool = False
+) -> Module:
+    """Make ``module.<tensor_name>`` be ``parametrization(original)``; a second call on the same
+    name appends to its list. Returns ``module``.
+
+    Raises:
+        ValueError: if ``module`` has no parameter or buffer ``tensor_name`` (and it is not
+            parametrized yet), or a ``right_inverse`` changes the dtype.
+    """
+    if is_parametrized(module, tensor_name):
+        module.parametrizations[tensor_name].append(parametrization)
+        return module
+    if tensor_name not in module._parameters and tensor_name not in module._buffers:
+        raise ValueError(
+            f"Module '{module}' does not have a parameter, a buffer, or a parametrized element with "
+            f"name '{tensor_name}'"
+        )
+    original = getattr(module, tensor_name)
+    plist = ParametrizationList([parametrization], original, unsafe=unsafe)
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        _inject_new_class(module)
+        module.parametrizations = ModuleDict()
+    setattr(module.__class__, tensor_name, _make_property(tensor_name))
+    module.parametrizations[tensor_name] = plist
+    return module
+
+
+def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
+    """Whether ``module`` has parametrizations (on ``tensor_name``, when given)."""
+    parametrizations = module._modules.get("parametrizations")
+    if parametrizations is None or not isinstance(parametrizations, ModuleDict):
+        return False
+    return len(parametrizations) > 0 if tensor_name is None else tensor_name in parametrizations
+
+
+def type_before_parametrizations(module: Module) -> type:
+    """The module's class before parametrizations replaced it."""
+    return module.__class__._original_class if is_parametrized(module) else type(module)
+
+
+def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized: bool = True) -> Module:
+    """Remove the parametrizations of ``tensor_name``; it becomes a parameter again holding the
+    parametrized value (``leave_parametrized``) or the original. Returns ``module``.
+
+    Raises:
+        ValueError: if ``tensor_name`` is not parametrized, or the original is several tensors and
+            ``leave_parametrized`` is False.
+    """
+    if not is_parametrized(module, tensor_name):
+        raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
+    plist = module.parametrizations[tensor_name]
+    if plist.is_tensor:
+        original = plist.original
+        if leave_parametrized:
+            with tensor.no_grad():
+                value = getattr(module, tensor_name)
+            with tensor.no_grad():
+                if value.shape == original.shape:
+                    original.copy_(value)
+                else:
+                    original = Parameter(value.detach(), requires_grad=original.requires_grad)
+    elif leave_parametrized:
+        with tensor.no_grad():
+            value = getattr(module, tensor_name)
+        original = Parameter(value.detach(), requires_grad=value.requires_grad or plist.original0.requires_grad)
+    else:
+        raise ValueError(
+            "Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized "
+            "in terms of a sequence of tensors."
+        )
+    delattr(module.__class__, tensor_name)
+    del module.parametrizations[tensor_name]
+    if isinstance(original, Parameter):
+        module.register_parameter(tensor_name, original)
+    else:
+        module.register_buffer(tensor_name, original)
+    if not is_parametrized(module):
+        del module.parametrizations
+        object.__setattr__(module, "__class__", module.__class__._original_class)
+    return module

@@ -1,0 +1,99 @@
+"""nn.utils.parametrize, parametrizations.weight_norm/spectral_norm and the hook-based
+weight_norm/spectral_norm against torch: state_dict names, values, gradients, removal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn
+import tensor
+from nn.utils import parametrizations, parametrize
+from tests.helpers import assert_close
+from tests.nn.oracle import run_both
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((3, 4)).astype("float32")
+
+
+class Symmetric(nn.Module):
+    def forward(self, w):
+        return w.triu() + w.triu(1).mT
+
+
+def _load_from(ours, theirs):
+    state = {k: tensor.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()}
+    assert list(state) == list(ours.state_dict())
+    ours.load_state_dict(state)
+
+
+def test_register_and_remove_a_parametrization_like_torch(torch):
+    class TorchSymmetric(torch.nn.Module):
+        def forward(self, w):
+            return w.triu() + w.triu(1).mT
+
+    ours, theirs = nn.Linear(4, 4), torch.nn.Linear(4, 4)
+    parametrize.register_parametrization(ours, "weight", Symmetric())
+    torch.nn.utils.parametrize.register_parametrization(theirs, "weight", TorchSymmetric())
+    _load_from(ours, theirs)
+    assert type(ours).__name__ == type(theirs).__name__ == "ParametrizedLinear"
+    assert parametrize.is_parametrized(ours, "weight") and not parametrize.is_parametrized(ours, "bias")
+    assert parametrize.type_before_parametrizations(ours) is nn.Linear
+    run_both(ours, theirs, torch, RNG.standard_normal((3, 4)).astype("float32"))
+    with parametrize.cached():
+        assert ours.weight is ours.weight
+    parametrize.remove_parametrizations(ours, "weight")
+    torch.nn.utils.parametrize.remove_parametrizations(theirs, "weight")
+    assert type(ours) is nn.Linear and list(ours.state_dict()) == list(theirs.state_dict())
+    assert_close(ours.weight, ours.weight.detach().numpy().T)
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_parametrization_matches_torch(dim, torch):
+    ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    parametrizations.weight_norm(ours, dim=dim)
+    torch.nn.utils.parametrizations.weight_norm(theirs, dim=dim)
+    _load_from(ours, theirs)
+    run_both(ours, theirs, torch, X, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("module", ["linear", "conv_transpose"])
+def test_spectral_norm_parametrization_matches_torch(module, torch):
+    if module == "linear":
+        ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+        x = X
+    else:
+        ours, theirs = nn.ConvTranspose1d(2, 3, 2), torch.nn.ConvTranspose1d(2, 3, 2)
+        x = RNG.standard_normal((2, 2, 5)).astype("float32")
+    parametrizations.spectral_norm(ours, n_power_iterations=2)
+    torch.nn.utils.parametrizations.spectral_norm(theirs, n_power_iterations=2)
+    _load_from(ours, theirs)  # the power-iteration vectors come from torch's state
+    for _ in range(2):  # training: each forward refines u and v
+        run_both(ours, theirs, torch, x, rtol=1e-4, atol=1e-5)
+        for key, value in theirs.state_dict().items():
+            assert_close(ours.state_dict()[key], value.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_hook_weight_norm_matches_torch_and_removes(torch):
+    ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    nn.utils.weight_norm(ours)
+    torch.nn.utils.weight_norm(theirs)
+    _load_from(ours, theirs)
+    assert sorted(dict(ours.named_parameters())) == ["bias", "weight_g", "weight_v"]
+    run_both(ours, theirs, torch, X, rtol=1e-5, atol=1e-5)
+    nn.utils.remove_weight_norm(ours)
+    torch.nn.utils.remove_weight_norm(theirs)
+    assert_close(ours.weight, theirs.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="weight_norm of 'weight' not found"):
+        nn.utils.remove_weight_norm(ours)
+
+
+def test_hook_spectral_norm_matches_torch(torch):
+    ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    nn.utils.spectral_norm(ours)
+    torch.nn.utils.spectral_norm(theirs)
+    _load_from(ours, theirs)
+    for _ in range(2):
+        run_both(ours, theirs, torch, X, rtol=1e-4, atol=1e-5)
+    nn.utils.remove_spectral_norm(ours)
+    assert list(ours.state_dict()) == ["bias", "weight"]
