@@ -55,6 +55,15 @@ def test_the_trace_has_ops_nested_in_annotations_and_backward_nodes_linked_to_th
     assert all(any(inside(f, s) for s in steps) for f in forward)
 
 
+def test_with_stack_gives_each_op_the_callers_frames():
+    with profile(with_stack=True) as prof:
+        tensor.ones(2).exp()
+    (exp,) = [e for e in prof.events if e[0] == "exp"]
+    assert any("test_with_stack_gives_each_op_the_callers_frames" in frame for frame in exp[5]["stack"])
+    package = os.path.dirname(tensor.__file__)
+    assert not any(frame.startswith(package) for frame in exp[5]["stack"])
+
+
 def test_no_hook_is_left_installed_and_profilers_do_not_nest():
     with profile():
         assert _dispatch.profiler is not None
@@ -181,4 +190,6 @@ def test_ops_on_a_gpu_are_recorded_and_the_summary_counts_the_pool():
     assert rows["mul"].count == 1 and "CUDA total" in prof.key_averages().table()
     summary = tensor.cuda.memory_summary()
     assert "allocated" in summary and tensor.cuda.memory_allocated() >= x.nbytes
+    pool = tensor.memory_snapshot()["cuda"][x.device.index or 0]
+    assert pool["allocated"] >= x.nbytes and pool["reserved"] >= pool["allocated"]
     del y
