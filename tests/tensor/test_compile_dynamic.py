@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nn
 import nn.functional as F
 import tensor
 from tests.helpers import assert_close
@@ -137,3 +138,25 @@ def test_explain_reports_the_dynamic_sizes():
     text = str(tensor.compile.explain(compiled)(_t(7, 4)))
     assert "Captures so far: 2" in text
     assert "Dynamic sizes" in text and "input[0]: [s0, 4]" in text, text
+
+
+@pytest.mark.slow  # numba compiles the forward and backward kernels (~5-30 s)
+def test_a_compiled_model_trains_at_new_batch_sizes_without_capturing():
+    tensor.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 1)).double()
+    compiled = tensor.compile(model)
+    for b in BATCHES:
+        x, y = _t(b, 4), _t(b, 1)
+        grads = []
+        for run in (compiled, model):
+            for p in model.parameters():
+                p.grad = None
+            loss = F.mse_loss(run(x), y)
+            loss.backward()
+            grads.append((loss, [p.grad for p in model.parameters()]))
+        (loss, got), (expected, want) = grads
+        assert_close(loss, expected, rtol=1e-10)
+        for g, w in zip(got, want):
+            assert_close(g, w, rtol=1e-9, atol=1e-12)
+    (inner,) = [v for v in vars(compiled).values() if hasattr(v, "captures")]
+    assert inner.captures == 2 and inner.dynamic_replays == 2
