@@ -40,7 +40,15 @@ class DeviceTimer:
             anchor, anchor_ns = self.anchors[device]
             offset_ms = backend.elapsed_ms(anchor, start)
             duration_ms = backend.elapsed_ms(start, end)
-            events.append((name, "kernel", f"{device} stream", anchor_ns + int(offset_ms * 1e6),
-                           int(duration_ms * 1e6), {"device": str(device)}))
+            events.append(
+                (
+                    name,
+                    "kernel",
+                    f"{device} stream",
+                    anchor_ns + int(offset_ms * 1e6),
+                    int(duration_ms * 1e6),
+                    {"device": str(device)},
+                )
+            )
         self.pending.clear()
         return events

@@ -16,16 +16,15 @@ An event is a tuple ``(name, category, thread id, start ns, duration ns, args)``
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 
 from .. import _dispatch
 from ._live import live, user_stack
 
-__all__ = ["Recorder", "current", "span", "instant", "clock_offset_ns"]
+__all__ = ["Recorder", "current", "clock_offset_ns", "install", "now_ns"]
 
 _now = time.perf_counter_ns
 _thread_id = threading.get_ident
@@ -138,28 +137,6 @@ class Recorder:
                 self.add(name, category, start, _now(), args)
 
         return timed
-
-
-@contextlib.contextmanager
-def span(name: str, category: str = "user_annotation", args: dict | None = None) -> Generator[None, None, None]:
-    """Record the body as one event named ``name`` if a profiler records (else nothing)."""
-    rec = current
-    if rec is None:
-        yield
-        return
-    start = _now()
-    try:
-        yield
-    finally:
-        rec.add(name, category, start, _now(), args)
-
-
-def instant(name: str, category: str, args: dict | None = None) -> None:
-    """Record a zero-length event now, if a profiler records."""
-    rec = current
-    if rec is not None:
-        t = _now()
-        rec.add(name, category, t, t, args)
 
 
 def install(rec: Recorder | None) -> None:
