@@ -30,6 +30,7 @@ from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorc
 from .serialization import load, save
 import tensor.linalg as linalg  # the public namespace; ``from .ops import *`` bound the internal module
 from . import fft
+import tensor.special as special  # as linalg: the star import bound tensor.ops.special
 from .linalg import matrix_exp, matrix_power, pinverse
 from .ops.decomp import torch_svd as svd
 from .ops.layout import moveaxis as movedim  # accepts sequences of dims, as torch.movedim

@@ -315,6 +315,20 @@ OPS = [
     OpInfo("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(r(3), A34, r(4))], cuda=False),
     OpInfo("linalg.vander", lambda m, x: m.linalg.vander(x), [(r(4),)], cuda=False),
     OpInfo("linalg.matrix_exp", lambda m, x: m.linalg.matrix_exp(x), [(r(3, 3),)], cuda=False),
+    *[
+        OpInfo(f"special.{f}", lambda m, x, f=f: getattr(m.special, f)(x), [(x,)])
+        for f, x in [
+            ("expit", A23),
+            ("ndtr", A23),
+            ("ndtri", r(5, low=0.05, high=0.95)),
+            ("log_ndtr", A23),
+            ("entr", pos(2, 3)),
+            ("erfcx", A23),
+            ("gammaln", pos(4)),
+            ("psi", pos(4)),
+        ]
+    ],
+    OpInfo("special.xlog1py", lambda m, x, y: m.special.xlog1py(x, y), [(A23, pos(2, 3))]),
     OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
     OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
 ]

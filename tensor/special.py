@@ -1,0 +1,88 @@
+"""``tensor.special``: PyTorch's ``torch.special`` functions (those numpy-based formulas give).
+
+>>> import tensor
+>>> tensor.special.expit(tensor.tensor([0.0]))
+tensor([0.5000])
+"""
+
+from __future__ import annotations
+
+import math
+
+from .ops.elementwise import exp, expm1, log, log1p, round, sigmoid, where
+from .ops.gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
+from .ops.math_extra import exp2, logit, sinc, xlogy
+from .ops.reduction import logsumexp
+from .ops.softmax import log_softmax, softmax
+from .ops.special import erf, erfc
+
+__all__ = [
+    "erf",
+    "erfc",
+    "erfcx",
+    "erfinv",
+    "expit",
+    "logit",
+    "xlogy",
+    "xlog1py",
+    "gammaln",
+    "digamma",
+    "psi",
+    "polygamma",
+    "multigammaln",
+    "log1p",
+    "expm1",
+    "exp2",
+    "sinc",
+    "round",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "ndtr",
+    "ndtri",
+    "log_ndtr",
+    "entr",
+]
+
+gammaln = lgamma
+psi = digamma
+multigammaln = mvlgamma
+_SQRT2 = math.sqrt(2.0)
+
+
+def expit(input):
+    """The logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return sigmoid(input)
+
+
+def xlog1py(input, other):
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    zero = (input == 0) & ~other.isnan()
+    return where(zero, 0.0, input * log1p(where(zero, 0.0, other)))
+
+
+def erfcx(input):
+    """The scaled complementary error function ``exp(x**2) * erfc(x)`` (overflows for x < -26)."""
+    return exp(input * input) * erfc(input)
+
+
+def ndtr(input):
+    """The standard normal cumulative distribution function."""
+    return 0.5 * erfc(-input / _SQRT2)
+
+
+def ndtri(input):
+    """The inverse of ``ndtr`` (the standard normal quantile function)."""
+    return _SQRT2 * erfinv(2 * input - 1)
+
+
+def log_ndtr(input):
+    """``log(ndtr(x))`` (through erfc, so accurate in the left tail down to about x = -26)."""
+    return log(ndtr(input))
+
+
+def entr(input):
+    """``-x log(x)`` for x > 0, 0 at 0 and -inf for x < 0."""
+    x = input if input.dtype.is_floating_point else input.to(log(input.new_ones(())).dtype)
+    inner = -x * log(where(x > 0, x, 1.0))
+    return where(x < 0, -math.inf, inner)
