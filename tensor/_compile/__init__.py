@@ -3,8 +3,9 @@
 The modules, in the order a call meets them: ``api`` (the front end, cache and
 recompiles), ``guards``, ``capture`` (the tracer the dispatcher reports to),
 ``graph`` (the IR), ``symbolic`` (one graph at many sizes), ``numpy_capture`` (NumPy programs), ``entry`` and ``runner``
-(replay), ``lowering``, ``fusion`` and ``codegen_numba`` (fused CPU kernels),
-``explain``. numba is imported only when a kernel is compiled.
+(replay), ``lowering``, ``fusion``, ``codegen_numba`` (fused CPU kernels) and
+``codegen_cupy`` (fused GPU kernels, CUDA C), ``explain``. numba is imported only when a
+kernel is compiled.
 """
 
 from .api import CompiledFunction, compile
