@@ -14,7 +14,7 @@ from ._fully_shard import FSDPModule
 __all__ = ["get_full_state_dict", "set_full_state_dict"]
 
 
-def _slots(module: Module) -> dict[int, tuple]:
+def shard_slots(module: Module) -> dict[int, tuple]:
     """``id(shard) -> (unit state, index)`` for every sharded parameter under ``module``."""
     found = {}
     for unit in module.modules():
@@ -29,7 +29,7 @@ def get_full_state_dict(module: Module) -> OrderedDict:
     """``module.state_dict()`` with each shard replaced by the whole parameter (gathered from every
     rank: call it on every rank). Keys and order are those of the unsharded module.
     """
-    slots = _slots(module)
+    slots = shard_slots(module)
     gathered: dict[int, list[Tensor]] = {}
     result = OrderedDict()
     with tensor.no_grad():
@@ -53,7 +53,7 @@ def set_full_state_dict(module: Module, state_dict: dict, strict: bool = True):
         RuntimeError: for missing or unexpected keys (when ``strict``), or a shape that differs
             from the parameter's original shape.
     """
-    slots = _slots(module)
+    slots = shard_slots(module)
     local = OrderedDict()
     for key, value in module.state_dict(keep_vars=True).items():
         if key not in state_dict:

@@ -13,9 +13,10 @@ CONFIG_IDS = [f"{c}-{n}" for c, n in CONFIGS]
 TIGHT = 1e-12  # float64, summed in a different order
 
 
-def run_config(prefix: str, config: str, size: int) -> list[dict]:
-    """Every rank's ``{case: result}`` for the cases named ``prefix*`` (skips mpi where it is missing)."""
-    env = {"DISTRIB_TIMEOUT": "30", "SHARDING_CASES": prefix}
+def run_config(prefix: str, config: str, size: int, env: dict | None = None) -> list[dict]:
+    """Every rank's ``{case: result}`` for the cases named ``prefix*`` (skips mpi where it is
+    missing), with ``env`` added to the ranks' environment."""
+    env = {"DISTRIB_TIMEOUT": "30", "SHARDING_CASES": prefix, **(env or {})}
     if config != "mpi":
         return rank_results("sharding", size, env={**env, **TRANSPORTS[config]}, timeout=120)
     if reason := skip_reason():

@@ -19,6 +19,7 @@ import distrib as dist
 import nn
 import nn.functional as F
 import tensor
+from distrib import checkpoint as dcp
 from distrib.fsdp import (
     FullyShardedDataParallel,
     ModuleWrapPolicy,
@@ -290,6 +291,35 @@ def fsdp_memory(rank, world):
     return {"peak": peak, "all_bytes": 4 * full_numel * 8, "largest_unit_bytes": 2 * unit * 8}
 
 
+# ---------------------------------------------------------------- distrib.checkpoint
+def dcp_save(rank, world):
+    """Two steps of FSDP + Adam, then a sharded save to $DCP_DIR."""
+    model = _fully_shard_blocks(_blocks_model())
+    opt = nn.optim.Adam(model.parameters(), **ADAM)
+    _train(model, opt, 2, rank, world)
+    model_sd, optim_sd = dcp.get_state_dict(model, opt)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=os.environ["DCP_DIR"])
+    return {"saved": True}
+
+
+def dcp_resume(rank, world):
+    """A model sharded from other values loads $DCP_DIR (saved on any number of ranks), trains
+    two more steps, and ends with the parameters of an uninterrupted one-process run."""
+    model = _fully_shard_blocks(_blocks_model(seed=1))
+    opt = nn.optim.Adam(model.parameters(), lr=1.0)
+    model_sd, optim_sd = dcp.get_state_dict(model, opt)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=os.environ["DCP_DIR"])
+    dcp.set_state_dict(model, opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    _train(model, opt, 2, rank, world, first_step=2)
+    reference = _blocks_model()
+    _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), 4, 0, 1)
+    return {
+        "max_diff": max_diff(get_full_state_dict(model).values(), reference.state_dict().values()),
+        "lr": opt.param_groups[0]["lr"],
+    }
+
+
 CASES = {
     "syncbn_ddp_equivalence": syncbn_ddp_equivalence,
     "syncbn_input_grad": syncbn_input_grad,
@@ -300,6 +330,8 @@ CASES = {
     "fsdp_no_sync": fsdp_no_sync,
     "fsdp_state_dict": fsdp_state_dict,
     "fsdp_memory": fsdp_memory,
+    "dcp_save": dcp_save,
+    "dcp_resume": dcp_resume,
 }
 
 
