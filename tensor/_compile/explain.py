@@ -26,6 +26,7 @@ class ExplainOutput:
     eager_reason: str | None = None  # why the function cannot be replayed
     dynamic_sizes: list = field(default_factory=list)  # a compiled function's size-generic graphs
     captures: int = 0  # a compiled function's captures so far
+    dynamic_replays: int = 0  # its calls at new sizes that replayed a generalised graph
     graph: object = field(default=None, repr=False)  # the captured Graph itself
 
     def __str__(self) -> str:
@@ -40,7 +41,7 @@ class ExplainOutput:
         if self.eager_reason:
             lines.append(f"Runs eagerly: {self.eager_reason}")
         if self.captures:
-            lines.append(f"Captures so far: {self.captures}")
+            lines.append(f"Captures so far: {self.captures} (calls replayed at new sizes: {self.dynamic_replays})")
         if self.dynamic_sizes:
             lines.append("Dynamic sizes (Note [Dynamic sizes]):")
             lines += [f"  {d}" for d in self.dynamic_sizes]
@@ -72,6 +73,7 @@ def explain(fn):
             tracer.finish(result, _tensor.Tensor)
         report = _report(tracer)
         report.captures = getattr(fn, "captures", 0)
+        report.dynamic_replays = getattr(fn, "dynamic_replays", 0)
         report.dynamic_sizes = [d.describe() for d in getattr(fn, "dynamic_graphs", {}).values()]
         return report
 

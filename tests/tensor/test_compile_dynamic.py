@@ -136,7 +136,7 @@ def test_explain_reports_the_dynamic_sizes():
     compiled = tensor.compile(block, backend="eager")
     _run(compiled, block, (3, 5))
     text = str(tensor.compile.explain(compiled)(_t(7, 4)))
-    assert "Captures so far: 2" in text
+    assert "Captures so far: 2 (calls replayed at new sizes: 0)" in text
     assert "Dynamic sizes" in text and "input[0]: [s0, 4]" in text, text
 
 
