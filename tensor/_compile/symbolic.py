@@ -7,8 +7,9 @@ Note [Dynamic sizes]
     earlier capture only in sizes (PyTorch's automatic dynamic shapes), the two graphs are
     compared node by node. Every input dim whose size differs becomes a *symbol* (``s0``,
     ``s1``, ...; equal sizes share one, PyTorch's duck sizing), and every int of the graph
-    that differs between the two must be a symbol, a constant times a symbol, or a product
-    of two symbols, with the same formula at both sizes; anything else that differs (a
+    that differs between the two must be a symbol, a constant times a symbol plus a small
+    offset (a variance's ``n - 1``), or a product of two symbols, with the same formula at
+    both sizes; anything else that differs (a
     float, a const tensor made from a size, the graph's structure, a value Python read)
     means the graph is not size-generic and each size keeps its own capture.
 
@@ -42,22 +43,25 @@ from .runner import values_equal
 __all__ = ["Sym", "DynamicGraph", "generalise"]
 
 _INSTANCES = 32  # instantiated sizes kept per generalised graph
+_OFFSETS = (0, -1, 1, -2, 2)  # n - 1 (Bessel's correction), n + 1, ...: small offsets only
 
 
 @dataclasses.dataclass(frozen=True)
 class Sym:
-    """A size as ``factor * s_a * s_b ...`` of the symbols ``symbols`` (indices)."""
+    """A size as ``factor * s_a * s_b ... + offset`` of the symbols ``symbols`` (indices)."""
 
     factor: int
     symbols: tuple
+    offset: int = 0
 
     def value(self, values) -> int:
         """The size for symbol values ``values``."""
-        return self.factor * prod(values[s] for s in self.symbols)
+        return self.factor * prod(values[s] for s in self.symbols) + self.offset
 
     def __str__(self) -> str:
         names = [f"s{s}" for s in self.symbols]
-        return "*".join(([str(self.factor)] if self.factor != 1 else []) + names)
+        text = "*".join(([str(self.factor)] if self.factor != 1 else []) + names)
+        return text + (f"{self.offset:+d}" if self.offset else "")
 
     __repr__ = __str__
 
@@ -171,9 +175,10 @@ def _size(x, y, symbols):
     for s, (a, b) in enumerate(symbols):
         if (a, b) == (x, y):
             return Sym(1, (s,))
-    for s, (a, b) in enumerate(symbols):
-        if x % a == 0 and b * (x // a) == y:
-            return Sym(x // a, (s,))
+    for offset in _OFFSETS:
+        for s, (a, b) in enumerate(symbols):
+            if (x - offset) % a == 0 and x != offset and b * ((x - offset) // a) + offset == y:
+                return Sym((x - offset) // a, (s,), offset)
     for s, (a, b) in enumerate(symbols):
         for t in range(s, len(symbols)):
             if (a * symbols[t][0], b * symbols[t][1]) == (x, y):

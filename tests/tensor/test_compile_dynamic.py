@@ -160,3 +160,15 @@ def test_a_compiled_model_trains_at_new_batch_sizes_without_capturing():
             assert_close(g, w, rtol=1e-9, atol=1e-12)
     (inner,) = [v for v in vars(compiled).values() if hasattr(v, "captures")]
     assert inner.captures == 2 and inner.dynamic_replays == 2
+
+
+def _normalise(x):
+    return (x - x.mean(0)) / x.std(0)  # divides by the batch size less one
+
+
+def test_a_count_less_one_follows_the_batch_size():
+    compiled = tensor.compile(_normalise, backend="eager")
+    _run(compiled, _normalise)
+    assert compiled.captures == 2 and compiled.dynamic_replays == 2
+    (generic,) = compiled.dynamic_graphs.values()
+    assert "s0-1" in str(generic.graph)
