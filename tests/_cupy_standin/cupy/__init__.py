@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from . import _kernels, _namespace, _ndarray, _routines, _state, cuda, linalg, random
+from . import _kernels, _namespace, _ndarray, _routines, _state, cuda, fft, linalg, random
 from ._elementwise import ElementwiseKernel
 from ._memory import get_default_memory_pool
 from ._ndarray import ndarray
