@@ -494,6 +494,18 @@ def might_hold(xp, predicate) -> bool:
     return xp is not np or bool(predicate())
 
 
+def linalg_eig(xp, a):
+    """``(eigenvalues, eigenvectors)`` of general square matrices (complex).
+
+    CuPy 13 has no ``linalg.eig`` (only the symmetric ``eigh``): on a GPU the matrices are
+    solved on the host and the results copied back.
+    """
+    if xp is np:
+        return np.linalg.eig(a)
+    values, vectors = np.linalg.eig(xp.asnumpy(a))
+    return xp.asarray(values), xp.asarray(vectors)
+
+
 def matmul(xp, a, b):
     """``a @ b``; on the CPU a large product is split across the intra-op threads
     (Note [Intra-op matmul] in tensor/_threads.py). Raises what ``matmul`` raises."""

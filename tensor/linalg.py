@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from . import _dispatch, _dtype
+from . import _backend, _dispatch, _dtype
 from .ops.decomp import (
     LinAlgError,
     _checked,
@@ -115,7 +115,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
 
 @defop("eig", differentiable=False)
 def _eig(xp, a):
-    values, vectors = _checked("eig", xp.linalg.eig, a)
+    values, vectors = _checked("eig", _backend.linalg_eig, xp, a)
     complex_type = _dtype.to_complex(_dtype.from_numpy_dtype(a.dtype)).numpy
     return xp.concatenate([values[..., None, :], vectors], axis=-2).astype(complex_type, copy=False)
 
