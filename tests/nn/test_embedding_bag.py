@@ -1,0 +1,71 @@
+"""F.embedding_bag and nn.EmbeddingBag against torch: modes, offsets, per-sample weights,
+padding, empty bags; values and gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn
+import tensor
+from tests.helpers import assert_close
+
+RNG = np.random.default_rng(0)
+WEIGHT = RNG.standard_normal((10, 4)).astype("float32")
+FLAT = np.array([1, 2, 4, 5, 4, 3, 2, 9, 0, 0], dtype=np.int64)
+OFFSETS = np.array([0, 3, 3, 7], dtype=np.int64)  # the second bag is empty
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("layout", ["2d", "offsets", "last_offset", "padding", "weights"])
+def test_matches_torch(mode, layout, torch):
+    if layout == "weights" and mode != "sum":
+        pytest.skip("per_sample_weights is sum-only (as in torch)")
+    kwargs = {"mode": mode}
+    inputs = {"input": FLAT, "offsets": OFFSETS}
+    if layout == "2d":
+        inputs = {"input": FLAT.reshape(2, 5)}
+    elif layout == "last_offset":
+        inputs["offsets"] = np.append(OFFSETS, len(FLAT))
+        kwargs["include_last_offset"] = True
+    elif layout == "padding":
+        kwargs["padding_idx"] = 4
+    elif layout == "weights":
+        inputs["per_sample_weights"] = RNG.standard_normal(len(FLAT)).astype("float32")
+    ours_w = tensor.tensor(WEIGHT, requires_grad=True)
+    theirs_w = torch.tensor(WEIGHT, requires_grad=True)
+    out = nn.functional.embedding_bag(weight=ours_w, **{k: tensor.tensor(v) for k, v in inputs.items()}, **kwargs)
+    ref = torch.nn.functional.embedding_bag(
+        weight=theirs_w, **{k: torch.tensor(v) for k, v in inputs.items()}, **kwargs
+    )
+    assert_close(out, ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    cot = RNG.standard_normal(ref.shape).astype("float32")
+    (out * tensor.tensor(cot)).sum().backward()
+    (ref * torch.tensor(cot)).sum().backward()
+    assert_close(ours_w.grad, theirs_w.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_and_from_pretrained(torch):
+    bag = nn.EmbeddingBag.from_pretrained(tensor.tensor(WEIGHT), mode="sum")
+    ref = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(WEIGHT), mode="sum")
+    assert_close(
+        bag(tensor.tensor(FLAT), tensor.tensor(OFFSETS)),
+        ref(torch.tensor(FLAT), torch.tensor(OFFSETS)).numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert not bag.weight.requires_grad
+    fresh = nn.EmbeddingBag(10, 3, padding_idx=2)
+    assert fresh.weight[2].abs().sum().item() == 0
+
+
+def test_errors():
+    weight = tensor.tensor(WEIGHT)
+    with pytest.raises(ValueError, match="offsets has to be None"):
+        nn.functional.embedding_bag(tensor.tensor(FLAT.reshape(2, 5)), weight, tensor.tensor(OFFSETS))
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        nn.functional.embedding_bag(tensor.tensor(FLAT), weight)
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
+        nn.functional.embedding_bag(
+            tensor.tensor(FLAT), weight, tensor.tensor(OFFSETS), per_sample_weights=tensor.ones(10)
+        )
