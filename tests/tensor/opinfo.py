@@ -54,7 +54,6 @@ class OpInfo:
     gradgrad: bool = False
     atol: float = 1e-7
     rtol: float = 1e-6
-    cuda: bool = True  # runs on the CuPy stand-in (it has no linalg)
     tags: tuple = field(default=())
 
 
@@ -237,7 +236,7 @@ OPS = [
     OpInfo("addcdiv", lambda m, x, a, b: m.addcdiv(x, a, b, value=0.5), [(A23, A23, pos(3))]),
     OpInfo("outer", lambda m, x, y: m.outer(x, y), [(r(3), r(4))], gradgrad=True),
     OpInfo("cross", lambda m, x, y: m.cross(x, y, dim=1), [(r(2, 3), r(2, 3))]),
-    OpInfo("linalg.cross", lambda m, x, y: m.linalg.cross(x, y), [(r(4, 3), r(1, 3))], cuda=False),
+    OpInfo("linalg.cross", lambda m, x, y: m.linalg.cross(x, y), [(r(4, 3), r(1, 3))]),
     OpInfo("cdist", lambda m, x, y: m.cdist(x, y), [(r(3, 2), r(4, 2)), (r(2, 3, 2), r(2, 2, 2))]),
     OpInfo("cdist_p1", lambda m, x, y: m.cdist(x, y, p=1), [(r(3, 2), r(4, 2))]),
     OpInfo("trace", lambda m, x: m.trace(x), [(A34,)]),
@@ -257,64 +256,59 @@ OPS = [
     OpInfo("renorm", lambda m, x: m.renorm(x, 2, 0, 1.0), [(A23,)]),
     # -------------------------------------------------------------- linalg
     *[
-        OpInfo(f"linalg.vector_norm_{o}", lambda m, x, o=o: m.linalg.vector_norm(x, o, dim=1), [(A23,)], cuda=False)
+        OpInfo(f"linalg.vector_norm_{o}", lambda m, x, o=o: m.linalg.vector_norm(x, o, dim=1), [(A23,)])
         for o in (2, 1, 3, float("inf"), -float("inf"), 0)
     ],
     *[
-        OpInfo(f"linalg.matrix_norm_{o}", lambda m, x, o=o: m.linalg.matrix_norm(x, o), [(A34,), (A234,)], cuda=False)
+        OpInfo(f"linalg.matrix_norm_{o}", lambda m, x, o=o: m.linalg.matrix_norm(x, o), [(A34,), (A234,)])
         for o in ("fro", "nuc", 2, -2, 1, -1, float("inf"), -float("inf"))
     ],
-    OpInfo("linalg.norm", lambda m, x: m.linalg.norm(x), [(A234,)], cuda=False),
-    OpInfo("linalg.inv", lambda m, x: m.linalg.inv(x), [(SQ,), (np.stack([SQ, SQ.T]),)], gradgrad=True, cuda=False),
+    OpInfo("linalg.norm", lambda m, x: m.linalg.norm(x), [(A234,)]),
+    OpInfo("linalg.inv", lambda m, x: m.linalg.inv(x), [(SQ,), (np.stack([SQ, SQ.T]),)], gradgrad=True),
     OpInfo(
         "linalg.solve",
         lambda m, a, b: m.linalg.solve(a, b),
         [(SQ, r(3, 2)), (SQ, r(3)), (np.stack([SQ, SQ.T]), r(3, 1))],
         gradgrad=True,
-        cuda=False,
     ),
-    OpInfo("linalg.solve_right", lambda m, a, b: m.linalg.solve(a, b, left=False), [(SQ, r(2, 3))], cuda=False),
-    OpInfo("linalg.det", lambda m, x: m.linalg.det(x), [(SQ,), (r(2, 2, 2),)], gradgrad=True, cuda=False),
-    OpInfo("linalg.slogdet", lambda m, x: m.linalg.slogdet(x), [(SQ,)], grad=False, cuda=False),
-    OpInfo("linalg.slogdet_logabsdet", lambda m, x: m.linalg.slogdet(x).logabsdet, [(SQ,)], gradgrad=True, cuda=False),
-    OpInfo("logdet", lambda m, x: m.logdet(x), [(SPD_ROOT @ SPD_ROOT.T + np.eye(3),)], cuda=False),
+    OpInfo("linalg.solve_right", lambda m, a, b: m.linalg.solve(a, b, left=False), [(SQ, r(2, 3))]),
+    OpInfo("linalg.det", lambda m, x: m.linalg.det(x), [(SQ,), (r(2, 2, 2),)], gradgrad=True),
+    OpInfo("linalg.slogdet", lambda m, x: m.linalg.slogdet(x), [(SQ,)], grad=False),
+    OpInfo("linalg.slogdet_logabsdet", lambda m, x: m.linalg.slogdet(x).logabsdet, [(SQ,)], gradgrad=True),
+    OpInfo("logdet", lambda m, x: m.logdet(x), [(SPD_ROOT @ SPD_ROOT.T + np.eye(3),)]),
     OpInfo(
         "linalg.cholesky",
-        lambda m, x: m.linalg.cholesky(x @ x.mT + m.eye(3, dtype=x.dtype)),
+        lambda m, x: m.linalg.cholesky(x @ x.mT + m.eye(3, dtype=x.dtype, device=x.device)),
         [(SPD_ROOT,)],
         gradgrad=True,
-        cuda=False,
     ),
-    OpInfo("linalg.eigvalsh", lambda m, x: m.linalg.eigvalsh(x + x.mT), [(SPD_ROOT,)], gradgrad=True, cuda=False),
-    OpInfo("linalg.eigh", lambda m, x: m.linalg.eigh(x + x.mT).eigenvectors.abs(), [(SPD_ROOT,)], cuda=False),
+    OpInfo("linalg.eigvalsh", lambda m, x: m.linalg.eigvalsh(x + x.mT), [(SPD_ROOT,)], gradgrad=True),
+    OpInfo("linalg.eigh", lambda m, x: m.linalg.eigh(x + x.mT).eigenvectors.abs(), [(SPD_ROOT,)]),
     OpInfo(
         "linalg.svdvals",
         lambda m, x: m.linalg.svdvals(x),
         [(TALL,), (np.ascontiguousarray(TALL.T),)],
         gradgrad=True,
-        cuda=False,
     ),
     OpInfo(
         "linalg.svd",
         lambda m, x: (lambda u, s, vh: (u @ vh, s))(*m.linalg.svd(x, full_matrices=False)),
         [(TALL,), (np.ascontiguousarray(TALL.T),), (SQ,)],
-        cuda=False,
     ),
-    OpInfo("linalg.qr", lambda m, x: m.linalg.qr(x), [(TALL,), (SQ,)], cuda=False),
-    OpInfo("linalg.pinv", lambda m, x: m.linalg.pinv(x), [(TALL,)], cuda=False),
-    OpInfo("linalg.lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, [(TALL, r(4, 2))], cuda=False),
-    OpInfo("linalg.matrix_power", lambda m, x: m.linalg.matrix_power(x, -2), [(SQ,)], cuda=False),
-    OpInfo("linalg.matrix_power3", lambda m, x: m.linalg.matrix_power(x, 3), [(SQ,)], cuda=False),
+    OpInfo("linalg.qr", lambda m, x: m.linalg.qr(x), [(TALL,), (SQ,)]),
+    OpInfo("linalg.pinv", lambda m, x: m.linalg.pinv(x), [(TALL,)]),
+    OpInfo("linalg.lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, [(TALL, r(4, 2))]),
+    OpInfo("linalg.matrix_power", lambda m, x: m.linalg.matrix_power(x, -2), [(SQ,)]),
+    OpInfo("linalg.matrix_power3", lambda m, x: m.linalg.matrix_power(x, 3), [(SQ,)]),
     OpInfo(
         "linalg.matrix_rank",
         lambda m, x: m.linalg.matrix_rank(x),
         [(TALL,), (np.ones((3, 3)),)],
         grad=False,
-        cuda=False,
     ),
-    OpInfo("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(r(3), A34, r(4))], cuda=False),
-    OpInfo("linalg.vander", lambda m, x: m.linalg.vander(x), [(r(4),)], cuda=False),
-    OpInfo("linalg.matrix_exp", lambda m, x: m.linalg.matrix_exp(x), [(r(3, 3),)], cuda=False),
+    OpInfo("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(r(3), A34, r(4))]),
+    OpInfo("linalg.vander", lambda m, x: m.linalg.vander(x), [(r(4),)]),
+    OpInfo("linalg.matrix_exp", lambda m, x: m.linalg.matrix_exp(x), [(r(3, 3),)]),
     *[
         OpInfo(f"special.{f}", lambda m, x, f=f: getattr(m.special, f)(x), [(x,)])
         for f, x in [
