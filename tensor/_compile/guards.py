@@ -142,7 +142,9 @@ _MARKED: dict = {}  # id(tensor or ndarray) -> (weak reference, set of dims)
 def mark_dynamic(t, index) -> None:
     """Mark dim ``index`` (an int or a list of ints) of ``t`` as dynamic, as
     ``torch._dynamo.mark_dynamic``: a compiled function then generalises that dim over sizes
-    even with ``dynamic=False`` (Note [Dynamic sizes] in ``symbolic.py``).
+    even with ``dynamic=False`` (Note [Dynamic sizes] in ``symbolic.py``). Where PyTorch raises
+    ``ConstraintViolationError`` for a marked dim the program specialises, each size of it is
+    captured on its own instead (``explain`` shows no dynamic sizes).
 
     Raises:
         TypeError: if ``t`` is neither a Tensor nor an ndarray.
