@@ -4,15 +4,15 @@ Note [ZeRO-1 partition]
 ~~~~~~~~~~~~~~~~~~~~~~~
 Each rank keeps the optimizer state of only its own parameters. The partition is PyTorch's:
 within each parameter group, parameters in decreasing size go one by one to the rank that owns
-the fewest elements so far, so every rank holds about 1/N of the state (exactly the largest
-parameter's share more at worst). Gradients are still all-reduced whole (by DDP), every rank
+the fewest elements so far, so every rank holds about 1/N of the state (at most the largest
+parameter more). Gradients are still all-reduced whole (by DDP), every rank
 steps its own parameters with a local instance of the wrapped optimizer, and then each rank's
 parameters go to every other rank: one all_gather of each rank's parameters flattened in order
 (padded to the longest rank's), so the number of collectives is one per dtype, whatever the
-number of parameters or ranks. One broadcast per rank (PyTorch's way) measured 26 ms instead of
-1.6 ms for the local step on a loaded 2-core machine: every collective is a point where both
-ranks must be scheduled. The step of N ranks is 1/N of the optimizer's arithmetic plus the
-all_gather, whose volume is the parameters once, as half of an all_reduce's.
+number of parameters or ranks (PyTorch broadcasts once per rank). The step of N ranks is 1/N of
+the optimizer's arithmetic plus that all_gather, whose volume is the parameters once; unlike
+DDP's all_reduce it is not hidden behind backward, which is what the benchmark's ratio to the
+DDP step measures (BENCHMARKS.md, issue 15).
 """
 
 from __future__ import annotations
