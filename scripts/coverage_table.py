@@ -94,7 +94,7 @@ REASONS = [
     (r"CTC|ctc", "CTC loss not implemented"),
     (r"FractionalMaxPool|fractional_max_pool", "fractional max pooling not implemented"),
     (r"AdaptiveLogSoftmaxWithLoss", "not implemented"),
-    (r"CrossMapLRN2d", "legacy Lua-torch layer; LocalResponseNorm exists"),
+    (r"CrossMapLRN2d", "legacy Lua-torch layer (its window differs by one); LocalResponseNorm exists"),
     (r"EmbeddingBag|embedding_bag", "not implemented"),
     (r"RNN|LSTM|GRU", "recurrent modules are owned by the RNN work (packed input pending)"),
 ]

@@ -6,7 +6,7 @@ import warnings
 
 from tensor import Tensor, _random
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
 def _check_p(p: float) -> None:
@@ -131,13 +131,28 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         ValueError: if ``p`` is not in [0, 1].
         RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
     """
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (dim 1; every element of a channel shares its mask).
+
+    Raises:
+        ValueError: if ``p`` is not in [0, 1].
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    shape = input.shape[:2] + (1,) * (input.ndim - 2)
+    return _alpha_dropout(input, p, training, inplace, shape)
+
+
+def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool, mask_shape) -> Tensor:
     _check_p(p)
     if _is_identity(input, p, training):
         return input
     if p == 1.0:
         return _drop(input, p, (), inplace)
     alpha_p = -1.7580993408473766
-    keep = _keep_mask(input.shape, p, input) * (1.0 - p)  # 1 where kept, 0 where dropped
+    keep = _keep_mask(mask_shape, p, input) * (1.0 - p)  # 1 where kept, 0 where dropped
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     shift = (1 - keep) * (alpha_p * a) - a * alpha_p * p
     factor = keep * a

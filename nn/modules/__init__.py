@@ -10,6 +10,7 @@ from .flatten import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .loss_extra import *  # noqa: F401,F403
+from .misc import *  # noqa: F401,F403
 from .module import IncompatibleKeys, Module  # noqa: F401
 from .normalization import *  # noqa: F401,F403
 from .normalization_extra import *  # noqa: F401,F403

@@ -7,7 +7,7 @@ from tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -67,3 +67,11 @@ class AlphaDropout(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
         """Apply alpha dropout when training."""
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel alpha dropout when training."""
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
