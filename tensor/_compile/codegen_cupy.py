@@ -9,8 +9,9 @@ inside the thread, views and broadcasts are index arithmetic (the index maps of
 ``emit_cuda(graph, root, members)`` gives the source; ``FusedKernel`` makes it through the
 device's backend (``Backend.raw_kernel``: ``cupy.RawKernel``, compiled by NVRTC once per
 process and source) and launches it on the output's device with inputs made contiguous.
-A group the generator does not take (a dtype without a C type here, ``pow`` of integers)
-runs its nodes through the dispatcher instead. ``TENSOR_LOGS=output_code`` prints the C.
+A group the generator does not take (a dtype without a C type here, ``pow`` of integers, a
+long reduction into few outputs) runs its nodes through the dispatcher instead.
+``TENSOR_LOGS=output_code`` prints the C.
 
 The CUDA C stays in a small subset (functional casts, the ternary, ``&& ||``, the math
 functions of CUDA's C++ overloads) that the CuPy stand-in of the test suite parses and runs
@@ -33,9 +34,13 @@ from .fusion import REDUCTIONS
 from .runner import run_node
 from .symbolic import Sym
 
-__all__ = ["FusedKernel", "emit_cuda", "CudaKernel", "BLOCK"]
+__all__ = ["FusedKernel", "emit_cuda", "CudaKernel", "BLOCK", "FEW_THREADS", "LONG_LOOP"]
 
 BLOCK = 256  # threads per block
+# One thread per output element cannot spread a long reduction into few outputs (a full sum
+# would be one thread over every element): such a group runs through the dispatcher, where
+# CuPy's reductions use the whole GPU. A block-per-output reduction kernel would fuse them too.
+FEW_THREADS, LONG_LOOP = 1 << 12, 1 << 12
 _NAME = "tensor_fused"
 _CTYPES = {
     np.dtype(np.float64): "double",
@@ -207,6 +212,7 @@ class _CudaEmitter:
         self.depth = 1
         self.scopes: list[dict] = [{}]
         self.count = 0
+        self.loop_work = 1  # elements one thread reads in its reduction loops (an upper bound)
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
@@ -297,6 +303,7 @@ class _CudaEmitter:
         if name in ("argmin", "argmax"):
             self.line(f"i64 {acc}_i = 0;")
         for var, extent in loops:
+            self.loop_work *= max(int(extent), 1)
             self.line(f"for (i64 {var} = 0; {var} < {self.size(extent)}; ++{var}) {{")
             self.depth += 1
         self.scopes.append({})
@@ -344,6 +351,11 @@ def emit_cuda(graph, root: int, members) -> CudaKernel:
     idx = tuple(f"i{d}" for d in range(len(shape)))
     value, _ = em.emit(root, idx if node.shape else ())
     em.line(f"out[i] = {value};")
+    threads = prod(shape)
+    if threads < FEW_THREADS and em.loop_work > LONG_LOOP:
+        raise NotImplementedError(
+            f"{threads} threads would each loop over {em.loop_work} elements: CuPy's own reductions are parallel"
+        )
     params = [f"{_ctype(node.dtype)}* out"]
     params += [f"const {_ctype(graph.nodes[n].dtype)}* a{k}" for k, n in enumerate(em.inputs)]
     params += ["i64 n"] + [f"i64 s{k}" for k in range(len(em.sizes))]

@@ -167,3 +167,16 @@ def test_the_stand_in_refuses_c_it_does_not_model():
     np.testing.assert_array_equal(cupy.asnumpy(out), [0.0, -1.0, 1.0, -1.0, 0.0])
     with pytest.raises(TypeError, match="numpy int64 scalar"):
         kernel((1,), (8,), (out, 5))
+
+
+def test_a_long_reduction_into_few_outputs_uses_cupys_reductions():
+    launches = _launches()
+    from tensor._compile import codegen_cupy
+
+    x = _on_cuda(RNG.standard_normal((codegen_cupy.LONG_LOOP + 1, 2)))[0]
+    compiled = tensor.compile(lambda t: (t * 2).exp().sum() + (t * 3).sum(1))
+    compiled(x)
+    before = launches()
+    out = compiled(x)
+    assert launches() - before == 1  # the row sums are one kernel; the full sum is CuPy's
+    assert_close(out, (x * 2).exp().sum() + (x * 3).sum(1), rtol=1e-10)
