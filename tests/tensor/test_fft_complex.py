@@ -167,3 +167,24 @@ def test_eig_matches_torch(torch, device):
     np.testing.assert_allclose(np.sort_complex(values), np.sort_complex(ref), atol=1e-10)
     vals, vecs = (v.cpu().numpy() for v in tensor.linalg.eig(tensor.tensor(A, device=device)))
     np.testing.assert_allclose(A @ vecs, vecs * vals[None, :], atol=1e-10)
+
+
+@pytest.mark.parametrize("equation", [None, "ij,jk->ik", "ij,j->i"])
+def test_complex_matmul_and_einsum_gradients_match_torch(torch, equation):
+    a = RNG.standard_normal((2, 3)) + 1j * RNG.standard_normal((2, 3))
+    b = RNG.standard_normal((3, 2)) + 1j * RNG.standard_normal((3, 2))
+    if equation == "ij,j->i":
+        b = b[:, 0].copy()
+    grads = []
+    for lib, wrap in (
+        (tensor, lambda v: tensor.tensor(v, requires_grad=True)),
+        (torch, lambda v: torch.tensor(v, requires_grad=True)),
+    ):
+        x, y = wrap(a), wrap(b)
+        out = x @ y if equation is None else lib.einsum(equation, x, y)
+        (
+            lib.view_as_real(out) * lib.tensor(np.linspace(-1, 1, 2 * out.numel()).reshape(*out.shape, 2))
+        ).sum().backward()
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    for ours, ref in zip(*grads):
+        np.testing.assert_allclose(ours, ref, atol=1e-12)
