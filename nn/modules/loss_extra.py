@@ -25,6 +25,7 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "PairwiseDistance",
     "CosineSimilarity",
+    "CTCLoss",
 ]
 
 
@@ -231,3 +232,17 @@ class CosineSimilarity(Module):
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         """The cosine similarities."""
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss (see ``functional.ctc_loss``)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths, target_lengths) -> Tensor:
+        """The CTC loss of ``log_probs`` ``(T, N, C)`` against ``targets``."""
+        return F.ctc_loss(
+            log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction, self.zero_infinity
+        )
