@@ -1,0 +1,172 @@
+"""Lazy modules: ``LazyLinear``, ``LazyConv1d/2d/3d``, ``LazyConvTranspose1d/2d/3d``,
+``LazyBatchNorm1d/2d/3d`` and ``LazyInstanceNorm1d/2d/3d`` infer their input size from the
+first input, then become the ordinary module (``cls_to_become``), as in PyTorch.
+
+Until that first call they hold no parameters (PyTorch holds uninitialized ones), so build the
+optimizer after a dry run, as PyTorch's documentation asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensor import Tensor
+
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .linear import Linear
+from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .normalization_extra import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+
+__all__ = [
+    "LazyModuleMixin",
+    "LazyLinear",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+]
+
+
+class LazyModuleMixin(Module):
+    """A module whose first input fixes its size: ``cls_to_become(size, *args, **kwargs)`` is
+    built then, and this module turns into it. ``spatial`` is the number of dims after the
+    channel dim (None: the size is the last dim)."""
+
+    cls_to_become: type[Module]
+    spatial: int | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        object.__setattr__(self, "_lazy_args", (args, kwargs))
+
+    def has_uninitialized_params(self) -> bool:
+        """True until the first call has set the sizes."""
+        return True
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """Build the parameters for ``input``'s size and become ``cls_to_become``.
+
+        Raises:
+            ValueError: for an input without the dim the size is read from.
+        """
+        if self.spatial is None:
+            size = input.shape[-1] if input.ndim else None
+        else:
+            size = (
+                input.shape[1]
+                if input.ndim == self.spatial + 2
+                else (input.shape[0] if input.ndim == self.spatial + 1 else None)
+            )
+        if size is None:
+            raise ValueError(
+                f"{type(self).__name__}: cannot infer the input size from an input of shape {list(input.shape)}"
+            )
+        args, kwargs = self._lazy_args
+        concrete = self.cls_to_become(size, *args, **kwargs)
+        training = self.training
+        hooks = (self._forward_pre_hooks, self._forward_hooks)
+        self.__dict__.clear()
+        self.__dict__.update(concrete.__dict__)
+        object.__setattr__(self, "__class__", self.cls_to_become)
+        self._forward_pre_hooks.update(hooks[0])
+        self._forward_hooks.update(hooks[1])
+        self.train(training)
+
+    def __call__(self, *args, **kwargs):
+        if args and isinstance(args[0], Tensor):
+            self.initialize_parameters(args[0])
+        return self(*args, **kwargs)
+
+
+class LazyLinear(LazyModuleMixin):
+    """``Linear`` whose ``in_features`` is the last dim of the first input."""
+
+    cls_to_become = Linear
+
+
+class LazyConv1d(LazyModuleMixin):
+    """``Conv1d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = Conv1d, 1
+
+
+class LazyConv2d(LazyModuleMixin):
+    """``Conv2d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = Conv2d, 2
+
+
+class LazyConv3d(LazyModuleMixin):
+    """``Conv3d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = Conv3d, 3
+
+
+class LazyConvTranspose1d(LazyModuleMixin):
+    """``ConvTranspose1d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = ConvTranspose1d, 1
+
+
+class LazyConvTranspose2d(LazyModuleMixin):
+    """``ConvTranspose2d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = ConvTranspose2d, 2
+
+
+class LazyConvTranspose3d(LazyModuleMixin):
+    """``ConvTranspose3d`` whose ``in_channels`` comes from the first input."""
+
+    cls_to_become, spatial = ConvTranspose3d, 3
+
+
+class LazyBatchNorm1d(LazyModuleMixin):
+    """``BatchNorm1d`` whose ``num_features`` comes from the first input ((N, C) or (N, C, L))."""
+
+    cls_to_become, spatial = BatchNorm1d, 0
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """As ``LazyModuleMixin``, reading the channels from dim 1."""
+        if input.ndim not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+        object.__setattr__(self, "spatial", input.ndim - 2)
+        super().initialize_parameters(input)
+
+
+class LazyBatchNorm2d(LazyModuleMixin):
+    """``BatchNorm2d`` whose ``num_features`` comes from the first input."""
+
+    cls_to_become, spatial = BatchNorm2d, 2
+
+
+class LazyBatchNorm3d(LazyModuleMixin):
+    """``BatchNorm3d`` whose ``num_features`` comes from the first input."""
+
+    cls_to_become, spatial = BatchNorm3d, 3
+
+
+class LazyInstanceNorm1d(LazyModuleMixin):
+    """``InstanceNorm1d`` whose ``num_features`` comes from the first input."""
+
+    cls_to_become, spatial = InstanceNorm1d, 1
+
+
+class LazyInstanceNorm2d(LazyModuleMixin):
+    """``InstanceNorm2d`` whose ``num_features`` comes from the first input."""
+
+    cls_to_become, spatial = InstanceNorm2d, 2
+
+
+class LazyInstanceNorm3d(LazyModuleMixin):
+    """``InstanceNorm3d`` whose ``num_features`` comes from the first input."""
+
+    cls_to_become, spatial = InstanceNorm3d, 3

@@ -1,0 +1,45 @@
+"""Lazy modules: the first input fixes the size, then the module is the ordinary one."""
+
+from __future__ import annotations
+
+import pytest
+
+import nn
+import tensor
+
+
+@pytest.mark.parametrize(
+    "name, args, shape, becomes, size_attr, size",
+    [
+        ("LazyLinear", (3,), (2, 5), nn.Linear, "in_features", 5),
+        ("LazyConv1d", (4, 3), (2, 6, 8), nn.Conv1d, "in_channels", 6),
+        ("LazyConv2d", (4, 3), (6, 8, 8), nn.Conv2d, "in_channels", 6),  # unbatched
+        ("LazyConv3d", (2, 1), (1, 3, 2, 2, 2), nn.Conv3d, "in_channels", 3),
+        ("LazyConvTranspose1d", (4, 3), (2, 5, 4), nn.ConvTranspose1d, "in_channels", 5),
+        ("LazyConvTranspose2d", (4, 2), (1, 5, 3, 3), nn.ConvTranspose2d, "in_channels", 5),
+        ("LazyConvTranspose3d", (2, 1), (1, 3, 2, 2, 2), nn.ConvTranspose3d, "in_channels", 3),
+        ("LazyBatchNorm1d", (), (4, 7), nn.BatchNorm1d, "num_features", 7),
+        ("LazyBatchNorm1d", (), (4, 7, 3), nn.BatchNorm1d, "num_features", 7),
+        ("LazyBatchNorm2d", (), (2, 3, 4, 4), nn.BatchNorm2d, "num_features", 3),
+        ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2), nn.BatchNorm3d, "num_features", 3),
+        ("LazyInstanceNorm1d", (), (2, 3, 5), nn.InstanceNorm1d, "num_features", 3),
+        ("LazyInstanceNorm2d", (), (2, 3, 4, 4), nn.InstanceNorm2d, "num_features", 3),
+        ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2), nn.InstanceNorm3d, "num_features", 3),
+    ],
+)
+def test_first_call_materializes(name, args, shape, becomes, size_attr, size):
+    module = getattr(nn, name)(*args)
+    assert list(module.parameters()) == [] and module.has_uninitialized_params()
+    out = module(tensor.randn(*shape))
+    assert type(module) is becomes and getattr(module, size_attr) == size
+    expected = becomes(size, *args)
+    assert [tuple(p.shape) for p in module.parameters()] == [tuple(p.shape) for p in expected.parameters()]
+    assert out.shape == expected(tensor.randn(*shape)).shape
+
+
+def test_keeps_training_mode_and_hooks():
+    module = nn.LazyLinear(2).eval()
+    calls = []
+    module.register_forward_hook(lambda m, a, o: calls.append(o.shape))
+    module(tensor.ones(3, 4))
+    assert not module.training and calls == [(3, 2)]
