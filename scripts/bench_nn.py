@@ -3,7 +3,8 @@ issue 19: LSTM and GRU forward + backward.
 
 Used by ``scripts/bench.py --only nn``. Each train step is forward, cross-entropy,
 backward and an SGD-with-momentum update, on fixed random data, with the same
-thread count for both frameworks.
+thread count for both frameworks. Issue 14: the MLP and CNN steps also run with the
+model under ``tensor.compile`` (framework ``ours-compiled``), beside our eager step.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ def _recurrent_step(lib, nn_mod, model_name: str):
 
 def make_step(framework: str, model_name: str):
     """A closure running one train step of ``model_name`` ('mlp', 'cnn' or a key of
-    ``_RECURRENT``, forward and backward only) in ``framework``."""
+    ``_RECURRENT``, forward and backward only) in ``framework`` ('ours', 'ours-compiled': the
+    model under ``tensor.compile``, or 'torch')."""
     # Imported here so that a child process measuring one framework's memory loads only that one.
-    if framework == "ours":
+    if framework in ("ours", "ours-compiled"):
         import nn as nn_mod  # noqa: PLC0415
         import tensor as lib  # noqa: PLC0415
         from nn import functional as F  # noqa: PLC0415
@@ -77,10 +79,11 @@ def make_step(framework: str, model_name: str):
     x = lib.from_numpy(rng.standard_normal((batch, *shape), dtype=np.float32))
     y = lib.from_numpy(rng.integers(0, 10, batch))
     opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    forward = lib.compile(model) if framework == "ours-compiled" else model
 
     def step():
         opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(forward(x), y)
         loss.backward()
         opt.step()
     return step
@@ -137,14 +140,18 @@ def bench(repeat: int, paired_times, have_torch: bool):
     threads = os.environ.get("OMP_NUM_THREADS", "default")
     rounds, steps = 8, max(2 * repeat, 10)
     for model_name, target in (("mlp", "<= 1.0x"), ("cnn", "<= 1.5x")):
-        ours, peer = [], []
+        ours, peer, compiled = [], [], []
         for _ in range(rounds):
             ours += _step_times_child("ours", model_name, steps)
+            compiled += _step_times_child("ours-compiled", model_name, steps)
             if have_torch:
                 peer += _step_times_child("torch", model_name, steps)
         label = "MLP 784-512-512-10 b128" if model_name == "mlp" else "CNN conv5-pool-conv5-pool-fc b64"
-        rows.append((f"{label} train step, threads={threads} (ms)", statistics.median(ours) * 1e3,
-                     statistics.median(peer) * 1e3 if peer else None, "torch", target))
+        ours_ms, compiled_ms = statistics.median(ours) * 1e3, statistics.median(compiled) * 1e3
+        peer_ms = statistics.median(peer) * 1e3 if peer else None
+        rows.append((f"{label} train step, threads={threads} (ms)", ours_ms, peer_ms, "torch", target))
+        rows.append((f"{label} train step, tensor.compile (ms)", compiled_ms, ours_ms, "eager", "<= 0.9x"))
+        rows.append((f"{label} train step, tensor.compile (ms)", compiled_ms, peer_ms, "torch", "info"))
     for model_name, (cls, options) in _RECURRENT.items():
         ours, peer = [], []
         for _ in range(3):

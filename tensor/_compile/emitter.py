@@ -225,16 +225,33 @@ def _expand(em, node, idx):
 
 
 def _view(em, node, idx):
+    """A reshape's index map, group by group: runs of dims whose sizes multiply to the same
+    count on both sides (a split or a merge of adjacent dims). Only a merge needs ``//`` and
+    ``%``, and only for its own dims."""
     in_shape, out_shape = em.nodes[node.args[0]].shape, node.shape
-    kept_out = [j for j, s in enumerate(out_shape) if s != 1]
-    kept_in = [j for j, s in enumerate(in_shape) if s != 1]
-    if [out_shape[j] for j in kept_out] == [in_shape[j] for j in kept_in]:
-        out = ["0"] * len(in_shape)
-        for i, j in zip(kept_in, kept_out):
-            out[i] = idx[j]
-        return tuple(out)
-    flat = " + ".join(f"{idx[j]} * {prod(out_shape[j + 1 :])}" for j in range(len(out_shape))) or "0"
-    return tuple(f"(({flat}) // {prod(in_shape[i + 1 :])}) % {size}" for i, size in enumerate(in_shape))
+    out, i, j = [], 0, 0
+    while i < len(in_shape) or j < len(out_shape):
+        gi, gj = [i], [j]
+        if i == len(in_shape) or j == len(out_shape):  # trailing dims of size 1
+            out.extend("0" for _ in range(i, len(in_shape)))
+            break
+        n_in, n_out = in_shape[i], out_shape[j]
+        while n_in != n_out:
+            if n_in < n_out:
+                i += 1
+                gi.append(i)
+                n_in *= in_shape[i]
+            else:
+                j += 1
+                gj.append(j)
+                n_out *= out_shape[j]
+        flat = " + ".join(f"{idx[k]} * {prod(out_shape[k + 1 : j + 1])}" for k in gj)
+        if len(gi) == 1:
+            out.append(f"({flat})" if len(gj) > 1 else idx[j])
+        else:
+            out.extend(f"(({flat}) // {prod(in_shape[k + 1 : i + 1])}) % {in_shape[k]}" for k in gi)
+        i, j = i + 1, j + 1
+    return tuple(out)
 
 
 def _getitem(em, node, idx):
@@ -358,7 +375,8 @@ def emit_kernel(graph, root: int, members) -> Kernel:
         _emit_column(em, graph.nodes[column])
         out_shape = graph.nodes[column].shape
     else:
-        out_shape = _emit_elements(em, graph.nodes[root], root)
+        body = _unreshaped(graph, root, members)
+        out_shape = _emit_elements(em, graph.nodes[body], body)
     node = graph.nodes[root]
     parallel = prod(s for k, s in enumerate(em.sizes) if k not in em.numbers) >= PARALLEL_WORK
     body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
@@ -373,15 +391,38 @@ def emit_kernel(graph, root: int, members) -> Kernel:
     return Kernel("\n".join(header + body) + "\n", em.inputs, tuple(em.sizes), root, out_shape or (1,))
 
 
+def _unreshaped(graph, root: int, members) -> int:
+    """The node under the reshapes (``view``) that end the group: ``out`` is allocated
+    contiguous, so the kernel writes that node's elements and the runner reshapes for free,
+    where index maps through the reshapes would divide per element."""
+    nodes, n = graph.nodes, root
+    while nodes[n].op.name == "view" and nodes[n].args[0] in members and nodes[nodes[n].args[0]].kind == "call":
+        n = nodes[n].args[0]
+    return n
+
+
 def _emit_elements(em, node, root) -> tuple:
-    """One loop per dim of ``node``'s output, the element's expression in the innermost."""
+    """One loop per dim of ``node``'s output, the element's expression in the innermost. Dims of
+    size 1 get no loop, so the parallel loop is the first one with work to share.
+
+    Note [Transposed writes]: when ``node`` permutes a value the kernel computes (a conv
+    gradient brought to channels-first), looping in the permuted order would read every
+    input of that value across its rows, a cache line per element. The loops follow the
+    value's own order instead, and the permutation moves to the writes into ``out``."""
     shape = node.shape or (1,)
-    idx = []
-    for d, size in enumerate(shape):
-        var = f"i{d}"
-        em.line(f"for {var} in {'@LOOP@' if d == 0 else 'range'}({em.extent(size)}):")
+    order = list(range(len(shape)))
+    if node.op.name == "permute" and node.args[0] in em.members and em.nodes[node.args[0]].kind == "call":
+        dims = [d % len(shape) for d in node.params[0]]
+        order = [dims.index(k) for k in range(len(shape))]  # out dim looped at each depth
+    idx, looped = ["0"] * len(shape), 0
+    for j in order:
+        if shape[j] == 1 and len(shape) > 1:
+            continue
+        var = f"i{j}"
+        em.line(f"for {var} in {'@LOOP@' if looped == 0 else 'range'}({em.extent(shape[j])}):")
         em.depth += 1
-        idx.append(var)
+        looped += 1
+        idx[j] = var
     value, _ = em.emit(root, tuple(idx) if node.shape else ())
     em.line(f"out[{', '.join(idx)}] = {value}")
     return shape

@@ -247,3 +247,51 @@ def test_small_constant_powers_are_multiplications():
     graph = tensor.compile.explain(f)(x).graph
     (kernel,) = lowering.kernels_of(graph, 0, len(graph.nodes))
     assert kernel.source.count("**") == 1  # only the 2.5 power calls pow
+
+
+def _only_kernel(f, *args):
+    graph = tensor.compile.explain(f)(*args).graph
+    (kernel,) = lowering.kernels_of(graph, 0, len(graph.nodes))
+    return kernel
+
+
+def test_reshapes_index_without_division_where_dims_split_or_end_the_kernel():
+    def f(x, y):
+        return ((x * 2).view(6, 2, 5) + y).view(-1)  # a split inside, a flattening at the end
+
+    x, y = _t2(12, 5), _t2(2, 5)
+    compiled = tensor.compile(f)
+    for _ in range(2):
+        assert_close(compiled(x, y), f(x, y))
+    kernel = _only_kernel(f, x, y)
+    assert "//" not in kernel.source and kernel.spec.out_shape == (6, 2, 5)
+
+
+def test_a_permuted_result_is_computed_in_its_own_order_and_written_transposed():
+    def f(x, y):
+        return (x * y + 1).permute(2, 0, 1)
+
+    x, y = _t2(3, 4, 5), _t2(3, 4, 5)
+    compiled = tensor.compile(f)
+    for _ in range(2):
+        assert_close(compiled(x, y), f(x, y))
+    source = _only_kernel(f, x, y).source
+    loops = [line.split()[1] for line in source.splitlines() if line.strip().startswith("for ")]
+    assert loops == ["i1", "i2", "i0"], source  # out dims in x's order: x is read row by row
+    assert "out[i0, i1, i2]" in source and "a0[i1, i2, i0]" in source
+
+
+def test_the_parallel_loop_skips_dims_of_size_one():
+    def f(x):
+        return (x * 2).sum((0, 2), keepdim=True) + 1
+
+    x = _t2(3, 7, 4)
+    compiled = tensor.compile(f)
+    for _ in range(2):
+        assert_close(compiled(x), f(x))
+    kernel = _only_kernel(f, x)
+    assert kernel.spec.sizes[0] == 7, kernel.source  # the outer loop runs over the 7 channels
+
+
+def _t2(*shape):
+    return tensor.tensor(RNG.uniform(-2, 2, shape), dtype=tensor.float32)
