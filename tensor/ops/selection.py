@@ -170,8 +170,7 @@ def _(node, g):
     out = node.output
     touched = scatter_add(a.new_zeros(a.shape), dim, index, src.new_ones(index.shape)) > 0
     if reduce == "prod":
-        ga = where(touched, g * out / a, g) if include_self else where(touched, 0.0, g)
-        gs = (g * out).gather(dim, index) / src
+        ga, gs = _prod_grads(g, a, src, index, dim, include_self, touched, out)
     else:
         self_hit = where(touched, a == out, True) if include_self else ~touched
         src_hit = src == out.gather(dim, index)
@@ -182,6 +181,30 @@ def _(node, g):
         corner = tuple(slice(0, s) for s in index.shape)
         gs = index_put(g.new_zeros(src_full.shape), corner, gs)
     return ga, gs, None
+
+
+def _prod_grads(g, a, src, index, dim, include_self, touched, out):
+    """The gradients of a scatter product, exact with zeros: each factor's gradient is the product
+    of the others (out / factor without zeros; with one zero only that factor's is non-zero)."""
+    self_zero = (a == 0) & touched if include_self else a.new_zeros(a.shape, dtype=_dtype.bool_)
+    src_zero = src == 0
+    zeros = scatter_add(self_zero.long(), dim, index, src_zero.long())
+    nonzero_self = where(self_zero, 1.0, a) if include_self else where(touched, 1.0, a)
+    nonzero_product = _dispatch.apply(
+        _scatter_reduce, (nonzero_self, where(src_zero, 1.0, src), index), (dim, "prod", True)
+    )
+
+    def grad_of(factor, is_zero, count, product, upstream):
+        safe = where(factor == 0, 1.0, factor)
+        return upstream * where(count == 0, product / safe, where(is_zero & (count == 1), product, 0.0))
+
+    ga = g
+    if include_self:
+        ga = where(touched, grad_of(a, self_zero, zeros, nonzero_product, g), g)
+    else:
+        ga = where(touched, 0.0, g)
+    gs = grad_of(src, src_zero, zeros.gather(dim, index), nonzero_product.gather(dim, index), g.gather(dim, index))
+    return ga, gs
 
 
 def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True):

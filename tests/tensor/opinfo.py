@@ -176,6 +176,21 @@ OPS = [
         for red in ("sum", "prod", "mean", "amax", "amin")
         for inc in (True, False)
     ],
+    *[
+        OpInfo(
+            f"scatter_reduce_prod_zeros_{inc}",
+            lambda m, x, i, s, inc=inc: m.scatter_reduce(x, 1, i, s, "prod", include_self=inc),
+            [
+                (
+                    np.array([[2.0, 0.0, 3.0], [1.0, 5.0, 0.0]]),
+                    Int(np.array([[0, 0, 2], [1, 1, 1]])),
+                    np.array([[0.0, 4.0, 2.0], [3.0, 0.0, 0.5]]),
+                )
+            ],
+            gradgrad=True,
+        )
+        for inc in (True, False)
+    ],
     OpInfo("index_copy", lambda m, x, i, s: m.index_copy(x, 1, i, s), [(A23, I(2, 0), r(2, 2))]),
     OpInfo("index_fill", lambda m, x, i: m.index_fill(x, 1, i, -1.5), [(A23, I(0, 2))]),
     *[
