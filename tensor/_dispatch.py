@@ -19,6 +19,9 @@ tracer = None
 # While tensor.profiler records (tensor/profiler/_recorder.py): each op is timed by it. Its
 # ``enter`` returns False for the call it makes itself, so that call runs the body below.
 profiler = None
+# While any tensor.autocast region is open (tensor/_autocast.py): ``autocast(op, inputs)`` returns
+# the inputs cast by the op's autocast policy (unchanged for ops without one or outside a region).
+autocast = None
 
 
 def make(array, device, version=None) -> _tensor.Tensor:
@@ -75,6 +78,8 @@ def apply(op, inputs, params=()):
     """Run ``op`` on Tensors ``inputs`` with non-tensor ``params``; return the output Tensor."""
     if profiler is not None and profiler.enter(op, inputs, inputs):
         return profiler.exit(apply(op, inputs, params))
+    if autocast is not None:
+        inputs = autocast(op, inputs)
     device = inputs[0]._device
     if len(inputs) > 1:
         device = check_same_device(op.name, inputs)
@@ -100,6 +105,8 @@ def apply_unary(op, a, params=()):
     """``apply`` for a single input; the hot path for unary ops and views."""
     if profiler is not None and profiler.enter(op, a, (a,)):
         return profiler.exit(apply_unary(op, a, params))
+    if autocast is not None:
+        (a,) = autocast(op, (a,))
     device = a._device
     backend = device._backend or device.backend
     if device.index is None:  # every backend's launch is the plain call then: skip a frame
@@ -128,6 +135,8 @@ def apply_binary(op, a, b, float_result=False):
     """
     if profiler is not None and profiler.enter(op, a, (a, b)):
         return profiler.exit(apply_binary(op, a, b, float_result))
+    if autocast is not None:
+        a, b = autocast(op, (a, b))
     device = a._device
     if isinstance(b, _tensor.Tensor):
         if b._device is not device:
@@ -164,13 +173,13 @@ def _binary_kernel(op, backend, a, b, float_result):
                 target = _dtype.get_default_dtype()
             ad = ad.astype(target.numpy, copy=False)
             bd = bd.astype(target.numpy, copy=False)
-        elif float_result and ad.dtype.kind not in "fc":
+        elif float_result and ad.dtype.kind not in "fcV":  # V: bfloat16, float8 (ml_dtypes)
             target = _dtype.get_default_dtype().numpy
             ad = ad.astype(target)
             bd = bd.astype(target)
     else:
         kind = ad.dtype.kind
-        if kind not in "fc":
+        if kind not in "fcV":
             if float_result or isinstance(b, float):
                 ad = ad.astype(_dtype.get_default_dtype().numpy)
             elif kind == "b" and type(b) is int:
