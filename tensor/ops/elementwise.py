@@ -231,7 +231,7 @@ def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_o
         op.derivative(derivative)
 
     def run(input):
-        if floats_only and not input._data.dtype.kind == "f":
+        if floats_only and input._data.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
             input = input.to(_dtype.get_default_dtype())
         return _dispatch.apply_unary(op, input)
 
