@@ -134,7 +134,10 @@ class Backend:
     def scalar_operand(self, value, dtype):
         """A Python number as the second operand of a kernel on an array of ``dtype``, so that it
         never widens the array's dtype (PyTorch's rule). numpy 2 treats Python numbers so already
-        (NEP 50): returned as is."""
+        (NEP 50): returned as is, except beside the ml_dtypes types (bfloat16, float8), with which
+        numpy promotes a Python float to float32: there it becomes a scalar of the array's dtype."""
+        if type(value) is float and dtype.kind == "V":
+            return dtype.type(value)
         return value
 
     # Sharing between processes: host memory goes through tensor/_shared.py (OS shared memory);
@@ -508,10 +511,30 @@ def linalg_eig(xp, a):
 
 def matmul(xp, a, b):
     """``a @ b``; on the CPU a large product is split across the intra-op threads
-    (Note [Intra-op matmul] in tensor/_threads.py). Raises what ``matmul`` raises."""
+    (Note [Intra-op matmul] in tensor/_threads.py). Raises what ``matmul`` raises.
+
+    bfloat16 (and float8) operands run in float32 and the product is rounded back (Note
+    [Low-precision floats] in tensor/_dtype.py): ml_dtypes' own matmul is a slow scalar loop
+    that returns float32, while BLAS's float32 GEMM plus two casts costs little more than the
+    float32 product itself, and accumulates in float32 as PyTorch's CPU bfloat16 GEMM does.
+    """
+    if a.dtype.kind == "V" or b.dtype.kind == "V":
+        low = a.dtype if a.dtype.kind == "V" else b.dtype
+        return matmul(xp, a.astype(np.float32), b.astype(np.float32)).astype(low)
     if xp is np:
         return _threads.matmul(a, b)
     return xp.matmul(a, b)
+
+
+def accumulate(reduce, a, **kwargs):
+    """``reduce(a, **kwargs)`` (a sum, product or scan); bfloat16 and float8 inputs accumulate in
+    float32 and the result is rounded back, as PyTorch's CPU kernels do (Note [Low-precision
+    floats] in tensor/_dtype.py): numpy would accumulate in the 8-bit mantissa itself, where
+    256 + 1 is 256. With an explicit ``dtype=`` the result keeps that dtype."""
+    if a.dtype.kind != "V":
+        return reduce(a, **kwargs)
+    out = reduce(a.astype(np.float32), **kwargs)
+    return out.astype(a.dtype) if kwargs.get("dtype") is None else out
 
 
 def parallel_for(xp, size: int, work: int, body) -> None:

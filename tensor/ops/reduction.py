@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from . import elementwise
 from .registry import defop, public
 
@@ -67,7 +67,7 @@ def _expand_back(g, shape, dims, keepdim):
 
 @defop("sum")
 def _sum(xp, a, dims, keepdim, np_dtype):
-    return xp.sum(a, axis=dims, keepdims=keepdim, dtype=np_dtype)
+    return _backend.accumulate(xp.sum, a, axis=dims, keepdims=keepdim, dtype=np_dtype)
 
 
 @_sum.derivative
@@ -135,7 +135,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
 
 @defop("prod", saves=(0,), saves_output=True)
 def _prod(xp, a, dims, keepdim, np_dtype):
-    return xp.prod(a, axis=dims, keepdims=keepdim, dtype=np_dtype)
+    return _backend.accumulate(xp.prod, a, axis=dims, keepdims=keepdim, dtype=np_dtype)
 
 
 @_prod.derivative

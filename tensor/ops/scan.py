@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _dispatch
+from .. import _backend, _dispatch
 from . import elementwise
 from .indexing import gather
 from .reduction import _accumulator_dtype, amax, values_indices, wrap_dim
@@ -17,7 +17,7 @@ def _reverse_cumsum(g, dim):
 
 @defop("cumsum")
 def _cumsum(xp, a, dim, np_dtype):
-    return xp.cumsum(a, axis=dim, dtype=np_dtype)
+    return _backend.accumulate(xp.cumsum, a, axis=dim, dtype=np_dtype)
 
 
 @_cumsum.derivative
