@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["dtype", "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
@@ -43,8 +44,21 @@ uint8 = dtype("uint8", np.uint8, _INT)
 bool_ = dtype("bool", np.bool_, _BOOL)
 complex64 = dtype("complex64", np.complex64, _COMPLEX)
 complex128 = dtype("complex128", np.complex128, _COMPLEX)
+# Note [Low-precision floats]: numpy has no bfloat16 or float8; the ml_dtypes package adds them as
+# numpy dtypes (kind "V"), so CPU tensors of these types are plain numpy arrays. Elementwise ufuncs
+# run in the type itself; GEMMs and reductions run in float32 and round back (tensor/_backend.py
+# ``low_precision_*``), as PyTorch's CPU kernels accumulate bfloat16 in float32. The float8 types are
+# storage types, as in PyTorch: conversions and printing, no promotion with other dtypes.
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT)
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)
+LOW_PRECISION_NUMPY = frozenset(d.numpy for d in (bfloat16, *FLOAT8_DTYPES))
 
-ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, complex64, complex128)
+ALL_DTYPES = (
+    float16, float32, float64, int8, int16, int32, int64, uint8, bool_, complex64, complex128,
+    bfloat16, float8_e4m3fn, float8_e5m2,
+)
 _FROM_NUMPY = {d.numpy: d for d in ALL_DTYPES}
 _NAMES = {d.name: d for d in ALL_DTYPES}
 # PyTorch's aliases: tensor.float, tensor.double, tensor.long, ...
@@ -143,12 +157,25 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """
     if a is b:
         return a
+    if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote {a.name} and {b.name}")
+    if a is bfloat16 or b is bfloat16:
+        return _promote_bfloat16(b if a is bfloat16 else a)
     if a._category != b._category:
         high, low = (a, b) if a._category > b._category else (b, a)
         if high._category == _COMPLEX and low._category == _FLOAT:
             return _FROM_NUMPY[np.promote_types(high.numpy, low.numpy)]
         return high
     return _FROM_NUMPY[np.promote_types(a.numpy, b.numpy)]
+
+
+def _promote_bfloat16(other: dtype) -> dtype:
+    """PyTorch's promotion of bfloat16 with ``other``: bfloat16 and float16 meet at float32."""
+    if other._category < _FLOAT:
+        return bfloat16
+    if other is float16:
+        return float32
+    return other  # float32, float64 and the complex types hold every bfloat16
 
 
 @functools.cache
