@@ -8,6 +8,7 @@ learning-rate schedulers, with ``torch.optim``'s names and arguments.
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -21,5 +22,5 @@ from .rprop import Rprop
 from .sgd import SGD
 from .sparse_adam import SparseAdam
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "Adadelta", "NAdam",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adafactor", "Adamax", "Adadelta", "NAdam",
            "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "lr_scheduler", "swa_utils"]

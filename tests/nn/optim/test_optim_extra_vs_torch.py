@@ -37,6 +37,9 @@ CASES = [
     ("ASGD", {"lr": 0.05, "t0": 3, "lambd": 0.01, "weight_decay": 0.1, "maximize": True}),
     ("Rprop", {"lr": 0.05}),
     ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.2), "maximize": True}),
+    ("Adafactor", {"lr": 0.05}),
+    ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-6, 1e-2), "d": 1.5, "weight_decay": 0.1,
+                   "maximize": True}),
 ]
 
 
@@ -60,7 +63,7 @@ def test_matches_torch_step_for_step(case, dtype, device, torch):
     _compare_state(ours_opt, torch_opt, rtol, atol)
 
 
-@pytest.mark.parametrize("name", ["Adamax", "Adadelta", "NAdam", "RAdam", "ASGD", "Rprop"])
+@pytest.mark.parametrize("name", ["Adamax", "Adadelta", "NAdam", "RAdam", "ASGD", "Rprop", "Adafactor"])
 def test_state_dict_round_trip_continues_like_torch(name, torch):
     arrays = initial_arrays("float32")
     theirs = torch_params(torch, arrays)
