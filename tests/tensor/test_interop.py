@@ -34,7 +34,7 @@ def test_from_numpy_of_non_contiguous_array_shares_memory():
 
 @pytest.mark.parametrize(("bad", "error", "message"), [
     ([1.0, 2.0], TypeError, "expected np.ndarray \\(got list\\)"),
-    (np.zeros(2, dtype=np.complex64), TypeError, "unsupported dtype"),
+    (np.zeros(2, dtype=np.clongdouble), TypeError, "unsupported dtype"),
     (np.array(["a"]), TypeError, "unsupported dtype"),
 ])
 def test_from_numpy_rejects_bad_input(bad, error, message):
