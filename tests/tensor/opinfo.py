@@ -338,6 +338,35 @@ OPS = [
         ]
     ],
     OpInfo("special.xlog1py", lambda m, x, y: m.special.xlog1py(x, y), [(A23, pos(2, 3))]),
+    # integer and bool inputs: the result dtypes follow torch's (floats for the math functions)
+    *[
+        OpInfo(f"{name}_int", fn, [(Int(np.array([[3, 1, 2], [0, 5, 4]])),)], grad=False)
+        for name, fn in [
+            ("asin", lambda m, x: m.asin(x // 5)),
+            ("lgamma", lambda m, x: m.lgamma(x + 1)),
+            ("log2", lambda m, x: m.log2(x + 1)),
+            ("cumprod", lambda m, x: m.cumprod(x, 1)),
+            ("sort", lambda m, x: m.sort(x, 0)),
+            ("topk", lambda m, x: m.topk(x, 2)),
+            ("tril", lambda m, x: m.tril(x)),
+            ("flip", lambda m, x: m.flip(x, (1,))),
+            ("atan2", lambda m, x: m.atan2(x, x + 1)),
+            ("nansum", lambda m, x: m.nansum(x)),
+            ("kron", lambda m, x: m.kron(x, x)),
+            ("trace", lambda m, x: m.trace(x[:, :2])),
+            ("cummax", lambda m, x: m.cummax(x, 1)),
+            ("median", lambda m, x: m.median(x, 1)),
+            ("count_nonzero", lambda m, x: m.count_nonzero(x)),
+            ("diag", lambda m, x: m.diag(x)),
+        ]
+    ],
+    OpInfo("sort_bool", lambda m, x: m.sort(x, 0, descending=True), [(Bool([True, False, True]),)], grad=False),
+    OpInfo(
+        "sort_nan", lambda m, x: m.sort(x, 0, descending=True), [(np.array([1.0, np.nan, -1.0, np.nan]),)], grad=False
+    ),
+    OpInfo(
+        "median_nan", lambda m, x: m.median(x, 0), [(np.array([[1.0, 2.0], [np.nan, 3.0], [0.5, 4.0]]),)], grad=False
+    ),
     OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
     OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
 ]
