@@ -20,7 +20,7 @@ from ._dtype import (
     complex64, complex128, dtype, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
     promote_types, set_default_dtype, uint8,
 )
-from ._dtype import bfloat16, float8_e4m3fn, float8_e5m2
+from ._dtype import bfloat16, float8_e4m3fn, float8_e5m2, result_type_of as result_type
 from ._random import (
     Generator, bernoulli, default_generator, get_rng_state, initial_seed, manual_seed,
     multinomial, normal, rand, rand_like, randint, randint_like, randn, randn_like, randperm,

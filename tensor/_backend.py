@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from . import _cuda_memory, _device_asserts, _threads
+from . import _cuda_memory, _device_asserts, _dtype, _threads
 
 __all__ = ["Backend", "cpu_backend", "cuda_backend", "check_cuda_available"]
 
@@ -518,8 +518,8 @@ def matmul(xp, a, b):
     that returns float32, while BLAS's float32 GEMM plus two casts costs little more than the
     float32 product itself, and accumulates in float32 as PyTorch's CPU bfloat16 GEMM does.
     """
-    if a.dtype.kind == "V" or b.dtype.kind == "V":
-        low = a.dtype if a.dtype.kind == "V" else b.dtype
+    if a.dtype in _dtype.LOW_PRECISION_NUMPY or b.dtype in _dtype.LOW_PRECISION_NUMPY:
+        low = a.dtype if a.dtype in _dtype.LOW_PRECISION_NUMPY else b.dtype
         return matmul(xp, a.astype(np.float32), b.astype(np.float32)).astype(low)
     if xp is np:
         return _threads.matmul(a, b)
@@ -531,7 +531,7 @@ def accumulate(reduce, a, **kwargs):
     float32 and the result is rounded back, as PyTorch's CPU kernels do (Note [Low-precision
     floats] in tensor/_dtype.py): numpy would accumulate in the 8-bit mantissa itself, where
     256 + 1 is 256. With an explicit ``dtype=`` the result keeps that dtype."""
-    if a.dtype.kind != "V":
+    if a.dtype not in _dtype.LOW_PRECISION_NUMPY:
         return reduce(a, **kwargs)
     out = reduce(a.astype(np.float32), **kwargs)
     return out.astype(a.dtype) if kwargs.get("dtype") is None else out

@@ -7,7 +7,9 @@ import functools
 import ml_dtypes
 import numpy as np
 
-__all__ = ["dtype", "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
+__all__ = [
+    "dtype", "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "result_type_of",
+]
 
 
 class dtype:
@@ -80,6 +82,18 @@ def to_complex(d: dtype) -> dtype:
 def to_real(d: dtype) -> dtype:
     """The float dtype of a complex dtype's parts (other dtypes map to themselves)."""
     return _REAL_OF.get(d, d)
+
+
+def storage_name(np_dtype: np.dtype) -> str:
+    """How a checkpoint records an array's dtype: numpy's ``dtype.str`` (``'<f4'``), except our
+    name for the ml_dtypes types, whose ``dtype.str`` (``'<V2'``) does not say which they are."""
+    return _FROM_NUMPY[np_dtype].name if np_dtype in LOW_PRECISION_NUMPY else np_dtype.str
+
+
+def from_storage_name(text: str) -> np.dtype:
+    """The numpy dtype ``storage_name`` recorded as ``text``."""
+    found = _NAMES.get(text)
+    return found.numpy if found is not None else np.dtype(text)
 
 
 def _by_name(name: str) -> dtype:
@@ -194,6 +208,24 @@ def _result_type_cached(a: dtype, a_dimless: bool, b: dtype, b_dimless: bool) ->
 def result_type(a: dtype, a_ndim: int, b: dtype, b_ndim: int) -> dtype:
     """The result dtype of a binary op on two tensors with these dtypes and ranks."""
     return _result_type_cached(a, a_ndim == 0, b, b_ndim == 0)
+
+
+def result_type_of(tensor, other) -> dtype:
+    """``tensor.result_type``: the dtype an arithmetic op on ``tensor`` and ``other`` (each a Tensor
+    or a Python number) gives, by PyTorch's rules (0-d tensors and Python numbers only lift the
+    category).
+
+    Raises:
+        TypeError: if an operand is neither a Tensor nor a Python number.
+        RuntimeError: for a float8 dtype with another dtype.
+    """
+    a_is_tensor, b_is_tensor = hasattr(tensor, "dtype"), hasattr(other, "dtype")
+    if a_is_tensor and b_is_tensor:
+        return result_type(tensor.dtype, tensor.ndim, other.dtype, other.ndim)
+    if a_is_tensor or b_is_tensor:
+        t, scalar = (tensor, other) if a_is_tensor else (other, tensor)
+        return scalar_result_type(t.dtype, scalar)
+    return scalar_result_type(scalar_result_type(bool_, tensor), other)
 
 
 def scalar_result_type(t: dtype, scalar) -> dtype:

@@ -10,7 +10,7 @@ from . import _dtype
 def format_tensor(t) -> str:
     """``tensor([[1., 2.]], dtype=tensor.float64, requires_grad=True)`` and the like."""
     host = t._device.backend.to_numpy(t._data)
-    if host.dtype.kind == "V":  # bfloat16, float8 (ml_dtypes): printed through float32
+    if host.dtype in _dtype.LOW_PRECISION_NUMPY:  # bfloat16, float8 (ml_dtypes): printed as float32
         host = host.astype(np.float32)
     if host.dtype.kind == "f":
         # PyTorch: "1., 2." for whole numbers, else 4 fixed decimals ("0.3000"), switching

@@ -9,10 +9,11 @@ from __future__ import annotations
 import importlib
 import os
 import struct
+from pathlib import Path
 
 import numpy as np
 
-from . import _checkpoint_io, _creation, _dispatch
+from . import _checkpoint_io, _creation, _dispatch, _dtype
 
 __all__ = ["load", "save", "read_metadata", "looks_like_safetensors"]
 
@@ -69,9 +70,33 @@ def load(f, map_location=None) -> dict:
     """
     name = getattr(f, "name", "<file object>") if hasattr(f, "read") else os.fspath(f)
     numpy_api = _module("safetensors.numpy")
-    arrays = numpy_api.load(f.read()) if hasattr(f, "read") else numpy_api.load_file(name)
+    data = f.read() if hasattr(f, "read") else None
+    try:
+        arrays = numpy_api.load(data) if data is not None else numpy_api.load_file(name)
+    except (KeyError, AttributeError):  # a BF16/F8 entry, which safetensors' numpy API cannot type
+        arrays = _load_low_precision(data if data is not None else Path(name).read_bytes())
     return {key: _checkpoint_io.place(_creation.from_numpy(_writable(a)), "cpu", map_location, name)
             for key, a in arrays.items()}
+
+
+# The format's dtype names (its specification), for the files numpy's API cannot read: those with
+# bfloat16 or float8 entries, whose numpy types come from ml_dtypes (Note [Low-precision floats]).
+_FORMAT_DTYPES = {
+    "F64": _dtype.float64, "F32": _dtype.float32, "F16": _dtype.float16, "BF16": _dtype.bfloat16,
+    "F8_E4M3": _dtype.float8_e4m3fn, "F8_E5M2": _dtype.float8_e5m2, "I64": _dtype.int64,
+    "I32": _dtype.int32, "I16": _dtype.int16, "I8": _dtype.int8, "U8": _dtype.uint8,
+    "BOOL": _dtype.bool_, "C64": _dtype.complex64, "C128": _dtype.complex128,
+}
+
+
+def _load_low_precision(data: bytes) -> dict[str, np.ndarray]:
+    arrays = {}
+    for key, entry in _module("safetensors").deserialize(data):
+        found = _FORMAT_DTYPES.get(entry["dtype"])
+        if found is None:
+            raise TypeError(f"safetensors entry {key!r} has dtype {entry['dtype']}, which distrib does not have")
+        arrays[key] = np.frombuffer(entry["data"], found.numpy).reshape(entry["shape"])
+    return arrays
 
 
 def _writable(array: np.ndarray) -> np.ndarray:

@@ -93,7 +93,8 @@ class _Reader:
             return array.astype(dtype) if self.swap else array
         array = np.empty(numel, wire)
         self.handle.seek(offset)
-        if self.handle.readinto(memoryview(array.reshape(-1)).cast("B")) != info.file_size:
+        # through a uint8 view: memoryview refuses the ml_dtypes types (bfloat16, float8)
+        if self.handle.readinto(memoryview(array.reshape(-1).view(np.uint8))) != info.file_size:
             raise RuntimeError(f"{self.name}: checkpoint is truncated (storage {key})")
         return array.astype(dtype) if self.swap else array
 
@@ -202,7 +203,11 @@ class _Storages:
             root = np.array(array, order="C")  # keeps 0-d arrays 0-d
             placement = (0, tuple(int(np.prod(array.shape[i + 1:])) for i in range(array.ndim)))
         key, root = self.roots.setdefault(id(root), (str(len(self.roots)), root))
-        kind = {v: k for k, v in STORAGE_DTYPES.items()}[_dtype.from_numpy_dtype(array.dtype).name]
+        name = _dtype.from_numpy_dtype(array.dtype).name
+        kind = {v: k for k, v in STORAGE_DTYPES.items()}.get(name)
+        if kind is None:  # torch writes float8 tensors through untyped storages (_rebuild_tensor_v3)
+            raise TypeError(f"the torch format writer has no typed storage for dtype {name}; save "
+                            "float8 tensors with format='distrib' or 'safetensors'")
         pid = ("storage", Global("torch", kind), key, str(t._device), root.size)
         return pid, placement[0], array.shape, placement[1], bool(t.requires_grad)
 

@@ -81,7 +81,7 @@ class _Encoder:
     def _add_array(self, array: np.ndarray) -> int:
         _dtype.from_numpy_dtype(array.dtype)
         data = np.ascontiguousarray(array).tobytes()
-        self.tensors.append({"dtype": array.dtype.str, "shape": list(array.shape),
+        self.tensors.append({"dtype": _dtype.storage_name(array.dtype), "shape": list(array.shape),
                              "offset": self.offset, "nbytes": len(data)})
         self.blobs.append(data)
         self.offset += len(data)
@@ -225,7 +225,7 @@ class _Decoder:
 
     def _array(self, i) -> np.ndarray:
         entry = self.entries[i]
-        dtype = np.dtype(entry["dtype"])
+        dtype = _dtype.from_storage_name(entry["dtype"])
         _dtype.from_numpy_dtype(dtype)
         chunk = self.payload[entry["offset"]:entry["offset"] + entry["nbytes"]]
         return np.frombuffer(chunk, dtype=dtype).reshape(entry["shape"]).copy()
