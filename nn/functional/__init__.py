@@ -8,6 +8,7 @@ from .ctc import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .embedding_bag import *  # noqa: F401,F403
+from .fractional_pool import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .loss_extra import *  # noqa: F401,F403

@@ -24,6 +24,8 @@ __all__ = [
     "LPPool1d",
     "LPPool2d",
     "LPPool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "Fold",
     "Unfold",
 ]
@@ -235,3 +237,58 @@ class Fold(Module):
             f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
             f"padding={self.padding}, stride={self.stride}"
         )
+
+
+class _FractionalMaxPoolNd(Module):
+    nd = 2
+
+    def __init__(
+        self,
+        kernel_size: IntOrTuple,
+        output_size=None,
+        output_ratio=None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ) -> None:
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                f"FractionalMaxPool{self.nd}d requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        ratios = (output_ratio,) * self.nd if isinstance(output_ratio, (int, float)) else output_ratio
+        if ratios is not None and not all(0 < r < 1 for r in ratios):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+        self.kernel_size, self.output_size, self.output_ratio = kernel_size, output_size, output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input: Tensor):
+        """Pool ``input`` (fresh random window starts per call unless ``_random_samples`` was given)."""
+        pool = F.fractional_max_pool2d if self.nd == 2 else F.fractional_max_pool3d
+        return pool(
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
+            _random_samples=self._random_samples,
+        )
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-d fractional max pooling (see ``F.fractional_max_pool2d``).
+
+    Raises:
+        ValueError: without (or with both of) ``output_size`` and ``output_ratio``, or a ratio
+            outside (0, 1).
+    """
+
+    nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-d fractional max pooling. Raises like ``FractionalMaxPool2d``."""
+
+    nd = 3

@@ -69,3 +69,31 @@ def test_conv_transpose3d_matches_torch(options, torch):
 def test_unpool_checks_indices_shape():
     with pytest.raises(RuntimeError, match="Expected shape of indices to be same as that of the input"):
         F.max_unpool2d(tensor.zeros(1, 1, 2, 2), tensor.zeros(1, 1, 2, 3, dtype=tensor.int64), 2)
+
+
+@pytest.mark.parametrize(
+    "nd, shape, kernel, size",
+    [(2, (2, 3, 9, 11), (2, 3), (5, 6)), (2, (3, 8, 8), 2, (4, 5)), (3, (1, 2, 7, 8, 9), 2, (4, 5, 3))],
+)
+def test_fractional_max_pool_matches_torch_given_the_samples(nd, shape, kernel, size, torch):
+    x = RNG.standard_normal(shape)
+    samples = RNG.uniform(0, 1, ((shape[0] if len(shape) == nd + 2 else 1), shape[-nd - 1], nd))
+    layer = getattr(nn, f"FractionalMaxPool{nd}d")(kernel, size, _random_samples=tensor.tensor(samples))
+    ref = getattr(torch.nn, f"FractionalMaxPool{nd}d")(kernel, size, _random_samples=torch.tensor(samples))
+    check_fn(layer, ref, torch, x)
+    ours_i = getattr(F, f"fractional_max_pool{nd}d")(
+        tensor.tensor(x), kernel, size, return_indices=True, _random_samples=tensor.tensor(samples)
+    )[1]
+    ref_i = getattr(torch.nn.functional, f"fractional_max_pool{nd}d")(
+        torch.tensor(x), kernel, size, return_indices=True, _random_samples=torch.tensor(samples)
+    )[1]
+    assert (ours_i.numpy() == ref_i.numpy()).all()
+
+
+def test_fractional_max_pool_ratio_and_errors():
+    out = nn.FractionalMaxPool2d(2, output_ratio=0.5)(tensor.randn(1, 2, 10, 8))
+    assert out.shape == (1, 2, 5, 4)
+    with pytest.raises(ValueError, match="requires specifying either an output size"):
+        nn.FractionalMaxPool2d(2)
+    with pytest.raises(RuntimeError, match="too large for input size"):
+        F.fractional_max_pool2d(tensor.zeros(1, 1, 4, 4), 3, 3)
