@@ -222,6 +222,7 @@ class _CupyBackend(Backend):
             return kernel(*args)
 
     def asarray(self, data, dtype=None, index=None):
+        _check_cuda_dtype(np.dtype(dtype) if dtype is not None else getattr(data, "dtype", None))
         with self.device_guard(index):
             return self.cupy.asarray(data, dtype=dtype)
 
@@ -409,8 +410,29 @@ def move(array, target: Backend, index: int | None):
     """Copy ``array`` (of either library) to ``target``'s device ``index``."""
     if target is cpu_backend:
         return backend_for_array(array)[0].to_numpy(array)
+    _check_cuda_dtype(array.dtype)
     with target.device_guard(index):
         return target.xp.array(array, copy=True)
+
+
+_E4M3_MAX = 448.0  # float8_e4m3fn has no infinity; its largest finite value
+
+
+def astype(xp, array, np_dtype):
+    """``array`` converted to ``np_dtype`` (``Tensor.to``). Into float8_e4m3fn, out-of-range values
+    and infinities saturate to +-448 as in PyTorch, where ml_dtypes would give NaN."""
+    if np_dtype == _dtype.float8_e4m3fn.numpy and array.dtype.kind in "fV" and array.dtype != np_dtype:
+        wide = array.astype(np.float32)
+        return xp.clip(wide, -_E4M3_MAX, _E4M3_MAX, out=wide).astype(np_dtype)
+    return array.astype(np_dtype)
+
+
+def _check_cuda_dtype(np_dtype) -> None:
+    """CuPy has no bfloat16 or float8 arrays (it allocates only numpy's own dtypes): refuse them on
+    a GPU by name rather than fail inside CuPy."""
+    if np_dtype is not None and np_dtype in _dtype.LOW_PRECISION_NUMPY:
+        raise TypeError(f"dtype {np_dtype.name} is not supported on cuda devices: CuPy has no "
+                        f"{np_dtype.name} arrays; keep such tensors on the cpu, or use float16 on cuda")
 
 
 # cupyx.scatter_add (CUDA's atomicAdd) takes only these dtypes (int64 from CuPy 14.2).

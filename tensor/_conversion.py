@@ -10,7 +10,7 @@ from .ops.registry import defop
 
 @defop("to_dtype")
 def _to_dtype(xp, a, np_dtype, source_dtype):
-    return a.astype(np_dtype)
+    return _backend.astype(xp, a, np_dtype)
 
 
 @_to_dtype.derivative

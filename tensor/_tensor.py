@@ -170,7 +170,7 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         """True for float16/32/64 tensors."""
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"  # V: bfloat16, float8 (ml_dtypes)
 
     def is_inference(self) -> bool:
         """True for tensors created under ``inference_mode``."""
@@ -322,7 +322,7 @@ class Tensor:
         Raises:
             RuntimeError: for non-float dtypes, or to turn it off on a non-leaf.
         """
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients "
                 f"(got {self.dtype.name})"
