@@ -2,6 +2,7 @@
 
 from .activation import *  # noqa: F401,F403
 from .activation_extra import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
