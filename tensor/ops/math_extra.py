@@ -330,18 +330,18 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     Raises:
         RuntimeError: if the dtypes differ.
     """
-    if _dispatch.is_tensor(other) and input.dtype is not other.dtype:
+    if not _dispatch.is_tensor(other):
+        other = _dispatch.scalar_tensor(other, input.dtype, input._device)
+    elif input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
-    if input.dtype is _dtype.bool_ or not input.dtype.is_floating_point:
-        a, b = input.to(_dtype.float64), (other.to(_dtype.float64) if _dispatch.is_tensor(other) else float(other))
-    else:
-        a, b = input, other
-    close = (a == b) | ((a - b).abs() <= atol + rtol * (b.abs() if _dispatch.is_tensor(b) else abs(b)))
-    if input.dtype.is_floating_point:
-        finite = a.isfinite() & (b.isfinite() if _dispatch.is_tensor(b) else math.isfinite(b))
-        close = (a == b) | (close & finite)
-        if equal_nan:
-            close = close | (a.isnan() & (b.isnan() if _dispatch.is_tensor(b) else math.isnan(b)))
+    a, b = input, other
+    if not input.dtype.is_floating_point:
+        a, b = a.to(_dtype.float64), b.to(_dtype.float64)
+    finite = a.isfinite() & b.isfinite()
+    a_f, b_f = where(finite, a, 0.0), where(finite, b, 0.0)  # no inf - inf
+    close = (a == b) | (finite & ((a_f - b_f).abs() <= atol + rtol * b_f.abs()))
+    if equal_nan:
+        close = close | (a.isnan() & b.isnan())
     return close
 
 
