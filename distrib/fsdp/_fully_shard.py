@@ -18,6 +18,10 @@ equal pieces; rank r keeps piece r as the module's registered ``Parameter`` (1-D
   node after all its consumers): one reduce_scatter of the gradients (laid out as the all_gather)
   gives each rank the sum of its shard's gradients, divided by the world size as DDP averages,
   and the full arrays are dropped.
+* Prefetching (``set_modules_to_forward_prefetch``/``set_modules_to_backward_prefetch``, as
+  FSDP2's explicit prefetching): a unit starts the asynchronous all_gather of the units listed
+  when its forward (or backward) starts, so their communication overlaps its compute; a gather
+  whose shards changed before it was used (an optimizer step) is dropped and done again.
 * With gradient sync off (``set_requires_gradient_sync(False)``, FSDP's ``no_sync``) the full
   gradients are summed locally instead and go into the next synchronised reduce_scatter.
 
@@ -61,11 +65,20 @@ class _Shards:
         padded[: self.numels[i]] = flat
         return padded[self.rank * self.lengths[i] : (self.rank + 1) * self.lengths[i]].clone()
 
-    def gather(self, shards: list[Tensor], group) -> list[Tensor]:
-        """The full parameters from every rank's shards: one all_gather."""
+    def start_gather(self, shards: list[Tensor], group) -> tuple:
+        """Start the all_gather of every rank's shards: (work, its output, its input)."""
         local = tensor.cat([s.detach() for s in shards])
         out = tensor.empty(self.total * self.world, dtype=self.dtype, device=self.device)
-        all_gather_into_tensor(out, local, group=group)
+        return all_gather_into_tensor(out, local, group=group, async_op=True), out, local
+
+    def gather(self, shards: list[Tensor], group) -> list[Tensor]:
+        """The full parameters from every rank's shards: one all_gather."""
+        work, out, _ = self.start_gather(shards, group)
+        work.wait()
+        return self.unpack(out)
+
+    def unpack(self, out: Tensor) -> list[Tensor]:
+        """The full parameters from an all_gather's output."""
         rows = out.reshape(self.world, self.total)
         # Copies, not views: a view would keep the whole gathered buffer alive until backward.
         return [
@@ -100,6 +113,9 @@ class _UnitState:
         self.resharded = True
         self.pending_grads: list[Tensor | None] | None = None  # summed while sync is off
         self.in_forward: list[Parameter] = []  # the shards, while the full parameters stand in
+        self.prefetched: tuple | None = None  # (work, output, input, shard versions) of a started gather
+        self.forward_prefetch: list[_UnitState] = []
+        self.backward_prefetch: list[_UnitState] = []
         for (owner, name), i in zip(self.shards.slots, range(len(self.shards.slots))):
             param = owner._parameters[name]
             owner._parameters[name] = Parameter(self.shards.split(param, i), param.requires_grad)
@@ -113,12 +129,34 @@ class _UnitState:
         self.resharded = False
 
     def regather(self) -> None:
-        """Give the full parameters of the last forward their values again (for its backward)."""
+        """Give the full parameters of the last forward their values again (for its backward),
+        then start the gathers of the units to prefetch for backward."""
         if self.resharded and self.full is not None:
             with tensor.no_grad():
-                for full, values in zip(self.full, self.shards.gather(self.sharded_params(), self.group)):
+                for full, values in zip(self.full, self.gathered()):
                     full._data = values._data
             self.resharded = False
+        for unit in self.backward_prefetch:
+            if unit.resharded and unit.full is not None:
+                unit.prefetch()
+
+    def prefetch(self) -> None:
+        """Start gathering the full parameters now, for a forward or backward soon after
+        (Note [FSDP unit lifecycle])."""
+        if self.prefetched is None:
+            params = self.sharded_params()
+            self.prefetched = (*self.shards.start_gather(params, self.group), [p._version for p in params])
+
+    def gathered(self) -> list[Tensor]:
+        """The full parameters: from the prefetched gather if the shards have not changed since
+        it started (an optimizer step in between makes it stale), else gathered now."""
+        pending, self.prefetched = self.prefetched, None
+        if pending is not None:
+            work, out, _, versions = pending
+            work.wait()
+            if versions == [p._version for p in self.sharded_params()]:
+                return self.shards.unpack(out)
+        return self.shards.gather(self.sharded_params(), self.group)
 
     def reshard(self) -> None:
         """Drop the full parameters' arrays (the tensors stay; see Note [FSDP unit lifecycle])."""
@@ -148,7 +186,7 @@ class _Unshard(Function):
     def forward(ctx, state: _UnitState, *shards: Tensor):
         ctx.state = state
         ctx.set_materialize_grads(False)
-        return tuple(state.shards.gather(list(shards), state.group))
+        return tuple(state.gathered())
 
     @staticmethod
     def backward(ctx, *grads):
@@ -183,6 +221,8 @@ def _pre_forward(module: Module, args: tuple) -> None:
     state = module._fsdp_state
     state.unshard()
     state.swap_in()
+    for unit in state.forward_prefetch:
+        unit.prefetch()
 
 
 def _post_forward(module: Module, args: tuple, output: Any) -> None:
@@ -220,6 +260,16 @@ class FSDPModule:
     def reshard(self) -> None:
         """Drop this unit's full parameters (after a forward without backward, for example)."""
         self._fsdp_state.reshard()
+
+    def set_modules_to_forward_prefetch(self, modules: list[FSDPModule]) -> None:
+        """Start gathering ``modules``' parameters as soon as this unit's forward starts (list the
+        units that run next, so that their all_gather overlaps this unit's compute)."""
+        self._fsdp_state.forward_prefetch = [m._fsdp_state for m in modules]
+
+    def set_modules_to_backward_prefetch(self, modules: list[FSDPModule]) -> None:
+        """Start gathering ``modules``' parameters again as soon as backward reaches this unit
+        (list the units whose backward comes next, i.e. those that ran before this one)."""
+        self._fsdp_state.backward_prefetch = [m._fsdp_state for m in modules]
 
 
 _FSDP_CLASSES: dict[type, type] = {}

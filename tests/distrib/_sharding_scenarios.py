@@ -29,6 +29,7 @@ from distrib.fsdp import (
     get_full_state_dict,
     size_based_auto_wrap_policy,
 )
+from distrib.fsdp._fully_shard import _Shards
 from distrib.optim import ZeroRedundancyOptimizer
 from tests.distrib._ddp_scenarios import STEPS, batch, digest, max_diff, mlp, shard
 
@@ -188,7 +189,20 @@ def _fully_shard_blocks(model, **kwargs):
     return fully_shard(model, **kwargs)
 
 
+def _fully_shard_prefetching(model):
+    """Each unit prefetches the next one's parameters in forward and the previous one's in backward."""
+    model = _fully_shard_blocks(model)
+    blocks = list(model[2:-1])
+    model.set_modules_to_forward_prefetch(blocks[:1])
+    model.set_modules_to_backward_prefetch(blocks[-1:])
+    for i, block in enumerate(blocks):
+        block.set_modules_to_forward_prefetch(blocks[i + 1 : i + 2])
+        block.set_modules_to_backward_prefetch(blocks[max(i - 1, 0) : i])
+    return model
+
+
 FSDP_VARIANTS = {
+    "fully_shard_prefetch": _fully_shard_prefetching,
     "fully_shard": _fully_shard_blocks,
     "fully_shard_keep_after_forward": functools.partial(_fully_shard_blocks, reshard_after_forward=False),
     "full_shard": lambda m: FullyShardedDataParallel(m, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential})),
@@ -210,17 +224,24 @@ def _full_state(model):
 def _fsdp_equivalence(wrap):
     def case(rank, world):
         model, reference = wrap(_blocks_model()), _blocks_model()
-        _train(model, nn.optim.Adam(model.parameters(), **ADAM), STEPS, rank, world)
-        _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
+        waited = []  # one entry per all_gather that a unit had to wait for (not prefetched)
+        real_gather = _Shards.gather
+        _Shards.gather = lambda self, *args: waited.append(1) or real_gather(self, *args)
+        try:
+            _train(model, nn.optim.Adam(model.parameters(), **ADAM), STEPS, rank, world)
+            _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
+            with tensor.no_grad():
+                x, _ = batch(0)
+                eval_diff = float((model(x) - reference(x)).abs().max())
+        finally:
+            _Shards.gather = real_gather
         state = _full_state(model)
-        with tensor.no_grad():
-            x, _ = batch(0)
-            eval_diff = float((model(x) - reference(x)).abs().max())
         return {
             "max_diff": max_diff(state.values(), reference.state_dict().values()),
             "keys_equal": list(state) == list(reference.state_dict()),
             "eval_diff": eval_diff,
             "params": digest(state.values()),
+            "waited_gathers": len(waited),
         }
 
     return case

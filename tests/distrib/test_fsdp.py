@@ -48,6 +48,16 @@ def test_matches_one_process_with_the_whole_batch(fsdp_results, variant):
     assert_same_on_every_rank(results, "params")
 
 
+def test_prefetching_units_do_not_wait_for_their_gathers(fsdp_results):
+    plain = case_results(fsdp_results, "fsdp_equivalence_fully_shard")[0]["waited_gathers"]
+    prefetching = case_results(fsdp_results, "fsdp_equivalence_fully_shard_prefetch")[0]["waited_gathers"]
+    # Per step only the root waits (its forward, its backward), plus the no_grad forward's root;
+    # without prefetching each of the 2 blocks waits twice more per step, and once in no_grad.
+    steps = scenarios.STEPS
+    assert prefetching == 2 * steps + 1
+    assert plain == 6 * steps + 3
+
+
 def test_no_sync_accumulates_then_reduces_the_sum(fsdp_results):
     for rank, r in enumerate(case_results(fsdp_results, "fsdp_no_sync")):
         assert r["max_diff"] < TIGHT, f"rank {rank}: {r['max_diff']}"
