@@ -37,6 +37,9 @@ class Backend:
         whatever device is current in the calling thread (on the CPU: just the call)."""
         return kernel(*args)
 
+    def check_dtype(self, np_dtype) -> None:
+        """Raise TypeError naming ``np_dtype`` if this backend cannot hold arrays of it."""
+
     def asarray(self, data, dtype=None, index: int | None = None):
         """Make an array of ``data`` on this backend's device ``index`` (no copy if possible)."""
         return np.asarray(data, dtype=dtype)
@@ -220,6 +223,9 @@ class _CupyBackend(Backend):
             return kernel(*args)
         with self.cupy.cuda.Device(index):
             return kernel(*args)
+
+    def check_dtype(self, np_dtype) -> None:
+        _check_cuda_dtype(np_dtype)
 
     def asarray(self, data, dtype=None, index=None):
         _check_cuda_dtype(np.dtype(dtype) if dtype is not None else getattr(data, "dtype", None))
@@ -421,6 +427,8 @@ _E4M3_MAX = 448.0  # float8_e4m3fn has no infinity; its largest finite value
 def astype(xp, array, np_dtype):
     """``array`` converted to ``np_dtype`` (``Tensor.to``). Into float8_e4m3fn, out-of-range values
     and infinities saturate to +-448 as in PyTorch, where ml_dtypes would give NaN."""
+    if xp is not np:
+        _check_cuda_dtype(np_dtype)
     if np_dtype == _dtype.float8_e4m3fn.numpy and array.dtype.kind in "fV" and array.dtype != np_dtype:
         wide = array.astype(np.float32)
         return xp.clip(wide, -_E4M3_MAX, _E4M3_MAX, out=wide).astype(np_dtype)

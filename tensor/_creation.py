@@ -90,6 +90,7 @@ def _filled(size, fill, dtype, device, requires_grad):
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     device = as_device(device)
     xp = device.backend.xp
+    device.backend.check_dtype(d.numpy)
     with device.backend.device_guard(device.index):
         if fill is None:
             array = xp.empty(size, dtype=d.numpy)
