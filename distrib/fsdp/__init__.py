@@ -6,7 +6,7 @@
 ``set_full_state_dict`` move whole (unsharded) state dicts in and out of sharded modules.
 """
 
-from ._fully_shard import FSDPModule, fully_shard
+from ._fully_shard import FSDPModule, MixedPrecisionPolicy, fully_shard
 from ._state_dict import get_full_state_dict, set_full_state_dict
 from .fully_sharded_data_parallel import (
     FullyShardedDataParallel,
@@ -18,6 +18,7 @@ from .fully_sharded_data_parallel import (
 
 __all__ = [
     "FSDPModule",
+    "MixedPrecisionPolicy",
     "fully_shard",
     "get_full_state_dict",
     "set_full_state_dict",

@@ -31,6 +31,7 @@ state) plus the full parameters and gradients of the units being computed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import tensor
@@ -41,7 +42,21 @@ from tensor import Tensor
 from ..collectives import all_gather_into_tensor, reduce_scatter_tensor
 from ..init_api import get_rank, get_world_size
 
-__all__ = ["fully_shard", "FSDPModule"]
+__all__ = ["fully_shard", "FSDPModule", "MixedPrecisionPolicy"]
+
+
+@dataclass(frozen=True)
+class MixedPrecisionPolicy:
+    """FSDP2's mixed precision: the unit computes with its full parameters in ``param_dtype``
+    (the shards, gradients and optimizer state stay in the parameters' own dtype), reduces
+    gradients in ``reduce_dtype`` (default ``param_dtype``), casts its floating-point outputs
+    to ``output_dtype`` and, with ``cast_forward_inputs``, its floating-point inputs to
+    ``param_dtype``. None keeps the dtype as it is."""
+
+    param_dtype: Any = None
+    reduce_dtype: Any = None
+    output_dtype: Any = None
+    cast_forward_inputs: bool = True
 
 
 class _Shards:
@@ -86,9 +101,9 @@ class _Shards:
             for off, length, n, shape in zip(self.offsets, self.lengths, self.numels, self.shapes)
         ]
 
-    def reduce_scatter(self, grads: list[Tensor | None], group) -> list[Tensor]:
-        """This rank's pieces of the gradients summed over ranks: one reduce_scatter."""
-        rows = tensor.zeros(self.world, self.total, dtype=self.dtype, device=self.device)
+    def reduce_scatter(self, grads: list[Tensor | None], group, dtype) -> list[Tensor]:
+        """This rank's pieces of the gradients summed over ranks, in ``dtype``: one reduce_scatter."""
+        rows = tensor.zeros(self.world, self.total, dtype=dtype, device=self.device)
         for g, off, length, n in zip(grads, self.offsets, self.lengths, self.numels):
             if g is None:
                 continue
@@ -96,7 +111,7 @@ class _Shards:
             for r in range(self.world):  # rank r's piece, straight from the gradient (no padded copy)
                 piece = flat[r * length : min((r + 1) * length, n)]
                 rows[r, off : off + piece.shape[0]] = piece
-        out = tensor.empty(self.total, dtype=self.dtype, device=self.device)
+        out = tensor.empty(self.total, dtype=dtype, device=self.device)
         reduce_scatter_tensor(out, rows.reshape(-1), group=group)
         return [out[off : off + length] for off, length in zip(self.offsets, self.lengths)]
 
@@ -104,8 +119,8 @@ class _Shards:
 class _UnitState:
     """What one ``fully_shard`` unit keeps between its hooks."""
 
-    def __init__(self, module: Module, group, reshard_after_forward: bool) -> None:
-        self.module, self.group = module, group
+    def __init__(self, module: Module, group, reshard_after_forward: bool, mp_policy: MixedPrecisionPolicy) -> None:
+        self.module, self.group, self.mp_policy = module, group, mp_policy
         self.reshard_after_forward = reshard_after_forward
         self.requires_gradient_sync = True
         self.shards = _Shards(_managed(module), get_world_size(group), get_rank(group))
@@ -151,12 +166,16 @@ class _UnitState:
         """The full parameters: from the prefetched gather if the shards have not changed since
         it started (an optimizer step in between makes it stale), else gathered now."""
         pending, self.prefetched = self.prefetched, None
+        full = None
         if pending is not None:
             work, out, _, versions = pending
             work.wait()
             if versions == [p._version for p in self.sharded_params()]:
-                return self.shards.unpack(out)
-        return self.shards.gather(self.sharded_params(), self.group)
+                full = self.shards.unpack(out)
+        if full is None:
+            full = self.shards.gather(self.sharded_params(), self.group)
+        dtype = self.mp_policy.param_dtype
+        return full if dtype is None else [t.to(dtype) for t in full]
 
     def reshard(self) -> None:
         """Drop the full parameters' arrays (the tensors stay; see Note [FSDP unit lifecycle])."""
@@ -199,8 +218,11 @@ class _Unshard(Function):
             state.pending_grads = grads
             return (None,) * (len(grads) + 1)
         state.pending_grads = None
-        pieces = state.shards.reduce_scatter(grads, state.group)
-        return (None, *[piece / state.shards.world for piece in pieces])
+        policy, shard_dtype = state.mp_policy, state.shards.dtype
+        dtype = policy.reduce_dtype or policy.param_dtype or shard_dtype
+        grads = [None if g is None else g.to(dtype) for g in grads]
+        pieces = state.shards.reduce_scatter(grads, state.group, dtype)
+        return (None, *[(piece / state.shards.world).to(shard_dtype) for piece in pieces])
 
 
 def _managed(module: Module) -> list[tuple[Module, str, Parameter]]:
@@ -217,12 +239,27 @@ def _managed(module: Module) -> list[tuple[Module, str, Parameter]]:
     return found
 
 
-def _pre_forward(module: Module, args: tuple) -> None:
+def _pre_forward(module: Module, args: tuple) -> tuple | None:
     state = module._fsdp_state
     state.unshard()
     state.swap_in()
     for unit in state.forward_prefetch:
         unit.prefetch()
+    policy = state.mp_policy
+    if policy.param_dtype is not None and policy.cast_forward_inputs:
+        return _cast_floats(args, policy.param_dtype)
+    return None
+
+
+def _cast_floats(value: Any, dtype) -> Any:
+    """``value`` with its floating-point tensors (in tuples, lists, dicts) cast to ``dtype``."""
+    if isinstance(value, Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_floats(item, dtype) for item in value)
+    if isinstance(value, dict):
+        return {k: _cast_floats(v, dtype) for k, v in value.items()}
+    return value
 
 
 def _post_forward(module: Module, args: tuple, output: Any) -> None:
@@ -230,12 +267,15 @@ def _post_forward(module: Module, args: tuple, output: Any) -> None:
     state.swap_out()
     if not tensor.is_grad_enabled():
         state.reshard()
-        return None
+        output_dtype = state.mp_policy.output_dtype
+        return None if output_dtype is None else _cast_floats(output, output_dtype)
     if state.reshard_after_forward:
         state.reshard()
     for out in _tensors(output):
         if out.requires_grad:
             out.register_hook(lambda grad: state.regather())
+    if state.mp_policy.output_dtype is not None:
+        return _cast_floats(output, state.mp_policy.output_dtype)
     return None
 
 
@@ -280,27 +320,28 @@ def fully_shard(
     *,
     mesh=None,
     reshard_after_forward: bool = True,
-    mp_policy=None,
+    mp_policy: MixedPrecisionPolicy | None = None,
     offload_policy=None,
 ) -> Module:
     """Shard ``module``'s parameters (those not in a nested ``fully_shard`` unit) over the ranks of
     ``mesh`` (a process group; the world by default) and gather them around its forward and
-    backward (Note [FSDP unit lifecycle]). Apply it to the blocks first, then to the root; build
-    the optimizer afterwards, on ``module.parameters()`` (this rank's shards). Returns ``module``,
+    backward (Note [FSDP unit lifecycle]), in the dtypes of ``mp_policy`` (a
+    ``MixedPrecisionPolicy``). Apply it to the blocks first, then to the root; build the
+    optimizer afterwards, on ``module.parameters()`` (this rank's shards). Returns ``module``,
     whose class becomes a subclass of ``FSDPModule``.
 
     Raises:
-        NotImplementedError: for ``mp_policy`` or ``offload_policy`` (not supported yet).
+        NotImplementedError: for ``offload_policy`` (not supported yet).
         ValueError: if ``module`` is already sharded, or its parameters differ in dtype or device.
     """
-    if mp_policy is not None or offload_policy is not None:
-        raise NotImplementedError("fully_shard: mp_policy and offload_policy are not supported yet; pass None")
+    if offload_policy is not None:
+        raise NotImplementedError("fully_shard: offload_policy is not supported yet; pass None")
     if isinstance(module, FSDPModule):
         raise ValueError(f"fully_shard: {type(module).__name__} is already sharded")
     kinds = {(p.dtype, str(p.device)) for _, _, p in _managed(module)}
     if len(kinds) > 1:
         raise ValueError(f"fully_shard: the parameters of one unit must share a dtype and device, got {kinds}")
-    state = _UnitState(module, mesh, reshard_after_forward)
+    state = _UnitState(module, mesh, reshard_after_forward, mp_policy or MixedPrecisionPolicy())
     object.__setattr__(module, "_fsdp_state", state)
     cls = type(module)
     if cls not in _FSDP_CLASSES:

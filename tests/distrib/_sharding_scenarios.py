@@ -22,6 +22,7 @@ import tensor
 from distrib import checkpoint as dcp
 from distrib.fsdp import (
     FullyShardedDataParallel,
+    MixedPrecisionPolicy,
     ModuleWrapPolicy,
     ShardingStrategy,
     StateDictType,
@@ -201,6 +202,25 @@ def _fully_shard_prefetching(model):
     return model
 
 
+def fsdp_mixed_precision(rank, world):
+    """float64 shards computing in float32 (reduced in float64): within float32's 1e-5 of one
+    float64 process; the shards, gradients and Adam state stay float64, the outputs are float32."""
+    policy = MixedPrecisionPolicy(param_dtype=tensor.float32, reduce_dtype=tensor.float64)
+    model = _fully_shard_blocks(_blocks_model(), mp_policy=policy)
+    reference = _blocks_model()
+    opt = nn.optim.Adam(model.parameters(), **ADAM)
+    _train(model, opt, STEPS, rank, world)
+    _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
+    x, _ = batch(0)
+    return {
+        "max_diff": max_diff(get_full_state_dict(model).values(), reference.state_dict().values()),
+        "output_dtype": model(x).dtype.name,
+        "state_dtypes": sorted(
+            {t.dtype.name for p in model.parameters() for t in (p, p.grad, opt.state[p]["exp_avg"])}
+        ),
+    }
+
+
 FSDP_VARIANTS = {
     "fully_shard_prefetch": _fully_shard_prefetching,
     "fully_shard": _fully_shard_blocks,
@@ -349,6 +369,7 @@ CASES = {
     "zero_memory": zero_memory,
     **{f"fsdp_equivalence_{name}": _fsdp_equivalence(wrap) for name, wrap in FSDP_VARIANTS.items()},
     "fsdp_no_sync": fsdp_no_sync,
+    "fsdp_mixed_precision": fsdp_mixed_precision,
     "fsdp_state_dict": fsdp_state_dict,
     "fsdp_memory": fsdp_memory,
     "dcp_save": dcp_save,

@@ -63,6 +63,13 @@ def test_no_sync_accumulates_then_reduces_the_sum(fsdp_results):
         assert r["max_diff"] < TIGHT, f"rank {rank}: {r['max_diff']}"
 
 
+def test_mixed_precision_computes_in_param_dtype_and_keeps_float64_state(fsdp_results):
+    for rank, r in enumerate(case_results(fsdp_results, "fsdp_mixed_precision")):
+        assert r["max_diff"] < 1e-5, f"rank {rank}: {r['max_diff']}"
+        assert r["max_diff"] > 0  # it did compute in float32
+        assert r["output_dtype"] == "float32" and r["state_dtypes"] == ["float64"]
+
+
 def test_full_and_sharded_state_dicts_round_trip_and_resume(fsdp_results):
     for rank, r in enumerate(case_results(fsdp_results, "fsdp_state_dict")):
         assert r["resumed_diff"] < TIGHT, f"rank {rank}: the resumed run differs by {r['resumed_diff']}"
@@ -90,8 +97,8 @@ def test_fully_shard_makes_an_fsdp_module_and_refuses_twice(world_of_one):
     assert [p.shape for p in model.parameters()] == [(6,), (2,)]
     with pytest.raises(ValueError, match="already sharded"):
         fully_shard(model)
-    with pytest.raises(NotImplementedError, match="mp_policy"):
-        fully_shard(nn.Linear(3, 2), mp_policy=object())
+    with pytest.raises(NotImplementedError, match="offload_policy"):
+        fully_shard(nn.Linear(3, 2), offload_policy=object())
 
 
 def test_auto_wrap_policies_pick_submodules(world_of_one):
