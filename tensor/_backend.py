@@ -527,6 +527,23 @@ def might_hold(xp, predicate) -> bool:
     return xp is not np or bool(predicate())
 
 
+def running_scan(xp, ufunc: str, a):
+    """``getattr(np, ufunc).accumulate(a, axis=-1)`` (ufunc: "maximum", "minimum", "logical_or").
+
+    CuPy offers ``ufunc.accumulate`` for selected ufuncs only: on a GPU this is a Hillis-Steele
+    scan, log2(n) elementwise steps.
+    """
+    if xp is np:
+        return getattr(np, ufunc).accumulate(a, axis=-1)
+    op = getattr(xp, ufunc)
+    out = a.copy()
+    shift = 1
+    while shift < a.shape[-1]:
+        out[..., shift:] = op(out[..., shift:], out[..., :-shift])  # the right side is a new array
+        shift *= 2
+    return out
+
+
 def linalg_eig(xp, a):
     """``(eigenvalues, eigenvectors)`` of general square matrices (complex).
 

@@ -72,14 +72,14 @@ def cumprod(input, dim: int, *, dtype=None):
 @defop("cumextremum_indices", differentiable=False)
 def _cumextremum_indices(xp, a, dim, largest):
     moved = xp.moveaxis(a, dim, -1)
-    running = (xp.maximum if largest else xp.minimum).accumulate(moved, axis=-1)
+    running = _backend.running_scan(xp, "maximum" if largest else "minimum", moved)
     hit = moved == running
     if moved.dtype.kind == "f":  # once a NaN is seen it is the running value
         nan = xp.isnan(moved)
-        seen = xp.logical_or.accumulate(nan, axis=-1)
+        seen = _backend.running_scan(xp, "logical_or", nan)
         hit = xp.where(seen, nan, hit)
     # The running extremum's index is the last position that reached it (ties: the last one).
-    index = xp.maximum.accumulate(xp.where(hit, xp.arange(moved.shape[-1]), 0), axis=-1)
+    index = _backend.running_scan(xp, "maximum", xp.where(hit, xp.arange(moved.shape[-1]), 0))
     return xp.ascontiguousarray(xp.moveaxis(index, -1, dim))
 
 

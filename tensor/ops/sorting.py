@@ -6,7 +6,7 @@ gathers the values with ``gather``: the derivative (and double backward) is gath
 
 from __future__ import annotations
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .indexing import gather
 from .reduction import values_indices, wrap_dim
 from .registry import defop
@@ -179,7 +179,7 @@ def _mode_index(xp, a, dim):
         n = s.shape[-1]
         position = xp.arange(n)
         new_run = xp.concatenate([xp.ones(s.shape[:-1] + (1,), bool), s[..., 1:] != s[..., :-1]], -1)
-        start = xp.maximum.accumulate(xp.where(new_run, position, 0), axis=-1)
+        start = _backend.running_scan(xp, "maximum", xp.where(new_run, position, 0))
         # The first place a run reaches the longest length ends the smallest most frequent value.
         end = xp.argmax(position - start, axis=-1)[..., None]
         return xp.take_along_axis(order, end, axis=-1)
