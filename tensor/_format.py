@@ -12,7 +12,7 @@ def format_tensor(t) -> str:
     host = t._device.backend.to_numpy(t._data)
     if host.dtype in _dtype.LOW_PRECISION_NUMPY:  # bfloat16, float8 (ml_dtypes): printed as float32
         host = host.astype(np.float32)
-    if host.dtype.kind == "f":
+    if host.dtype.kind in "fc":
         # PyTorch: "1., 2." for whole numbers, else 4 fixed decimals ("0.3000"), switching
         # to scientific notation for very small or widely spread magnitudes.
         finite = host[np.isfinite(host)]
@@ -24,8 +24,9 @@ def format_tensor(t) -> str:
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
-    default = _dtype.get_default_dtype() if host.dtype.kind == "f" else (
-        _dtype.int64 if host.dtype.kind in "iu" else _dtype.bool_)
+    float_default = _dtype.get_default_dtype()
+    default = {"f": float_default, "c": _dtype.to_complex(float_default), "b": _dtype.bool_}.get(
+        host.dtype.kind, _dtype.int64)
     if t.dtype is not default or t.numel() == 0 and t.dtype is not _dtype.get_default_dtype():
         extras.append(f"dtype={t.dtype!r}")
     if t.numel() == 0 and t.ndim > 1:
