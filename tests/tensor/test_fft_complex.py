@@ -188,3 +188,13 @@ def test_complex_matmul_and_einsum_gradients_match_torch(torch, equation):
         grads.append((x.grad.numpy(), y.grad.numpy()))
     for ours, ref in zip(*grads):
         np.testing.assert_allclose(ours, ref, atol=1e-12)
+
+
+def test_complex_repr_matches_torch(torch):
+    for values, dtype in (
+        ([1 + 2j, 3 - 1j], "complex64"),
+        ([0.1748 - 0.5485j, 2.25 + 1j], "complex64"),
+        ([1 + 2j], "complex128"),
+    ):
+        ours = repr(tensor.tensor(values, dtype=getattr(tensor, dtype)))
+        assert ours == repr(torch.tensor(values, dtype=getattr(torch, dtype))).replace("torch.", "tensor.")
