@@ -43,9 +43,13 @@ class StreamWork(Work):
         self.what = what  # a point-to-point op's description (it has no collective sequence number)
         self.end = None  # an event recorded on the group's stream after the op
         self.failure: BaseException | None = None
+        self._keep = None  # the op's job, whose closure holds its arrays (see _enqueued)
 
-    def _enqueued(self, end) -> None:
-        self.end = end
+    def _enqueued(self, end, keep=None) -> None:
+        # CuPy's pool has no record_stream: an array the op reads or writes must not go back to
+        # the pool of the caller's stream, and be handed out again there, before the op is done
+        # on the GPU. The backend keeps this Work until then (Note [NCCL streams]).
+        self.end, self._keep = end, keep
         self._future.set_result(self._result)
 
     def _failed(self, error: BaseException) -> None:
@@ -55,7 +59,10 @@ class StreamWork(Work):
 
     def is_completed(self) -> bool:
         """True once the op failed or its work on the GPU is done (a query: no synchronisation)."""
-        return self.failure is not None or (self.end is not None and _nccl.event_done(self.end))
+        done = self.failure is not None or (self.end is not None and _nccl.event_done(self.end))
+        if done:
+            self._keep = None
+        return done
 
     def is_success(self) -> bool:
         """True once the op's work on the GPU is done without an error."""

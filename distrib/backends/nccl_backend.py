@@ -36,6 +36,10 @@ Note [NCCL streams]
       group reports it.)
     * Isend/irecv record the hand-off event when they are called, and wait for it when
       their group is launched.
+    * CuPy's memory pool has no ``record_stream``: an array the op uses, allocated on the
+      caller's stream, must not be freed and handed out again there while the op still
+      runs. So the backend keeps each queued Work, and the Work its op's job (whose closure
+      holds the arrays), until the op's end event is seen done.
 """
 
 from __future__ import annotations
@@ -135,7 +139,7 @@ class NcclBackend(Backend):
                 return
             self._works = [w for w in self._works if not w.is_completed()]
             self._works.append(work)
-        work._enqueued(end)
+        work._enqueued(end, job)
 
     def order_after(self, work: StreamWork, seconds: float | None) -> None:
         """``work.wait(timeout)``: the caller's current stream waits for the op's end event, and
@@ -407,7 +411,7 @@ class NcclBackend(Backend):
                 launch = self._launch_watch("send/recv group", time.monotonic() + self.timeout)
             for _, _, _, work, _ in queued:
                 self._works.append(work)
-                work._enqueued(launch.event)
+                work._enqueued(launch.event, queued)
 
     def isend(self, x, dst, tag=0):
         return self._queue("send", x, dst, tag)
