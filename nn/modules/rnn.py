@@ -13,7 +13,7 @@ import warnings
 
 import tensor
 from tensor import Tensor
-from tensor.ops import recurrent_layers
+from tensor.ops import recurrent, recurrent_layers
 
 from .. import functional as F
 from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform, _unbind
@@ -196,31 +196,26 @@ class RNNBase(Module):
 
     def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool, time_dim: int):
         """One layer and direction over ``projected`` (the input projections, with the biases
-        that fold into them): (output sequence, h_n, c_n). An LSTM without projection and a GRU
-        are one op (Note [Fused layers] in tensor/ops/recurrent_layers.py); the others step in
+        that fold into them): (output sequence, h_n, c_n). One op (Note [Fused layers] in
+        tensor/ops/recurrent_layers.py), except for an LSTM with ``proj_size``, which steps in
         Python."""
         w_hh = params[1]
-        if self.mode in ("LSTM", "GRU") and not self.proj_size:
+        if not self.proj_size:
             seq = projected if time_dim == 0 else projected.transpose(0, 1)
             if self.mode == "LSTM":
                 out, h, c = recurrent_layers.lstm_layer(seq, h, c, w_hh, reverse)
-            else:
+            elif self.mode == "GRU":
                 b_hh = params[3] if self.bias else w_hh.new_zeros(w_hh.shape[0])
                 out, h = recurrent_layers.gru_layer(seq, h, w_hh, b_hh, reverse)
+            else:
+                out, h = recurrent_layers.rnn_layer(seq, h, w_hh, self.nonlinearity, reverse)
             return (out if time_dim == 0 else out.transpose(0, 1)), h, c
-        step = _STEPS[self.mode]
-        b_hh = params[3] if self.bias and self.mode == "GRU" else None
-        w_hh_t = w_hh.T
-        w_hr_t = params[-1].T if self.proj_size else None
+        w_hh_t, w_hr_t = w_hh.T, params[-1].T  # an LSTM with projections: the cell op, step by step
         xs = _unbind(projected, time_dim)
         out = [None] * len(xs)
         for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
-            hg = h @ w_hh_t
-            if b_hh is not None:
-                hg = hg + b_hh
-            h, c = step(xs[t], hg, h, c, self.mode)
-            if w_hr_t is not None:
-                h = h @ w_hr_t
+            h, c = recurrent.lstm_cell(xs[t], h @ w_hh_t, c)
+            h = h @ w_hr_t
             out[t] = h
         return tensor.stack(out, time_dim), h, c
 

@@ -1,16 +1,17 @@
-"""Fused recurrent layers: a whole LSTM or GRU layer and direction as one op.
+"""Fused recurrent layers: a whole LSTM, GRU or Elman RNN layer and direction as one op.
 
 Note [Fused layers]
 ~~~~~~~~~~~~~~~~~~~
-As torch's CPU kernels do, ``lstm_layer`` and ``gru_layer`` run the recurrence over all the
-time steps inside one op (one graph node per layer and direction), and their backward runs
-through time over arrays. The input projections of every step come in as one tensor ``xg``
+As torch's CPU kernels do, ``lstm_layer``, ``gru_layer`` and ``rnn_layer`` run the recurrence
+over all the time steps inside one op (one graph node per layer and direction), and their
+backward runs through time over arrays. The input projections of every step come in as one tensor ``xg``
 (one matrix product, made by the caller); the recurrent weight's gradient is one product over
 all the steps after the loop. The kernels write into buffers allocated once per call, and
 keep every block they work on contiguous: the packed output is (steps, blocks, batch, hidden),
 
-* ``lstm_layer``: blocks ``[h, c, i, f, g, o, tanh(c)]``;
-* ``gru_layer``: blocks ``[h, r, z, n, hn]`` (``hn = W_hn h_prev + b_hn``),
+* ``lstm_layer``: blocks ``[h, c, i, f, o, g, tanh(c)]``;
+* ``gru_layer``: blocks ``[h, r, z, n, hn]`` (``hn = W_hn h_prev + b_hn``);
+* ``rnn_layer``: ``h`` alone, (steps, batch, hidden),
 
 and the recurrent product of a step is one batched matmul with the weight laid out per gate,
 (gates, hidden, hidden), so that its result lands gate by gate. Column blocks of a
@@ -34,7 +35,7 @@ from .recurrent import gru_grads, lstm_grads, sigmoid_
 from .registry import defop
 from .shape import cat, stack
 
-__all__ = ["lstm_layer", "gru_layer"]
+__all__ = ["lstm_layer", "gru_layer", "rnn_layer"]
 
 
 def _order(steps: int, reverse: bool):
@@ -330,3 +331,78 @@ def gru_layer(xg, h0, w_hh, b_hh, reverse: bool = False):
     ``b_hh`` (3 * hidden,); ``reverse`` runs from the last step to the first."""
     out = _dispatch.apply(_gru_layer, (xg, h0, w_hh, b_hh), (reverse,))
     return out[:, 0], out[0 if reverse else xg.shape[0] - 1, 0]
+
+
+# ---------------------------------------------------------------- Elman RNN
+@defop("rnn_layer", saves=(1, 2), saves_output=True)
+def _rnn_layer(xp, xg, h0, w_hh, nonlinearity, reverse):
+    dtype = xp.result_type(xg, h0, w_hh)
+    out = xp.empty(xg.shape, dtype)
+    w_t = xp.ascontiguousarray(w_hh.T, dtype=dtype)
+    h_prev = h0.astype(dtype, copy=False)
+    for t in _order(xg.shape[0], reverse):
+        h = out[t]
+        xp.matmul(h_prev, w_t, out=h)
+        h += xg[t]
+        if nonlinearity == "tanh":
+            xp.tanh(h, out=h)
+        else:
+            xp.maximum(h, 0, out=h)
+        h_prev = h
+    return out
+
+
+@_rnn_layer.derivative
+def _(node, grad):
+    h0, w_hh = node.saved
+    out = node.output
+    nonlinearity, reverse = node.params
+    if _autograd_hooks.grad_mode.enabled:
+        return _rnn_layer_grads(grad, out, h0, w_hh, nonlinearity, reverse)
+    flat = _dispatch.apply(_rnn_layer_backward, (grad, out, h0, w_hh), node.params)
+    return _unflatten(flat, [tuple(out.shape), tuple(h0.shape), tuple(w_hh.shape)])
+
+
+def _rnn_derivative(out, nonlinearity: str):
+    """The nonlinearity's derivative, from its output (Tensors or arrays)."""
+    return 1 - out * out if nonlinearity == "tanh" else out > 0
+
+
+def _rnn_layer_grads(grad, out, h0, w_hh, nonlinearity, reverse):
+    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, w_hh."""
+    steps = out.shape[0]
+    act = _rnn_derivative(out, nonlinearity)
+    dxg = [None] * steps
+    dh = None
+    for t in _order(steps, not reverse):
+        dxg[t] = (grad[t] if dh is None else grad[t] + dh) * act[t]
+        dh = dxg[t] @ w_hh
+    dxg = stack(dxg)
+    h_before = _states_before(cat, out, h0, reverse)
+    return dxg, dh, dxg.reshape(-1, dxg.shape[-1]).T @ h_before.reshape(-1, h0.shape[1])
+
+
+@defop("rnn_layer_backward", differentiable=False)
+def _rnn_layer_backward(xp, grad, out, h0, w_hh, nonlinearity, reverse):
+    """``_rnn_layer_grads`` on arrays: the three gradients flattened one after another."""
+    shapes = [out.shape, h0.shape, w_hh.shape]
+    flat, (dxg, dh, dw) = _flat_parts(xp, grad.dtype, shapes)
+    act = _rnn_derivative(out, nonlinearity)
+    dh[...] = 0
+    for t in _order(out.shape[0], not reverse):
+        dxg_t = dxg[t]
+        xp.add(grad[t], dh, out=dxg_t)
+        dxg_t *= act[t]
+        xp.matmul(dxg_t, w_hh, out=dh)
+    dw[...] = _weight_grad(xp, dxg, _states_before(xp.concatenate, out, h0, reverse))
+    return flat
+
+
+def rnn_layer(xg, h0, w_hh, nonlinearity: str = "tanh", reverse: bool = False):
+    """One Elman RNN layer and direction (Note [Fused layers]): ``(output, h_n)`` from the input
+    projections of every step ``xg`` (steps, batch, hidden; both biases included), the initial
+    state ``h0`` (batch, hidden) and the recurrent weight ``w_hh`` (hidden, hidden);
+    ``nonlinearity`` is ``"tanh"`` or ``"relu"``; ``reverse`` runs from the last step to the
+    first."""
+    out = _dispatch.apply(_rnn_layer, (xg, h0, w_hh), (nonlinearity, reverse))
+    return out, out[0 if reverse else xg.shape[0] - 1]

@@ -92,42 +92,48 @@ def test_one_node_per_step(kind):
 
 
 # The layer ops (Note [Fused layers]): each against its cell op stepped in Python.
-_LAYERS = {
-    "lstm": (recurrent_layers.lstm_layer, recurrent_layers._lstm_layer, 4),
-    "gru": (recurrent_layers.gru_layer, recurrent_layers._gru_layer, 3),
+_LAYERS = {  # the function, its op, the gates and the op's params before ``reverse``
+    "lstm": (recurrent_layers.lstm_layer, recurrent_layers._lstm_layer, 4, ()),
+    "gru": (recurrent_layers.gru_layer, recurrent_layers._gru_layer, 3, ()),
+    "tanh": (recurrent_layers.rnn_layer, recurrent_layers._rnn_layer, 1, ("tanh",)),
+    "relu": (recurrent_layers.rnn_layer, recurrent_layers._rnn_layer, 1, ("relu",)),
 }
+_KINDS = list(_LAYERS)
 
 
 def _layer_inputs(kind: str, steps: int = 3, batch: int = 2, hidden: int = 2):
     rng = np.random.default_rng(2)
     gates = _LAYERS[kind][2] * hidden
     shapes = [(steps, batch, gates), (batch, hidden)]
-    shapes += [(batch, hidden), (gates, hidden)] if kind == "lstm" else [(gates, hidden), (gates,)]
+    shapes += {"lstm": [(batch, hidden), (gates, hidden)], "gru": [(gates, hidden), (gates,)]}.get(
+        kind, [(hidden, hidden)]
+    )
     return [tensor.tensor(rng.standard_normal(s) * 0.5, dtype=tensor.float64, requires_grad=True) for s in shapes]
 
 
 def _layer(kind: str, inputs, reverse: bool) -> tuple:
-    return _LAYERS[kind][0](*inputs, reverse=reverse)
+    fn, _, _, params = _LAYERS[kind]
+    return fn(*inputs, *params, reverse=reverse)
 
 
 def _stepped(kind: str, inputs, reverse: bool) -> list:
-    """The layer's outputs from its cell op, stepped in Python."""
+    """The layer's outputs from its cell op (or Tensor ops for the Elman RNN), stepped in Python."""
     xg, h = inputs[:2]
+    c = inputs[2] if kind == "lstm" else None
     steps = [None] * xg.shape[0]
-    if kind == "lstm":
-        c, w_hh = inputs[2:]
-    else:
-        w_hh, b_hh = inputs[2:]
     for t in range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0]):
         if kind == "lstm":
-            h, c = recurrent.lstm_cell(xg[t], h @ w_hh.T, c)
+            h, c = recurrent.lstm_cell(xg[t], h @ inputs[3].T, c)
+        elif kind == "gru":
+            h = recurrent.gru_cell(xg[t], h @ inputs[2].T + inputs[3], h)
         else:
-            h = recurrent.gru_cell(xg[t], h @ w_hh.T + b_hh, h)
+            pre = xg[t] + h @ inputs[2].T
+            h = pre.tanh() if kind == "tanh" else pre.relu()
         steps[t] = h
     return [tensor.stack(steps), h] + ([c] if kind == "lstm" else [])
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("kind", _KINDS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_layer_gradcheck_and_double_backward(kind, reverse):
     inputs = _layer_inputs(kind)
@@ -135,7 +141,7 @@ def test_layer_gradcheck_and_double_backward(kind, reverse):
     assert gradgradcheck(lambda *a: _layer(kind, a, reverse), inputs)
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("kind", _KINDS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_layer_matches_its_steps(kind, reverse):
     # The layer op against the cell op stepped in Python, forward and backward.
@@ -148,12 +154,12 @@ def test_layer_matches_its_steps(kind, reverse):
         assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("kind", _KINDS)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_layer_array_backward_matches_the_tensor_op_backward(kind, reverse):
     # Weights on every block of the packed output, as double backward sends them.
     inputs = _layer_inputs(kind)
-    out = _dispatch.apply(_LAYERS[kind][1], tuple(inputs), (reverse,))
+    out = _dispatch.apply(_LAYERS[kind][1], tuple(inputs), (*_LAYERS[kind][3], reverse))
     weights = tensor.tensor(np.random.default_rng(3).standard_normal(out.shape))
     fast = autograd.grad((out * weights).sum(), inputs, retain_graph=True)
     slow = autograd.grad((out * weights).sum(), inputs, create_graph=True)
