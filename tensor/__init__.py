@@ -40,6 +40,8 @@ from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tenso
 from . import onnx
 from . import accelerator, backends
 from . import profiler
+from . import amp
+from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
 from ._memory_snapshot import memory_snapshot
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 

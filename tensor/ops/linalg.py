@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _backend, _dispatch, _dtype
+from .. import _autocast, _backend, _dispatch, _dtype
 from .registry import defop
 
 __all__ = ["matmul", "mm", "bmm", "dot", "einsum"]
@@ -40,7 +40,7 @@ def _conj(t):
 
 
 def _check_float_pair(name, a, b):
-    if a.dtype is not b.dtype:
+    if a.dtype is not b.dtype and not (_dispatch.autocast is not None and _autocast.will_cast(name, a)):
         raise RuntimeError(
             f"{name}: expected both operands to have the same dtype, but got {a.dtype.name} and {b.dtype.name}"
         )

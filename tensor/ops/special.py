@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import _backend, _dispatch, _dtype
+from .. import _autocast, _backend, _dispatch, _dtype
 from . import elementwise as _ew
 from .reduction import wrap_dim
 from .registry import defop
@@ -355,7 +355,8 @@ def linear(input, weight, bias=None):
         cols = input.shape[-1] if input.ndim else 1
         w_shape = "x".join(map(str, weight.shape[::-1]))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and {w_shape})")
-    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
+    mixed = input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype)
+    if mixed and not (_dispatch.autocast is not None and _autocast.will_cast("linear", input)):
         other = bias.dtype.name if input.dtype is weight.dtype else input.dtype.name
         raise RuntimeError(
             f"linear(): expected all tensors to have the same dtype, but got {weight.dtype.name} and {other}"
