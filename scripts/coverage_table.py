@@ -92,7 +92,6 @@ REASONS = [
     ),
     (r"^Muon$", "not implemented (its Newton-Schulz iteration runs in bfloat16 in PyTorch)"),
     (r"^swap_in_optimizer_params_and_state$", "not implemented"),
-    (r"CrossMapLRN2d", "legacy Lua-torch layer (its window differs by one); LocalResponseNorm exists"),
     (r"RNN|LSTM|GRU", "recurrent modules are owned by the RNN work (packed input pending)"),
 ]
 

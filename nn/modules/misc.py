@@ -1,9 +1,11 @@
-"""Layers kept for PyTorch compatibility: ``LinearCrossEntropyLoss``, ``NLLLoss2d``, ``Container``
-and ``DataParallel`` (one device)."""
+"""Layers kept for PyTorch compatibility: ``LinearCrossEntropyLoss``, ``CrossMapLRN2d``,
+``NLLLoss2d``, ``Container`` and ``DataParallel`` (one device)."""
 
 from __future__ import annotations
 
 import warnings
+
+import numpy as np
 
 import tensor
 from tensor import Tensor
@@ -13,7 +15,7 @@ from .linear import Linear
 from .loss import NLLLoss
 from .module import Module
 
-__all__ = ["LinearCrossEntropyLoss", "NLLLoss2d", "Container", "DataParallel"]
+__all__ = ["LinearCrossEntropyLoss", "CrossMapLRN2d", "NLLLoss2d", "Container", "DataParallel"]
 
 
 class LinearCrossEntropyLoss(Module):
@@ -52,6 +54,42 @@ class LinearCrossEntropyLoss(Module):
             ignore_index=self.ignore_index,
             label_smoothing=self.label_smoothing,
         )
+
+
+class CrossMapLRN2d(Module):
+    """Lua torch's cross-channel LRN of 4-D input, window for window as PyTorch's
+    ``CrossMapLRN2d``: ``x * (k + alpha / size * sum of squares over the window) ** -beta``.
+    Its running window keeps channel 0 in every later window (PyTorch's forward, reproduced
+    here), so it differs from ``LocalResponseNorm``. The gradient is the exact derivative of
+    this forward; PyTorch's hand-written backward assumes the symmetric window and differs.
+
+    Raises:
+        ValueError: (when called) for an input that is not 4-D.
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def _windows(self, channels: int) -> np.ndarray:
+        pre_pad = int((self.size - 1) / 2 + 1)
+        windows = np.zeros((channels, channels))
+        for c in range(channels):
+            windows[c, max(c - pre_pad + 1, 0) if c > pre_pad else 0 : min(c + pre_pad - 1, channels - 1) + 1] = 1
+            if c > pre_pad:
+                windows[c, 0] = 1
+        return windows
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Normalize ``input`` across channels."""
+        if input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
+        windows = tensor.tensor(self._windows(input.shape[1]), dtype=input.dtype, device=input.device)
+        sums = ((input * input).movedim(1, -1) @ windows.mT).movedim(-1, 1)
+        return input * (sums * (self.alpha / self.size) + self.k) ** -self.beta
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class NLLLoss2d(NLLLoss):

@@ -73,3 +73,14 @@ def test_compatibility_layers():
     assert_close(wrapped(x), model(x).detach().numpy())
     with pytest.raises(NotImplementedError, match="DataParallel over several GPUs"):
         nn.DataParallel(model, device_ids=[0, 1])
+
+
+@pytest.mark.parametrize("size, channels", [(3, 7), (5, 6), (2, 4), (1, 3)])
+def test_cross_map_lrn2d_forward_matches_torch_and_gradient_is_exact(size, channels, torch):
+    from autograd import gradcheck
+
+    x = RNG.standard_normal((2, channels, 3, 3))
+    ours = nn.CrossMapLRN2d(size, alpha=0.5, beta=0.7, k=2)
+    theirs = torch.nn.CrossMapLRN2d(size, alpha=0.5, beta=0.7, k=2)
+    assert_close(ours(tensor.tensor(x)), theirs(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
+    assert gradcheck(ours, (tensor.tensor(x[:1, :, :2, :2], requires_grad=True),))
