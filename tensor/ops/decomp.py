@@ -18,6 +18,7 @@ from .. import _dispatch
 from .elementwise import where
 from .layout import diag_embed, tril
 from .registry import defop
+from .shape import cat
 
 # The top-level (torch.*) names; the rest are reached through tensor.linalg.
 __all__ = ["det", "slogdet", "logdet", "inverse", "cholesky", "qr"]
@@ -117,7 +118,20 @@ def _det(xp, a):
     return xp.linalg.det(a)
 
 
-_det.derivative(lambda node, g: (((g * node.output)[..., None, None]) * inv(node.saved[0]).mT,))
+@_det.derivative
+def _(node, g):
+    # d det(A) = tr(adj(A) dA): det(A) A^-T for invertible A; for singular A (PyTorch too) the
+    # adjugate from the SVD, adj(A)^T = det(U) det(V) U adj(S) V^T, adj(S)_i = prod_{j != i} s_j.
+    (A,) = node.saved
+    if not bool((node.output == 0).any()):
+        return ((g * node.output)[..., None, None] * inv(A).mT,)
+    U, S, Vh = svd(A, full_matrices=False)
+    ones = S.new_ones(S.shape[:-1] + (1,))
+    before = cat([ones, S[..., :-1]], -1).cumprod(-1)
+    after = cat([ones, S.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)
+    sign = (det(U) * det(Vh)).detach()
+    adj_t = (U * (before * after).unsqueeze(-2)) @ Vh
+    return ((g * sign)[..., None, None] * adj_t,)
 
 
 def det(A):

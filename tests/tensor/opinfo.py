@@ -288,6 +288,12 @@ OPS = [
     ),
     OpInfo("linalg.solve_right", lambda m, a, b: m.linalg.solve(a, b, left=False), [(SQ, r(2, 3))]),
     OpInfo("linalg.det", lambda m, x: m.linalg.det(x), [(SQ,), (r(2, 2, 2),)], gradgrad=True),
+    # Singular: the gradient is the adjugate (finite differences agree; torch 2.x gives zeros here).
+    OpInfo(
+        "linalg.det_singular",
+        lambda m, x: m.linalg.det(x),
+        [(np.array([[1.0, 2.0], [2.0, 4.0]]),), (np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),)],
+    ),
     OpInfo("linalg.slogdet", lambda m, x: m.linalg.slogdet(x), [(SQ,)], grad=False),
     OpInfo("linalg.slogdet_logabsdet", lambda m, x: m.linalg.slogdet(x).logabsdet, [(SQ,)], gradgrad=True),
     OpInfo("logdet", lambda m, x: m.logdet(x), [(SPD_ROOT @ SPD_ROOT.T + np.eye(3),)]),
