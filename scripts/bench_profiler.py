@@ -4,7 +4,8 @@ with backward, as in ``bench.py``'s core group).
 * profiler off: this tree against a copy of it with the profiler hooks cut out of the
   dispatcher and the engine (the only hot-path code the profiler adds), each timed in fresh
   processes, alternating rounds; with ``DISTRIB_BENCH_CALLGRIND=1`` also by instruction counts
-  under ``valgrind --tool=callgrind`` (repeatable on a loaded machine), the import subtracted.
+  under ``valgrind --tool=callgrind`` (repeatable on a loaded machine): 2n runs minus n runs, the
+  GC off, a fixed hash seed.
 * profiler on: the chain under ``profile()`` against the chain without it, in this process.
 """
 
@@ -33,8 +34,10 @@ _ENGINE_HOOK = re.compile(
 )
 
 CHAIN = """
-import time, statistics, sys
+import gc, time, statistics, sys
 import tensor
+if len(sys.argv) > 2:  # under callgrind: no collections, whose timing differs between the trees
+    gc.disable()
 a = tensor.randn(10, requires_grad=True)
 b = tensor.full((10,), 0.5, requires_grad=True)
 def run():
@@ -65,18 +68,20 @@ def _chain():
     return run
 
 
-def hookless_tree() -> str:
-    """A temporary copy of the packages with the profiler hooks removed; the caller deletes it."""
-    tmp = tempfile.mkdtemp(prefix="bench-profiler-")
-    for package in ("tensor", "autograd", "nn", "distrib"):
-        shutil.copytree(
-            os.path.join(ROOT, package), os.path.join(tmp, package), ignore=shutil.ignore_patterns("__pycache__")
-        )
+def tree_copies() -> tuple[str, str]:
+    """Two temporary copies of the packages, the second with the profiler hooks cut out: the same
+    snapshot on both sides, whatever changes in the checkout meanwhile. The caller deletes them."""
+    trees = tempfile.mkdtemp(prefix="bench-profiler-hooked-"), tempfile.mkdtemp(prefix="bench-profiler-bare-")
+    for tree in trees:
+        for package in ("tensor", "autograd", "nn", "distrib"):
+            shutil.copytree(
+                os.path.join(ROOT, package), os.path.join(tree, package), ignore=shutil.ignore_patterns("__pycache__")
+            )
     for rel, pattern, repl in (
         ("tensor/_dispatch.py", _DISPATCH_HOOK, ""),
         ("autograd/engine.py", _ENGINE_HOOK, r"\n            \1"),
     ):
-        path = os.path.join(tmp, rel)
+        path = os.path.join(trees[1], rel)
         with open(path) as f:
             text = f.read()
         text, n = pattern.subn(repl, text)
@@ -84,19 +89,16 @@ def hookless_tree() -> str:
             raise RuntimeError(f"bench_profiler: no profiler hook found in {rel}; update the patterns")
         with open(path, "w") as f:
             f.write(text)
-    return tmp
+    return trees
 
 
-def _run_chain(tree: str, runs: int, prefix=()) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": tree, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [*prefix, sys.executable, "-c", CHAIN, str(runs)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
-    )
+def _run_chain(tree: str, runs: int, prefix=(), extra=()) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": tree, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    cmd = [*prefix, sys.executable, "-c", CHAIN, str(runs), *extra]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench_profiler: the chain failed in {tree} (exit {out.returncode}):\n{out.stderr[-3000:]}")
+    return out
 
 
 def wall_clock(tree_a: str, tree_b: str, rounds: int, runs: int = 200) -> tuple[float, float]:
@@ -109,20 +111,21 @@ def wall_clock(tree_a: str, tree_b: str, rounds: int, runs: int = 200) -> tuple[
 
 
 def instructions(tree: str, runs: int) -> int:
-    """Instructions of the chain run ``runs`` times, the interpreter start and import subtracted."""
+    """Instructions of ``runs`` runs of the chain: a process running it ``2 runs`` times minus one
+    running it ``runs`` times (start, import and warm-up cancel), the GC off."""
 
     def count(n: int) -> int:
-        out = _run_chain(tree, n, ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"))
+        out = _run_chain(tree, n, ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"), ("nogc",))
         return int(re.search(r"Collected : (\d+)", out.stderr).group(1))
 
-    return count(runs) - count(0)
+    return count(2 * runs) - count(runs)
 
 
 def bench(repeat: int, paired_times, have_torch: bool) -> list:
     rows = []
-    tree = hookless_tree()
+    hooked, bare = tree_copies()
     try:
-        with_hook, without = wall_clock(ROOT, tree, rounds=max(3, repeat // 2))
+        with_hook, without = wall_clock(hooked, bare, rounds=max(3, repeat // 2))
         rows.append(
             (
                 "small-op chain, profiler off (us/op)",
@@ -133,8 +136,8 @@ def bench(repeat: int, paired_times, have_torch: bool) -> list:
             )
         )
         if os.environ.get("DISTRIB_BENCH_CALLGRIND") == "1" and shutil.which("valgrind"):
-            runs = 30
-            ours, base = instructions(ROOT, runs), instructions(tree, runs)
+            runs = 20
+            ours, base = instructions(hooked, runs), instructions(bare, runs)
             rows.append(
                 (
                     "small-op chain, profiler off (k instructions/op)",
@@ -145,7 +148,8 @@ def bench(repeat: int, paired_times, have_torch: bool) -> list:
                 )
             )
     finally:
-        shutil.rmtree(tree, ignore_errors=True)
+        shutil.rmtree(hooked, ignore_errors=True)
+        shutil.rmtree(bare, ignore_errors=True)
     run = _chain()
     prof = profile()
 
