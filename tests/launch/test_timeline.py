@@ -11,7 +11,7 @@ from launch import _timeline
 from tests.launch.conftest import clean_env, run_launch, write_script
 from tests.trace_schema import complete, load_trace
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]  # a 2-rank job: about 6 s
 
 TRAIN = """
     import distrib as dist
