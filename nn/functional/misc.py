@@ -1,4 +1,4 @@
-"""``gumbel_softmax`` and ``linear_cross_entropy``."""
+"""``gumbel_softmax``, ``linear_cross_entropy``, ``conv_tbc`` and ``native_channel_shuffle``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import tensor
 from tensor import Tensor
 
 from .activation import softmax
+from .conv import conv1d
 from .linear import linear
 from .loss import cross_entropy
+from .sampling import channel_shuffle
 
-__all__ = ["gumbel_softmax", "linear_cross_entropy"]
+__all__ = ["gumbel_softmax", "linear_cross_entropy", "conv_tbc", "native_channel_shuffle"]
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
@@ -49,3 +51,15 @@ def linear_cross_entropy(
         ignore_index=-100 if ignore_index is None else ignore_index,
         label_smoothing=label_smoothing,
     )
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-d convolution of time-batch-channel input ``(T, B, C_in)`` with ``weight``
+    ``(K, C_in, C_out)``: ``(T', B, C_out)``."""
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """``channel_shuffle`` (PyTorch's native entry point)."""
+    return channel_shuffle(input, groups)

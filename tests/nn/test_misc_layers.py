@@ -84,3 +84,16 @@ def test_cross_map_lrn2d_forward_matches_torch_and_gradient_is_exact(size, chann
     theirs = torch.nn.CrossMapLRN2d(size, alpha=0.5, beta=0.7, k=2)
     assert_close(ours(tensor.tensor(x)), theirs(torch.tensor(x)).numpy(), rtol=1e-12, atol=1e-12)
     assert gradcheck(ours, (tensor.tensor(x[:1, :, :2, :2], requires_grad=True),))
+
+
+def test_conv_tbc_and_native_channel_shuffle_match_torch(torch):
+    x, w, b = RNG.standard_normal((7, 2, 3)), RNG.standard_normal((3, 3, 4)), RNG.standard_normal(4)
+    check_fn(lambda *t: F.conv_tbc(*t, 1), lambda *t: torch.nn.functional.conv_tbc(*t, 1), torch, x, w, b)
+    y = RNG.standard_normal((2, 6, 2))
+    check_fn(
+        lambda t: F.native_channel_shuffle(t, 3),
+        lambda t: torch.nn.functional.native_channel_shuffle(t, 3),
+        torch,
+        y,
+        grads=False,
+    )
