@@ -87,29 +87,27 @@ def _erf_fast(xp, x):
 def _erf_parts(xp, x, complement):
     if not complement and x.dtype != xp.float64:
         return _erf_fast(xp, x)
+    # Every piece is evaluated on every element (each on inputs clamped into its own range) and
+    # the right one picked with ``where``: boolean-mask indexing would need the mask's count on
+    # the host, a synchronisation on a GPU.
     a = x.astype(xp.float64)
     ax = xp.abs(a)
-    out = xp.empty_like(a)
-    small = ax < 0.84375
-    if small.any():
-        v = a[small]
-        z = v * v
-        y = v + v * (_horner(z, _PP) / _horner(z, _QQ))
-        out[small] = 1.0 - y if complement else y
-    mid = (ax >= 0.84375) & (ax < 1.25)
-    if mid.any():
-        s = ax[mid] - 1.0
-        y = _ERX + _horner(s, _PA) / _horner(s, _QA)
-        out[mid] = xp.where(a[mid] < 0, 1.0 + y, 1.0 - y) if complement else xp.copysign(y, a[mid])
-    tail = (ax >= 1.25) & (ax < 28.0)
-    if tail.any():
-        c = _erfc_tail(xp, ax[tail])
-        out[tail] = xp.where(a[tail] < 0, 2.0 - c, c) if complement else xp.copysign(1.0 - c, a[tail])
-    far = ~(small | mid | tail)  # |x| >= 28, inf and nan
-    if far.any():
-        v = a[far]
-        y = xp.where(xp.isnan(v), v, xp.sign(v))
-        out[far] = 1.0 - y if complement else y
+    negative = a < 0
+    small, mid, tail = ax < 0.84375, ax < 1.25, ax < 28.0
+    v = xp.where(small, a, 0.0)
+    z = v * v
+    y_small = v + v * (_horner(z, _PP) / _horner(z, _QQ))
+    y_mid = _ERX + _horner(xp.clip(ax, 0.84375, 1.25) - 1.0, _PA) / _horner(xp.clip(ax, 0.84375, 1.25) - 1.0, _QA)
+    c_tail = _erfc_tail(xp, xp.clip(ax, 1.25, 28.0))
+    sign = xp.where(xp.isnan(a), a, xp.sign(a))  # |x| >= 28, inf and nan
+    if complement:
+        out = xp.where(tail, xp.where(negative, 2.0 - c_tail, c_tail), 1.0 - sign)
+        out = xp.where(mid, xp.where(negative, 1.0 + y_mid, 1.0 - y_mid), out)
+        out = xp.where(small, 1.0 - y_small, out)
+    else:
+        out = xp.where(tail, xp.copysign(1.0 - c_tail, a), sign)
+        out = xp.where(mid, xp.copysign(y_mid, a), out)
+        out = xp.where(small, y_small, out)
     return out.astype(x.dtype, copy=False)
 
 
