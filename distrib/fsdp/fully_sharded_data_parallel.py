@@ -14,7 +14,11 @@ from typing import Any
 
 from nn import Module
 
+from .._procs import host_id
+from ..init_api import get_rank, get_world_size
+from ..object_collectives import all_gather_object
 from ..parallel import DistributedDataParallel
+from ..process_group import new_group
 from ._fully_shard import FSDPModule, fully_shard
 from ._state_dict import get_full_state_dict, set_full_state_dict
 
@@ -81,13 +85,42 @@ def _auto_wrap(module: Module, policy: Callable, wrap: Callable[[Module], None])
     return left
 
 
+def _hybrid_mesh(process_group) -> tuple:
+    """``(replicate_group, shard_group)`` for HYBRID_SHARD: PyTorch's ``(shard_group,
+    replicate_group)`` pair as given, or by default the ranks of this host (sharded) and the ranks
+    with the same place on every host (replicated).
+
+    Raises:
+        ValueError: if the hosts do not run the same number of ranks.
+    """
+    if isinstance(process_group, tuple):
+        shard_group, replicate_group = process_group
+        return replicate_group, shard_group
+    hosts: list = [None] * get_world_size()
+    all_gather_object(hosts, host_id())
+    by_host: dict[str, list[int]] = {}
+    for rank, host in enumerate(hosts):
+        by_host.setdefault(host, []).append(rank)
+    per_host = sorted(by_host.values())
+    if len({len(ranks) for ranks in per_host}) != 1:
+        raise ValueError(f"HYBRID_SHARD needs the same number of ranks on every host, got {[len(r) for r in per_host]}")
+    me = get_rank()
+    shard_groups = [new_group(ranks) for ranks in per_host]  # every rank creates every group, in order
+    replicate_groups = [new_group([ranks[i] for ranks in per_host]) for i in range(len(per_host[0]))]
+    host = next(h for h, ranks in enumerate(per_host) if me in ranks)
+    return replicate_groups[per_host[host].index(me)], shard_groups[host]
+
+
 class FullyShardedDataParallel(Module):
     """Shards ``module`` over ``process_group`` (the world by default) with ``sharding_strategy``;
     the submodules ``auto_wrap_policy`` picks become units of their own, the rest belongs to the
     root unit. Build the optimizer on this wrapper's ``parameters()`` (this rank's shards).
 
+    HYBRID_SHARD shards within each host and replicates across hosts (or within and across the
+    ``(shard_group, replicate_group)`` given as ``process_group``).
+
     Raises:
-        NotImplementedError: for HYBRID_SHARD and ``cpu_offload`` (not supported yet).
+        NotImplementedError: for ``cpu_offload`` (not supported yet).
     """
 
     def __init__(
@@ -101,18 +134,19 @@ class FullyShardedDataParallel(Module):
     ) -> None:
         super().__init__()
         strategy = sharding_strategy or ShardingStrategy.FULL_SHARD
-        if strategy is ShardingStrategy.HYBRID_SHARD or cpu_offload is not None:
-            raise NotImplementedError("FullyShardedDataParallel: HYBRID_SHARD and cpu_offload are not supported yet")
+        if cpu_offload is not None:
+            raise NotImplementedError("FullyShardedDataParallel: cpu_offload is not supported yet")
         self.sharding_strategy = strategy
         self._state_dict_type = StateDictType.FULL_STATE_DICT
         if strategy is ShardingStrategy.NO_SHARD:
             self._fsdp_wrapped_module = DistributedDataParallel(module, process_group=process_group)
             return
-        reshard = strategy is ShardingStrategy.FULL_SHARD
+        reshard = strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD)
+        mesh = _hybrid_mesh(process_group) if strategy is ShardingStrategy.HYBRID_SHARD else process_group
 
         def wrap(m: Module) -> None:
             if not isinstance(m, FSDPModule):
-                fully_shard(m, mesh=process_group, reshard_after_forward=reshard)
+                fully_shard(m, mesh=mesh, reshard_after_forward=reshard)
 
         if auto_wrap_policy is not None:
             _auto_wrap(module, auto_wrap_policy, wrap)

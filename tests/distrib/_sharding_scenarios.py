@@ -221,6 +221,17 @@ def fsdp_mixed_precision(rank, world):
     }
 
 
+def _hybrid_groups(world: int) -> tuple:
+    """(shard group, replicate group) of this rank: pairs of ranks shard (on an even world),
+    single ranks otherwise; the ranks with the same place in their shard group replicate."""
+    size = 2 if world % 2 == 0 else 1
+    blocks = [list(range(start, start + size)) for start in range(0, world, size)]
+    shard_groups = [dist.new_group(block) for block in blocks]
+    replicate_groups = [dist.new_group([block[i] for block in blocks]) for i in range(size)]
+    rank = dist.get_rank()
+    return shard_groups[rank // size], replicate_groups[rank % size]
+
+
 FSDP_VARIANTS = {
     "fully_shard_prefetch": _fully_shard_prefetching,
     "fully_shard": _fully_shard_blocks,
@@ -232,6 +243,15 @@ FSDP_VARIANTS = {
         auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, min_num_params=50),
     ),
     "no_shard": lambda m: FullyShardedDataParallel(m, sharding_strategy=ShardingStrategy.NO_SHARD),
+    "hybrid_shard_by_host": lambda m: FullyShardedDataParallel(
+        m, sharding_strategy=ShardingStrategy.HYBRID_SHARD, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential})
+    ),
+    "hybrid_shard_groups": lambda m: FullyShardedDataParallel(
+        m,
+        process_group=_hybrid_groups(dist.get_world_size()),
+        sharding_strategy=ShardingStrategy.HYBRID_SHARD,
+        auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}),
+    ),
 }
 
 

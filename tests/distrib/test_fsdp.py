@@ -1,5 +1,5 @@
 """FSDP over 2 and 3 ranks (zmq) and 2 (mpi): ``fully_shard`` and ``FullyShardedDataParallel``
-(FULL_SHARD, SHARD_GRAD_OP, NO_SHARD) give the parameters of one process with the whole batch
+(FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD) give the parameters of one process with the whole batch
 (float64, 1e-12); gradient accumulation without sync; FULL and SHARDED state dicts; the memory
 held per rank; one-process checks of the API."""
 
@@ -13,7 +13,6 @@ from distrib.fsdp import (
     FSDPModule,
     FullyShardedDataParallel,
     ModuleWrapPolicy,
-    ShardingStrategy,
     fully_shard,
     size_based_auto_wrap_policy,
 )
@@ -111,5 +110,5 @@ def test_auto_wrap_policies_pick_submodules(world_of_one):
     # Children first: each Linear(8, 8) (72 parameters) is a unit, which leaves its Sequential 0;
     # Linear(5, 8) (48) and Linear(8, 3) (27) stay with the root.
     assert picked == [model[2][0], model[3][0], model[4][0]]
-    with pytest.raises(NotImplementedError, match="HYBRID_SHARD"):
-        FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.HYBRID_SHARD)
+    with pytest.raises(NotImplementedError, match="cpu_offload"):
+        FullyShardedDataParallel(model, cpu_offload=object())
