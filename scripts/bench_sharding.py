@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15 benchmark: a ZeRO-1 train step (ZeroRedundancyOptimizer over Adam), 2 ranks, zmq.
+"""Issue 15 benchmark: ZeRO-1 and FSDP train steps, 2 ranks, zmq, against our DDP and torch on gloo.
 
     .venv/bin/python scripts/bench_sharding.py [--repeat 30]
 
@@ -8,7 +8,9 @@ rank, in DistributedDataParallel, here with Adam. Rows (times in ms, medians fro
 
 * our DDP + ZeRO-1(Adam) step vs our DDP + Adam step: what sharding the optimizer costs,
   target <= 1.1x;
-* our DDP + ZeRO-1(Adam) step vs torch's DDP + ZeroRedundancyOptimizer(Adam) on gloo.
+* our DDP + ZeRO-1(Adam) step vs torch's DDP + ZeroRedundancyOptimizer(Adam) on gloo;
+* our FSDP FULL_SHARD step (``fully_shard`` on each Linear, then the root; Adam) vs torch's FSDP2
+  (``torch.distributed.fsdp.fully_shard``, the same units) on gloo, target <= 1.0x.
 
 The jobs alternate for ``ROUNDS`` rounds of subprocess ranks with a deadline; the per-step
 times of all rounds are pooled. torch is only the peer being measured.
@@ -22,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+import types
 
 from _bench_ranks import run_ranks
 from bench_ddp import BATCH, SIZES, _data, _timed_steps
@@ -30,66 +33,76 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORLD, ROUNDS = 2, 4
 
 
-def _worker_ours(rank: int, world: int, port: int, steps: int, zero: bool) -> list[float]:
+def _mlp(lib):
+    return lib.nn.Sequential(
+        lib.nn.Linear(SIZES[0], SIZES[1]),
+        lib.nn.ReLU(),
+        lib.nn.Linear(SIZES[1], SIZES[2]),
+        lib.nn.ReLU(),
+        lib.nn.Linear(SIZES[2], SIZES[3]),
+    )
+
+
+def _step_times(model, opt, x, y, F, steps: int) -> list[float]:
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return _timed_steps(step, steps)
+
+
+def _worker_ours(rank: int, world: int, port: int, steps: int, impl: str) -> list[float]:
     sys.path.insert(0, ROOT)
     import distrib as dist  # noqa: PLC0415 - the worker process imports what it measures
     import nn  # noqa: PLC0415
     import nn.functional as F  # noqa: PLC0415
     import tensor  # noqa: PLC0415
+    from distrib.fsdp import fully_shard  # noqa: PLC0415
     from distrib.optim import ZeroRedundancyOptimizer  # noqa: PLC0415
 
     tensor.manual_seed(0)
-    model = nn.Sequential(
-        nn.Linear(SIZES[0], SIZES[1]),
-        nn.ReLU(),
-        nn.Linear(SIZES[1], SIZES[2]),
-        nn.ReLU(),
-        nn.Linear(SIZES[2], SIZES[3]),
-    )
+    model = _mlp(types.SimpleNamespace(nn=nn))
     dist.init_process_group("zmq", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=120)
-    model = dist.DistributedDataParallel(model)
-    if zero:
+    if impl == "fsdp":
+        for layer in model[::2]:
+            fully_shard(layer)
+        model = fully_shard(model)
+    else:
+        model = dist.DistributedDataParallel(model)
+    if impl == "zero":
         opt = ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, lr=1e-3)
     else:
         opt = nn.optim.Adam(model.parameters(), lr=1e-3)
     x, y = _data(tensor, rank)
-
-    def step():
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    times = _timed_steps(step, steps)
+    times = _step_times(model, opt, x, y, F, steps)
     dist.destroy_process_group()
     return times
 
 
-def _worker_torch(rank: int, world: int, port: int, steps: int) -> list[float]:
+def _worker_torch(rank: int, world: int, port: int, steps: int, impl: str) -> list[float]:
     import torch  # noqa: PLC0415 - the peer, measured in its own process
     import torch.distributed as tdist  # noqa: PLC0415
     import torch.nn.functional as F  # noqa: PLC0415
+    from torch.distributed.device_mesh import init_device_mesh  # noqa: PLC0415
+    from torch.distributed.fsdp import fully_shard  # noqa: PLC0415
     from torch.distributed.optim import ZeroRedundancyOptimizer  # noqa: PLC0415
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(SIZES[0], SIZES[1]),
-        torch.nn.ReLU(),
-        torch.nn.Linear(SIZES[1], SIZES[2]),
-        torch.nn.ReLU(),
-        torch.nn.Linear(SIZES[2], SIZES[3]),
-    )
+    model = _mlp(torch)
     tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    model = torch.nn.parallel.DistributedDataParallel(model)
-    opt = ZeroRedundancyOptimizer(model.parameters(), torch.optim.Adam, lr=1e-3)
+    if impl == "torch-fsdp":
+        mesh = init_device_mesh("cpu", (world,))
+        for layer in model[::2]:
+            fully_shard(layer, mesh=mesh)
+        model = fully_shard(model, mesh=mesh)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        model = torch.nn.parallel.DistributedDataParallel(model)
+        opt = ZeroRedundancyOptimizer(model.parameters(), torch.optim.Adam, lr=1e-3)
     x, y = _data(torch, rank)
-
-    def step():
-        opt.zero_grad()
-        F.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    times = _timed_steps(step, steps)
+    times = _step_times(model, opt, x, y, F, steps)
     tdist.barrier()
     return times  # no destroy_process_group: gloo's teardown can abort at exit; the result is printed first
 
@@ -109,21 +122,24 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
     """Rows ``(workload, ours_ms, peer_ms, peer_name, target)``; ``paired_times`` is unused (the
     workloads run in subprocesses, alternating by round instead)."""
     steps = max(5, repeat)
-    zero, ddp, torch_zero = [], [], []
+    impls = ["zero", "ddp", "fsdp"] + (["torch-zero", "torch-fsdp"] if have_torch else [])
+    times: dict[str, list[float]] = {impl: [] for impl in impls}
     for _ in range(ROUNDS):
-        zero += _job("zero", steps)
-        ddp += _job("ddp", steps)
-        if have_torch:
+        for impl in list(impls):
             try:
-                torch_zero += _job("torch", steps)
+                times[impl] += _job(impl, steps)
             except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-                print(f"torch gloo peer unavailable: {exc}", file=sys.stderr)
-                have_torch = False
-    ms = lambda times: statistics.median(times) * 1e3 if times else None  # noqa: E731
-    name = f"ZeRO-1 Adam MLP step b{BATCH}x{WORLD} ranks"
+                if not impl.startswith("torch"):
+                    raise
+                print(f"torch gloo peer {impl} unavailable: {exc}", file=sys.stderr)
+                impls.remove(impl)
+    ms = lambda impl: statistics.median(times[impl]) * 1e3 if times.get(impl) else None  # noqa: E731
+    zero, fsdp = f"ZeRO-1 Adam MLP step b{BATCH}x{WORLD} ranks", f"FSDP FULL_SHARD Adam MLP step b{BATCH}x{WORLD}"
     return [
-        (f"{name} (peer: our DDP + Adam)", ms(zero), ms(ddp), "ours", "<= 1.1x"),
-        (f"{name}, zmq (peer: gloo ZeRO-1)", ms(zero), ms(torch_zero), "torch", "(none)"),
+        (f"{zero} (peer: our DDP + Adam)", ms("zero"), ms("ddp"), "ours", "<= 1.1x"),
+        (f"{zero}, zmq (peer: gloo ZeRO-1)", ms("zero"), ms("torch-zero"), "torch", "(none)"),
+        (f"{fsdp}, zmq (peer: gloo FSDP2)", ms("fsdp"), ms("torch-fsdp"), "torch", "<= 1.0x"),
+        (f"{fsdp} (peer: our DDP + Adam)", ms("fsdp"), ms("ddp"), "ours", "(none)"),
     ]
 
 
@@ -135,7 +151,7 @@ def main() -> None:
     if args.worker:
         impl, rank, world, port, steps = args.worker
         args = (int(rank), int(world), int(port), int(steps))
-        times = _worker_torch(*args) if impl == "torch" else _worker_ours(*args, zero=impl == "zero")
+        times = _worker_torch(*args, impl) if impl.startswith("torch") else _worker_ours(*args, impl)
         print(json.dumps(times), flush=True)
         return
     try:
