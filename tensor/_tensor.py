@@ -595,6 +595,19 @@ class Tensor:
     masked_fill_, index_put_ = _inplace.inplace(ops.masked_fill), _inplace.inplace(ops.index_put)
     scatter_, scatter_add_, index_add_ = (_inplace.inplace(ops.scatter), _inplace.inplace(ops.scatter_add),
                                           _inplace.inplace(ops.index_add))
+    # issue 16: in-place forms of the new ops (each commits the out-of-place result into self)
+    (lerp_, addcmul_, addcdiv_, addmm_, baddbmm_, tril_, triu_, nan_to_num_, cumsum_, cumprod_,
+     index_fill_, index_copy_, index_reduce_, masked_scatter_, scatter_reduce_, put_, renorm_,
+     atan2_, hypot_, xlogy_, lgamma_, digamma_, erfinv_, fmod_, copysign_) = (
+        _inplace.inplace(f) for f in (
+            ops.lerp, ops.addcmul, ops.addcdiv, ops.addmm, ops.baddbmm, ops.tril, ops.triu, ops.nan_to_num,
+            ops.cumsum, ops.cumprod, ops.index_fill, ops.index_copy, ops.index_reduce, ops.masked_scatter,
+            ops.scatter_reduce, ops.put, ops.renorm, ops.atan2, ops.hypot, ops.xlogy, ops.lgamma, ops.digamma,
+            ops.erfinv, ops.fmod, ops.copysign))
+    (asin_, acos_, atan_, asinh_, acosh_, atanh_, tan_, sinh_, cosh_, log2_, log10_, exp2_, square_, frac_) = (
+        _inplace.inplace(f) for f in (
+            ops.asin, ops.acos, ops.atan, ops.asinh, ops.acosh, ops.atanh, ops.tan, ops.sinh, ops.cosh, ops.log2,
+            ops.log10, ops.exp2, ops.square, ops.frac))
     fill_, zero_, copy_ = _inplace.fill_, _inplace.zero_, _inplace.copy_
     uniform_, normal_ = _random.uniform_, _random.normal_
     # ``w -= lr * w.grad`` must update ``w`` itself (a leaf stays a leaf), as in PyTorch.
