@@ -16,10 +16,12 @@ import tensor
 from nn import Module
 from nn.optim import Optimizer
 
+from ..collectives import all_reduce
 from ..fsdp import FullyShardedDataParallel
 from ..fsdp._state_dict import shard_slots
 from ..optim import ZeroRedundancyOptimizer
 from ..parallel import DistributedDataParallel
+from ..reduce_op import ReduceOp
 from ._sharded import ShardedTensor
 
 __all__ = ["get_state_dict", "set_state_dict", "get_model_state_dict", "get_optimizer_state_dict"]
@@ -46,8 +48,6 @@ def get_model_state_dict(model: Module) -> dict[str, Any]:
 def _init_state(optimizer: Optimizer) -> None:
     """Give a fresh optimizer its state: one step with zero gradients at lr 0, which leaves the
     parameters as they are (as PyTorch's ``_init_optim_state``)."""
-    if optimizer.state:
-        return
     lrs = [group["lr"] for group in optimizer.param_groups]
     for group in optimizer.param_groups:
         group["lr"] = 0.0
@@ -60,30 +60,39 @@ def _init_state(optimizer: Optimizer) -> None:
     optimizer.zero_grad(set_to_none=True)
 
 
+def _zero_state(optimizer: ZeroRedundancyOptimizer, names: dict) -> dict:
+    """This rank's share of a ZeRO optimizer's state, each tensor a ``ShardedTensor`` that is all
+    of one parameter's (only its owner saves it; any rank that owns it after a reshard loads it)."""
+    has_state = tensor.tensor([1.0 if optimizer.optim.state else 0.0])
+    all_reduce(has_state, op=ReduceOp.MAX, group=optimizer.process_group)  # every rank decides alike
+    if has_state.item() == 0:
+        _init_state(optimizer)
+    return {
+        names[id(p)]: {k: ShardedTensor(v, tuple(v.shape), 0) if tensor.is_tensor(v) else v for k, v in st.items()}
+        for p, st in optimizer.optim.state.items()
+    }
+
+
 def get_optimizer_state_dict(model: Module, optimizer: Optimizer) -> dict[str, Any]:
     """``{"state": {name: {...}}, "param_groups": [{..., "params": [names]}]}``, the state of
-    sharded parameters as ``ShardedTensor`` (a fresh optimizer's state is made first).
-
-    Raises:
-        NotImplementedError: for a ``ZeroRedundancyOptimizer`` (whose state is not flat-sharded).
-    """
-    if isinstance(optimizer, ZeroRedundancyOptimizer):
-        raise NotImplementedError(
-            "get_optimizer_state_dict: ZeroRedundancyOptimizer is not supported; use "
-            "consolidate_state_dict() and state_dict() on one rank"
-        )
+    sharded parameters (``fully_shard`` pieces, a ``ZeroRedundancyOptimizer``'s partition) as
+    ``ShardedTensor`` (a fresh optimizer's state is made first)."""
     module = _unwrap(model)
     names = {id(p): name for name, p in module.named_parameters()}
-    slots = shard_slots(module)
-    _init_state(optimizer)
-    state = {}
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            slot = slots.get(id(p))
-            state[names[id(p)]] = {
-                k: _sharded(v, slot) if tensor.is_tensor(v) and v.shape == p.shape and slot else v
-                for k, v in optimizer.state[p].items()
-            }
+    if isinstance(optimizer, ZeroRedundancyOptimizer):
+        state = _zero_state(optimizer, names)
+    else:
+        slots = shard_slots(module)
+        if not optimizer.state:
+            _init_state(optimizer)
+        state = {}
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                slot = slots.get(id(p))
+                state[names[id(p)]] = {
+                    k: _sharded(v, slot) if tensor.is_tensor(v) and v.shape == p.shape and slot else v
+                    for k, v in optimizer.state[p].items()
+                }
     groups = [
         {**{k: v for k, v in g.items() if k != "params"}, "params": [names[id(p)] for p in g["params"]]}
         for g in optimizer.param_groups

@@ -353,10 +353,22 @@ def fsdp_memory(rank, world):
 
 
 # ---------------------------------------------------------------- distrib.checkpoint
+def _dcp_setup(seed: int, **adam):
+    """$DCP_KIND "fsdp": the blocks model sharded, Adam; "zero": it in DDP, ZeRO-1 over Adam."""
+    if os.environ["DCP_KIND"] == "fsdp":
+        model = _fully_shard_blocks(_blocks_model(seed=seed))
+        return model, nn.optim.Adam(model.parameters(), **adam)
+    model = dist.DistributedDataParallel(_blocks_model(seed=seed))
+    return model, ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, **adam)
+
+
+def _dcp_full_state(model):
+    return model.module.state_dict() if isinstance(model, dist.DistributedDataParallel) else get_full_state_dict(model)
+
+
 def dcp_save(rank, world):
-    """Two steps of FSDP + Adam, then a sharded save to $DCP_DIR."""
-    model = _fully_shard_blocks(_blocks_model())
-    opt = nn.optim.Adam(model.parameters(), **ADAM)
+    """Two steps, then a sharded save to $DCP_DIR."""
+    model, opt = _dcp_setup(0, **ADAM)
     _train(model, opt, 2, rank, world)
     model_sd, optim_sd = dcp.get_state_dict(model, opt)
     dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=os.environ["DCP_DIR"])
@@ -366,8 +378,7 @@ def dcp_save(rank, world):
 def dcp_resume(rank, world):
     """A model sharded from other values loads $DCP_DIR (saved on any number of ranks), trains
     two more steps, and ends with the parameters of an uninterrupted one-process run."""
-    model = _fully_shard_blocks(_blocks_model(seed=1))
-    opt = nn.optim.Adam(model.parameters(), lr=1.0)
+    model, opt = _dcp_setup(1, lr=1.0)
     model_sd, optim_sd = dcp.get_state_dict(model, opt)
     state = {"model": model_sd, "optim": optim_sd}
     dcp.load(state, checkpoint_id=os.environ["DCP_DIR"])
@@ -376,7 +387,7 @@ def dcp_resume(rank, world):
     reference = _blocks_model()
     _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), 4, 0, 1)
     return {
-        "max_diff": max_diff(get_full_state_dict(model).values(), reference.state_dict().values()),
+        "max_diff": max_diff(_dcp_full_state(model).values(), reference.state_dict().values()),
         "lr": opt.param_groups[0]["lr"],
     }
 

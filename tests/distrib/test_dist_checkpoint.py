@@ -1,5 +1,5 @@
-"""distrib.checkpoint: a sharded FSDP + Adam checkpoint saved on 3 ranks resumes on 2 (and the
-reverse) with the parameters of an uninterrupted run; one process: atomic commit (a failed save
+"""distrib.checkpoint: a sharded FSDP + Adam (or DDP + ZeRO-1) checkpoint saved on 3 ranks resumes
+on 2 (and the reverse) with the parameters of an uninterrupted run; one process: atomic commit (a failed save
 leaves the previous checkpoint), async_save's snapshot, resharding of ranges, errors."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from tests.distrib._sharding_harness import TIGHT, case_results, run_config
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fsdp", "zero"])
 @pytest.mark.parametrize("saved_on, loaded_on", [(3, 2), (2, 3)])
-def test_resharded_resume_matches_an_uninterrupted_run(tmp_path, saved_on, loaded_on):
-    env = {"DCP_DIR": str(tmp_path / "ckpt")}
+def test_resharded_resume_matches_an_uninterrupted_run(tmp_path, kind, saved_on, loaded_on):
+    env = {"DCP_DIR": str(tmp_path / "ckpt"), "DCP_KIND": kind}
     saved = run_config("dcp_save", "zmq-shm", saved_on, env)
     assert all(r["saved"] for r in case_results(saved, "dcp_save"))
     resumed = case_results(run_config("dcp_resume", "zmq-shm", loaded_on, env), "dcp_resume")
