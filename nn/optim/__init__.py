@@ -14,6 +14,7 @@ from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -23,4 +24,4 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adafactor", "Adamax", "Adadelta", "NAdam",
-           "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "lr_scheduler", "swa_utils"]
+           "RAdam", "ASGD", "Rprop", "LBFGS", "Muon", "SparseAdam", "lr_scheduler", "swa_utils"]

@@ -167,3 +167,22 @@ def test_lbfgs_refuses_parameter_groups_and_unknown_line_searches():
 
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(closure)
+
+
+@pytest.mark.parametrize("shape, options", [
+    ((6, 4), {}),
+    ((3, 5), {"nesterov": False, "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.0, "momentum": 0.9}),
+])
+def test_muon_matches_torch(shape, options, device, torch):
+    rng = np.random.default_rng(0)
+    start = rng.standard_normal(shape).astype("float32")
+    ours, theirs = nn.Parameter(tensor.tensor(start, device=device)), torch.nn.Parameter(torch.tensor(start))
+    ours_opt, torch_opt = nn.optim.Muon([ours], lr=0.02, **options), torch.optim.Muon([theirs], lr=0.02, **options)
+    for _ in range(5):
+        grad = rng.standard_normal(shape).astype("float32")
+        ours.grad, theirs.grad = tensor.tensor(grad, device=device), torch.tensor(grad)
+        ours_opt.step()
+        torch_opt.step()
+        np.testing.assert_allclose(to_numpy(ours), theirs.detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
+        nn.optim.Muon([nn.Parameter(tensor.zeros(3))])
