@@ -90,7 +90,6 @@ REASONS = [
         r"^native_|_backward|^batch_norm_(stats|elemt|gather|update|backward)|^_?convolution$|^conv_tbc$",
         "ATen-internal kernels exposed by torch; the public forms exist",
     ),
-    (r"^swap_in_optimizer_params_and_state$", "not implemented"),
     (r"RNN|LSTM|GRU", "recurrent modules are owned by the RNN work (packed input pending)"),
 ]
 

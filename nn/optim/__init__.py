@@ -1,5 +1,5 @@
-"""``nn.optim``: the optimizers SGD, Adam, AdamW, RMSprop, Adagrad, Adamax, Adadelta, NAdam, RAdam,
-ASGD, Rprop, LBFGS and SparseAdam, and (in ``lr_scheduler``)
+"""``nn.optim``: the optimizers SGD, Adam, AdamW, RMSprop, Adagrad, Adafactor, Adamax, Adadelta,
+NAdam, RAdam, ASGD, Rprop, LBFGS, Muon and SparseAdam, and (in ``lr_scheduler``)
 learning-rate schedulers, with ``torch.optim``'s names and arguments.
 
     >>> opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -7,6 +7,7 @@ learning-rate schedulers, with ``torch.optim``'s names and arguments.
 """
 
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -24,4 +25,5 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adafactor", "Adamax", "Adadelta", "NAdam",
-           "RAdam", "ASGD", "Rprop", "LBFGS", "Muon", "SparseAdam", "lr_scheduler", "swa_utils"]
+           "RAdam", "ASGD", "Rprop", "LBFGS", "Muon", "SparseAdam", "lr_scheduler", "swa_utils",
+           "swap_in_optimizer_params_and_state"]

@@ -38,8 +38,10 @@ CASES = [
     ("Rprop", {"lr": 0.05}),
     ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.2), "maximize": True}),
     ("Adafactor", {"lr": 0.05}),
-    ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-6, 1e-2), "d": 1.5, "weight_decay": 0.1,
-                   "maximize": True}),
+    (
+        "Adafactor",
+        {"lr": 0.05, "beta2_decay": -0.5, "eps": (1e-6, 1e-2), "d": 1.5, "weight_decay": 0.1, "maximize": True},
+    ),
 ]
 
 
@@ -169,10 +171,13 @@ def test_lbfgs_refuses_parameter_groups_and_unknown_line_searches():
         opt.step(closure)
 
 
-@pytest.mark.parametrize("shape, options", [
-    ((6, 4), {}),
-    ((3, 5), {"nesterov": False, "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.0, "momentum": 0.9}),
-])
+@pytest.mark.parametrize(
+    "shape, options",
+    [
+        ((6, 4), {}),
+        ((3, 5), {"nesterov": False, "adjust_lr_fn": "match_rms_adamw", "weight_decay": 0.0, "momentum": 0.9}),
+    ],
+)
 def test_muon_matches_torch(shape, options, device, torch):
     rng = np.random.default_rng(0)
     start = rng.standard_normal(shape).astype("float32")
@@ -186,3 +191,31 @@ def test_muon_matches_torch(shape, options, device, torch):
         np.testing.assert_allclose(to_numpy(ours), theirs.detach().numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="Muon only supports 2D parameters"):
         nn.optim.Muon([nn.Parameter(tensor.zeros(3))])
+
+
+def test_swap_in_params_and_state_steps_the_copies_only():
+    live = [nn.Parameter(tensor.ones(3)), nn.Parameter(tensor.ones(2))]
+    opt = nn.optim.Adam(live, lr=0.1)
+    for p in live:
+        p.grad = tensor.ones_like(p)
+    opt.step()
+    before = [p.detach().clone() for p in live]
+    saved = opt.state_dict()
+    copies = {f"p{i}": nn.Parameter(p.detach().clone()) for i, p in enumerate(live)}
+    swapped = {
+        "state": {i: {k: v.clone() for k, v in s.items()} for i, s in saved["state"].items()},
+        "param_groups": [dict(g, lr=0.5) for g in saved["param_groups"]],
+    }
+    for p in copies.values():
+        p.grad = tensor.ones_like(p)
+    with nn.optim.swap_in_optimizer_params_and_state(opt, copies, swapped):
+        assert opt.param_groups[0]["lr"] == 0.5
+        opt.step()
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"] == live
+    for p, b in zip(live, before):
+        np.testing.assert_array_equal(to_numpy(p), to_numpy(b))
+    assert all((to_numpy(c) < to_numpy(b)).all() for c, b in zip(copies.values(), before))
+    assert float(swapped["state"][0]["step"]) == 2.0
+    with pytest.raises(RuntimeError, match="match optimizer.param_groups ordering"):
+        with nn.optim.swap_in_optimizer_params_and_state(opt, {"p0": copies["p0"]}, swapped):
+            pass
