@@ -174,15 +174,13 @@ class RNNBase(Module):
         layer_input = input
         for layer in range(self.num_layers):
             outputs = []
-            flat = layer_input.reshape(-1, layer_input.shape[-1])
             for direction in range(directions):
                 index = layer * directions + direction
                 params = [getattr(self, n) for n in self._all_weights[index]]
-                projected = flat @ params[0].T
+                bias = None
                 if self.bias:
-                    b_ih, b_hh = params[2], params[3]
-                    projected = projected + (b_ih + b_hh if fold_bias else b_ih)
-                projected = projected.reshape(layer_input.shape[:2] + (projected.shape[-1],))
+                    bias = params[2] + params[3] if fold_bias else params[2]
+                projected = F.linear(layer_input, params[0], bias)  # every step: one product
                 c = c0[index] if c0 is not None else None
                 seq, h, c = self._recur(projected, h0[index], c, params, bool(direction), time_dim)
                 h_n.append(h)
