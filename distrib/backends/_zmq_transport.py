@@ -37,6 +37,12 @@ _ZERO_COPY_MIN = 1 << 16  # below this libzmq copies anyway; tracking would only
 _EMPTY = zmq.Frame(b"")
 
 
+def _bytes(array: np.ndarray) -> memoryview:
+    """A contiguous array's bytes, writable: through a uint8 view, since ``memoryview`` refuses
+    the ml_dtypes types (bfloat16, float8) that ``cast("B")`` would need to read."""
+    return memoryview(array.reshape(-1).view(np.uint8))
+
+
 def header(kind: int, a: int = 0, b: int = 0, c: int = 0) -> bytes:
     return _HDR.pack(kind, a, b, c)
 
@@ -219,7 +225,7 @@ class Transport:
         if data is None:
             _send_frame(sock, b"", 0, peer, deadline, check)
             return None
-        buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
+        buf = _bytes(data) if isinstance(data, np.ndarray) else data
         if len(buf) >= _ZERO_COPY_MIN:
             tracker = _send_frame(sock, buf, 0, peer, deadline, check, copy=False, track=True)
             self.coll_trackers.append(tracker)
@@ -244,7 +250,7 @@ class Transport:
                 return frame
             buf = frame.buffer
             if buf.nbytes == into.nbytes:
-                memoryview(into).cast("B")[:] = buf
+                _bytes(into)[:] = buf
             return buf.nbytes
         sock = self.data[src]
         while True:
@@ -260,7 +266,7 @@ class Transport:
             if got == hdr:
                 if into is None:
                     return sock.recv(copy=False)
-                return sock.recv_into(memoryview(into).cast("B"))
+                return sock.recv_into(_bytes(into))
             self.stash.setdefault((src, got), collections.deque()).append(sock.recv(copy=False))
 
     @staticmethod
@@ -316,7 +322,7 @@ class Transport:
             if data is None:
                 sock.send(hdr)
                 return
-            buf = memoryview(data).cast("B") if isinstance(data, np.ndarray) else data
+            buf = _bytes(data) if isinstance(data, np.ndarray) else data
             if track and len(buf) >= _ZERO_COPY_MIN:
                 sock.send(hdr, zmq.SNDMORE)
                 tracker = sock.send(buf, copy=False, track=True)

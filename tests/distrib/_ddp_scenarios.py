@@ -218,6 +218,22 @@ def comm_hooks(rank, world):
             "fp16_grad_dtype": fp16.module[0].weight.grad.dtype.name, "bad_hook": bad_error}
 
 
+def compress_hooks(rank, world):
+    """fp16 and bf16 compression against uncompressed float32 DDP (max gradient difference)."""
+    x, y = batch(0, tensor.float32)
+    reference = mlp(tensor.float32)
+    F.cross_entropy(reference(x), y).backward()
+    results = {}
+    for name in ("fp16_compress_hook", "bf16_compress_hook"):
+        model = dist.DistributedDataParallel(mlp(tensor.float32))
+        model.register_comm_hook(None, getattr(default_hooks, name))
+        F.cross_entropy(model(shard(x, rank, world)), shard(y, rank, world)).backward()
+        results[name] = {"diff": grad_diff(grads(model.parameters()), grads(reference.parameters())),
+                         "grad_dtype": model.module[0].weight.grad.dtype.name,
+                         "grad_scale": max(float(g.abs().max()) for g in grads(reference.parameters()))}
+    return results
+
+
 # ---------------------------------------------------------------- construction and buffers
 class WithBuffer(nn.Module):
     def __init__(self, rank: int) -> None:
@@ -313,6 +329,7 @@ CASES = {
     "unused_error": unused_error,
     "find_unused": find_unused,
     "comm_hooks": comm_hooks,
+    "compress_hooks": compress_hooks,
     "buffers": buffers,
     "shape_mismatch": shape_mismatch,
     "join": _join(True),

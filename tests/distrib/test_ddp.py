@@ -94,6 +94,15 @@ def test_comm_hooks_run_per_bucket_in_order(ddp_results):
         assert "must return a distrib Future" in r["bad_hook"]["message"]
 
 
+def test_fp16_and_bf16_compress_hooks_match_uncompressed_within_their_precision(ddp_results):
+    for rank, r in enumerate(case_results(ddp_results, "compress_hooks")):
+        for name, unit in (("fp16_compress_hook", 2.0**-11), ("bf16_compress_hook", 2.0**-8)):
+            result = r[name]
+            assert result["grad_dtype"] == "float32", (rank, name)
+            # a few roundings (compress, average, sum of two) of at most one unit each
+            assert result["diff"] < 4 * unit * result["grad_scale"], (rank, name, result)
+
+
 def test_params_and_buffers_come_from_rank_0(ddp_results):
     results = case_results(ddp_results, "buffers")
     assert_same_on_every_rank(results, "params")
