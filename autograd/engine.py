@@ -100,7 +100,10 @@ def _sum(a, b):
     # needs no history, so skip the dispatcher.
     if grad_mode.enabled:
         return a + b
-    return _dispatch.make(a._data + b._data, a._device)
+    total = a._data + b._data
+    if type(total) is not type(a._data):  # numpy makes the sum of two 0-d arrays a scalar
+        total = a._device.backend.xp.asarray(total)
+    return _dispatch.make(total, a._device)
 
 
 def _fit(g, meta):
