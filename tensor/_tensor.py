@@ -551,6 +551,21 @@ class Tensor:
         ops.det, ops.slogdet, ops.logdet, ops.inverse, ops.cholesky, ops.qr)
     svd = ops.decomp.torch_svd
     conj, conj_physical, angle = ops.conj, ops.conj_physical, ops.angle
+    absolute, divide, multiply, subtract, negative, positive = (
+        ops.absolute, ops.divide, ops.multiply, ops.subtract, ops.negative, ops.positive)
+    greater, greater_equal, less, less_equal, not_equal = (
+        ops.greater, ops.greater_equal, ops.less, ops.less_equal, ops.not_equal)
+    true_divide, fix, sgn, float_power, ravel, clamp_min, clamp_max, aminmax = (
+        ops.true_divide, ops.fix, ops.sgn, ops.float_power, ops.ravel, ops.clamp_min, ops.clamp_max, ops.aminmax)
+    diff, inner, mv, vdot, cov, corrcoef, histogram, quantile, nanquantile = (
+        ops.diff, ops.inner, ops.mv, ops.vdot, ops.cov, ops.corrcoef, ops.histogram, ops.quantile, ops.nanquantile)
+    tensor_split, hsplit, vsplit, dsplit, take_along_dim = (
+        ops.tensor_split, ops.hsplit, ops.vsplit, ops.dsplit, ops.take_along_dim)
+    signbit, heaviside, fmax, fmin, ldexp, isneginf, isposinf, isreal = (
+        ops.signbit, ops.heaviside, ops.fmax, ops.fmin, ops.ldexp, ops.isneginf, ops.isposinf, ops.isreal)
+    is_nonzero, is_same_size, is_conj, is_neg, is_signed, resolve_conj, resolve_neg = (
+        ops.is_nonzero, ops.is_same_size, ops.is_conj, ops.is_neg, ops.is_signed, ops.resolve_conj, ops.resolve_neg)
+    diagflat, diagonal_scatter = ops.diagflat, ops.diagonal_scatter
     real = property(ops.real, doc="The real part (a copy; the tensor itself for real dtypes).")
     imag = property(ops.imag, doc="The imaginary part (a copy); RuntimeError for real dtypes.")
 

@@ -10,7 +10,9 @@ from .indexing import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .math_extra import *  # noqa: F401,F403
+from .more_ops import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
+from .numeric import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401

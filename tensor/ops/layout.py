@@ -469,19 +469,22 @@ def moveaxis(input, source, destination):
     return input.permute(order)
 
 
+def _atleast_shape(shape, n):
+    """numpy's rule: 1-d (N) becomes (1, N) and (1, N, 1); 2-d (M, N) becomes (M, N, 1)."""
+    if len(shape) >= n:
+        return shape
+    if n == 1 or len(shape) == 0:
+        return (1,) * n
+    if n == 2:
+        return (1,) + shape
+    return (1,) + shape + (1,) if len(shape) == 1 else shape + (1,)
+
+
 def _atleast(n):
     def run(*tensors):
-        tensors = _sizes(tensors) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-        out = []
-        for t in tensors:
-            shape = t.shape
-            if t.ndim < n:
-                shape = {
-                    1: (1,),
-                    2: (1,) * (2 - t.ndim) + t.shape,
-                    3: ((1, 1, 1) if t.ndim == 0 else (1,) + t.shape + (1,) if t.ndim == 1 else (1,) + t.shape),
-                }[n]
-            out.append(t.reshape(shape) if shape != t.shape else t)
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        out = [t.reshape(_atleast_shape(t.shape, n)) if t.ndim < n else t for t in tensors]
         return out[0] if len(out) == 1 else tuple(out)
 
     run.__name__ = run.__qualname__ = f"atleast_{n}d"

@@ -373,6 +373,66 @@ OPS = [
     OpInfo(
         "median_nan", lambda m, x: m.median(x, 0), [(np.array([[1.0, 2.0], [np.nan, 3.0], [0.5, 4.0]]),)], grad=False
     ),
+    # -------------------------------------------------------------- more_ops / numeric
+    OpInfo("diff", lambda m, x: m.diff(x, dim=1), [(A34,)], gradgrad=True),
+    OpInfo("diff_n2", lambda m, x, p: m.diff(x, n=2, dim=0, prepend=p), [(A34, r(1, 4))]),
+    OpInfo("tensordot", lambda m, a, b: m.tensordot(a, b, 1), [(A23, A34)]),
+    OpInfo("tensordot_dims", lambda m, a, b: m.tensordot(a, b, ([0, 1], [1, 0])), [(A23, r(3, 2))]),
+    OpInfo("inner", lambda m, a, b: m.inner(a, b), [(A23, r(4, 3))]),
+    OpInfo("vdot", lambda m, a, b: m.vdot(a, b), [(r(4), r(4))]),
+    OpInfo("mv", lambda m, a, v: m.mv(a, v), [(A34, r(4))]),
+    OpInfo("cov", lambda m, x: m.cov(x), [(A34,)], gradgrad=True),
+    OpInfo("cov_weights", lambda m, x, w: m.cov(x, correction=0, aweights=w), [(A34, pos(4))]),
+    OpInfo("corrcoef", lambda m, x: m.corrcoef(x), [(A34,)]),
+    OpInfo("trapezoid", lambda m, y: m.trapezoid(y), [(A34,)]),
+    OpInfo("trapezoid_x", lambda m, y, x: m.trapezoid(y, x), [(A34, np.sort(r(4)))]),
+    OpInfo("cumulative_trapezoid", lambda m, y: m.cumulative_trapezoid(y, dx=0.5), [(A34,)]),
+    OpInfo("histogram", lambda m, x: m.histogram(x, bins=4), [(r(10),)], grad=False),
+    OpInfo("tril_indices", lambda m: m.tril_indices(3, 4, 1), [()], grad=False),
+    OpInfo("triu_indices", lambda m: m.triu_indices(4, 3, -1), [()], grad=False),
+    OpInfo("take_along_dim", lambda m, x, i: m.take_along_dim(x, i, 1), [(A23, Int(np.array([[2, 0], [1, 1]])))]),
+    OpInfo("tensor_split", lambda m, x: m.tensor_split(x, 3, 1), [(A34,)]),
+    OpInfo("tensor_split_idx", lambda m, x: m.tensor_split(x, [1, 3], 1), [(A34,)]),
+    OpInfo("hstack", lambda m, a, b: m.hstack([a, b]), [(A23, A23)]),
+    OpInfo("vstack", lambda m, a, b: m.vstack([a, b]), [(r(3), r(3))]),
+    OpInfo("dstack", lambda m, a, b: m.dstack([a, b]), [(A23, A23)]),
+    OpInfo("column_stack", lambda m, a, b: m.column_stack([a, b]), [(r(3), A23.T.copy())]),
+    OpInfo("signbit", lambda m, x: m.signbit(x), [(np.array([-0.0, 0.0, -1.0, 2.0]),)], grad=False),
+    OpInfo("heaviside", lambda m, x, v: m.heaviside(x, v), [(np.array([-1.0, 0.0, 2.0]), np.array([0.5]))], grad=False),
+    OpInfo("fmax", lambda m, x, y: m.fmax(x, y), [(np.array([np.nan, 1, 2]), np.array([0.0, np.nan, 3]))], grad=False),
+    OpInfo("fmin", lambda m, x, y: m.fmin(x, y), [(A23, r(2, 3))]),
+    OpInfo("isin", lambda m, x, y: m.isin(x, y), [(Int(np.array([1, 2, 3])), Int(np.array([2, 5])))], grad=False),
+    OpInfo("diagflat", lambda m, x: m.diagflat(x, 1), [(A23,)]),
+    OpInfo("diagonal_scatter", lambda m, x, s: m.diagonal_scatter(x, s, 1), [(A34, r(3))]),
+    OpInfo("quantile", lambda m, x: m.quantile(x, 0.3, dim=1), [(A34,)], gradgrad=True),
+    OpInfo("quantile_all", lambda m, x: m.quantile(x, 0.25), [(A34,)]),
+    *[
+        OpInfo(
+            f"quantile_{mode}",
+            lambda m, x, mode=mode: m.quantile(x, 0.4, dim=0, keepdim=True, interpolation=mode),
+            [(A34,)],
+        )
+        for mode in ("lower", "higher", "midpoint", "nearest")
+    ],
+    OpInfo(
+        "nanquantile",
+        lambda m, x: m.nanquantile(x, 0.5, dim=1),
+        [(np.array([[1.0, np.nan, 3, 4], [2, 2.5, np.nan, np.nan]]),)],
+        grad=False,
+    ),
+    OpInfo("aminmax", lambda m, x: m.aminmax(x, dim=1), [(A34,)]),
+    OpInfo("std_mean", lambda m, x: m.std_mean(x, 1), [(A34,)]),
+    OpInfo("var_mean", lambda m, x: m.var_mean(x, 0), [(A34,)]),
+    OpInfo("rsub", lambda m, x: m.rsub(x, 2.0), [(A34,)]),
+    OpInfo("ldexp", lambda m, x, e: m.ldexp(x, e), [(A34, Int(np.array([1, 2, 3, 4])))]),
+    OpInfo("nuclear_norm", lambda m, x: m.nuclear_norm(x), [(A34,)]),
+    OpInfo("torch.vander", lambda m, x: m.vander(x, 3), [(r(4),)]),
+    OpInfo("unravel_index", lambda m, i: m.unravel_index(i, (3, 4)), [(Int(np.array([5, 7])),)], grad=False),
+    *[
+        OpInfo(w, lambda m, w=w: getattr(m, w)(6, dtype=m.float64), [()], grad=False)
+        for w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window")
+    ],
+    OpInfo("logspace", lambda m: m.logspace(0, 2, 5), [()], grad=False),
     OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
     OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
 ]

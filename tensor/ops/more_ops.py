@@ -1,0 +1,320 @@
+"""PyTorch's remaining everyday tensor functions, as aliases and compositions of differentiable ops:
+long names of existing ops, stacking and splitting helpers, predicates, NaN-aware extrema."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from .. import _dispatch, _dtype
+from . import elementwise as _ew
+from . import reduction as _red
+from . import shape as _shape
+from .complex_ops import imag
+from .elementwise import where
+from .layout import _diagonal_scatter, atleast_1d, atleast_2d, atleast_3d, diag_embed, diagonal
+from .reduction import wrap_dim
+from .registry import defop
+
+__all__ = [
+    "absolute",
+    "clip",
+    "divide",
+    "multiply",
+    "subtract",
+    "negative",
+    "positive",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "not_equal",
+    "true_divide",
+    "fix",
+    "rsub",
+    "sgn",
+    "float_power",
+    "concat",
+    "concatenate",
+    "vstack",
+    "row_stack",
+    "hstack",
+    "dstack",
+    "column_stack",
+    "ravel",
+    "clamp_min",
+    "clamp_max",
+    "aminmax",
+    "std_mean",
+    "var_mean",
+    "take_along_dim",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "signbit",
+    "heaviside",
+    "fmax",
+    "fmin",
+    "ldexp",
+    "isin",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "is_floating_point",
+    "is_nonzero",
+    "is_same_size",
+    "is_conj",
+    "is_neg",
+    "is_signed",
+    "resolve_conj",
+    "resolve_neg",
+    "diagflat",
+    "diagonal_scatter",
+]
+
+absolute, clip, divide, multiply, subtract, negative = _ew.abs, _ew.clamp, _ew.div, _ew.mul, _ew.sub, _ew.neg
+greater, greater_equal, less, less_equal, not_equal = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.ne
+fix, concat, concatenate = _ew.trunc, _shape.cat, _shape.cat
+_aminmax = namedtuple("aminmax", ["min", "max"])
+
+
+def positive(input):
+    """``input`` itself."""
+    return input
+
+
+def true_divide(dividend, divisor):
+    """``div`` without rounding."""
+    return _ew.div(dividend, divisor)
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    return -(input * alpha) + other
+
+
+def sgn(input):
+    """``sign`` (for complex inputs ``z / |z|``, 0 at 0)."""
+    if input.dtype.is_complex:
+        size = input.abs()
+        return input / where(size == 0, 1.0, size).to(input.dtype) * (size != 0).to(input.dtype)
+    return _ew.sign(input)
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64."""
+    exponent = exponent.to(_dtype.float64) if _dispatch.is_tensor(exponent) else float(exponent)
+    return input.to(_dtype.float64) ** exponent
+
+
+def vstack(tensors):
+    """Concatenate along dim 0 after making each input at least 2-d."""
+    return _shape.cat([atleast_2d(t) for t in tensors], 0)
+
+
+row_stack = vstack
+
+
+def hstack(tensors):
+    """Concatenate along dim 1 (dim 0 for 1-d inputs)."""
+    tensors = [atleast_1d(t) for t in tensors]
+    return _shape.cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def dstack(tensors):
+    """Concatenate along dim 2 after making each input at least 3-d."""
+    return _shape.cat([atleast_3d(t) for t in tensors], 2)
+
+
+def column_stack(tensors):
+    """Stack 0-/1-d inputs as columns, and concatenate 2-d ones, along dim 1."""
+    return _shape.cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1)
+
+
+def ravel(input):
+    """The flattened input (a view when possible)."""
+    return input.reshape(-1)
+
+
+def clamp_min(input, min):  # noqa: A002 - PyTorch's name
+    """``clamp(input, min=min)``."""
+    return _ew.clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    """``clamp(input, max=max)``."""
+    return _ew.clamp(input, max=max)
+
+
+def aminmax(input, *, dim=None, keepdim: bool = False):
+    """``(amin, amax)`` over ``dim`` (all elements by default)."""
+    dims = () if dim is None else dim
+    return _aminmax(_red.amin(input, dims, keepdim), _red.amax(input, dims, keepdim))
+
+
+def std_mean(input, dim=None, *, correction=1, keepdim: bool = False):
+    """``(std, mean)`` over ``dim``."""
+    return (_red.std(input, dim, correction=correction, keepdim=keepdim), _red.mean(input, dim, keepdim))
+
+
+def var_mean(input, dim=None, *, correction=1, keepdim: bool = False):
+    """``(var, mean)`` over ``dim``."""
+    return (_red.var(input, dim, correction=correction, keepdim=keepdim), _red.mean(input, dim, keepdim))
+
+
+def take_along_dim(input, indices, dim=None):
+    """``gather`` with broadcasting of the index (the flattened input when ``dim`` is None)."""
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    dim = wrap_dim(dim, input.ndim)
+    shape = [max(a, b) if i != dim else b for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
+    source = input.expand([s if i != dim else input.shape[dim] for i, s in enumerate(shape)])
+    return source.gather(dim, indices.expand(shape))
+
+
+def tensor_split(input, indices_or_sections, dim: int = 0):
+    """Split into ``n`` nearly equal parts, or at the given indices, along ``dim``."""
+    dim = wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        bounds = [i * (size // n) + min(i, size % n) for i in range(n + 1)]
+    else:
+        bounds = [0, *list(indices_or_sections), size]
+    return tuple(
+        input.narrow(dim, min(lo, size), max(0, min(hi, size) - min(lo, size)))
+        for lo, hi in zip(bounds[:-1], bounds[1:])
+    )
+
+
+def hsplit(input, sections):
+    """``tensor_split`` along dim 1 (dim 0 for 1-d inputs)."""
+    return tensor_split(input, sections, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input, sections):
+    """``tensor_split`` along dim 0."""
+    return tensor_split(input, sections, 0)
+
+
+def dsplit(input, sections):
+    """``tensor_split`` along dim 2."""
+    return tensor_split(input, sections, 2)
+
+
+@defop("signbit", differentiable=False)
+def _signbit(xp, a):
+    return xp.signbit(a)
+
+
+def signbit(input):
+    """True where the sign bit is set (also for -0.0)."""
+    return _dispatch.apply_unary(_signbit, input)
+
+
+def heaviside(input, values):
+    """0 for negative, ``values`` at 0, 1 for positive elements."""
+    return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype))
+
+
+def fmax(input, other):
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+    return where(input.isnan(), other, where(other.isnan(), input, _ew.maximum(input, other)))
+
+
+def fmin(input, other):
+    """Elementwise minimum that ignores NaN."""
+    return where(input.isnan(), other, where(other.isnan(), input, _ew.minimum(input, other)))
+
+
+def ldexp(input, other):
+    """``input * 2 ** other``."""
+    return input * (2.0 ** other.to(_dtype.float64)).to(
+        input.dtype if input.dtype.is_floating_point else _dtype.get_default_dtype()
+    )
+
+
+def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
+    """True where an element of ``elements`` occurs in ``test_elements``."""
+    test = (
+        test_elements.reshape(-1)
+        if _dispatch.is_tensor(test_elements)
+        else elements.new_tensor(test_elements).reshape(-1)
+    )
+    hit = (elements.unsqueeze(-1) == test).any(-1)
+    return ~hit if invert else hit
+
+
+def isneginf(input):
+    """True at -inf."""
+    return input.isinf() & (input < 0)
+
+
+def isposinf(input):
+    """True at +inf."""
+    return input.isinf() & (input > 0)
+
+
+def isreal(input):
+    """True where the imaginary part is 0 (everywhere for real dtypes)."""
+    if input.dtype.is_complex:
+        return imag(input) == 0
+    return input.new_ones(input.shape, dtype=_dtype.bool_)
+
+
+def is_floating_point(input) -> bool:
+    """True for floating dtypes."""
+    return input.is_floating_point()
+
+
+def is_nonzero(input) -> bool:
+    """The truth value of a one-element tensor.
+
+    Raises:
+        RuntimeError: unless the tensor has exactly one element.
+    """
+    if input.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {input.numel()} values is ambiguous")
+    return bool(input.item() != 0)
+
+
+def is_same_size(input, other) -> bool:
+    """True if both tensors have the same shape."""
+    return input.shape == other.shape
+
+
+def is_conj(input) -> bool:
+    """Always False: conjugation is never lazy here."""
+    return False
+
+
+def is_neg(input) -> bool:
+    """Always False: negation is never lazy here."""
+    return False
+
+
+def is_signed(input) -> bool:
+    """True for signed dtypes."""
+    return input.dtype.is_signed
+
+
+def resolve_conj(input):
+    """``input`` itself (conjugation is never lazy here)."""
+    return input
+
+
+resolve_neg = resolve_conj
+
+
+def diagflat(input, offset: int = 0):
+    """The flattened input on diagonal ``offset`` of a square matrix."""
+    return diag_embed(input.reshape(-1), offset)
+
+
+def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1):
+    """``input`` with its diagonal ``offset`` of planes ``(dim1, dim2)`` replaced by ``src``."""
+    d1, d2 = wrap_dim(dim1, input.ndim), wrap_dim(dim2, input.ndim)
+    ones = diagonal(input.new_ones(input.shape), offset, d1, d2)
+    mask = _dispatch.apply_unary(_diagonal_scatter, ones, (input.shape, offset, d1, d2)) != 0
+    placed = _dispatch.apply_unary(_diagonal_scatter, src.to(input.dtype), (input.shape, offset, d1, d2))
+    return where(mask, placed, input)
