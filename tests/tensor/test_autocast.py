@@ -11,6 +11,7 @@ import nn.functional as F
 import tensor
 from tensor import _autocast, _dispatch
 from tensor.ops.registry import OPS
+from tests.conftest import CUDA_SKIP_REASON
 
 
 def _rand(*shape, seed=0):
@@ -180,3 +181,22 @@ def test_grad_scaler_state_and_misuse():
     assert scaler.get_scale() == 2.0
     with pytest.warns(UserWarning, match="CUDA is not available"):
         assert not tensor.amp.GradScaler().is_enabled()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
+def test_cuda_lists_and_grad_scaler():
+    a = tensor.ones(4, 4, device="cuda", requires_grad=True)
+    with tensor.autocast("cuda"):
+        product = a @ a
+        assert product.dtype is tensor.float16  # cuda's default lower dtype
+        assert product.exp().dtype is tensor.float32  # exp is on cuda's fp32 list (not on the cpu's)
+        assert product.sum().dtype is tensor.float32
+    scaler = tensor.amp.GradScaler("cuda", init_scale=4.0)
+    scaler.scale(product.float().sum()).backward()
+    optimizer = _SGD([a], 0.0)
+    scaler.step(optimizer)
+    scaler.update()
+    assert a.grad.dtype is tensor.float32 and a.grad.device.type == "cuda"
+    np.testing.assert_allclose(a.grad.cpu().numpy(), np.full((4, 4), 8.0))
+    assert scaler.get_scale() == 4.0
