@@ -16,6 +16,7 @@ from tensor import Tensor
 from tensor.ops import recurrent, recurrent_layers
 
 from .. import functional as F
+from ..utils.rnn import PackedSequence, pad_packed_sequence
 from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform, _unbind
 from .module import Module
 
@@ -192,6 +193,61 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, tensor.stack(h_n), (tensor.stack(c_n) if c_n else None)
 
+    def _run_packed(self, input: PackedSequence, hx):
+        """The recurrence over a ``PackedSequence``: (output PackedSequence, h_n, c_n or None).
+
+        The batch is sorted by length (longest first); each run of equal lengths goes through
+        ``_run`` as a dense batch of exactly that many steps, so no step sees padding and every
+        sequence's final states are h_n/c_n, as in PyTorch. ``hx`` and the returned states are in
+        the caller's batch order (permuted by ``sorted_indices``/``unsorted_indices``).
+
+        Raises:
+            ValueError: for packed data that is not 2-D or has the wrong dtype.
+            RuntimeError: for a wrong feature size or hidden/cell shape.
+        """
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        if data.ndim != 2:
+            raise ValueError(f"{type(self).__name__}: Expected packed data to be 2D, got {data.ndim}D instead")
+        self._check_input(data)
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        batch, lstm = sizes[0], self.mode == "LSTM"
+        if hx is None:
+            h0, c0 = (
+                tensor.zeros(*self._expected_hidden(batch, cell), dtype=data.dtype, device=data.device)
+                for cell in (False, True)
+            )
+            c0 = c0 if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            self._check_hidden(h0, self._expected_hidden(batch), "Expected hidden[0] size {}, got {}")
+            if c0 is not None:
+                self._check_hidden(c0, self._expected_hidden(batch, cell=True), "Expected hidden[1] size {}, got {}")
+            if sorted_indices is not None:
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = None if c0 is None else c0.index_select(1, sorted_indices)
+        padded, _ = pad_packed_sequence(PackedSequence(data, batch_sizes))  # (steps, batch, *), sorted
+        lengths = [sum(1 for b in sizes if b > i) for i in range(batch)]
+        groups, h_n, c_n, start = [], [], [], 0
+        while start < batch:
+            length = lengths[start]
+            end = start + lengths.count(length)
+            x = padded[:length, start:end]
+            out, h, c = self._run(
+                x.transpose(0, 1) if self.batch_first else x, h0[:, start:end], None if c0 is None else c0[:, start:end]
+            )
+            groups.append((length, out.transpose(0, 1) if self.batch_first else out))
+            h_n.append(h)
+            c_n.append(c)
+            start = end
+        steps = [out[t] for t in range(len(sizes)) for length, out in groups if length > t]
+        output = PackedSequence(tensor.cat(steps, 0), batch_sizes, sorted_indices, unsorted_indices)
+        h_n = tensor.cat(h_n, 1)
+        c_n = tensor.cat(c_n, 1) if lstm else None
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
+        return output, h_n, c_n
+
     def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool, time_dim: int):
         """One layer and direction over ``projected`` (the input projections, with the biases
         that fold into them): (output sequence, h_n, c_n). One op (Note [Fused layers] in
@@ -217,8 +273,11 @@ class RNNBase(Module):
             out[t] = h
         return tensor.stack(out, time_dim), h, c
 
-    def _forward_without_cell(self, input: Tensor, hx: Tensor | None, name: str):
+    def _forward_without_cell(self, input: Tensor | PackedSequence, hx: Tensor | None, name: str):
         """``forward`` of the layers without a cell state (RNN, GRU): ``(output, h_n)``."""
+        if isinstance(input, PackedSequence):
+            output, h_n, _ = self._run_packed(input, hx)
+            return output, h_n
         batched_input, hx, batched = self._prepare(input, hx, name)
         batch = batched_input.shape[0 if self.batch_first else 1]
         if hx is None:
@@ -274,8 +333,8 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
         super().__init__("RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
-        """Run the sequence; returns ``(output, h_n)``."""
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None):
+        """Run the sequence (a tensor or a ``PackedSequence``); returns ``(output, h_n)``."""
         return self._forward_without_cell(input, hx, "RNN")
 
 
@@ -292,8 +351,11 @@ class LSTM(RNNBase):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: tuple | None = None):
-        """Run the sequence; returns ``(output, (h_n, c_n))``."""
+    def forward(self, input: Tensor | PackedSequence, hx: tuple | None = None):
+        """Run the sequence (a tensor or a ``PackedSequence``); returns ``(output, (h_n, c_n))``."""
+        if isinstance(input, PackedSequence):
+            output, h_n, c_n = self._run_packed(input, hx)
+            return output, (h_n, c_n)
         batched_input, hx, batched = self._prepare(input, hx, "LSTM")
         batch = batched_input.shape[0 if self.batch_first else 1]
         if hx is None:
@@ -322,8 +384,8 @@ class GRU(RNNBase):
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None):
-        """Run the sequence; returns ``(output, h_n)``."""
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None):
+        """Run the sequence (a tensor or a ``PackedSequence``); returns ``(output, h_n)``."""
         return self._forward_without_cell(input, hx, "GRU")
 
 
