@@ -384,6 +384,13 @@ class Tensor:
     def __repr__(self) -> str:
         return _format.format_tensor(self)
 
+    def __format__(self, format_spec: str) -> str:
+        """A 0-d tensor formats as its Python number (``f"{loss:.4f}"``), as in PyTorch; any other
+        tensor as its repr (a non-empty spec raises TypeError, as for any object)."""
+        if self.ndim == 0:
+            return format(self.item(), format_spec)
+        return object.__format__(self, format_spec)
+
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
