@@ -52,7 +52,7 @@ def _offset_views(xp, a, kernel, dilation, padding, stride, fill):
 
 
 def _lowest(xp, dtype):
-    return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
+    return -xp.inf if dtype.kind in "fV" else xp.iinfo(dtype).min  # V: bfloat16 (ml_dtypes)
 
 
 def _scan(xp, views, nan_aware, best, arg):
@@ -81,7 +81,7 @@ def _window_argmax(xp, a, kernel, dilation, padding, stride):
 
     over_lead_blocks(xp, order, best.shape[:2], best.size * len(views), scan)
     # The maximum propagates NaN: without one in ``best`` no window holds a NaN.
-    if a.dtype.kind == "f" and _backend.might_hold(xp, lambda: xp.isnan(best).any()):
+    if a.dtype.kind in "fV" and _backend.might_hold(xp, lambda: xp.isnan(best).any()):
         scan((), nan_aware=True)
     return arg
 
@@ -141,7 +141,7 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
                   for k, d, t, n, s in zip(kernel, dilation, stride, out_shape, padded))
     # g * mask is exact for finite g; otherwise pick with where (inf * 0 would be NaN). A GPU
     # picks with where rather than synchronise to find out.
-    finite = g.dtype.kind != "f" or not _backend.might_hold(xp, lambda: not xp.isfinite(g).all())
+    finite = g.dtype.kind not in "fV" or not _backend.might_hold(xp, lambda: not xp.isfinite(g).all())
     out = _alloc(xp, lead + padded, g.dtype, layout, None if covered and finite else 0)
     zero = xp.zeros((), dtype=g.dtype)
     keep = (slice(None),) * len(lead)

@@ -123,3 +123,16 @@ def test_cuda_refuses_bfloat16_by_name():
                  lambda: tensor.ones(2, device="cuda").to(tensor.float8_e4m3fn)):
         with pytest.raises(TypeError, match="is not supported on cuda devices"):
             make()
+
+
+def test_max_pool_values_and_gradients_match_torch(torch):
+    import nn.functional as F  # noqa: PLC0415 - nn above tensor: only this test needs it
+
+    a, ta = _pair(torch, _data(0, (2, 3, 8, 8)))
+    a.requires_grad_(True)
+    ta.requires_grad_(True)
+    out, theirs = F.max_pool2d(a, 2), torch.nn.functional.max_pool2d(ta, 2)
+    (out.float() ** 2).sum().backward()
+    (theirs.float() ** 2).sum().backward()
+    _close(out.detach(), theirs.detach(), rtol=0)
+    _close(a.grad, ta.grad, rtol=0)
