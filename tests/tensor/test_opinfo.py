@@ -14,6 +14,11 @@ from tests.tensor.opinfo import OPS, Bool, Int
 
 CASES = [(op, i) for op in OPS for i in range(len(op.samples))]
 IDS = [f"{op.name}-{i}" for op, i in CASES]
+# Non-contiguous views only exist for inputs with 2 or more dims: only those samples are re-run.
+NONCONTIG_CASES = [
+    (op, i) for op, i in CASES if any(not isinstance(v, (Int, Bool)) and np.ndim(v) >= 2 for v in op.samples[i])
+]
+NONCONTIG_IDS = [f"{op.name}-{i}" for op, i in NONCONTIG_CASES]
 GRAD_CASES = [(op, i) for op, i in CASES if op.grad]
 GRAD_IDS = [f"{op.name}-{i}" for op, i in GRAD_CASES]
 
@@ -70,7 +75,7 @@ def test_values_match_torch(torch, device, op, i, dtype):
     _compare(ours, ref, op)
 
 
-@pytest.mark.parametrize("op,i", CASES, ids=IDS)
+@pytest.mark.parametrize("op,i", NONCONTIG_CASES, ids=NONCONTIG_IDS)
 def test_noncontiguous_inputs_match_torch(torch, op, i):
     sample = op.samples[i]
     ours = op.fn(tensor, *[_make(tensor, v, np.float64, "cpu", noncontiguous=True) for v in sample])
