@@ -11,6 +11,7 @@ matrix) comes from matmul's derivative.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -267,12 +268,14 @@ def grid_sample(
     input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None
 ) -> Tensor:
     """Sample a 2-d input ``(N, C, H, W)`` at the normalized ``(x, y)`` points of ``grid``
-    ``(N, Ho, Wo, 2)`` with ``mode`` 'bilinear' or 'nearest' and ``padding_mode`` 'zeros',
-    'border' or 'reflection'; differentiable in ``input`` and (bilinear) ``grid``.
+    ``(N, Ho, Wo, 2)``, or a 3-d input ``(N, C, D, H, W)`` at the ``(x, y, z)`` points of a grid
+    ``(N, Do, Ho, Wo, 3)``, with ``mode`` 'bilinear' (trilinear in 3-d) or 'nearest' and
+    ``padding_mode`` 'zeros', 'border' or 'reflection'; differentiable in ``input`` and
+    (bilinear) ``grid``.
 
     Raises:
         ValueError: for an unknown mode or padding mode.
-        NotImplementedError: for 3-d (5-D) inputs or bicubic sampling.
+        NotImplementedError: for bicubic sampling.
         RuntimeError: if ``grid`` does not match ``input``.
     """
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -284,23 +287,30 @@ def grid_sample(
             f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
             f"'reflection', but got: '{padding_mode}'"
         )
-    if input.ndim != 4 or mode == "bicubic":
-        raise NotImplementedError("grid_sample supports 4-D inputs with bilinear or nearest sampling")
-    if grid.ndim != 4 or grid.shape[0] != input.shape[0] or grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sample(): expected grid of shape [{input.shape[0]}, H, W, 2], got {list(grid.shape)}")
+    nd = input.ndim - 2
+    if nd not in (2, 3) or mode == "bicubic":
+        raise NotImplementedError("grid_sample supports 4-D and 5-D inputs with bilinear or nearest sampling")
+    if grid.ndim != nd + 2 or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
+        raise RuntimeError(
+            f"grid_sample(): expected grid of shape [{input.shape[0]}, {', '.join(['*'] * nd)}, {nd}], "
+            f"got {list(grid.shape)}"
+        )
     align = bool(align_corners)
-    h, w = input.shape[2:]
-    x = _unnormalize(grid[..., 0], w, align, padding_mode)
-    y = _unnormalize(grid[..., 1], h, align, padding_mode)
+    sizes = input.shape[2:][::-1]  # W, H (, D): the order of the grid's coordinates
+    coords = [_unnormalize(grid[..., k], sizes[k], align, padding_mode) for k in range(nd)]
     if mode == "nearest":
-        return _gather_points(input, x.detach().round(), y.detach().round())
-    x0, y0 = x.detach().floor(), y.detach().floor()
-    wx1, wy1 = x - x0, y - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    out = _gather_points(input, x0, y0) * (wx0 * wy0).unsqueeze(1)
-    out = out + _gather_points(input, x0 + 1, y0) * (wx1 * wy0).unsqueeze(1)
-    out = out + _gather_points(input, x0, y0 + 1) * (wx0 * wy1).unsqueeze(1)
-    return out + _gather_points(input, x0 + 1, y0 + 1) * (wx1 * wy1).unsqueeze(1)
+        return _gather_points(input, [c.detach().round() for c in coords])
+    lows = [c.detach().floor() for c in coords]
+    fractions = [c - low for c, low in zip(coords, lows)]
+    out = None
+    for corner in itertools.product((0, 1), repeat=nd):
+        weight = None
+        for k, upper in enumerate(corner):
+            factor = fractions[k] if upper else 1 - fractions[k]
+            weight = factor if weight is None else weight * factor
+        term = _gather_points(input, [low + upper for low, upper in zip(lows, corner)]) * weight.unsqueeze(1)
+        out = term if out is None else out + term
+    return out
 
 
 def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tensor:
@@ -321,12 +331,18 @@ def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tenso
     return pixel
 
 
-def _gather_points(input: Tensor, x: Tensor, y: Tensor) -> Tensor:
-    """``input[n, :, y, x]`` at integer-valued points ``(N, Ho, Wo)``; zero outside the image."""
-    n, c, h, w = input.shape
-    inside = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
-    xi = tensor.clamp(x, 0, w - 1).to(tensor.int64)
-    yi = tensor.clamp(y, 0, h - 1).to(tensor.int64)
-    flat = (yi * w + xi).reshape(n, 1, -1).expand(n, c, -1)
-    values = input.reshape(n, c, h * w).gather(2, flat).reshape(n, c, *x.shape[1:])
+def _gather_points(input: Tensor, coords: list[Tensor]) -> Tensor:
+    """``input[n, :, (z,) y, x]`` at integer-valued points ``coords`` (x first, each
+    ``(N, *out)``); zero outside the input."""
+    n, c = input.shape[:2]
+    sizes = input.shape[2:][::-1]
+    inside, flat, stride = None, None, 1
+    for coord, size in zip(coords, sizes):
+        within = (coord >= 0) & (coord <= size - 1)
+        inside = within if inside is None else inside & within
+        index = tensor.clamp(coord, 0, size - 1).to(tensor.int64) * stride
+        flat = index if flat is None else flat + index
+        stride *= size
+    flat = flat.reshape(n, 1, -1).expand(n, c, -1)
+    values = input.reshape(n, c, -1).gather(2, flat).reshape(n, c, *coords[0].shape[1:])
     return values * inside.unsqueeze(1).to(input.dtype)

@@ -112,3 +112,17 @@ def test_errors():
         F.interpolate(x, size=2, mode="linear")
     with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
         F.pixel_shuffle(tensor.zeros(1, 3, 2, 2), 2)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflection"])
+def test_grid_sample_3d_matches_torch(mode, padding_mode, torch):
+    grid = RNG.uniform(-1.3, 1.3, (1, 3, 2, 4, 3))
+    check_fn(
+        lambda x, g: F.grid_sample(x, g, mode, padding_mode, True),
+        lambda x, g: torch.nn.functional.grid_sample(x, g, mode, padding_mode, True),
+        torch,
+        X3,
+        grid,
+        n_grad=2 if mode == "bilinear" else 1,
+    )
