@@ -567,6 +567,7 @@ def matmul(xp, a, b):
     """
     if a.dtype in _dtype.LOW_PRECISION_NUMPY or b.dtype in _dtype.LOW_PRECISION_NUMPY:
         low = a.dtype if a.dtype in _dtype.LOW_PRECISION_NUMPY else b.dtype
+        _dtype.check_not_float8(low, "matmul")
         return matmul(xp, a.astype(np.float32), b.astype(np.float32)).astype(low)
     if xp is np:
         return _threads.matmul(a, b)
@@ -580,6 +581,7 @@ def accumulate(reduce, a, **kwargs):
     256 + 1 is 256. With an explicit ``dtype=`` the result keeps that dtype."""
     if a.dtype not in _dtype.LOW_PRECISION_NUMPY:
         return reduce(a, **kwargs)
+    _dtype.check_not_float8(a.dtype, reduce.__name__)
     out = reduce(a.astype(np.float32), **kwargs)
     return out.astype(a.dtype) if kwargs.get("dtype") is None else out
 

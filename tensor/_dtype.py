@@ -56,6 +56,18 @@ float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT)
 float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT)
 FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)
 LOW_PRECISION_NUMPY = frozenset(d.numpy for d in (bfloat16, *FLOAT8_DTYPES))
+FLOAT8_NUMPY = frozenset(d.numpy for d in FLOAT8_DTYPES)
+
+
+def check_not_float8(np_dtype, what: str) -> None:
+    """Raise NotImplementedError, as PyTorch does, for GEMMs and reductions of a float8 type.
+
+    Elementwise ops on float8 arrays run through ml_dtypes' ufuncs (PyTorch implements a few,
+    such as ``mul`` and ``abs``, and refuses ``add``, ``neg`` and ``exp``)."""
+    if np_dtype in FLOAT8_NUMPY:
+        raise NotImplementedError(f"{what} is not implemented for {_FROM_NUMPY[np_dtype].name} (a storage "
+                                  "type: convert to float32 or bfloat16 first)")
+
 
 ALL_DTYPES = (
     float16, float32, float64, int8, int16, int32, int64, uint8, bool_, complex64, complex128,

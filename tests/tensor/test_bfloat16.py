@@ -81,6 +81,15 @@ def test_float8_is_storage_only_in_promotion():
     assert x.is_floating_point()
 
 
+def test_float8_gemms_and_reductions_raise_as_torch(torch):
+    ours, theirs = tensor.ones(4, dtype=tensor.float8_e5m2), torch.ones(4, dtype=torch.float8_e5m2)
+    for name, fn in (("sum", lambda t: t.sum()), ("matmul", lambda t: t @ t)):
+        with pytest.raises(NotImplementedError):
+            fn(theirs)
+        with pytest.raises(NotImplementedError, match=f"{name} is not implemented for float8_e5m2"):
+            fn(ours)
+
+
 @pytest.mark.parametrize("fmt", ["distrib", "safetensors", "torch"])
 def test_checkpoints_round_trip(tmp_path, fmt):
     obj = {"w": tensor.from_numpy(_data()).to(tensor.bfloat16)}
