@@ -30,7 +30,7 @@ from .ops.decomp import (
     svdvals,
 )
 from .ops.elementwise import where
-from .ops.layout import diag_embed, diagonal
+from .ops.layout import diag_embed, diagonal, tril, triu
 from .ops.linalg import matmul
 from .ops.math_extra import cross as _cross
 from .ops.norms import matrix_norm, vector_norm
@@ -67,6 +67,10 @@ __all__ = [
     "diagonal",
     "vecdot",
     "matrix_exp",
+    "cond",
+    "solve_triangular",
+    "tensorinv",
+    "tensorsolve",
 ]
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -253,3 +257,51 @@ def matrix_exp(A):
     for _ in range(squarings):
         result = result @ result
     return result
+
+
+def cond(A, p=None):
+    """The condition number in the ``p`` norm (the ratio of extreme singular values for None, 2, -2).
+
+    Raises:
+        RuntimeError: for an unknown ``p``.
+    """
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        high, low = S.amax(-1), S.amin(-1)
+        return high / low if p != -2 else low / high
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False):
+    """The solution of ``A X = B`` (``X A = B`` with ``left=False``) reading only ``A``'s upper or lower
+    triangle (and a unit diagonal with ``unitriangular``); gradients reach only that triangle."""
+    T = triu(A) if upper else tril(A)
+    if unitriangular:
+        T = T - diag_embed(diagonal(T, 0, -2, -1)) + diag_embed(A.new_ones(A.shape[:-1]))
+    return solve(T, B, left=left)
+
+
+def tensorinv(A, ind: int = 2):
+    """The inverse of ``A`` seen as a linear map from its last dims to its first ``ind`` dims.
+
+    Raises:
+        RuntimeError: if the two groups of dims have different numbers of elements.
+    """
+    rows = 1
+    for s in A.shape[:ind]:
+        rows *= s
+    if rows * rows != A.numel():
+        raise RuntimeError(
+            f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+            f"prod(self.shape[:ind]), but got {list(A.shape)} with ind={ind}"
+        )
+    return inv(A.reshape(rows, -1)).reshape(A.shape[ind:] + A.shape[:ind])
+
+
+def tensorsolve(A, B, dims=None):
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``."""
+    if dims is not None:
+        order = [d % A.ndim for d in dims]
+        A = A.movedim(order, list(range(A.ndim - len(order), A.ndim)))
+    rest = A.shape[B.ndim :]
+    return solve(A.reshape(B.numel(), -1), B.reshape(-1)).reshape(rest)

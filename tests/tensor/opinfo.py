@@ -433,6 +433,26 @@ OPS = [
         for w in ("hann_window", "hamming_window", "blackman_window", "bartlett_window")
     ],
     OpInfo("logspace", lambda m: m.logspace(0, 2, 5), [()], grad=False),
+    *[OpInfo(f"linalg.cond_{p}", lambda m, x, p=p: m.linalg.cond(x, p), [(SQ,)]) for p in (None, -2, "fro", 1)],
+    *[
+        OpInfo(
+            f"linalg.solve_triangular_{up}_{left}",
+            lambda m, a, b, up=up, left=left: m.linalg.solve_triangular(
+                a, b if left else b.mT, upper=up, left=left, unitriangular=not up
+            ),
+            [(SQ, r(3, 2))],
+        )
+        for up in (True, False)
+        for left in (True, False)
+    ],
+    OpInfo(
+        "linalg.tensorinv", lambda m, x: m.linalg.tensorinv(x, 2), [(r(2, 3, 3, 2) + np.eye(6).reshape(2, 3, 3, 2),)]
+    ),
+    OpInfo(
+        "linalg.tensorsolve",
+        lambda m, a, b: m.linalg.tensorsolve(a, b, dims=(0,)),
+        [(r(6, 2, 3) + np.eye(6).reshape(6, 2, 3), r(2, 3))],
+    ),
     OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
     OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
 ]
