@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 
 import tensor
 from tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_", "clip_grad_norm"]
 
 
 def _grads(parameters) -> list[Tensor]:
@@ -56,11 +57,30 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
     if not grads:
         return tensor.tensor(0.0)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    _scale_(grads, max_norm, total)
+    return total
+
+
+def _scale_(grads: list[Tensor], max_norm: float, total_norm: Tensor) -> None:
     with tensor.no_grad():
-        coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.dtype))
-    return total
+
+
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm: Tensor,
+                          foreach=None) -> None:
+    """Scale the gradients of ``parameters`` in place by ``max_norm / (total_norm + 1e-6)``, at
+    most 1 (the second half of ``clip_grad_norm_``, given a precomputed total norm)."""
+    _scale_(_grads(parameters), max_norm, total_norm)
+
+
+def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Deprecated alias of ``clip_grad_norm_`` (warns, as PyTorch does)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach=None) -> None:
