@@ -269,13 +269,13 @@ def grid_sample(
 ) -> Tensor:
     """Sample a 2-d input ``(N, C, H, W)`` at the normalized ``(x, y)`` points of ``grid``
     ``(N, Ho, Wo, 2)``, or a 3-d input ``(N, C, D, H, W)`` at the ``(x, y, z)`` points of a grid
-    ``(N, Do, Ho, Wo, 3)``, with ``mode`` 'bilinear' (trilinear in 3-d) or 'nearest' and
-    ``padding_mode`` 'zeros', 'border' or 'reflection'; differentiable in ``input`` and
-    (bilinear) ``grid``.
+    ``(N, Do, Ho, Wo, 3)``, with ``mode`` 'bilinear' (trilinear in 3-d), 'nearest' or 'bicubic'
+    (2-d) and ``padding_mode`` 'zeros', 'border' or 'reflection'; differentiable in ``input`` and
+    (bilinear, bicubic) ``grid``.
 
     Raises:
         ValueError: for an unknown mode or padding mode.
-        NotImplementedError: for bicubic sampling.
+        NotImplementedError: for bicubic sampling of 5-D input.
         RuntimeError: if ``grid`` does not match ``input``.
     """
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -288,14 +288,16 @@ def grid_sample(
             f"'reflection', but got: '{padding_mode}'"
         )
     nd = input.ndim - 2
-    if nd not in (2, 3) or mode == "bicubic":
-        raise NotImplementedError("grid_sample supports 4-D and 5-D inputs with bilinear or nearest sampling")
+    if nd not in (2, 3) or (mode == "bicubic" and nd != 2):
+        raise NotImplementedError("grid_sample supports 4-D and 5-D inputs (bicubic: 4-D only)")
     if grid.ndim != nd + 2 or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
         raise RuntimeError(
             f"grid_sample(): expected grid of shape [{input.shape[0]}, {', '.join(['*'] * nd)}, {nd}], "
             f"got {list(grid.shape)}"
         )
     align = bool(align_corners)
+    if mode == "bicubic":
+        return _bicubic(input, grid, align, padding_mode)
     sizes = input.shape[2:][::-1]  # W, H (, D): the order of the grid's coordinates
     coords = [_unnormalize(grid[..., k], sizes[k], align, padding_mode) for k in range(nd)]
     if mode == "nearest":
@@ -316,6 +318,12 @@ def grid_sample(
 def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tensor:
     """Grid coordinates in [-1, 1] to pixel coordinates, with border/reflection padding applied."""
     pixel = (coord + 1) / 2 * (n - 1) if align else ((coord + 1) * n - 1) / 2
+    return _pad_coordinate(pixel, n, align, padding_mode)
+
+
+def _pad_coordinate(pixel: Tensor, n: int, align: bool, padding_mode: str) -> Tensor:
+    """A pixel coordinate moved inside ``[0, n - 1]`` by border or reflection padding (unchanged
+    for zeros padding, where points outside read 0)."""
     if padding_mode == "border":
         return tensor.clamp(pixel, 0, n - 1)
     if padding_mode == "reflection":
@@ -329,6 +337,40 @@ def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tenso
         reflected = tensor.where(even, extra + low, span - extra + low)
         return tensor.clamp(reflected, 0, n - 1)
     return pixel
+
+
+def _bicubic(input: Tensor, grid: Tensor, align: bool, padding_mode: str) -> Tensor:
+    """4 x 4 taps around each point with cubic-convolution weights; padding applies to each tap."""
+    h, w = input.shape[2:]
+    pixels = [
+        (grid[..., 0] + 1) / 2 * (w - 1) if align else ((grid[..., 0] + 1) * w - 1) / 2,
+        (grid[..., 1] + 1) / 2 * (h - 1) if align else ((grid[..., 1] + 1) * h - 1) / 2,
+    ]
+    lows = [p.detach().floor() for p in pixels]
+    fractions = [p - low for p, low in zip(pixels, lows)]
+    weights = [_cubic_tap_weights(t) for t in fractions]
+    out = None
+    for i, j in itertools.product(range(4), repeat=2):
+        taps = [
+            _pad_coordinate(lows[0] + (i - 1), w, align, padding_mode).detach(),
+            _pad_coordinate(lows[1] + (j - 1), h, align, padding_mode).detach(),
+        ]
+        term = _gather_points(input, taps) * (weights[0][i] * weights[1][j]).unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
+def _cubic_tap_weights(t: Tensor) -> list[Tensor]:
+    """The cubic-convolution weights (A = -0.75) of taps -1, 0, 1, 2 at fractional offset ``t``."""
+    a = _CUBIC_A
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
 def _gather_points(input: Tensor, coords: list[Tensor]) -> Tensor:
