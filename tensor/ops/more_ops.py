@@ -16,6 +16,14 @@ from .reduction import wrap_dim
 from .registry import defop
 
 __all__ = [
+    "gcd",
+    "lcm",
+    "frexp",
+    "nextafter",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "select_scatter",
+    "slice_scatter",
     "absolute",
     "clip",
     "divide",
@@ -318,3 +326,81 @@ def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1):
     mask = _dispatch.apply_unary(_diagonal_scatter, ones, (input.shape, offset, d1, d2)) != 0
     placed = _dispatch.apply_unary(_diagonal_scatter, src.to(input.dtype), (input.shape, offset, d1, d2))
     return where(mask, placed, input)
+
+
+def _integer_binary(name, kernel):
+    op = defop(name, differentiable=False)(kernel)
+
+    def run(input, other):
+        return _dispatch.apply_binary(op, input, other)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = f"Elementwise ``{name}`` of integers (numpy's ``{kernel.__name__}``)."
+    return run
+
+
+def _gcd_kernel(xp, a, b):
+    return xp.gcd(a, b)
+
+
+def _lcm_kernel(xp, a, b):
+    return xp.lcm(a, b)
+
+
+def _left_shift_kernel(xp, a, b):
+    return xp.left_shift(a, b)
+
+
+def _right_shift_kernel(xp, a, b):
+    return xp.right_shift(a, b)
+
+
+gcd = _integer_binary("gcd", _gcd_kernel)
+lcm = _integer_binary("lcm", _lcm_kernel)
+bitwise_left_shift = _integer_binary("bitwise_left_shift", _left_shift_kernel)
+bitwise_right_shift = _integer_binary("bitwise_right_shift", _right_shift_kernel)
+
+
+@defop("nextafter", differentiable=False)
+def _nextafter(xp, a, b):
+    return xp.nextafter(a, b)
+
+
+def nextafter(input, other):
+    """The next floating-point value after ``input`` towards ``other``."""
+    return _dispatch.apply_binary(_nextafter, input, other)
+
+
+_frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@defop("frexp", differentiable=False)
+def _frexp(xp, a):
+    mantissa, exponent = xp.frexp(a)
+    return xp.stack([mantissa, exponent.astype(a.dtype)])
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input = mantissa * 2 ** exponent`` and ``0.5 <= |mantissa| < 1``.
+
+    Raises:
+        RuntimeError: for non-float inputs, as PyTorch.
+    """
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype.name}")
+    packed = _dispatch.apply_unary(_frexp, input)
+    return _frexp_result(packed[0], packed[1].to(_dtype.int32))
+
+
+def select_scatter(input, src, dim: int, index: int):
+    """``input`` with the slice ``index`` along ``dim`` replaced by ``src``."""
+    dim = wrap_dim(dim, input.ndim)
+    key = (slice(None),) * dim + (index,)
+    return input.index_put(key, src.to(input.dtype))
+
+
+def slice_scatter(input, src, dim: int = 0, start=None, end=None, step: int = 1):
+    """``input`` with the slice ``start:end:step`` along ``dim`` replaced by ``src``."""
+    dim = wrap_dim(dim, input.ndim)
+    key = (slice(None),) * dim + (slice(start, end, step),)
+    return input.index_put(key, src.to(input.dtype))

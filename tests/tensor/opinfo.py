@@ -453,6 +453,19 @@ OPS = [
         lambda m, a, b: m.linalg.tensorsolve(a, b, dims=(0,)),
         [(r(6, 2, 3) + np.eye(6).reshape(6, 2, 3), r(2, 3))],
     ),
+    *[
+        OpInfo(
+            f,
+            lambda m, a, b, f=f: getattr(m, f)(a, b),
+            [(Int(np.array([12, 18, 7])), Int(np.array([8, 2, 5])))],
+            grad=False,
+        )
+        for f in ("gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+    ],
+    OpInfo("frexp", lambda m, x: m.frexp(x), [(np.array([1.5, -3.0, 0.1, 0.0]),)], grad=False),
+    OpInfo("nextafter", lambda m, x, y: m.nextafter(x, y), [(A23, r(3))], grad=False),
+    OpInfo("select_scatter", lambda m, x, s: m.select_scatter(x, s, 1, 2), [(A23, r(2))]),
+    OpInfo("slice_scatter", lambda m, x, s: m.slice_scatter(x, s, 1, 0, 3, 2), [(A34, r(3, 2))]),
     OpInfo("einsum_ellipsis", lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b), [(A234, r(1, 4, 2))]),
     OpInfo("einsum_implicit", lambda m, a, b: m.einsum("...i,i", a, b), [(A234, r(4))]),
 ]
