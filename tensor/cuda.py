@@ -180,3 +180,13 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
         for block in sorted(blocks, key=lambda b: b["size"], reverse=True)[:10]:
             lines.append(f"  {block['size']:>12} bytes  {block['dtype']} {block['shape']}")
     return "\n".join(lines)
+
+
+def __getattr__(name: str):
+    """``tensor.cuda.amp``: the deprecated spellings of ``tensor.amp`` (tensor/amp/_deprecated.py),
+    loaded on first use since tensor.amp imports this module."""
+    if name == "amp":
+        from .amp import _deprecated  # noqa: PLC0415 - a cycle at import time otherwise
+
+        return _deprecated.cuda
+    raise AttributeError(f"module 'tensor.cuda' has no attribute {name!r}")

@@ -200,3 +200,12 @@ def test_cuda_lists_and_grad_scaler():
     assert a.grad.dtype is tensor.float32 and a.grad.device.type == "cuda"
     np.testing.assert_allclose(a.grad.cpu().numpy(), np.full((4, 4), 8.0))
     assert scaler.get_scale() == 4.0
+
+
+def test_deprecated_cuda_amp_spellings_warn_and_forward():
+    with pytest.warns(FutureWarning, match="tensor.amp.autocast\\('cuda'"):
+        region = tensor.cuda.amp.autocast(cache_enabled=False)
+    assert (region.device_type, region.fast_dtype) == ("cuda", tensor.float16)
+    with pytest.warns(FutureWarning, match="tensor.amp.GradScaler\\('cuda'"):
+        scaler = tensor.cuda.amp.GradScaler(init_scale=8.0, enabled=False)
+    assert scaler.get_scale() == 1.0 and not scaler.is_enabled()
