@@ -18,8 +18,7 @@ from bench_nn import _cnn
 def _step(lib, nn_mod, functional, amp: bool):
     lib.manual_seed(0)
     model = _cnn(lib, nn_mod)
-    optimizer = (nn_mod.optim if hasattr(nn_mod, "optim") else lib.optim).SGD(
-        model.parameters(), lr=0.01, momentum=0.9)
+    optimizer = (nn_mod.optim if hasattr(nn_mod, "optim") else lib.optim).SGD(model.parameters(), lr=0.01, momentum=0.9)
     scaler = lib.amp.GradScaler("cpu", enabled=amp)
     rng = np.random.default_rng(0)
     x = lib.from_numpy(rng.standard_normal((64, 1, 28, 28), dtype=np.float32))
@@ -32,6 +31,7 @@ def _step(lib, nn_mod, functional, amp: bool):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+
     return step
 
 
@@ -42,15 +42,25 @@ def bench(repeat: int, paired_times, have_torch: bool) -> list:
     import tensor  # noqa: PLC0415
 
     ours_amp, ours_fp32 = paired_times(_step(tensor, nn, F, True), _step(tensor, nn, F, False), repeat)
-    rows = [("CNN step, autocast(bf16)+GradScaler vs float32 (ms)", ours_amp * 1e3, ours_fp32 * 1e3,
-             "ours-f32", "<= 1.3x")]
+    rows = [
+        ("CNN step, autocast(bf16)+GradScaler vs float32 (ms)", ours_amp * 1e3, ours_fp32 * 1e3, "ours-f32", "<= 1.3x")
+    ]
     if have_torch:
         import torch  # noqa: PLC0415
 
-        torch_amp, torch_fp32 = paired_times(_step(torch, torch.nn, torch.nn.functional, True),
-                                             _step(torch, torch.nn, torch.nn.functional, False), repeat)
-        rows.append(("torch CNN step, autocast(bf16)+GradScaler vs float32 (ms)", torch_amp * 1e3,
-                     torch_fp32 * 1e3, "torch-f32", "info"))
-        rows.append(("CNN step, autocast(bf16)+GradScaler (ms)", ours_amp * 1e3, torch_amp * 1e3,
-                     "torch", "info"))
+        torch_amp, torch_fp32 = paired_times(
+            _step(torch, torch.nn, torch.nn.functional, True),
+            _step(torch, torch.nn, torch.nn.functional, False),
+            repeat,
+        )
+        rows.append(
+            (
+                "torch CNN step, autocast(bf16)+GradScaler vs float32 (ms)",
+                torch_amp * 1e3,
+                torch_fp32 * 1e3,
+                "torch-f32",
+                "info",
+            )
+        )
+        rows.append(("CNN step, autocast(bf16)+GradScaler (ms)", ours_amp * 1e3, torch_amp * 1e3, "torch", "info"))
     return rows

@@ -37,17 +37,42 @@ POLICIES: dict[str, dict[str, str]] = {
     # PyTorch's CPU lists (aten/src/ATen/autocast_mode.cpp), restricted to our primitive ops
     "cpu": {
         **dict.fromkeys(("matmul", "linear"), "lower"),
-        **dict.fromkeys((*_SHARED_FP32, "inv", "solve", "cholesky", "svd", "qr", "eigh", "eig",
-                         "fft_c2c", "fft_r2c", "fft_c2r"), "fp32"),
+        **dict.fromkeys(
+            (*_SHARED_FP32, "inv", "solve", "cholesky", "svd", "qr", "eigh", "eig", "fft_c2c", "fft_r2c", "fft_c2r"),
+            "fp32",
+        ),
         **dict.fromkeys(("cat", "index_put"), "promote"),
     },
     # PyTorch's CUDA lists
     "cuda": {
         **dict.fromkeys(("matmul", "linear", "einsum", "lstm_cell", "gru_cell"), "lower"),
-        **dict.fromkeys((*_SHARED_FP32, "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log",
-                         "log10", "log2", "log1p", "reciprocal", "rsqrt", "sinh", "tan", "pow",
-                         "softmax", "log_softmax", "sum", "cumsum", "cumprod", "vector_norm"),
-                        "fp32"),
+        **dict.fromkeys(
+            (
+                *_SHARED_FP32,
+                "acos",
+                "asin",
+                "cosh",
+                "erfinv",
+                "exp",
+                "expm1",
+                "log",
+                "log10",
+                "log2",
+                "log1p",
+                "reciprocal",
+                "rsqrt",
+                "sinh",
+                "tan",
+                "pow",
+                "softmax",
+                "log_softmax",
+                "sum",
+                "cumsum",
+                "cumprod",
+                "vector_norm",
+            ),
+            "fp32",
+        ),
         **dict.fromkeys(("cat", "index_put", "atan2"), "promote"),
     },
 }
@@ -73,8 +98,10 @@ _lock = threading.Lock()
 
 def _check_device_type(device_type: str) -> str:
     if device_type not in POLICIES:
-        raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'; "
-                           f"supported device types are {', '.join(POLICIES)}")
+        raise RuntimeError(
+            f"User specified an unsupported autocast device_type '{device_type}'; "
+            f"supported device types are {', '.join(POLICIES)}"
+        )
     return device_type
 
 
@@ -129,21 +156,26 @@ class autocast:  # noqa: N801 - PyTorch's name
             ``cuda``: float16, since CuPy has no bfloat16).
     """
 
-    def __init__(self, device_type: str, dtype: _dtype.dtype | None = None, enabled: bool = True,
-                 cache_enabled: bool | None = None) -> None:
+    def __init__(
+        self,
+        device_type: str,
+        dtype: _dtype.dtype | None = None,
+        enabled: bool = True,
+        cache_enabled: bool | None = None,
+    ) -> None:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device_type = _check_device_type(device_type)
-        self.fast_dtype = (_DEFAULT_DTYPES[device_type] if dtype is None
-                           else _check_dtype(device_type, _dtype.as_dtype(dtype)))
+        self.fast_dtype = (
+            _DEFAULT_DTYPES[device_type] if dtype is None else _check_dtype(device_type, _dtype.as_dtype(dtype))
+        )
         self._enabled = bool(enabled)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         self._saved: list[tuple] = []
 
     def __enter__(self) -> autocast:
         state = _state
-        self._saved.append((state.enabled[self.device_type], state.dtype[self.device_type],
-                            state.cache_enabled))
+        self._saved.append((state.enabled[self.device_type], state.dtype[self.device_type], state.cache_enabled))
         state.enabled[self.device_type] = self._enabled
         state.dtype[self.device_type] = self.fast_dtype
         state.cache_enabled = self._cache_enabled
@@ -166,6 +198,7 @@ class autocast:  # noqa: N801 - PyTorch's name
         def wrapper(*args, **kwargs):
             with autocast(self.device_type, self.fast_dtype, self._enabled, self._cache_enabled):
                 return fn(*args, **kwargs)
+
         return wrapper
 
 
@@ -211,8 +244,14 @@ def _cast(t, target, policy, state):
         return t
     if policy == "fp32" and t.dtype is _dtype.float32:
         return t
-    cacheable = (state.cache_enabled and policy == "lower" and t.dtype is _dtype.float32
-                 and t._requires_grad and t._grad_fn is None and t._base is None)
+    cacheable = (
+        state.cache_enabled
+        and policy == "lower"
+        and t.dtype is _dtype.float32
+        and t._requires_grad
+        and t._grad_fn is None
+        and t._base is None
+    )
     if not cacheable:
         return t.to(target)
     hit = state.cache.get(id(t))

@@ -18,14 +18,22 @@ from .grad_scaler import GradScaler as _GradScaler
 def _namespace(device_type: str, default_dtype: _dtype.dtype) -> types.SimpleNamespace:
     def autocast(enabled: bool = True, dtype: _dtype.dtype = default_dtype, cache_enabled: bool = True):
         """``tensor.amp.autocast(device_type, ...)`` (deprecated spelling; warns)."""
-        warnings.warn(f"`tensor.{device_type}.amp.autocast(args...)` is deprecated. Please use "
-                      f"`tensor.amp.autocast('{device_type}', args...)` instead.", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"`tensor.{device_type}.amp.autocast(args...)` is deprecated. Please use "
+            f"`tensor.amp.autocast('{device_type}', args...)` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return _autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     def GradScaler(*args, **kwargs):  # noqa: N802 - PyTorch's name
         """``tensor.amp.GradScaler(device_type, ...)`` (deprecated spelling; warns)."""
-        warnings.warn(f"`tensor.{device_type}.amp.GradScaler(args...)` is deprecated. Please use "
-                      f"`tensor.amp.GradScaler('{device_type}', args...)` instead.", FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"`tensor.{device_type}.amp.GradScaler(args...)` is deprecated. Please use "
+            f"`tensor.amp.GradScaler('{device_type}', args...)` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return _GradScaler(device_type, *args, **kwargs)
 
     return types.SimpleNamespace(autocast=autocast, GradScaler=GradScaler)

@@ -49,8 +49,15 @@ class GradScaler:
         ValueError: for ``growth_factor <= 1`` or ``backoff_factor`` outside (0, 1).
     """
 
-    def __init__(self, device: str = "cuda", init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        device: str = "cuda",
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+        enabled: bool = True,
+    ) -> None:
         if growth_factor <= 1.0:
             raise ValueError(f"The growth factor must be > 1.0, got {growth_factor}")
         if not 0.0 < backoff_factor < 1.0:
@@ -58,8 +65,7 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if enabled and device == "cuda" and not cuda.is_available():
-            warnings.warn("tensor.amp.GradScaler is enabled, but CUDA is not available. Disabling.",
-                          stacklevel=2)
+            warnings.warn("tensor.amp.GradScaler is enabled, but CUDA is not available. Disabling.", stacklevel=2)
             self._enabled = False
         self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
@@ -169,12 +175,16 @@ class GradScaler:
                 self._scale.fill_(new_scale)
             else:
                 if new_scale.numel() != 1 or new_scale.dtype.name != "float32" or new_scale.requires_grad:
-                    raise ValueError("new_scale should be a float or a 1-element torch.FloatTensor "
-                                     "with requires_grad=False.")
+                    raise ValueError(
+                        "new_scale should be a float or a 1-element torch.FloatTensor with requires_grad=False."
+                    )
                 self._scale.copy_(new_scale.reshape(()))
         else:
-            found_infs = [flag.to(self._scale.device) for state in self._per_optimizer_states.values()
-                          for flag in state["found_inf_per_device"].values()]
+            found_infs = [
+                flag.to(self._scale.device)
+                for state in self._per_optimizer_states.values()
+                for flag in state["found_inf_per_device"].values()
+            ]
             if not found_infs:
                 raise AssertionError("No inf checks were recorded prior to update.")
             found = found_infs[0]
@@ -190,16 +200,19 @@ class GradScaler:
             successful = self._growth_tracker + 1
             grown = self._scale * self._growth_factor
             grow = saw_inf.logical_not() & (successful >= self._growth_interval)
-            scale = _ops.where(saw_inf, self._scale * self._backoff_factor,
-                               _ops.where(grow & _ops.isfinite(grown), grown, self._scale))
+            scale = _ops.where(
+                saw_inf, self._scale * self._backoff_factor, _ops.where(grow & _ops.isfinite(grown), grown, self._scale)
+            )
             tracker = _ops.where(saw_inf | grow, _creation.zeros_like(successful), successful)
             self._scale.copy_(scale)
             self._growth_tracker.copy_(tracker)
 
     def _check_scale_growth_tracker(self, funcname: str) -> None:
         if self._scale is None:
-            raise AssertionError(f"Attempted {funcname} but _scale is None. This may indicate your "
-                                 "script did not use scaler.scale(loss or outputs) earlier in the iteration.")
+            raise AssertionError(
+                f"Attempted {funcname} but _scale is None. This may indicate your "
+                "script did not use scaler.scale(loss or outputs) earlier in the iteration."
+            )
 
     # ------------------------------------------------------------------ settings and state
     def get_scale(self) -> float:
@@ -245,9 +258,13 @@ class GradScaler:
         """``scale``, the factors, ``growth_interval`` and ``_growth_tracker`` (empty when disabled)."""
         if not self._enabled:
             return {}
-        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
-                "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
-                "_growth_tracker": self._get_growth_tracker()}
+        return {
+            "scale": self.get_scale(),
+            "growth_factor": self._growth_factor,
+            "backoff_factor": self._backoff_factor,
+            "growth_interval": self._growth_interval,
+            "_growth_tracker": self._get_growth_tracker(),
+        }
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore a ``state_dict()``.
@@ -258,8 +275,9 @@ class GradScaler:
         if not self._enabled:
             return
         if len(state_dict) == 0:
-            raise RuntimeError("The source state dict is empty, possibly because it was saved "
-                               "from a disabled instance of GradScaler.")
+            raise RuntimeError(
+                "The source state dict is empty, possibly because it was saved from a disabled instance of GradScaler."
+            )
         self._init_scale = float(state_dict["scale"])
         self._growth_factor = float(state_dict["growth_factor"])
         self._backoff_factor = float(state_dict["backoff_factor"])

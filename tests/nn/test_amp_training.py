@@ -13,8 +13,7 @@ from examples import datasets
 
 def _digits():
     images, labels = datasets.load_digits()
-    train_x, train_y, test_x, test_y = (tensor.from_numpy(a) for a in
-                                        datasets.train_test_split(images, labels, seed=0))
+    train_x, train_y, test_x, test_y = (tensor.from_numpy(a) for a in datasets.train_test_split(images, labels, seed=0))
     return train_x.reshape(-1, 1, 8, 8), train_y, test_x.reshape(-1, 1, 8, 8), test_y
 
 
@@ -23,8 +22,13 @@ def train_cnn(amp: bool, epochs: int = 3, batch_size: int = 64, lr: float = 0.01
     tensor.manual_seed(0)
     train_x, train_y, test_x, test_y = _digits()
     model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
-        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 16, 10),
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(16 * 16, 10),
     )
     optimizer = nn.optim.Adam(model.parameters(), lr=lr)
     scaler = tensor.amp.GradScaler("cpu", enabled=amp)
@@ -32,7 +36,7 @@ def train_cnn(amp: bool, epochs: int = 3, batch_size: int = 64, lr: float = 0.01
     for _ in range(epochs):
         order = tensor.randperm(n)
         for i in range(0, n, batch_size):
-            batch = order[i:i + batch_size]
+            batch = order[i : i + batch_size]
             with tensor.autocast("cpu", dtype=tensor.bfloat16, enabled=amp):
                 loss = F.cross_entropy(model(train_x[batch]), train_y[batch])
             optimizer.zero_grad(set_to_none=True)

@@ -23,10 +23,16 @@ CASES = [
     ("matmul", lambda t, a, b: a @ b),
     ("linear", lambda t, a, b: (F if t is tensor else t.nn.functional).linear(a, b.mT)),
     ("bmm", lambda t, a, b: t.bmm(a.unsqueeze(0), b.unsqueeze(0))),
-    ("conv2d", lambda t, a, b: (F if t is tensor else t.nn.functional).conv2d(
-        a.reshape(1, 1, 4, 4), b.reshape(1, 1, 4, 2)[..., :2, :])),
-    ("cross_entropy", lambda t, a, b: (F if t is tensor else t.nn.functional).cross_entropy(
-        a @ b, t.tensor([0, 1, 1, 0]))),
+    (
+        "conv2d",
+        lambda t, a, b: (F if t is tensor else t.nn.functional).conv2d(
+            a.reshape(1, 1, 4, 4), b.reshape(1, 1, 4, 2)[..., :2, :]
+        ),
+    ),
+    (
+        "cross_entropy",
+        lambda t, a, b: (F if t is tensor else t.nn.functional).cross_entropy(a @ b, t.tensor([0, 1, 1, 0])),
+    ),
     ("sum", lambda t, a, b: (a @ b).sum()),
     ("softmax", lambda t, a, b: (a @ b).softmax(-1)),
     ("log_softmax", lambda t, a, b: (a @ b).log_softmax(-1)),
@@ -172,9 +178,11 @@ def test_grad_scaler_state_and_misuse():
     scaler.update()
     restored = tensor.amp.GradScaler("cpu")
     restored.load_state_dict(scaler.state_dict())
-    assert restored.state_dict() == scaler.state_dict() == {
-        "scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
-        "_growth_tracker": 1}
+    assert (
+        restored.state_dict()
+        == scaler.state_dict()
+        == {"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000, "_growth_tracker": 1}
+    )
     with pytest.raises(RuntimeError, match="state dict is empty"):
         restored.load_state_dict({})
     scaler.update(new_scale=2.0)

@@ -16,8 +16,7 @@ def _data(seed=0, shape=(4, 5)):
 
 
 def _pair(torch, array):
-    return (tensor.from_numpy(array).to(tensor.bfloat16),
-            torch.from_numpy(array).to(torch.bfloat16))
+    return (tensor.from_numpy(array).to(tensor.bfloat16), torch.from_numpy(array).to(torch.bfloat16))
 
 
 def _close(ours, theirs, rtol=BF16_ULP):
@@ -68,8 +67,7 @@ def test_softmax_and_gradients_in_bfloat16(torch):
 
 
 def test_repr_names_the_dtype():
-    assert repr(tensor.tensor([1.5, 2.0], dtype=tensor.bfloat16)) == (
-        "tensor([1.5000, 2.0000], dtype=tensor.bfloat16)")
+    assert repr(tensor.tensor([1.5, 2.0], dtype=tensor.bfloat16)) == ("tensor([1.5000, 2.0000], dtype=tensor.bfloat16)")
     assert repr(tensor.ones(2, dtype=tensor.float8_e5m2)) == "tensor([1., 1.], dtype=tensor.float8_e5m2)"
 
 
@@ -127,9 +125,11 @@ def test_torch_reads_and_writes_bfloat16_checkpoints(torch, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
 def test_cuda_refuses_bfloat16_by_name():
-    for make in (lambda: tensor.ones(2, dtype=tensor.bfloat16).to("cuda"),
-                 lambda: tensor.ones(2, dtype=tensor.bfloat16, device="cuda"),
-                 lambda: tensor.ones(2, device="cuda").to(tensor.float8_e4m3fn)):
+    for make in (
+        lambda: tensor.ones(2, dtype=tensor.bfloat16).to("cuda"),
+        lambda: tensor.ones(2, dtype=tensor.bfloat16, device="cuda"),
+        lambda: tensor.ones(2, device="cuda").to(tensor.float8_e4m3fn),
+    ):
         with pytest.raises(TypeError, match="is not supported on cuda devices"):
             make()
 

@@ -14,8 +14,18 @@ import pytest
 import tensor
 
 NAMES = (
-    "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "complex64", "complex128",
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
 )
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 SCALARS = (True, 2, 2.5, 1j)
@@ -44,7 +54,8 @@ def _torch_name(torch_dtype) -> str:
 @pytest.mark.parametrize("a, b", PAIRS)
 def test_promote_types_and_op_results_match_torch(torch, a, b):
     assert tensor.promote_types(_ours(a), _ours(b)).name == _torch_name(
-        torch.promote_types(getattr(torch, a), getattr(torch, b)))
+        torch.promote_types(getattr(torch, a), getattr(torch, b))
+    )
     for a_dims, b_dims in ((True, True), (True, False), (False, True), (False, False)):
         expected = torch.result_type(_operands(a, a_dims, torch), _operands(b, b_dims, torch))
         x, y = _operands(a, a_dims), _operands(b, b_dims)
