@@ -86,6 +86,33 @@ def _matrix(mode: str, n: int, o: int, scale: float | None, align_corners: bool)
     return matrix
 
 
+def _antialias_matrix(mode: str, n: int, o: int, scale: float | None, align_corners: bool) -> np.ndarray:
+    """The ``(o, n)`` matrix of anti-aliased resampling (PyTorch's ``antialias=True``): a
+    triangle (bilinear) or Keys cubic with ``a = -0.5`` (bicubic) filter, stretched by the
+    downscale factor so every input pixel contributes, each row normalised to sum 1."""
+    if align_corners:
+        ratio = (n - 1) / (o - 1) if o > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else n / o
+    support = (2.0 if mode == "bilinear" else 4.0) / 2 * max(ratio, 1.0)
+    inverse = 1.0 / ratio if ratio >= 1.0 else 1.0
+    matrix = np.zeros((o, n))
+    for i in range(o):
+        center = ratio * (i + 0.5)
+        low, high = max(int(center - support + 0.5), 0), min(int(center + support + 0.5), n)
+        x = np.abs((np.arange(low, high) - center + 0.5) * inverse)
+        if mode == "bilinear":
+            weights = np.maximum(0.0, 1.0 - x)
+        else:
+            a = -0.5
+            weights = np.where(
+                x < 1, ((a + 2) * x - (a + 3)) * x * x + 1, np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0.0)
+            )
+        total = weights.sum()
+        matrix[i, low:high] = weights / total if total else weights
+    return matrix
+
+
 def _resample(input: Tensor, dim: int, matrix: np.ndarray) -> Tensor:
     weights = tensor.tensor(matrix, dtype=input.dtype, device=input.device)
     if dim == input.ndim - 1:
@@ -128,12 +155,14 @@ def interpolate(
 ) -> Tensor:
     """Resize the spatial dims of an ``(N, C, *spatial)`` input to ``size`` or by ``scale_factor``
     with ``mode`` ('nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic', 'trilinear',
-    'area'), as ``torch.nn.functional.interpolate`` (Note [Interpolation as matrices]).
+    'area'), as ``torch.nn.functional.interpolate`` (Note [Interpolation as matrices]);
+    ``antialias`` (bilinear, bicubic) filters when downsampling.
 
     Raises:
         ValueError: for both or neither of ``size`` and ``scale_factor``, ``align_corners`` with a
             non-interpolating mode, a size of the wrong length, or an unknown mode.
-        NotImplementedError: for a mode that does not fit the input's rank, or ``antialias``.
+        NotImplementedError: for a mode that does not fit the input's rank, or ``antialias`` with
+            a mode other than bilinear/bicubic.
     """
     nd = input.ndim - 2
     if mode not in (*_MODE_DIMS, "nearest", "nearest-exact", "area"):
@@ -145,18 +174,21 @@ def interpolate(
     if nd < 1 or (mode in _MODE_DIMS and _MODE_DIMS[mode] != nd):
         expected = {1: "3D", 2: "4D", 3: "5D"}.get(_MODE_DIMS.get(mode, 0), "3D, 4D or 5D")
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {expected} input")
-    if antialias:
-        raise NotImplementedError("antialias=True is not supported")
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise NotImplementedError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input"
+        )
     sizes, scales = _output_size(input, nd, size, scale_factor)
     if recompute_scale_factor:
         scales = [None] * nd
     if mode == "area":
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
         return pool(input, sizes)
+    build = _antialias_matrix if antialias else _matrix
     out = input
     for axis in range(nd):
         dim = 2 + axis
-        out = _resample(out, dim, _matrix(mode, input.shape[dim], sizes[axis], scales[axis], bool(align_corners)))
+        out = _resample(out, dim, build(mode, input.shape[dim], sizes[axis], scales[axis], bool(align_corners)))
     return out
 
 

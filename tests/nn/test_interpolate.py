@@ -126,3 +126,16 @@ def test_grid_sample_3d_matches_torch(mode, padding_mode, torch):
         grid,
         n_grad=2 if mode == "bilinear" else 1,
     )
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("kwargs", [{"size": (2, 3)}, {"size": (9, 4)}, {"scale_factor": 0.4}])
+def test_antialias_matches_torch(mode, align, kwargs, torch):
+    x = RNG.standard_normal((1, 2, 11, 13))
+    check_fn(
+        lambda t: F.interpolate(t, mode=mode, align_corners=align, antialias=True, **kwargs),
+        lambda t: torch.nn.functional.interpolate(t, mode=mode, align_corners=align, antialias=True, **kwargs),
+        torch,
+        x,
+    )
