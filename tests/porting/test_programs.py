@@ -185,3 +185,16 @@ def test_port_line(line, ported):
 def test_port_line_refuses_imports_that_bind_torch_submodules(line):
     with pytest.raises(ValueError, match="to port it"):
         port_line(line)
+
+
+def _imports_and_body(source: str) -> tuple[list[str], list[str]]:
+    """A program's import lines (sorted) and its other non-blank lines (in order)."""
+    lines = [line for line in source.splitlines() if line.strip()]
+    is_import = [line.startswith(("import ", "from ")) for line in lines]
+    return sorted(l for l, i in zip(lines, is_import) if i), [l for l, i in zip(lines, is_import) if not i]
+
+
+def test_gpt_example_is_the_ported_program():
+    """examples/gpt_decoder.py is programs/gpt.py ported (its imports sorted as ruff wants)."""
+    example = (Path(__file__).parents[2] / "examples" / "gpt_decoder.py").read_text()
+    assert _imports_and_body(example) == _imports_and_body(port(_source("gpt")))

@@ -9,6 +9,10 @@ with a learnable structure. nanoGPT spells ``torch.optim.AdamW`` and
 
 ``main(argv, on_model)`` returns the training losses and the final validation loss;
 ``on_model(model)`` is called with the freshly built model.
+
+``examples/gpt_decoder.py`` is this program with its import lines ported (``tests/porting/_port.py``;
+a test keeps the two identical otherwise): ``python examples/gpt_decoder.py --max_iters 150`` takes
+the validation loss from 3.5 to about 0.94 nats per token (the stream's entropy is ln 2 = 0.69).
 """
 
 import argparse
