@@ -9,6 +9,7 @@ import pytest
 
 import distrib as dist
 import nn
+import tensor
 from distrib.fsdp import (
     FSDPModule,
     FullyShardedDataParallel,
@@ -27,6 +28,7 @@ from tests.distrib._sharding_harness import (
     case_results,
     run_config,
 )
+from tests.helpers import assert_close
 
 # ~13 s per configuration (process start, 8 cases): the 3-rank and mpi runs are marked slow.
 FSDP_CONFIGS = [pytest.param(c, marks=[pytest.mark.slow] if c != ("zmq-shm", 2) else []) for c in CONFIGS]
@@ -112,3 +114,17 @@ def test_auto_wrap_policies_pick_submodules(world_of_one):
     assert picked == [model[2][0], model[3][0], model[4][0]]
     with pytest.raises(NotImplementedError, match="cpu_offload"):
         FullyShardedDataParallel(model, cpu_offload=object())
+
+
+def test_one_rank_on_each_device_gives_the_unsharded_gradients(world_of_one, device):
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device=device, dtype=tensor.float64)
+    reference = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device=device, dtype=tensor.float64)
+    reference.load_state_dict(model.state_dict())
+    fully_shard(model[0])
+    fully_shard(model)
+    x = tensor.randn(5, 4, dtype=tensor.float64, device=device)
+    model(x).sum().backward()
+    reference(x).sum().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert p.device == q.device and p.shape == (q.numel(),)  # one rank: the whole, flattened
+        assert_close(p.grad, q.grad.reshape(-1), rtol=0, atol=0)
