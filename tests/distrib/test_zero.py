@@ -67,13 +67,14 @@ def world_of_one():
     dist.destroy_process_group()
 
 
-def test_one_rank_is_the_wrapped_optimizer(world_of_one):
+def test_one_rank_is_the_wrapped_optimizer(world_of_one, device):
     tensor.manual_seed(0)
-    model, reference = nn.Linear(3, 2).double(), nn.Linear(3, 2).double()
+    model = nn.Linear(3, 2).to(device=device, dtype=tensor.float64)
+    reference = nn.Linear(3, 2).to(device=device, dtype=tensor.float64)
     reference.load_state_dict(model.state_dict())
     opt = ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, lr=0.1)
     ref_opt = nn.optim.Adam(reference.parameters(), lr=0.1)
-    x = tensor.randn(4, 3, dtype=tensor.float64)
+    x = tensor.randn(4, 3, dtype=tensor.float64, device=device)
     for m, o in ((model, opt), (reference, ref_opt)):
         m(x).sum().backward()
         o.step()
