@@ -182,8 +182,16 @@ def test_save_and_load_with_bytesio():
 
 
 def test_save_unsupported_dtype_raises(tmp_path):
-    with pytest.raises(TypeError, match="unsupported dtype"):
-        tensor.save({"a": np.zeros(2, dtype=np.complex64)}, tmp_path / "c.pt")
+    with pytest.raises(TypeError, match="unsupported dtype dtype\\('<M8\\[s\\]'\\)"):
+        tensor.save({"a": np.zeros(2, dtype="datetime64[s]")}, tmp_path / "c.pt")
+
+
+def test_complex_arrays_round_trip(tmp_path):
+    value = np.array([1 + 2j, -3j], dtype=np.complex64)
+    tensor.save({"a": value, "t": tensor.tensor([0.5 - 1j])}, tmp_path / "c.pt")
+    loaded = tensor.load(tmp_path / "c.pt")
+    assert loaded["a"].dtype == np.complex64 and np.array_equal(loaded["a"], value)
+    assert loaded["t"].dtype == tensor.complex64 and loaded["t"].tolist() == [0.5 - 1j]
 
 
 # ------------------------------------------------------------ errors
