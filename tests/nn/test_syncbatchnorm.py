@@ -4,7 +4,6 @@ whole batch (float64, 1e-12); convert_sync_batchnorm."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import nn
@@ -17,17 +16,19 @@ from tests.distrib._sharding_harness import (
     case_results,
     run_config,
 )
+from tests.helpers import assert_close
 
 
-def test_without_a_process_group_it_is_batchnorm():
-    x = tensor.randn(8, 3, 4, dtype=tensor.float64)
-    sync, plain = nn.SyncBatchNorm(3).double(), nn.BatchNorm1d(3).double()
+def test_without_a_process_group_it_is_batchnorm(device):
+    x = tensor.randn(8, 3, 4, dtype=tensor.float64, device=device)
+    sync = nn.SyncBatchNorm(3).to(device=device, dtype=tensor.float64)
+    plain = nn.BatchNorm1d(3).to(device=device, dtype=tensor.float64)
     for module in (sync, plain):
-        module.weight.data.copy_(tensor.tensor([1.0, 2.0, 3.0]))
-    np.testing.assert_array_equal(sync(x).detach().numpy(), plain(x).detach().numpy())
-    np.testing.assert_array_equal(sync.running_var.numpy(), plain.running_var.numpy())
+        module.weight.data.copy_(tensor.tensor([1.0, 2.0, 3.0], device=device))
+    assert_close(sync(x), plain(x), rtol=0, atol=0)
+    assert_close(sync.running_var, plain.running_var, rtol=0, atol=0)
     sync.eval(), plain.eval()
-    np.testing.assert_array_equal(sync(x).detach().numpy(), plain(x).detach().numpy())
+    assert_close(sync(x), plain(x), rtol=0, atol=0)
 
 
 def test_convert_sync_batchnorm_shares_parameters_and_buffers():
