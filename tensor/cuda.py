@@ -15,13 +15,19 @@ __all__ = [
     "is_available", "device_count", "current_device", "set_device", "synchronize", "Stream",
     "current_stream", "memory_allocated", "max_memory_allocated", "memory_reserved",
     "reset_peak_memory_stats", "empty_cache", "get_device_name", "manual_seed", "manual_seed_all",
-    "memory_summary",
+    "memory_summary", "is_bf16_supported",
 ]
 
 
 def is_available() -> bool:
     """True when CuPy is installed and a CUDA device is present."""
     return _backend.cuda_available()
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: CuPy has no bfloat16 arrays, so CUDA tensors here cannot hold bfloat16 (creating one
+    raises); programs that ask first, as nanoGPT's does, fall back to float16."""
+    return False
 
 
 def device_count() -> int:
