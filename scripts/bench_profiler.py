@@ -6,6 +6,8 @@ with backward, as in ``bench.py``'s core group).
   processes, alternating rounds; with ``DISTRIB_BENCH_CALLGRIND=1`` also by instruction counts
   under ``valgrind --tool=callgrind`` (repeatable on a loaded machine): 2n runs minus n runs, the
   GC off, a fixed hash seed.
+* profiler off, in this process: forward small ops with the dispatcher's functions as they are
+  and recompiled without the hook, alternating (``in_process_ab``).
 * profiler on: the chain under ``profile()`` against the chain without it, in this process.
 """
 
@@ -19,8 +21,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import tensor
+from tensor import _dispatch
 from tensor.profiler import profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,6 +125,41 @@ def instructions(tree: str, runs: int) -> int:
     return count(2 * runs) - count(runs)
 
 
+def in_process_ab(blocks: int = 40, reps: int = 50) -> tuple[float, float]:
+    """Median over alternating blocks of the best time (ns per op) of 100 ``x * b + a`` without
+    grad, with the dispatcher's functions as they are and compiled without the hook lines, in
+    this process: the same memory and caches on both sides, the minimum filtering out load."""
+    with open(_dispatch.__file__) as f:
+        bare_source, n = _DISPATCH_HOOK.subn("", f.read())
+    if n == 0:
+        raise RuntimeError("bench_profiler: no profiler hook found in tensor/_dispatch.py; update the pattern")
+    namespace = {"__name__": "tensor._dispatch_without_hook", "__package__": "tensor"}
+    exec(compile(bare_source, "tensor/_dispatch.py without the hook", "exec"), namespace)
+    names = ("apply", "apply_unary", "apply_binary")
+    hooked = {name: getattr(_dispatch, name) for name in names}
+    bare = {name: namespace[name] for name in names}
+    a, b = tensor.randn(10), tensor.full((10,), 0.5)
+
+    def best(functions) -> int:
+        for name, fn in functions.items():
+            setattr(_dispatch, name, fn)
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter_ns()
+            x = a
+            for _ in range(100):
+                x = x * b + a
+            times.append(time.perf_counter_ns() - start)
+        return min(times)
+
+    try:
+        pairs = [(best(hooked), best(bare)) for _ in range(blocks)]
+    finally:
+        for name, fn in hooked.items():
+            setattr(_dispatch, name, fn)
+    return (statistics.median(p[0] for p in pairs) / OPS_PER_RUN, statistics.median(p[1] for p in pairs) / OPS_PER_RUN)
+
+
 def bench(repeat: int, paired_times, have_torch: bool) -> list:
     rows = []
     hooked, bare = tree_copies()
@@ -150,6 +189,8 @@ def bench(repeat: int, paired_times, have_torch: bool) -> list:
     finally:
         shutil.rmtree(hooked, ignore_errors=True)
         shutil.rmtree(bare, ignore_errors=True)
+    with_hook, without = in_process_ab()
+    rows.append(("forward small ops, profiler off, in process (ns/op)", with_hook, without, "no hook", "<= 1.03x"))
     run = _chain()
     prof = profile()
 
