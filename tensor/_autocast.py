@@ -15,8 +15,8 @@ the autocast dispatch key of the device:
 Our ops are primitives, so ``conv2d`` is covered through the GEMM its im2col runs (``matmul``)
 and ``F.linear`` through ``linear``; a composite whose own name is on PyTorch's list but whose
 primitives are not (``cross_entropy`` on the cpu list) is covered through its parts
-(``nll_loss``). A conv's bias is added after its GEMM, by ordinary promotion, so a conv with a
-bias returns float32 where PyTorch's returns the region's dtype.
+(``nll_loss``). A conv's bias is added after its GEMM, cast to the GEMM's dtype
+(``nn/functional/conv.py``), so a conv with a bias returns the region's dtype, as PyTorch's.
 
 Casts are ordinary ``to_dtype`` ops, recorded by autograd: gradients reach float32 master weights
 in float32. With ``cache_enabled`` the cast of a float32 leaf that requires grad (a weight) is

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from tensor import Tensor
+from tensor import Tensor, is_autocast_enabled
 from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -67,8 +67,15 @@ def _check_common(input, weight, bias, stride, dilation, groups, nd, name):
             f"{name}: expected weight to be {nd + 2}-dimensional, but got weight of size "
             f"{list(weight.shape)} instead"
         )
-    if input.dtype is not weight.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(weight)} but found {_scalar_name(input)}")
+    # Under autocast the GEMM casts input and weight (and _bias_as the bias) to one dtype, so
+    # PyTorch checks their dtypes only after autocast has run.
+    if not is_autocast_enabled(input.device.type):
+        if input.dtype is not weight.dtype:
+            raise RuntimeError(f"expected scalar type {_scalar_name(weight)} but found {_scalar_name(input)}")
+        if bias is not None and bias.dtype is not input.dtype:
+            raise RuntimeError(
+                f"Input type ({_type_name(input)}) and bias type ({_type_name(bias)}) should be the same"
+            )
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
     if any(d <= 0 for d in dilation):
@@ -82,8 +89,18 @@ def _check_common(input, weight, bias, stride, dilation, groups, nd, name):
         )
 
 
+def _bias_as(bias, out):
+    """The bias in the GEMM's result dtype: they differ only under autocast, which casts a
+    convolution's bias with its other inputs (``_check_common`` refuses a mismatch otherwise)."""
+    return bias if bias.dtype is out.dtype else bias.to(out.dtype)
+
+
 def _out_channels(weight, groups, name):
     return weight.shape[1] * groups if name.startswith("conv_transpose") else weight.shape[0]
+
+
+def _type_name(t: Tensor) -> str:
+    return _scalar_name(t).lower().replace("char", "signed char").replace("byte", "unsigned char")
 
 
 def _scalar_name(t: Tensor) -> str:
@@ -156,7 +173,7 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
         out = w @ cols.reshape(groups, in_per_group * k_numel, positions * n)
     out = out.reshape((out_channels,) + out_shape + (n,)).movedim(-1, 0)
     if bias is not None:
-        out = out + bias.reshape((1, out_channels) + (1,) * nd)
+        out = out + _bias_as(bias, out).reshape((1, out_channels) + (1,) * nd)
     return out.squeeze(0) if unbatched else out
 
 
@@ -225,7 +242,7 @@ def _conv_transposend(input, weight, bias, stride, padding, output_padding, grou
     cols = cols.reshape((n, groups * out_per_group) + kernel + tuple(x.shape[2:]))
     out = fold_windows(cols, out_shape, kernel, dilation, tuple((p, p) for p in padding), stride)
     if bias is not None:
-        out = out + bias.reshape((1, groups * out_per_group) + (1,) * nd)
+        out = out + _bias_as(bias, out).reshape((1, groups * out_per_group) + (1,) * nd)
     return out.squeeze(0) if unbatched else out
 
 

@@ -30,6 +30,14 @@ CASES = [
         ),
     ),
     (
+        "conv2d with bias, twice",  # the bias is cast with the GEMM; the second conv takes bf16 input
+        lambda t, a, b: (F if t is tensor else t.nn.functional).conv2d(
+            (F if t is tensor else t.nn.functional).conv2d(a.reshape(1, 1, 4, 4), b.reshape(2, 1, 2, 2), b[0]),
+            b.reshape(1, 2, 2, 2),
+            b[1, :1],
+        ),
+    ),
+    (
         "cross_entropy",
         lambda t, a, b: (F if t is tensor else t.nn.functional).cross_entropy(a @ b, t.tensor([0, 1, 1, 0])),
     ),
