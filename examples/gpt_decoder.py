@@ -1,11 +1,12 @@
 """A GPT-style decoder shaped as nanoGPT's ``model.py`` + ``train.py``: token and position
 embeddings, pre-norm blocks of causal self-attention (``scaled_dot_product_attention`` with
 ``is_causal``) and a GELU MLP, RMSNorm, a tied language-model head, scaled init of the residual
-projections, AdamW with decay / no-decay parameter groups, OneCycleLR, gradient clipping,
-``estimate_loss`` under ``no_grad`` and top-k sampling. The corpus is a synthetic token stream
-with a learnable structure. nanoGPT spells ``torch.optim.AdamW`` and
+projections, AdamW with decay / no-decay parameter groups, OneCycleLR, gradient clipping, autocast
+and a ``GradScaler`` on CUDA, ``estimate_loss`` under ``no_grad`` and top-k sampling. The corpus
+is a synthetic token stream with a learnable structure. nanoGPT spells ``torch.optim.AdamW`` and
 ``torch.nn.utils``; here they are ``optim.AdamW`` and ``nn.utils`` (``torch.optim`` imported as
-``optim``), since our ``tensor`` (``torch``) has no ``optim`` or ``nn`` attribute: it sits below them.
+``optim``), since our ``tensor`` (``torch``) has no ``optim`` or ``nn`` attribute: it sits below
+them.
 
 ``main(argv, on_model)`` returns the training losses and the final validation loss;
 ``on_model(model)`` is called with the freshly built model.
@@ -244,7 +245,9 @@ def main(argv=None, on_model=None):
 
     torch.manual_seed(args.seed)
     device_type = "cuda" if "cuda" in args.device else "cpu"
-    ptdtype = torch.bfloat16
+    # bfloat16 where the device has it, else float16 (then with a gradient scaler), as nanoGPT picks
+    dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
+    ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
 
     config = GPTConfig(dropout=args.dropout)
@@ -263,6 +266,7 @@ def main(argv=None, on_model=None):
     if on_model is not None:
         on_model(model)
     optimizer = model.configure_optimizers(args.weight_decay, args.learning_rate, (0.9, 0.95), device_type)
+    scaler = torch.amp.GradScaler(device_type, enabled=(dtype == "float16" and device_type == "cuda"))
     scheduler = OneCycleLR(optimizer, max_lr=args.learning_rate, total_steps=args.max_iters)
 
     @torch.no_grad()
@@ -286,10 +290,12 @@ def main(argv=None, on_model=None):
         with ctx:
             logits, loss = model(X, Y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
         if args.grad_clip != 0.0:
+            scaler.unscale_(optimizer)
             nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         scheduler.step()
         losses.append(loss.item())
         print(f"iter {iter_num}: loss {loss.item():.4f}, lr {scheduler.get_last_lr()[0]:.2e}")

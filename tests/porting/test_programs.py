@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import tensor
+from tests.conftest import CUDA_SKIP_REASON
 from tests.porting._port import port, port_line
 
 PROGRAMS = Path(__file__).parent / "programs"
@@ -122,6 +123,22 @@ def test_program_runs_as_written(name, monkeypatch):
         _load(port(_source(name)), name, "__main__")
     numbers = [float(x) for x in re.findall(r"[Ll]oss\w*:? *(-?\d+\.\d+)", out.getvalue())]
     assert numbers and all(math.isfinite(x) for x in numbers), out.getvalue()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
+@pytest.mark.parametrize(
+    "name, argv", [("mnist", []), ("vae", []), ("dcgan", ["--accel"]), ("gpt", ["--device", "cuda"])]
+)
+def test_program_runs_on_the_accelerator(name, argv):
+    """The programs that pick the accelerator (``torch.accelerator``, or nanoGPT's float16
+    autocast + GradScaler on ``--device cuda``) train there: finite losses, the full count."""
+    seen = []
+    namespace = _load(port(_source(name)), name, f"program_{name}")
+    with contextlib.redirect_stdout(io.StringIO()):
+        losses = namespace["main"](argv, on_model=lambda model: seen.append(next(model.parameters()).device.type))
+    assert seen and set(seen) == {"cuda"}
+    assert len(losses) == CASES[name] and all(math.isfinite(x) for x in losses)
 
 
 @pytest.mark.parametrize(
