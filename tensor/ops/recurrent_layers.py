@@ -62,24 +62,21 @@ def _by_gate(a, gates: int):
     return a.reshape(*lead, batch, gates, width // gates).swapaxes(-3, -2)
 
 
-def _flat_parts(xp, dtype, shapes) -> tuple:
-    """One flat buffer and views of it with the given shapes (a kernel returns one array)."""
-    flat = xp.empty(sum(math.prod(s) for s in shapes), dtype)
+def _split(flat, shapes) -> tuple:
+    """Consecutive pieces of the 1-d ``flat`` (an array or a Tensor), with the given shapes: a
+    backward kernel returns its gradients as one flat array."""
     parts, start = [], 0
     for shape in shapes:
         size = math.prod(shape)
         parts.append(flat[start : start + size].reshape(shape))
         start += size
-    return flat, parts
-
-
-def _unflatten(flat, shapes) -> tuple:
-    parts, start = [], 0
-    for shape in shapes:
-        size = math.prod(shape)
-        parts.append(flat[start : start + size].view(*shape))
-        start += size
     return tuple(parts)
+
+
+def _flat_parts(xp, dtype, shapes) -> tuple:
+    """A new flat buffer for gradients of the given shapes, and its ``_split`` views."""
+    flat = xp.empty(sum(math.prod(s) for s in shapes), dtype)
+    return flat, _split(flat, shapes)
 
 
 def _weight_grad(xp, dgates, h_before):
@@ -128,7 +125,7 @@ def _(node, grad):
     if _autograd_hooks.grad_mode.enabled:
         return _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse)
     flat = _dispatch.apply(_lstm_layer_backward, (grad, out, h0, c0, w_hh), (reverse,))
-    return _unflatten(flat, _lstm_grad_shapes(out.shape, tuple(w_hh.shape)))
+    return _split(flat, _lstm_grad_shapes(out.shape, tuple(w_hh.shape)))
 
 
 def _lstm_grad_shapes(out_shape, w_shape) -> list:
@@ -250,7 +247,7 @@ def _(node, grad):
     if _autograd_hooks.grad_mode.enabled:
         return _gru_layer_grads(grad, out, h0, w_hh, reverse)
     flat = _dispatch.apply(_gru_layer_backward, (grad, out, h0, w_hh), (reverse,))
-    return _unflatten(flat, _gru_grad_shapes(out.shape, tuple(w_hh.shape)))
+    return _split(flat, _gru_grad_shapes(out.shape, tuple(w_hh.shape)))
 
 
 def _gru_grad_shapes(out_shape, w_shape) -> list:
@@ -360,7 +357,7 @@ def _(node, grad):
     if _autograd_hooks.grad_mode.enabled:
         return _rnn_layer_grads(grad, out, h0, w_hh, nonlinearity, reverse)
     flat = _dispatch.apply(_rnn_layer_backward, (grad, out, h0, w_hh), node.params)
-    return _unflatten(flat, [tuple(out.shape), tuple(h0.shape), tuple(w_hh.shape)])
+    return _split(flat, [tuple(out.shape), tuple(h0.shape), tuple(w_hh.shape)])
 
 
 def _rnn_derivative(out, nonlinearity: str):
