@@ -114,6 +114,8 @@ def _fit(g, meta):
     if data.shape != shape:
         g = g.sum_to_size(shape)
     if data.dtype != dtype:
+        if data.dtype.kind == "c" and dtype.kind != "c":  # a real input of a complex op: dL/dx
+            g = g.real
         g = g.to(tensor._dtype.from_numpy_dtype(dtype))
     return g
 

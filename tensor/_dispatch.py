@@ -169,7 +169,7 @@ def _binary_kernel(op, backend, a, b, float_result):
         bd = b._data
         if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
             target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)
-            if float_result and not target.is_floating_point:
+            if float_result and not (target.is_floating_point or target.is_complex):
                 target = _dtype.get_default_dtype()
             ad = ad.astype(target.numpy, copy=False)
             bd = bd.astype(target.numpy, copy=False)

@@ -42,9 +42,22 @@ def _mul(xp, a, b):
     return xp.multiply(a, b)
 
 
+def conj_if_complex(t):
+    """``t.conj()`` for a complex tensor, else ``t``: derivatives of holomorphic ops conjugate
+    (PyTorch's convention: the gradient of a real loss is dL/dx + i dL/dy)."""
+    return t.conj() if _dispatch.is_tensor(t) and t._data.dtype.kind == "c" else t
+
+
+def _conj_saved(node, g):
+    """``node.saved``, conjugated when the op ran in complex (only then is ``g`` complex)."""
+    if g._data.dtype.kind != "c":
+        return node.saved
+    return tuple(conj_if_complex(t) for t in node.saved)
+
+
 @_mul.derivative
 def _(node, g):
-    a, b = node.saved
+    a, b = _conj_saved(node, g)
     needs_a, needs_b = node.needs_input_grad
     return (g * b if needs_a else None), (g * a if needs_b else None)
 
@@ -56,7 +69,7 @@ def _div(xp, a, b):
 
 @_div.derivative
 def _(node, g):
-    a, b = node.saved
+    a, b = _conj_saved(node, g)
     needs_a, needs_b = node.needs_input_grad
     return (g / b if needs_a else None), (-g * a / (b * b) if needs_b else None)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _autocast, _backend, _dispatch, _dtype
+from .elementwise import conj_if_complex
 from .registry import defop
 
 __all__ = ["matmul", "mm", "bmm", "dot", "einsum"]
@@ -18,7 +19,7 @@ def _matmul(xp, a, b):
 @_matmul.derivative
 def _(node, g):
     # For complex operands the adjoint conjugates: gA = G B^H, gB = A^H G (PyTorch's convention).
-    a, b = (_conj(t) for t in node.saved)
+    a, b = (conj_if_complex(t) for t in node.saved)
     needs_a, needs_b = node.needs_input_grad
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
@@ -33,10 +34,6 @@ def _(node, g):
         ga = g @ b.mT if needs_a else None
         gb = a.mT @ g if needs_b else None
     return ga, gb
-
-
-def _conj(t):
-    return t.conj() if t._data.dtype.kind == "c" else t
 
 
 def _check_float_pair(name, a, b):
@@ -133,7 +130,7 @@ def _(node, g):
         available = set(output).union(*others)
         kept = "".join(c for c in sub if c in available)
         grad = einsum(
-            f"{','.join([output] + others)}->{kept}", g, *[_conj(t) for j, t in enumerate(operands) if j != i]
+            f"{','.join([output] + others)}->{kept}", g, *[conj_if_complex(t) for j, t in enumerate(operands) if j != i]
         )
         if kept != sub:  # letters summed away inside this operand alone: broadcast back
             grad = grad.reshape([grad.shape[kept.index(c)] if c in kept else 1 for c in sub])

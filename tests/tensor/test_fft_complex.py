@@ -198,3 +198,21 @@ def test_complex_repr_matches_torch(torch):
     ):
         ours = repr(tensor.tensor(values, dtype=getattr(tensor, dtype)))
         assert ours == repr(torch.tensor(values, dtype=getattr(torch, dtype))).replace("torch.", "tensor.")
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+@pytest.mark.parametrize("kinds", ["cc", "cr", "rc"])
+def test_complex_mul_div_values_and_gradients_match_torch(torch, op, kinds):
+    # holomorphic ops conjugate their operands in the gradient; a real operand takes the real part
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(4) + (1j * rng.standard_normal(4) if k == "c" else 0) for k in kinds]
+    weights = np.array([1.3, 0.7])
+    results = []
+    for lib in (tensor, torch):
+        a, b = (lib.tensor(x, requires_grad=True) for x in arrays)
+        y = a * b if op == "mul" else a / b
+        (lib.view_as_real(y) * lib.tensor(weights)).sum().backward()
+        results.append([t.detach().numpy() for t in (y, a.grad, b.grad)])
+    for ours, theirs in zip(*results):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
