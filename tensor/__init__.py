@@ -9,7 +9,7 @@
 """
 
 from ._tensor import Tensor  # noqa: I001 - first: the modules below build on the class
-from . import cuda
+from . import _higher_layers, cuda
 from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
     linspace, ones, ones_like, tensor, zeros, zeros_like,
@@ -88,3 +88,12 @@ def set_grad_enabled(mode: bool):
 def inference_mode(mode: bool = True):
     """``autograd.inference_mode``, re-exported."""
     return _api.inference_mode(mode)
+
+
+# ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.utils.data``: the higher
+# layers, imported on first access (tensor/_higher_layers.py).
+__getattr__ = _higher_layers.module_getattr(
+    __name__,
+    globals(),
+    {"nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils"},
+)

@@ -172,16 +172,16 @@ def _compare(name: str, torch) -> None:
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="torch.optim / torch.nn reached as attributes of the torch module (nanoGPT's torch.optim.AdamW, "
-    "the tutorial's torch.nn.CrossEntropyLoss): our tensor sits below nn in the layering and has no optim or nn "
-    "attribute; the programs here import torch.optim as optim instead",
-)
-def test_optim_spelled_through_the_torch_module():
-    source = "import torch\nimport torch.nn as nn\nopt = torch.optim.AdamW(nn.Linear(2, 2).parameters())\n"
-    _load(port(source), "spelling", "program_spelling")
+def test_higher_layers_spelled_through_the_torch_module():
+    # nanoGPT's torch.optim.AdamW, the tutorial's torch.nn.CrossEntropyLoss, torch.utils.data
+    source = (
+        "import torch\n"
+        "opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters())\n"
+        "loss = torch.nn.CrossEntropyLoss()\n"
+        "loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(4, 2)), batch_size=2)\n"
+    )
+    program = _load(port(source), "spelling", "program_spelling")
+    assert type(program["opt"]).__module__ == "nn.optim.adam" and len(list(program["loader"])) == 2
 
 
 @pytest.mark.parametrize(

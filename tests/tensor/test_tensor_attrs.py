@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -228,3 +230,17 @@ def test_deepcopy_of_non_leaf_raises(device):
     y = tensor.ones(2, device=device, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="Only Tensors created explicitly by the user"):
         copy.deepcopy(y)
+
+
+def test_higher_layers_load_on_first_access_only():
+    # torch.nn / torch.optim / torch.utils.data / torch.distributed spelled through tensor
+    code = (
+        "import sys, tensor\n"
+        "assert not any(m.split('.')[0] in ('nn', 'distrib', 'autograd') for m in sys.modules)\n"
+        "import nn, nn.optim, distrib, distrib.data\n"
+        "assert tensor.nn is nn and tensor.optim is nn.optim and tensor.distributed is distrib\n"
+        "assert tensor.utils.data is distrib.data\n"
+        "try:\n    tensor.no_such_thing\nexcept AttributeError as e:\n    assert 'no_such_thing' in str(e)\n"
+        "else:\n    raise SystemExit('no AttributeError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
