@@ -44,7 +44,14 @@ def alive(pid: int) -> bool:
 
 def host_id() -> str:
     """This machine, boot and user as one string: processes with equal ids can share memory and
-    see each other's pids. Never raises (without a boot id, the host name and user decide)."""
+    see each other's pids. Never raises (without a boot id, the host name and user decide).
+
+    ``DISTRIB_HOST_ID``, if set, is the id instead: network namespaces on one machine share the
+    boot id and host name, so a job that treats each namespace as a host sets it per namespace.
+    """
+    override = os.environ.get("DISTRIB_HOST_ID")
+    if override:
+        return override
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()

@@ -12,7 +12,9 @@ messages travel on per-pair sockets that the op thread reads itself (see
 rank of the group is on this host (same boot id and user), all_reduce, broadcast,
 reduce, all_gather, reduce_scatter and barrier go through ``_shm`` instead (see Note
 [Shared-memory collectives]); gather, scatter, all_to_all and point-to-point stay on
-zmq. ``DISTRIB_ZMQ_SHM=0`` turns shared memory off.
+zmq. ``DISTRIB_ZMQ_SHM=0`` turns shared memory off. When the group spans several hosts and
+some host holds several ranks, all_reduce is hierarchical (``_hierarchical``, Note
+[Hierarchical all_reduce]; ``DISTRIB_HIERARCHICAL=0`` turns it off).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 from .. import debug, reduce_op, security
 from ..work import Work, _seconds
-from . import _shm
+from . import _hierarchical, _shm
 from ._zmq_transport import COLL, P2P, Transport, header
 from .base import Backend
 
@@ -58,7 +60,7 @@ class ZmqBackend(Backend):
     def __init__(self, store, rank, size, timeout, options=None) -> None:
         super().__init__(store, rank, size, timeout, options)
         host = self.options.get("host") or os.environ.get("DISTRIB_ZMQ_HOST") or "127.0.0.1"
-        self.shm = None
+        self.shm = self.hierarchy = None
         self.transport = Transport(rank, size, host, security.auth_key(), self.progress)
         peers = self.exchange_peer_info("zmq", {
             "endpoint": self.transport.endpoint,
@@ -67,14 +69,19 @@ class ZmqBackend(Backend):
         self.transport.connect({p: v["endpoint"] for p, v in enumerate(peers)},
                                {p: v["data"][str(rank)] for p, v in enumerate(peers) if p < rank})
         use_shm = self.options.get("shm", os.environ.get("DISTRIB_ZMQ_SHM", "1") != "0")
+        slot = os.environ.get("DISTRIB_SHM_SLOT_BYTES")
+        slot = int(slot) if slot else None
         if size > 1 and self.local and use_shm:
-            slot = os.environ.get("DISTRIB_SHM_SLOT_BYTES")
-            self.shm = _shm.setup(store, rank, size, int(slot) if slot else None)
+            self.shm = _shm.setup(store, rank, size, slot)
             if self.shm is not None:
                 self.shm.owner = self
+        elif size > 1 and use_shm and _hierarchical.enabled():
+            self.hierarchy = _hierarchical.setup(self, [v["host"] for v in peers], slot)
         if debug.mode() != "OFF":  # two network namespaces share a boot id: say which path was chosen
-            print(f"[DISTRIB_DEBUG] zmq backend, rank {rank}/{size}: collectives over "
-                  f"{'shared memory (every rank on this host)' if self.shm is not None else 'TCP'}", file=sys.stderr)
+            path = ("shared memory (every rank on this host)" if self.shm is not None else
+                    "TCP, all_reduce hierarchical (shared memory on each host)" if self.hierarchy is not None
+                    else "TCP")
+            print(f"[DISTRIB_DEBUG] zmq backend, rank {rank}/{size}: collectives over {path}", file=sys.stderr)
 
     def alloc_comm_buffer(self, nbytes):
         return self.shm.alloc_buffer(self.store, nbytes) if self.shm is not None else None
@@ -83,6 +90,8 @@ class ZmqBackend(Backend):
         super().begin_op(name, seq)
         if self.shm is not None:
             self.shm.mark_op(seq)
+        elif self.hierarchy is not None:
+            self.hierarchy.mark_op(seq)
 
     # ------------------------------------------------------------ messaging helpers
     def _send(self, peer, step, piece, data=None):
@@ -136,6 +145,8 @@ class ZmqBackend(Backend):
             reduce_op.finish(op, x, 1)
         elif self.shm is not None:
             self.shm.all_reduce(x, op)
+        elif self.hierarchy is not None:
+            self.hierarchy.all_reduce(x, op)
         elif self.size == 2 and x.nbytes <= _PAIR_MAX:
             self._all_reduce_pair(x, op)
         elif x.nbytes <= _SMALL:
@@ -379,4 +390,7 @@ class ZmqBackend(Backend):
         if self.shm is not None:
             self.shm.close()
             self.shm = None
+        if self.hierarchy is not None:
+            self.hierarchy.close()
+            self.hierarchy = None
         self.transport.close()
