@@ -169,7 +169,7 @@ def bench_core(repeat: int):
 # Each other group lives in scripts/bench_<group>.py and exposes
 # bench(repeat, paired_times, have_torch) -> rows.
 WORKLOAD_MODULES = ("nn", "multiprocessing", "dataloader", "collectives", "mpi", "launch", "ddp", "compile",
-                    "compile_dynamic", "serialization", "gpu", "profiler", "sharding", "amp")
+                    "compile_dynamic", "serialization", "gpu", "profiler", "sharding", "amp", "hierarchical")
 
 
 def _module_group(name: str):
