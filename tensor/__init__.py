@@ -9,7 +9,7 @@
 """
 
 from ._tensor import Tensor  # noqa: I001 - first: the modules below build on the class
-from . import _higher_layers, cuda
+from . import _higher_layers, _torch_aliases, cuda
 from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
     linspace, ones, ones_like, tensor, zeros, zeros_like,
@@ -41,7 +41,12 @@ from . import onnx
 from . import accelerator, backends
 from . import profiler
 from . import amp
-from ._autocast import autocast, get_autocast_dtype, is_autocast_enabled
+from ._autocast import (
+    autocast, autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
+    get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+    is_autocast_enabled, set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+    set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
+)
 from ._memory_snapshot import memory_snapshot
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
@@ -90,10 +95,15 @@ def inference_mode(mode: bool = True):
     return _api.inference_mode(mode)
 
 
+# torch's method forms, in-place and view-copy variants, ATen-signature nn.functional wrappers
+globals().update(_torch_aliases.forms(globals()))
+
 # ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.utils.data``: the higher
-# layers, imported on first access (tensor/_higher_layers.py).
+# layers, and ``tensor.conv2d`` & co. (nn.functional's functions), imported on first access
+# (tensor/_higher_layers.py).
 __getattr__ = _higher_layers.module_getattr(
     __name__,
     globals(),
     {"nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils"},
+    dict.fromkeys(_torch_aliases.F_ALIASES, "nn.functional"),
 )

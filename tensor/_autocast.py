@@ -30,7 +30,25 @@ import threading
 
 from . import _dispatch, _dtype
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "POLICIES"]
+__all__ = [
+    "autocast",
+    "is_autocast_enabled",
+    "get_autocast_dtype",
+    "POLICIES",
+    "set_autocast_enabled",
+    "set_autocast_dtype",
+    "is_autocast_cpu_enabled",
+    "set_autocast_cpu_enabled",
+    "get_autocast_cpu_dtype",
+    "get_autocast_gpu_dtype",
+    "set_autocast_cpu_dtype",
+    "set_autocast_gpu_dtype",
+    "is_autocast_cache_enabled",
+    "set_autocast_cache_enabled",
+    "clear_autocast_cache",
+    "autocast_increment_nesting",
+    "autocast_decrement_nesting",
+]
 
 _SHARED_FP32 = ("prod", "nll_loss")
 POLICIES: dict[str, dict[str, str]] = {
@@ -89,6 +107,7 @@ class _State(threading.local):
         self.cache_enabled = True
         self.depth = 0  # open regions in this thread; the cast cache lives until the outermost exits
         self.cache: dict[int, tuple] = {}
+        self.hooked = False  # whether set_autocast_enabled turned autocast on outside a region
 
 
 _state = _State()
@@ -260,3 +279,94 @@ def _cast(t, target, policy, state):
     cast = t.to(target)
     state.cache[id(t)] = (t, cast)  # holds t: its id cannot be reused while the entry lives
     return cast
+
+
+# ---------------------------------------------------------------- torch's legacy spellings
+# ``torch.set_autocast_enabled`` and friends set the thread's state directly, outside any region
+# (the ``autocast`` context manager is built on them in PyTorch).
+
+
+def set_autocast_enabled(device_type: str | bool, enabled: bool | None = None) -> None:
+    """Turn autocast on or off for ``device_type`` in this thread, as ``torch.set_autocast_enabled``
+    (``set_autocast_enabled(enabled)`` alone means ``cuda``, PyTorch's legacy form).
+
+    Raises:
+        RuntimeError: for a device type other than ``cpu`` or ``cuda``.
+    """
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    state = _state
+    state.enabled[_check_device_type(device_type)] = bool(enabled)
+    on = any(state.enabled.values())
+    if on != state.hooked:  # keep the dispatcher hook installed while this thread has autocast on
+        state.hooked = on
+        _install(+1 if on else -1)
+
+
+def set_autocast_dtype(device_type: str, dtype: _dtype.dtype) -> None:
+    """Set the lower-precision dtype autocast uses on ``device_type`` in this thread.
+
+    Raises:
+        RuntimeError: for a device type other than ``cpu`` or ``cuda``.
+        TypeError: for a dtype autocast does not support there.
+    """
+    _check_device_type(device_type)
+    _state.dtype[device_type] = _check_dtype(device_type, _dtype.as_dtype(dtype))
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")`` (PyTorch's legacy spelling)."""
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """``set_autocast_enabled("cpu", enabled)`` (PyTorch's legacy spelling)."""
+    set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_cpu_dtype() -> _dtype.dtype:
+    """``get_autocast_dtype("cpu")`` (PyTorch's legacy spelling)."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype() -> _dtype.dtype:
+    """``get_autocast_dtype("cuda")`` (PyTorch's legacy spelling)."""
+    return get_autocast_dtype("cuda")
+
+
+def set_autocast_cpu_dtype(dtype: _dtype.dtype) -> None:
+    """``set_autocast_dtype("cpu", dtype)`` (PyTorch's legacy spelling). Raises like it."""
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype: _dtype.dtype) -> None:
+    """``set_autocast_dtype("cuda", dtype)`` (PyTorch's legacy spelling). Raises like it."""
+    set_autocast_dtype("cuda", dtype)
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast caches the casts of weights (float32 leaves that require grad)."""
+    return _state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Turn the cast cache on or off in this thread."""
+    _state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Drop the cached casts (the ``autocast`` region does this when the outermost one exits)."""
+    _state.cache.clear()
+
+
+def autocast_increment_nesting() -> int:
+    """Count one more open autocast region in this thread; returns the new depth."""
+    _state.depth += 1
+    return _state.depth
+
+
+def autocast_decrement_nesting() -> int:
+    """Count one autocast region fewer in this thread; returns the new depth (PyTorch's callers
+    clear the cache when it reaches 0)."""
+    _state.depth -= 1
+    return _state.depth

@@ -10,22 +10,28 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from types import ModuleType
 
 
-def module_getattr(owner: str, namespace: dict, table: dict[str, str]) -> Callable[[str], ModuleType]:
-    """A module-level ``__getattr__`` for module ``owner`` that imports ``table[name]`` on first
-    access, caches it in ``namespace`` (the module's globals) and returns it.
+def module_getattr(
+    owner: str, namespace: dict, table: dict[str, str], functions: dict[str, str] | None = None
+) -> Callable[[str], object]:
+    """A module-level ``__getattr__`` for module ``owner`` that imports ``table[name]`` (a module)
+    on first access, or the module ``functions[name]`` and takes its attribute ``name`` (as
+    ``torch.conv2d`` is ``torch.nn.functional.conv2d``), caches it in ``namespace`` (the module's
+    globals) and returns it.
 
-    The returned function raises AttributeError, as Python does, for a name not in ``table``.
+    The returned function raises AttributeError, as Python does, for a name in neither table.
     """
+    functions = functions or {}
 
-    def __getattr__(name: str) -> ModuleType:
-        target = table.get(name)
-        if target is None:
+    def __getattr__(name: str) -> object:
+        if name in table:
+            value = importlib.import_module(table[name])
+        elif name in functions:
+            value = getattr(importlib.import_module(functions[name]), name)
+        else:
             raise AttributeError(f"module {owner!r} has no attribute {name!r}")
-        module = importlib.import_module(target)
-        namespace[name] = module
-        return module
+        namespace[name] = value
+        return value
 
     return __getattr__

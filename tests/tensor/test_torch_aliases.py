@@ -1,0 +1,124 @@
+"""torch.X spellings of what exists under another form (tensor/_torch_aliases.py), against torch."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tensor
+
+
+def _pair(torch, shape=(3, 4), seed=0, positive=False):
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    if positive:
+        data = np.abs(data) + 0.5
+    return tensor.tensor(data), torch.tensor(data)
+
+
+def test_functional_aliases_are_nn_functional_objects_imported_lazily():
+    code = (
+        "import sys, tensor\n"
+        "assert 'nn' not in sys.modules\n"
+        "conv2d = tensor.conv2d\n"
+        "import nn.functional as F\n"
+        "assert conv2d is F.conv2d and tensor.pixel_shuffle is F.pixel_shuffle and tensor.relu_ is F.relu_\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_aten_signature_wrappers_match_torch(torch):
+    x, tx = _pair(torch, (4, 3, 5))
+    w, tw = _pair(torch, (3,), seed=1, positive=True)
+    b, tb = _pair(torch, (3,), seed=2)
+    rm, trm = tensor.zeros(3), torch.zeros(3)
+    rv, trv = tensor.ones(3), torch.ones(3)
+    ours = tensor.batch_norm(x, w, b, rm, rv, False, 0.1, 1e-5, False)
+    ref = torch.batch_norm(tx, tw, tb, trm, trv, False, 0.1, 1e-5, False)
+    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(tensor.dropout(x, 0.5, False).numpy(), torch.dropout(tx, 0.5, False).numpy())
+    weight, tweight = _pair(torch, (6, 2), seed=3)
+    idx = [[0, 5], [2, 2]]
+    np.testing.assert_array_equal(
+        tensor.embedding(weight, tensor.tensor(idx)).numpy(), torch.embedding(tweight, torch.tensor(idx)).numpy()
+    )
+    y, ty = _pair(torch, (4, 3, 5), seed=4)
+    for reduction in (0, 1, 2):
+        np.testing.assert_allclose(
+            tensor.binary_cross_entropy_with_logits(x, y.sigmoid(), None, None, reduction).numpy(),
+            torch.binary_cross_entropy_with_logits(tx, ty.sigmoid(), None, None, reduction).numpy(),
+            rtol=1e-5,
+        )
+    with pytest.raises(ValueError, match="got 3"):
+        tensor.kl_div(x, y, 3)
+
+
+@pytest.mark.parametrize("name,args", [("sigmoid_", ()), ("clamp_", (-0.5, 0.5)), ("fill_", (2.0,)),
+                                       ("t", ()), ("select", (1, 2)), ("detach", ())])  # fmt: skip
+def test_method_forms_give_the_methods_result(torch, name, args):
+    x, tx = _pair(torch)
+    ours, ref = getattr(tensor, name)(x, *args), getattr(torch, name)(tx, *args)
+    np.testing.assert_allclose(ours.numpy(), ref.detach().numpy(), rtol=1e-6)
+    if name.endswith("_"):
+        assert ours is x
+
+
+@pytest.mark.parametrize("name", ["cos_", "erf_", "ceil_", "expm1_", "reciprocal_", "arcsinh_"])
+def test_inplace_forms_write_into_input_like_torch(torch, name):
+    x, tx = _pair(torch, positive=True)
+    view = x[0]
+    out = getattr(tensor, name)(x)
+    getattr(torch, name)(tx)
+    assert out is x
+    np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(view.numpy(), tx[0].numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name,args",
+    [("permute_copy", ((1, 0),)), ("view_copy", ((2, 6),)), ("t_copy", ()), ("slice_copy", (1, 1, 3)),
+     ("select_copy", (0, 1)), ("unsqueeze_copy", (1,)), ("alias_copy", ()), ("split_copy", (2, 1))],
+)  # fmt: skip
+def test_copy_variants_new_storage_equal_values_and_gradients(torch, name, args):
+    x, tx = _pair(torch)
+    x.requires_grad_(True)
+    tx.requires_grad_(True)
+    ours, ref = getattr(tensor, name)(x, *args), getattr(torch, name)(tx, *args)
+    ours_list, ref_list = (list(ours), list(ref)) if isinstance(ref, (tuple, list)) else ([ours], [ref])
+    for o, r in zip(ours_list, ref_list, strict=True):
+        np.testing.assert_array_equal(o.detach().numpy(), r.detach().numpy())
+        assert o._base is None  # not a view
+        assert not np.shares_memory(o.detach().numpy(), x.detach().numpy())
+    sum(o.sum() for o in ours_list).backward()
+    sum(r.sum() for r in ref_list).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:torch.*is deprecated:DeprecationWarning")
+def test_autocast_legacy_spellings_toggle_state_like_torch(torch):
+    for lib in (tensor, torch):
+        assert not lib.is_autocast_cpu_enabled()
+        lib.set_autocast_enabled("cpu", True)
+        assert lib.is_autocast_cpu_enabled() and lib.is_autocast_enabled("cpu")
+        lib.set_autocast_cpu_enabled(False)
+        assert not lib.is_autocast_enabled("cpu")
+        lib.set_autocast_cpu_dtype(lib.float16)
+        assert lib.get_autocast_cpu_dtype() == lib.float16
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+        assert lib.get_autocast_dtype("cpu") == lib.bfloat16
+        assert lib.get_autocast_gpu_dtype() == lib.float16
+        assert lib.is_autocast_cache_enabled()
+        lib.set_autocast_cache_enabled(False)
+        assert not lib.is_autocast_cache_enabled()
+        lib.set_autocast_cache_enabled(True)
+        assert lib.autocast_increment_nesting() == 1 and lib.autocast_decrement_nesting() == 0
+        lib.clear_autocast_cache()
+
+
+def test_set_autocast_enabled_casts_outside_a_region():
+    tensor.set_autocast_enabled("cpu", True)
+    try:
+        assert (tensor.ones(2, 3) @ tensor.ones(3, 2)).dtype is tensor.bfloat16
+    finally:
+        tensor.set_autocast_enabled("cpu", False)
+    assert (tensor.ones(2, 3) @ tensor.ones(3, 2)).dtype is tensor.float32
