@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+import tensor
+from tests.conftest import CUDA_SKIP_REASON
 from tests.distrib._harness import TRANSPORTS, rank_results
 from tests.distrib._mpi_harness import mpi_rank_results, skip_reason
 
@@ -38,3 +40,14 @@ def case_results(per_rank: list[dict], name: str) -> list[dict]:
 def assert_same_on_every_rank(results: list[dict], key: str) -> None:
     for rank, r in enumerate(results[1:], start=1):
         assert r[key] == results[0][key], f"{key} differs between rank 0 and rank {rank}"
+
+
+def run_nccl(prefix: str, size: int = 2) -> list[dict]:
+    """Every rank's ``{case: result}`` for the cases named ``prefix*`` on nccl, one CUDA device per
+    rank (skips, with the reason, without CUDA or with fewer devices than ranks)."""
+    if CUDA_SKIP_REASON:
+        pytest.skip(f"no CUDA device: {CUDA_SKIP_REASON}")
+    if tensor.cuda.device_count() < size:
+        pytest.skip(f"needs {size} GPUs (one per rank, as NCCL requires), found {tensor.cuda.device_count()}")
+    env = {"DISTRIB_TIMEOUT": "60", "SHARDING_CASES": prefix}
+    return rank_results("sharding_nccl", size, env=env, timeout=180)

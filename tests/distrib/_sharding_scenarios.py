@@ -32,14 +32,32 @@ from distrib.fsdp import (
 )
 from distrib.fsdp._fully_shard import _Shards
 from distrib.optim import ZeroRedundancyOptimizer
-from tests.distrib._ddp_scenarios import STEPS, batch, digest, max_diff, mlp, shard
+from tests.distrib._ddp_scenarios import STEPS, batch, max_diff, shard
+from tests.distrib._ddp_scenarios import digest as _host_digest
+from tests.distrib._ddp_scenarios import mlp as _host_mlp
+
+# Where the cases put models and batches: "cuda" when ``sharding`` runs on nccl (one device per rank).
+DEVICE = "cpu"
+
+
+def _dev(x):
+    """``x`` (a tensor or a module) on this rank's ``DEVICE``."""
+    return x.to(DEVICE)
+
+
+def digest(tensors) -> str:
+    return _host_digest(t.detach().cpu() for t in tensors)
+
+
+def mlp(seed: int = 0) -> nn.Module:
+    return _dev(_host_mlp(seed=seed))
 
 
 # ---------------------------------------------------------------- SyncBatchNorm
 def _bn_mlp(seed: int = 0) -> nn.Module:
     tensor.manual_seed(seed)
     model = nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6), nn.Tanh(), nn.Linear(6, 3))
-    return model.double()
+    return _dev(model.double())
 
 
 def syncbn_ddp_equivalence(rank, world):
@@ -50,7 +68,7 @@ def syncbn_ddp_equivalence(rank, world):
     opt = nn.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     ref_opt = nn.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
     for step in range(STEPS):
-        x, y = batch(step)
+        x, y = map(_dev, batch(step))
         opt.zero_grad()
         F.cross_entropy(model(shard(x, rank, world)), shard(y, rank, world)).backward()
         opt.step()
@@ -69,9 +87,9 @@ def syncbn_input_grad(rank, world):
     """On (N, C, L) inputs: the output, the input gradient and the running statistics are those
     of the whole batch; the weight gradients summed over ranks are the whole batch's."""
     rng = np.random.default_rng(3)
-    x = tensor.from_numpy(rng.standard_normal((6 * world, 4, 3)) * 3 + 5)
-    target = tensor.from_numpy(rng.standard_normal((6 * world, 4, 3)))
-    bn, ref = nn.SyncBatchNorm(4).double(), nn.BatchNorm1d(4).double()
+    x = _dev(tensor.from_numpy(rng.standard_normal((6 * world, 4, 3)) * 3 + 5))
+    target = _dev(tensor.from_numpy(rng.standard_normal((6 * world, 4, 3))))
+    bn, ref = _dev(nn.SyncBatchNorm(4).double()), _dev(nn.BatchNorm1d(4).double())
     local = shard(x, rank, world).requires_grad_(True)
     full = x.detach().requires_grad_(True)
     out = bn(local)
@@ -85,6 +103,7 @@ def syncbn_input_grad(rank, world):
         "input_grad_diff": float((local.grad - shard(full.grad, rank, world)).abs().max()),
         "weight_grad_diff": float((weight_grad - ref.weight.grad).abs().max()),
         "stats_diff": max_diff([bn.running_mean, bn.running_var], [ref.running_mean, ref.running_var]),
+        "device": str(out.device),
     }
 
 
@@ -94,7 +113,7 @@ ADAM = {"lr": 0.05, "betas": (0.8, 0.9), "weight_decay": 0.01}
 
 def _train(model, opt, steps, rank, world, first_step=0):
     for step in range(first_step, first_step + steps):
-        x, y = batch(step)
+        x, y = map(_dev, batch(step))
         opt.zero_grad()
         F.cross_entropy(model(shard(x, rank, world)), shard(y, rank, world)).backward()
         opt.step()
@@ -114,6 +133,7 @@ def zero_equivalence(rank, world):
         "max_diff": max_diff(zero_model.parameters(), reference.parameters()),
         "same_as_ddp": digest(zero_model.parameters()) == digest(ddp_model.parameters()),
         "params": digest(zero_model.parameters()),
+        "device": str(next(zero_model.parameters()).device),
     }
 
 
@@ -181,7 +201,7 @@ def zero_memory(rank, world):
 def _blocks_model(seed: int = 0, blocks: int = 2, width: int = 8) -> nn.Module:
     tensor.manual_seed(seed)
     inner = [nn.Sequential(nn.Linear(width, width), nn.Tanh()) for _ in range(blocks)]
-    return nn.Sequential(nn.Linear(5, width), nn.Tanh(), *inner, nn.Linear(width, 3)).double()
+    return _dev(nn.Sequential(nn.Linear(5, width), nn.Tanh(), *inner, nn.Linear(width, 3)).double())
 
 
 def _fully_shard_blocks(model, **kwargs):
@@ -271,7 +291,7 @@ def _fsdp_equivalence(wrap):
             _train(model, nn.optim.Adam(model.parameters(), **ADAM), STEPS, rank, world)
             _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
             with tensor.no_grad():
-                x, _ = batch(0)
+                x = _dev(batch(0)[0])
                 eval_diff = float((model(x) - reference(x)).abs().max())
         finally:
             _Shards.gather = real_gather
@@ -282,6 +302,7 @@ def _fsdp_equivalence(wrap):
             "eval_diff": eval_diff,
             "params": digest(state.values()),
             "waited_gathers": len(waited),
+            "device": str(next(model.parameters()).device),
         }
 
     return case
@@ -408,11 +429,20 @@ CASES = {
 }
 
 
+def sharding_nccl() -> dict:
+    """``sharding`` on nccl, each rank on its own CUDA device, the cases' tensors there."""
+    return sharding("nccl")
+
+
 def sharding(backend: str = "zmq") -> dict:
     """Run the cases of ``CASES`` whose names start with ``$SHARDING_CASES`` (all by default) in
     one process group on ``backend``; ``{case: result or {"error": traceback}}``, stopping at the
-    first case that raises."""
+    first case that raises. On nccl each rank uses device ``rank`` and the cases run on cuda."""
+    global DEVICE
     dist.init_process_group(backend)
+    if backend == "nccl":
+        tensor.cuda.set_device(dist.get_rank() % tensor.cuda.device_count())
+        DEVICE = "cuda"
     rank, world = dist.get_rank(), dist.get_world_size()
     prefix = os.environ.get("SHARDING_CASES", "")
     results = {}

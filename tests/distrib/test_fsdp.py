@@ -27,6 +27,7 @@ from tests.distrib._sharding_harness import (
     assert_same_on_every_rank,
     case_results,
     run_config,
+    run_nccl,
 )
 from tests.helpers import assert_close
 
@@ -128,3 +129,14 @@ def test_one_rank_on_each_device_gives_the_unsharded_gradients(world_of_one, dev
     for p, q in zip(model.parameters(), reference.parameters()):
         assert p.device == q.device and p.shape == (q.numel(),)  # one rank: the whole, flattened
         assert_close(p.grad, q.grad.reshape(-1), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow  # ~10 s: two ranks start the CuPy stand-in
+def test_fully_shard_on_nccl_with_cuda_tensors_matches_one_process():
+    results = case_results(run_nccl("fsdp_equivalence_fully_shard"), "fsdp_equivalence_fully_shard")
+    for rank, r in enumerate(results):
+        assert r["device"] == f"cuda:{rank}", r["device"]
+        assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
+        assert r["eval_diff"] < TIGHT, f"rank {rank}: a no_grad forward differs by {r['eval_diff']}"
+    assert_same_on_every_rank(results, "params")

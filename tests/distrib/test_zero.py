@@ -19,6 +19,7 @@ from tests.distrib._sharding_harness import (
     assert_same_on_every_rank,
     case_results,
     run_config,
+    run_nccl,
 )
 
 
@@ -84,3 +85,14 @@ def test_one_rank_is_the_wrapped_optimizer(world_of_one, device):
         opt.state_dict()
     with pytest.raises(ValueError, match="overlap_with_ddp"):
         ZeroRedundancyOptimizer(model.parameters(), nn.optim.Adam, overlap_with_ddp=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow  # ~10 s: two ranks start the CuPy stand-in
+def test_on_nccl_with_cuda_tensors_matches_ddp_adam_and_one_process():
+    results = case_results(run_nccl("zero_equivalence"), "zero_equivalence")
+    for rank, r in enumerate(results):
+        assert r["device"] == f"cuda:{rank}", r["device"]
+        assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
+        assert r["same_as_ddp"], f"rank {rank}: parameters differ from DDP + Adam"
+    assert_same_on_every_rank(results, "params")

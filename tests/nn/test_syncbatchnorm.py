@@ -15,6 +15,7 @@ from tests.distrib._sharding_harness import (
     assert_same_on_every_rank,
     case_results,
     run_config,
+    run_nccl,
 )
 from tests.helpers import assert_close
 
@@ -72,5 +73,19 @@ def test_ddp_training_matches_one_process_with_the_whole_batch(syncbn_results):
     results = case_results(syncbn_results, "syncbn_ddp_equivalence")
     for rank, r in enumerate(results):
         assert r["is_sync"] == "SyncBatchNorm"
+        assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
+    assert_same_on_every_rank(results, "params")
+
+
+@pytest.mark.gpu
+@pytest.mark.slow  # ~10 s: two ranks start the CuPy stand-in
+def test_on_nccl_with_cuda_tensors_matches_one_process():
+    per_rank = run_nccl("syncbn")
+    for rank, r in enumerate(case_results(per_rank, "syncbn_input_grad")):
+        assert r["device"] == f"cuda:{rank}", r["device"]
+        for key in ("out_diff", "input_grad_diff", "weight_grad_diff", "stats_diff"):
+            assert r[key] < TIGHT, f"rank {rank}: {key} = {r[key]}"
+    results = case_results(per_rank, "syncbn_ddp_equivalence")
+    for rank, r in enumerate(results):
         assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
     assert_same_on_every_rank(results, "params")
