@@ -1,33 +1,92 @@
-"""A headless Chromium shows an exported Chrome trace (chrome://tracing) and TensorBoard's scalar
-page for SummaryWriter's logs (marked slow).
+"""A headless Chromium renders TensorBoard's scalar page for SummaryWriter's logs and a 2-rank job's
+merged timeline (marked slow).
 
-Runs only where Chromium is installed at /usr/bin/chromium (CI machines have none by default;
-nothing installs it) and playwright is importable; otherwise it is skipped with the reason.
-The screenshot is kept next to the logs (``scalars.png``) and checked to be non-blank.
+TensorBoard runs as a local server on 127.0.0.1. The timeline cannot go to ui.perfetto.dev (a remote
+site; the test machines have no network) and chrome://tracing's legacy viewer does not load
+reliably headless, so it is drawn by ``tests/_trace_viewer.html``, a minimal self-contained viewer
+served from 127.0.0.1 (one band per rank, a lane per thread); users open the JSON in Perfetto or
+chrome://tracing. Each screenshot is checked to be non-blank; with
+``DISTRIB_SAVE_SCREENSHOTS=docs/images`` they are also saved there (``tensorboard_scalars.png``,
+``timeline.png``: the README's screenshots).
+
+Runs only where Chromium is at /usr/bin/chromium (``apt-get install chromium``) and playwright is
+importable (``pip install playwright``; its own browser download is not used); otherwise skipped
+with the reason. CI installs neither.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import pytest
 
 from tests.helpers import wait_until
+from tests.launch.conftest import clean_env, run_launch, write_script
+from tests.launch.test_timeline import TRAIN
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+VIEWER = ROOT / "tests" / "_trace_viewer.html"
+VIEWPORT = {"width": 1000, "height": 600}
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(180),
     pytest.mark.skipif(
         not os.path.exists(CHROMIUM),
-        reason=f"no browser: Chromium is not installed at {CHROMIUM} (the README says how to view "
-        "traces and logs without one)",
+        reason=f"no browser: Chromium is not at {CHROMIUM} (apt-get install chromium; and pip install playwright)",
     ),
 ]
+
+
+@contextlib.contextmanager
+def _page(tmp_path: Path):
+    """A page of a headless Chromium with a fresh profile, no network beyond loopback; closed after."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser check needs pip install playwright")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            viewport=VIEWPORT,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+
+
+def _check_and_keep(png: bytes, name: str) -> None:
+    """Assert the screenshot is not blank (many colours, mostly not the background); save it as
+    ``name`` under $DISTRIB_SAVE_SCREENSHOTS when that is set."""
+    image = pytest.importorskip("PIL.Image", reason="checking the screenshot needs Pillow").open(io.BytesIO(png))
+    rgb = image.convert("RGB")
+    colours = rgb.getcolors(maxcolors=1 << 20)
+    assert len(colours) > 20, f"the screenshot has only {len(colours)} colours"
+    background = max(colours)[0]
+    assert background < 0.98 * rgb.width * rgb.height, "the screenshot is almost all one colour"
+    if out := os.environ.get("DISTRIB_SAVE_SCREENSHOTS"):
+        path = ROOT / out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image.save(path, optimize=True)
 
 
 def _free_port() -> int:
@@ -41,80 +100,71 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def test_tensorboard_scalar_page_renders_the_logged_curve(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser check needs pip install playwright")
-    image = pytest.importorskip("PIL.Image", reason="checking the screenshot needs Pillow")
+def test_tensorboard_scalar_page_renders_the_logged_curves(tmp_path):
     pytest.importorskip("tensorboard", reason="the scalar page needs tensorboard (the test extra)")
     from distrib.utils.tensorboard import SummaryWriter
 
-    with SummaryWriter(str(tmp_path / "run")) as writer:
-        for step in range(20):
-            writer.add_scalar("loss", 1.0 / (step + 1), step)
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as writer:
+        for step in range(50):
+            writer.add_scalar("train/loss", 2.0 / (step + 1) + 0.05 * (step % 3), step)
+            writer.add_scalar("train/accuracy", 1.0 - 0.9 / (1 + 0.2 * step), step)
     port = _free_port()
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tensorboard.main",
-            "--logdir",
-            str(tmp_path),
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-        ],
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         assert wait_until(lambda: _listening(port), timeout=60), "tensorboard did not start listening"
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM,
-                args=[
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--no-first-run",
-                ],
-            )
-            try:
-                page = browser.new_page(viewport={"width": 1200, "height": 800})
-                page.goto(f"http://127.0.0.1:{port}/#scalars", timeout=60_000)
-                page.wait_for_selector("text=loss", timeout=60_000)
-                png = page.screenshot(path=str(tmp_path / "scalars.png"))
-            finally:
-                browser.close()
+        with _page(tmp_path) as page:
+            page.goto(f"http://127.0.0.1:{port}/#scalars", timeout=60_000)
+            page.wait_for_selector("text=train/loss", timeout=60_000)
+            page.wait_for_selector("text=train/accuracy", timeout=60_000)
+            # each tag's card draws its curve as an SVG path (CSS selectors pierce the shadow roots)
+            cards = page.locator("tf-scalar-card")
+            cards.nth(1).wait_for(state="visible", timeout=60_000)
+            for card in cards.all():
+                line = card.locator("path.line").first
+                line.wait_for(state="visible", timeout=60_000)
+                box = line.bounding_box()
+                assert box["width"] > 100 and box["height"] > 50, f"a curve drawn in {box}"
+            png = page.screenshot()
     finally:
         server.terminate()
         server.wait(timeout=30)
-    colours = image.open(io.BytesIO(png)).convert("L").getcolors(maxcolors=1 << 16)
-    assert colours is None or len(colours) > 10, "the screenshot is blank"
+    _check_and_keep(png, "tensorboard_scalars.png")
 
 
-def test_chrome_tracing_renders_an_exported_trace(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser check needs pip install playwright")
-    image = pytest.importorskip("PIL.Image", reason="checking the screenshot needs Pillow")
-    import tensor
-    from tensor.profiler import profile, record_function
+def test_merged_timeline_renders_one_row_per_rank(tmp_path):
+    script = write_script(tmp_path, "train.py", TRAIN)
+    site = tmp_path / "site"
+    site.mkdir()
+    proc = run_launch("--nproc", 2, "--timeline", site / "trace.json", script, env=clean_env(), timeout=90)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    shutil.copy(VIEWER, site / "index.html")
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with _page(tmp_path) as page:
+            page.goto(f"http://127.0.0.1:{server.server_port}/index.html", timeout=60_000)
+            page.wait_for_selector("body[data-rendered], body[data-error]", state="attached", timeout=60_000)
+            body = page.eval_on_selector("body", "b => Object.assign({}, b.dataset)")
+            png = page.locator("body").screenshot()  # the legend and the drawing, not the empty rest
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
+    assert "error" not in body, body["error"]
+    assert body["rows"] == "rank 0 of 2|rank 1 of 2"
+    assert int(body["events"]) > 50
+    _check_and_keep(png, "timeline.png")
 
-    with profile() as prof:
-        with record_function("work"):
-            (tensor.ones(64, 64) @ tensor.ones(64, 64)).sum()
-    trace = prof.export_chrome_trace(str(tmp_path / "trace.json"))
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 800})
-            page.goto("chrome://tracing", timeout=60_000)
-            page.set_input_files("input[type=file]", trace)  # the Load button's input (in a shadow root)
-            page.wait_for_selector("text=work", timeout=60_000)
-            png = page.screenshot(path=str(tmp_path / "trace.png"))
-        finally:
-            browser.close()
-    colours = image.open(io.BytesIO(png)).convert("L").getcolors(maxcolors=1 << 16)
-    assert colours is None or len(colours) > 10, "the screenshot is blank"
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the viewer and the trace without logging each request to stderr."""
+
+    def log_message(self, format, *args) -> None:
+        pass
