@@ -20,6 +20,10 @@ Note [Hierarchical all_reduce]
     go through the backend's ``_send``/``_recv``, the shared-memory ones through ``_shm``'s
     barriers, whose peers are reported by their rank in the group.
 
+    All_reduces up to 64 KiB stay the flat direct exchange (one step instead of three
+    dependent ones): with 2 hosts of 2 ranks, 4 KB took 3-4.6x longer hierarchically
+    (BENCHMARKS.md, issue 15).
+
     ``DISTRIB_HIERARCHICAL=0`` turns it off (all_reduce then runs the flat TCP algorithms);
     it is also off when shared memory is (``DISTRIB_ZMQ_SHM=0``) or cannot be set up on
     some host (every rank then agrees, through the store, to stay flat).

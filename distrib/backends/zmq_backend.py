@@ -13,7 +13,7 @@ rank of the group is on this host (same boot id and user), all_reduce, broadcast
 reduce, all_gather, reduce_scatter and barrier go through ``_shm`` instead (see Note
 [Shared-memory collectives]); gather, scatter, all_to_all and point-to-point stay on
 zmq. ``DISTRIB_ZMQ_SHM=0`` turns shared memory off. When the group spans several hosts and
-some host holds several ranks, all_reduce is hierarchical (``_hierarchical``, Note
+some host holds several ranks, all_reduce above 64 KiB is hierarchical (``_hierarchical``, Note
 [Hierarchical all_reduce]; ``DISTRIB_HIERARCHICAL=0`` turns it off).
 """
 
@@ -145,7 +145,7 @@ class ZmqBackend(Backend):
             reduce_op.finish(op, x, 1)
         elif self.shm is not None:
             self.shm.all_reduce(x, op)
-        elif self.hierarchy is not None:
+        elif self.hierarchy is not None and x.nbytes > _SMALL:  # small: one direct exchange is faster
             self.hierarchy.all_reduce(x, op)
         elif self.size == 2 and x.nbytes <= _PAIR_MAX:
             self._all_reduce_pair(x, op)

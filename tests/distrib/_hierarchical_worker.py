@@ -5,7 +5,8 @@ and ``scripts/bench_hierarchical.py``.
 ``DISTRIB_HOST_ID=ns0``, ranks 2, 3 in namespace 1), each bound to its namespace's address,
 and returns their JSON verdicts by rank. Mode ``check`` all_reduces several sizes, dtypes and
 ops and compares every result bitwise with numpy reducing in the hierarchical order; mode
-``bench`` times all_reduce of a few sizes. Needs root (``tests.launch.conftest.netns_skip_reason``).
+``bench`` times all_reduce of a few sizes; in mode ``fail`` rank 3 exits and the others report
+how their all_reduce failed. Needs root (``tests.launch.conftest.netns_skip_reason``).
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ import numpy as np
 HOSTS = 2
 PER_HOST = 2
 WORLD = HOSTS * PER_HOST
-# (dtype, elements, op): one element, a few pieces of a leader message, several shm slots.
+# (dtype, elements, op): small ones (flat, up to 64 KiB), a few pieces of a leader message, several shm slots.
 CASES = [
     ("float64", 1, "SUM"),
     ("float64", 1000, "SUM"),
     ("float64", 300_000, "SUM"),
     ("float32", 70_000, "AVG"),
-    ("int64", 5000, "MAX"),
+    ("int64", 20_000, "MAX"),
     ("bool", 17, "SUM"),
-    ("int32", 999, "AVG"),
+    ("int32", 50_000, "AVG"),
+    ("bool", 100_000, "SUM"),
 ]
 BENCH_SIZES = {"4KB": 4 << 10, "1MB": 1 << 20, "16MB": 16 << 20}
 
@@ -44,14 +46,20 @@ def contribution(rank: int, dtype: str, n: int) -> np.ndarray:
     return (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)).astype(dtype)
 
 
+def hierarchical(dtype: str, n: int) -> bool:
+    """Whether the zmq backend reduces ``n`` elements of ``dtype`` hierarchically (above 64 KiB)."""
+    return n * np.dtype(dtype).itemsize > 64 << 10
+
+
 def expected(dtype: str, n: int, op: str) -> np.ndarray:
-    """The hierarchical result: each host's ranks reduced in rank order, then the hosts in order."""
+    """The result: hierarchically, each host's ranks reduced in rank order, then the hosts in
+    order; below the size threshold, the flat direct exchange's rank order."""
     xs = [contribution(r, dtype, n) for r in range(WORLD)]
     if dtype == "bool":
         return np.logical_or.reduce(xs)
     if op == "MAX":
         return np.maximum.reduce(xs)
-    total = (xs[0] + xs[1]) + (xs[2] + xs[3])
+    total = (xs[0] + xs[1]) + (xs[2] + xs[3]) if hierarchical(dtype, n) else ((xs[0] + xs[1]) + xs[2]) + xs[3]
     if op == "AVG":
         if total.dtype.kind == "f":
             return total / np.array(WORLD, total.dtype)
@@ -88,12 +96,30 @@ def _bench(dist, tensor, repeat: int) -> dict:
     return {"ms": times}
 
 
+def _fail(dist, tensor) -> None:
+    """Rank 3 exits after init; the others' 1 MB all_reduce must fail (they print the error)."""
+    rank = dist.get_rank()
+    if rank == WORLD - 1:
+        verdict = {"exited": True}
+    else:
+        try:
+            dist.all_reduce(tensor.ones(1 << 18))
+            verdict = {"error": None}
+        except dist.DistBackendError as exc:
+            verdict = {"error": str(exc)}
+    print(json.dumps({"rank": rank, **verdict}), flush=True)
+    os._exit(0)  # no destroy_process_group: its barrier would wait for the dead rank
+
+
 def main() -> None:
     mode, rank, addr, port, repeat = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
     import distrib as dist  # noqa: PLC0415 - after the environment is set
     import tensor  # noqa: PLC0415
 
-    dist.init_process_group("zmq", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=WORLD, timeout=60)
+    timeout = 5 if mode == "fail" else 60
+    dist.init_process_group("zmq", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=WORLD, timeout=timeout)
+    if mode == "fail":
+        _fail(dist, tensor)
     try:
         verdict = _check(dist, tensor) if mode == "check" else _bench(dist, tensor, repeat)
         dist.barrier()
