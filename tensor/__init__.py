@@ -48,6 +48,12 @@ from ._autocast import (
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
 )
 from ._memory_snapshot import memory_snapshot
+from ._torch_misc import (
+    Size, adjoint, asarray, can_cast, cholesky_inverse, cholesky_solve, empty_permuted, empty_strided, fill,
+    get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, range, scalar_tensor,
+    set_float32_matmul_precision, split_with_sizes, triangular_solve, unsafe_chunk, unsafe_split,
+    unsafe_split_with_sizes,
+)
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases

@@ -30,9 +30,9 @@ METHOD_FORMS = (
 )  # fmt: skip
 # torch.X_(input, *args): the op X committed into input
 INPLACE_FORMS = (
-    "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "ceil_", "clamp_max_",
-    "clamp_min_", "clip_", "cos_", "deg2rad_", "erf_", "erfc_", "expm1_", "fix_", "floor_", "gcd_", "lcm_",
-    "ldexp_", "log1p_", "logit_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sin_", "sinc_",
+    "addmv_", "conj_physical_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "ceil_",
+    "clamp_max_", "clamp_min_", "clip_", "cos_", "deg2rad_", "erf_", "erfc_", "expm1_", "fix_", "floor_", "gcd_",
+    "lcm_", "ldexp_", "log1p_", "logit_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sin_", "sinc_",
     "trunc_",
 )  # fmt: skip
 # torch.X_copy(input, *args): the view X, cloned. ``None``: the Tensor method, or else the function, X.
@@ -137,14 +137,15 @@ def _aten_loss(name: str, params: tuple[str, ...]) -> Callable:
     )
 
 
-def _dropout(name: str) -> Callable:
+def _dropout(name: str, inplace: bool) -> Callable:
     def form(input: Tensor, p: float, train: bool) -> Tensor:
-        return getattr(_functional(), name)(input, p, train)
+        return getattr(_functional(), name)(input, p, train, inplace)
 
     return _named(
         form,
-        name,
-        f"``torch.{name}(input, p, train)``: ``nn.functional.{name}(input, p, training=train)``.",
+        name + "_" * inplace,
+        f"``torch.{name}{'_' * inplace}(input, p, train)``: "
+        f"``nn.functional.{name}(input, p, training=train, inplace={inplace})``.",
     )
 
 
@@ -183,7 +184,8 @@ def forms(namespace: dict) -> dict[str, Callable]:
     for name, view in _VIEWS.items():
         out[f"{name}_copy"] = _copy_form(name, view or getattr(Tensor, name, None) or namespace[name])
     out.update((name, _aten_loss(name, params)) for name, params in _ATEN_LOSSES.items())
-    out.update((name, _dropout(name)) for name in ("dropout", "alpha_dropout", "feature_alpha_dropout"))
+    for name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
+        out.update({name: _dropout(name, False), f"{name}_": _dropout(name, True)})
     out.update(batch_norm=batch_norm, instance_norm=instance_norm, embedding=embedding,
                adaptive_max_pool1d=adaptive_max_pool1d)  # fmt: skip
     return out

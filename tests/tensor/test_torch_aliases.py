@@ -122,3 +122,52 @@ def test_set_autocast_enabled_casts_outside_a_region():
     finally:
         tensor.set_autocast_enabled("cpu", False)
     assert (tensor.ones(2, 3) @ tensor.ones(3, 2)).dtype is tensor.float32
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated:UserWarning")
+@pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated:UserWarning")
+def test_small_torch_functions_match_torch(torch):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 3))
+    spd = a @ a.transpose(0, 2, 1) + 3 * np.eye(3)
+    b = rng.standard_normal((2, 3, 2))
+    L, tL = tensor.linalg.cholesky(tensor.tensor(spd)), torch.linalg.cholesky(torch.tensor(spd))
+    B, tB = tensor.tensor(b), torch.tensor(b)
+    for upper in (False, True):
+        f, tf = (L.transpose(-2, -1), tL.mT) if upper else (L, tL)
+        np.testing.assert_allclose(tensor.cholesky_solve(B, f, upper).numpy(), torch.cholesky_solve(tB, tf, upper))
+        np.testing.assert_allclose(tensor.cholesky_inverse(f[0], upper).numpy(), torch.cholesky_inverse(tf[0], upper))
+        for transpose in (False, True):
+            ours = tensor.triangular_solve(B, f, upper=upper, transpose=transpose)
+            ref = torch.triangular_solve(tB, tf, upper=upper, transpose=transpose)
+            np.testing.assert_allclose(ours.solution.numpy(), ref.solution, rtol=1e-6, atol=1e-10)
+    for args in ((1, 4), (0, 1, 0.25), (5, 1, -2)):
+        np.testing.assert_allclose(tensor.range(*args).numpy(), torch.range(*args).numpy())
+    c = tensor.tensor(a[0] + 1j * a[1])
+    np.testing.assert_array_equal(
+        tensor.adjoint(c).numpy(), torch.adjoint(torch.tensor(a[0] + 1j * a[1])).resolve_conj().numpy()
+    )
+    dtypes = ("bool", "uint8", "int32", "int64", "float16", "float32", "complex64")
+    for src in dtypes:
+        for dst in dtypes:
+            assert tensor.can_cast(getattr(tensor, src), getattr(tensor, dst)) == torch.can_cast(
+                getattr(torch, src), getattr(torch, dst)
+            ), (src, dst)
+    v = tensor.tensor(2.0, requires_grad=True)
+    tensor.fill(tensor.zeros(3), v).sum().backward()
+    assert v.grad.item() == 3.0
+    assert tensor.scalar_tensor(3).dtype is tensor.float32 and tensor.scalar_tensor(3).ndim == 0
+    x = tensor.ones(2, 3)
+    assert tensor.asarray(x) is x and tensor.asarray(x, copy=True) is not x
+    with pytest.raises(ValueError, match="copy=False"):
+        tensor.asarray(x, dtype=tensor.float64, copy=False)
+    assert tensor.Size(x.shape) == x.shape and tensor.Size((2, 3)).numel() == torch.Size((2, 3)).numel()
+    assert tensor.get_device(x) == torch.get_device(torch.ones(1)) == -1
+    assert [p.shape for p in tensor.split_with_sizes(tensor.ones(5), [2, 3])] == [(2,), (3,)]
+    with pytest.raises(RuntimeError, match="mismatch in length of strides"):
+        tensor.empty_strided((2, 3), (1,))
+    tensor.set_float32_matmul_precision("high")
+    assert tensor.get_float32_matmul_precision() == "high"
+    tensor.set_float32_matmul_precision("highest")
+    with pytest.raises(RuntimeError, match="'fast'"):
+        tensor.set_float32_matmul_precision("fast")

@@ -1,0 +1,171 @@
+"""Small ``torch.*`` functions composed of existing ops (issue 16, coverage): creation variants,
+dtype and device queries, Cholesky/triangular solves, ``Size``, the matmul-precision setting."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+from . import _creation, _dtype, linalg, ops
+from ._autograd_hooks import grad_mode
+from ._tensor import Tensor
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple of dimension sizes. ``Tensor.shape`` here returns a plain tuple, which
+    compares equal to a ``Size`` of the same sizes; ``Size`` adds ``numel()``."""
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape."""
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"tensor.Size({list(self)})"
+
+
+def adjoint(input: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dims (``input.transpose(-2, -1).conj()``).
+
+    Raises:
+        RuntimeError/IndexError: as ``transpose`` for a tensor of fewer than 2 dims.
+    """
+    return input.transpose(-2, -1).conj()
+
+
+def fill(input: Tensor, value) -> Tensor:
+    """A new tensor shaped like ``input`` filled with ``value`` (a number or 0-d tensor); gradients
+    flow to a tensor ``value``, as ``torch.fill``."""
+    return input.clone().fill_(value)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A 0-d tensor holding ``s``, of the default float dtype unless ``dtype`` is given."""
+    return _creation.tensor(s, dtype=dtype or _dtype.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A001
+    """``torch.range`` (deprecated there): ``start, start+step, ...`` up to and INCLUDING ``end``,
+    of the default float dtype unless ``dtype`` is given.
+
+    Raises:
+        ValueError: for ``step == 0``.
+    """
+    if step == 0:
+        raise ValueError("range: step must be nonzero")
+    count = max(math.floor((end - start) / step) + 1, 0)
+    values = _creation.arange(count, dtype=dtype or _dtype.get_default_dtype(), device=device) * step + start
+    return values.requires_grad_(requires_grad)
+
+
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple[Tensor, ...]:
+    """``input`` split along ``dim`` into pieces of the given sizes. Raises as ``split``."""
+    return ops.split(input, list(split_sizes), dim)
+
+
+def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:
+    """Whether the type-promotion rules allow casting ``from_`` to ``to`` (not to a lower kind:
+    complex to real, floating to integral, non-bool to bool)."""
+    return from_._category <= to._category
+
+
+def asarray(obj, *, dtype=None, device=None, copy: bool | None = None, requires_grad: bool = False) -> Tensor:
+    """``obj`` (a tensor, numpy array, number or sequence) as a tensor, sharing memory when it can
+    unless ``copy=True``.
+
+    Raises:
+        ValueError: for ``copy=False`` when a dtype or device conversion needs a copy.
+    """
+    result = _creation.tensor(obj, dtype=dtype, device=device) if copy else _creation.as_tensor(obj, dtype, device)
+    if copy is False and isinstance(obj, Tensor) and result is not obj:
+        raise ValueError("asarray: copy=False but converting the tensor's dtype or device needs a copy")
+    return result.requires_grad_(True) if requires_grad else result
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size``. Its strides are the contiguous ones: ``stride`` is
+    checked for length only (arrays here are allocated contiguous).
+
+    Raises:
+        RuntimeError: when ``stride`` and ``size`` differ in length.
+    """
+    if len(stride) != len(size):
+        raise RuntimeError(f"mismatch in length of strides ({len(stride)}) and shape ({len(size)})")
+    return _creation.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size`` (contiguous: the physical layout is not modelled here).
+
+    Raises:
+        RuntimeError: when ``physical_layout`` is not a permutation of the dims.
+    """
+    if sorted(physical_layout) != list(builtins.range(len(size))):
+        raise RuntimeError(f"physical_layout {list(physical_layout)} is not a permutation of {len(size)} dims")
+    return _creation.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def get_device(input: Tensor) -> int:
+    """The CUDA device index of ``input``, or -1 on the cpu."""
+    device = input.device
+    return -1 if device.type == "cpu" else device.index or 0
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode`` region is open in this thread."""
+    return bool(grad_mode.inference)
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """The solution of ``A X = B`` for ``A = L L^H`` (``U^H U`` with ``upper``), given the Cholesky
+    factor ``L``; batched and differentiable. Raises as ``linalg.solve_triangular``."""
+    inner = linalg.solve_triangular(adjoint(L) if upper else L, B, upper=False)
+    return linalg.solve_triangular(L if upper else adjoint(L), inner, upper=True)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """The inverse of ``A = L L^H`` (``U^H U`` with ``upper``) from its Cholesky factor."""
+    eye = _creation.eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    return cholesky_solve(eye, L, upper)
+
+
+triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False) -> triangular_solve_result:  # fmt: skip
+    """``torch.triangular_solve`` (deprecated there): solves ``A X = b`` (``A^T X = b`` with
+    ``transpose``) reading one triangle of ``A``; returns ``(solution, A.clone())``."""
+    coefficient = A.transpose(-2, -1) if transpose else A
+    solution = linalg.solve_triangular(coefficient, b, upper=upper != transpose, unitriangular=unitriangular)
+    return triangular_solve_result(solution, A.clone())
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record the float32 matmul precision (``highest``, ``high``, ``medium``). Every setting
+    computes float32 matmuls in full float32 here (no TF32 / bfloat16 shortcuts), which PyTorch's
+    ``high`` and ``medium`` allow.
+
+    Raises:
+        RuntimeError: for another value.
+    """
+    if precision not in _MATMUL_PRECISIONS:
+        raise RuntimeError(f"Invalid float32 matmul precision {precision!r}; expected one of {_MATMUL_PRECISIONS}")
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to ``set_float32_matmul_precision`` (``highest`` by default)."""
+    return _matmul_precision[0]
+
+
+def is_storage(obj) -> bool:
+    """False: there are no storage objects here (tensors hold numpy/CuPy arrays)."""
+    return False
+
+
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes = ops.chunk, ops.split, split_with_sizes
