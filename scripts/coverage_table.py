@@ -73,8 +73,7 @@ C_CLASSES_KEPT = {
 # Known reasons for names that are in scope but missing; the rest say "not implemented yet".
 REASONS = [
     (r"^Lazy", "lazy modules (shapes inferred on the first call) are not implemented"),
-    (r"autocast", "mixed precision (issue 16 item 3) is not implemented yet"),
-    (r"_copy$", "view-copy variants (functionalization) are not provided"),
+    (r"_copy$", "view-copy variant of a view not provided here"),
     (r"Storage$", "storage classes are C++ internals; tensors expose untyped_storage-free numpy data"),
     (
         r"^(Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$",
@@ -130,7 +129,7 @@ def missing_reason(name: str, title: str) -> str:
     if title == "torch":
         functional = importlib.import_module("nn.functional")
         if hasattr(functional, name):
-            return f"exists as `nn.functional.{name}` (the tensor layer cannot import nn)"
+            return f"`nn.functional.{name}` exists; `torch.{name}` has ATen's different arguments and results"
         tensor_cls = importlib.import_module("tensor").Tensor
         if hasattr(tensor_cls, name):
             return f"exists as the method `Tensor.{name}`"
