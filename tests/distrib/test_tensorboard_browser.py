@@ -34,6 +34,10 @@ from tests.helpers import wait_until
 from tests.launch.conftest import clean_env, run_launch, write_script
 from tests.launch.test_timeline import TRAIN
 
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser check needs pip install playwright (and apt-get install chromium)"
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 VIEWER = ROOT / "tests" / "_trace_viewer.html"
@@ -51,7 +55,6 @@ pytestmark = [
 @contextlib.contextmanager
 def _page(tmp_path: Path):
     """A page of a headless Chromium with a fresh profile, no network beyond loopback; closed after."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the browser check needs pip install playwright")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(
             str(tmp_path / "chromium-profile"),
