@@ -7,9 +7,15 @@ within each parameter group, parameters in decreasing size go one by one to the 
 the fewest elements so far, so every rank holds about 1/N of the state (at most the largest
 parameter more). Gradients are still all-reduced whole (by DDP), every rank
 steps its own parameters with a local instance of the wrapped optimizer, and then each rank's
-parameters go to every other rank: one all_gather of each rank's parameters flattened in order
-(padded to the longest rank's), so the number of collectives is one per dtype, whatever the
-number of parameters or ranks (PyTorch broadcasts once per rank). The step of N ranks is 1/N of
+parameters go to every other rank: one all_gather per dtype and device, whatever the number of
+parameters or ranks (PyTorch broadcasts once per rank). Its output is a flat buffer made once,
+holding every rank's parameters in order (each rank's run padded to the longest), and the
+parameters' storage *is* that buffer (``p.data`` is rebound to a view of it at construction):
+the local optimizer updates its parameters in place there, the gather writes the others' there,
+and no step concatenates or unflattens anything. Only this rank's run is copied, into a send
+buffer also made once (MPI forbids the input to alias the output). Moving the parameters
+afterwards (``model.to(...)``) gives them new storage and ends the aliasing; make the optimizer
+after the model is where it will train. The step of N ranks is 1/N of
 the optimizer's arithmetic plus that all_gather, whose volume is the parameters once; unlike
 DDP's all_reduce it is not hidden behind backward, which is what the benchmark's ratio to the
 DDP step measures (BENCHMARKS.md, issue 15).
@@ -82,7 +88,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.rank = get_rank(self.process_group)
         self._optimizer_class = optimizer_class
         self._owned = partition(self.param_groups, self.world_size)
-        self._buckets = _buckets(self._owned)
+        self._buckets = [_FlatBucket(per_rank, self.rank) for per_rank in _buckets(self._owned)]
         local_groups = [
             {**_options(group), "params": mine} for group, mine in zip(self.param_groups, self._owned[self.rank])
         ]
@@ -103,22 +109,12 @@ class ZeroRedundancyOptimizer(Optimizer):
         return loss
 
     def _sync_parameters(self) -> None:
-        """Every rank's parameters to every rank: one all_gather per dtype and device, of each
-        rank's parameters flattened and padded to the longest rank's (Note [ZeRO-1 partition])."""
+        """Every rank's parameters to every rank: one all_gather per dtype and device into the
+        buffer that holds the parameters (Note [ZeRO-1 partition])."""
         with tensor.no_grad():
-            for per_rank in self._buckets:
-                mine = per_rank[self.rank]
-                length = max(sum(p.numel() for p in params) for params in per_rank)
-                some = next(p for params in per_rank for p in params)
-                local = tensor.zeros(length, dtype=some.dtype, device=some.device)
-                if mine:
-                    n = sum(p.numel() for p in mine)
-                    local[:n] = tensor.cat([p.detach().reshape(-1) for p in mine])
-                gathered = tensor.empty(length * self.world_size, dtype=some.dtype, device=some.device)
-                all_gather_into_tensor(gathered, local, group=self.process_group)
-                for rank, params in enumerate(per_rank):
-                    if rank != self.rank and params:
-                        _unflatten_into(gathered[rank * length : (rank + 1) * length], params)
+            for bucket in self._buckets:
+                bucket.send.copy_(bucket.mine)
+                all_gather_into_tensor(bucket.flat, bucket.send, group=self.process_group)
 
     # ------------------------------------------------------------ state
     def consolidate_state_dict(self, to: int = 0) -> None:
@@ -207,9 +203,22 @@ def _buckets(owned: list[list[list[Tensor]]]) -> list[list[list[Tensor]]]:
     return list(buckets.values())
 
 
-def _unflatten_into(flat: Tensor, params: list[Tensor]) -> None:
-    offset = 0
-    for p in params:
-        n = p.numel()
-        p.detach().copy_(flat[offset : offset + n].reshape(p.shape))
-        offset += n
+class _FlatBucket:
+    """The parameters of one dtype and device in one flat buffer, ``[rank][offset]``: each rank's
+    run padded to the longest (``length``); each parameter's storage becomes its view of the
+    buffer. ``mine`` is this rank's run, ``send`` its copy for the all_gather."""
+
+    def __init__(self, per_rank: list[list[Tensor]], rank: int) -> None:
+        some = next(p for params in per_rank for p in params)
+        length = max(sum(p.numel() for p in params) for params in per_rank)
+        self.flat = tensor.zeros(length * len(per_rank), dtype=some.dtype, device=some.device)
+        with tensor.no_grad():
+            for r, params in enumerate(per_rank):
+                offset = r * length
+                for p in params:
+                    view = self.flat[offset : offset + p.numel()]
+                    view.copy_(p.detach().reshape(-1))
+                    p.data = view.view(p.shape)
+                    offset += p.numel()
+        self.mine = self.flat[rank * length : (rank + 1) * length]
+        self.send = tensor.empty(length, dtype=some.dtype, device=some.device)
