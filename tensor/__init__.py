@@ -54,6 +54,7 @@ from ._torch_misc import (
     set_float32_matmul_precision, split_with_sizes, triangular_solve, unsafe_chunk, unsafe_split,
     unsafe_split_with_sizes,
 )
+from . import _legacy_classes  # builds on _torch_misc.Size
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
@@ -103,6 +104,7 @@ def inference_mode(mode: bool = True):
 
 # torch's method forms, in-place and view-copy variants, ATen-signature nn.functional wrappers
 globals().update(_torch_aliases.forms(globals()))
+globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
 
 # ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.utils.data``: the higher
 # layers, and ``tensor.conv2d`` & co. (nn.functional's functions), imported on first access

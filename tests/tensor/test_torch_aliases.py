@@ -171,3 +171,17 @@ def test_small_torch_functions_match_torch(torch):
     tensor.set_float32_matmul_precision("highest")
     with pytest.raises(RuntimeError, match="'fast'"):
         tensor.set_float32_matmul_precision("fast")
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "LongTensor", "BoolTensor", "ByteTensor", "DoubleTensor"])
+def test_legacy_typed_constructors_match_torch(torch, name):
+    ours_cls, ref_cls = getattr(tensor, name), getattr(torch, name)
+    assert ours_cls(2, 3).shape == tuple(ref_cls(2, 3).shape)
+    assert ours_cls(tensor.Size((4,))).shape == (4,) and ours_cls().shape == (0,)
+    data = [[1, 0], [3, 4]]
+    ours, ref = ours_cls(data), ref_cls(data)
+    np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    assert ours.type() == ref.type() and isinstance(ours, ours_cls) and ours_cls(ours) is ours
+    assert isinstance(ref, ref_cls) and not isinstance(tensor.ones(2, dtype=tensor.int32), ours_cls)
+    with pytest.raises(TypeError, match=f"expected {name}"):
+        ours_cls(tensor.ones(2, dtype=tensor.int32))
