@@ -55,6 +55,7 @@ from ._torch_misc import (
     unsafe_split_with_sizes,
 )
 from . import _legacy_classes  # builds on _torch_misc.Size
+from ._typeinfo import finfo, iinfo
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases

@@ -185,3 +185,22 @@ def test_legacy_typed_constructors_match_torch(torch, name):
     assert isinstance(ref, ref_cls) and not isinstance(tensor.ones(2, dtype=tensor.int32), ours_cls)
     with pytest.raises(TypeError, match=f"expected {name}"):
         ours_cls(tensor.ones(2, dtype=tensor.int32))
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "float64", "complex64", "int8", "uint8", "int64"])
+def test_finfo_iinfo_match_torch(torch, name):
+    ours_dtype, ref_dtype = getattr(tensor, name), getattr(torch, name)
+    if ref_dtype.is_floating_point or ref_dtype.is_complex:
+        ours, ref, fields = (
+            tensor.finfo(ours_dtype),
+            torch.finfo(ref_dtype),
+            ("eps", "tiny", "smallest_normal", "resolution"),
+        )
+        with pytest.raises(TypeError, match="integer"):
+            tensor.iinfo(ours_dtype)
+    else:
+        ours, ref, fields = tensor.iinfo(ours_dtype), torch.iinfo(ref_dtype), ()
+        with pytest.raises(TypeError, match="floating"):
+            tensor.finfo(ours_dtype)
+    for field in ("bits", "min", "max", "dtype", *fields):
+        assert getattr(ours, field) == getattr(ref, field), field

@@ -1,0 +1,55 @@
+"""``tensor.finfo`` / ``tensor.iinfo``: the numeric limits of a dtype, as ``torch.finfo`` / ``torch.iinfo``
+(attention masks use ``finfo(dtype).min``). Read from numpy (ml_dtypes for bfloat16 and float8)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from . import _dtype
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Limits of a floating (or complex: of its real part) dtype, the default dtype when not given:
+    ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
+
+    Raises:
+        TypeError: for an integral or bool dtype.
+    """
+
+    def __init__(self, type: _dtype.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
+        d = _dtype.get_default_dtype() if type is None else _dtype.as_dtype(type)
+        if d.is_complex:
+            d = _dtype.to_real(d)
+        if not d.is_floating_point:
+            raise TypeError(f"finfo() requires a floating point input type, got {d!r}")
+        info = ml_dtypes.finfo(d.numpy)
+        self.dtype = d.name
+        self.bits = d.itemsize * 8
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")  # fmt: skip
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integral dtype: ``bits``, ``max``, ``min``, ``dtype``.
+
+    Raises:
+        TypeError: for a floating, complex or bool dtype.
+    """
+
+    def __init__(self, type: _dtype.dtype) -> None:  # noqa: A002 - PyTorch's name
+        d = _dtype.as_dtype(type)
+        if d.is_floating_point or d.is_complex or d.name == "bool":
+            raise TypeError(f"iinfo() requires an integer input type, got {d!r}")
+        self.dtype = d.name
+        self.bits = d.itemsize * 8
+        info = np.iinfo(d.numpy)
+        self.min, self.max = int(info.min), int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
