@@ -204,3 +204,14 @@ def test_finfo_iinfo_match_torch(torch, name):
             tensor.finfo(ours_dtype)
     for field in ("bits", "min", "max", "dtype", *fields):
         assert getattr(ours, field) == getattr(ref, field), field
+
+
+def test_forms_run_on_each_device(device):
+    x = tensor.tensor([[0.5, -1.0], [2.0, 0.25]], device=device, requires_grad=True)
+    copy = tensor.t_copy(x)
+    assert copy.device == x.device and copy._base is None
+    np.testing.assert_array_equal(copy.detach().cpu().numpy(), [[0.5, 2.0], [-1.0, 0.25]])
+    y = x.detach().clone()
+    assert tensor.cos_(y) is y
+    np.testing.assert_allclose(y.cpu().numpy(), np.cos(x.detach().cpu().numpy()), rtol=1e-6)
+    np.testing.assert_allclose(tensor.cholesky_inverse(tensor.eye(2, device=device) * 2).cpu().numpy(), np.eye(2) / 4)
