@@ -50,7 +50,8 @@ from ._autocast import (
 from ._memory_snapshot import memory_snapshot
 from ._torch_misc import (
     Size, adjoint, asarray, can_cast, cholesky_inverse, cholesky_solve, empty_permuted, empty_strided, fill,
-    get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, range, scalar_tensor,
+    get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, range,
+    scalar_tensor,
     set_float32_matmul_precision, split_with_sizes, triangular_solve, unsafe_chunk, unsafe_split,
     unsafe_split_with_sizes,
 )

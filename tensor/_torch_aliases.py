@@ -171,6 +171,11 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, scale_grad
     )  # fmt: skip
 
 
+def constant_pad_nd(input: Tensor, pad, value: float = 0) -> Tensor:
+    """``torch.constant_pad_nd``: ``nn.functional.pad(input, pad, "constant", value)``."""
+    return _functional().pad(input, pad, "constant", value)
+
+
 def adaptive_max_pool1d(input: Tensor, output_size) -> tuple[Tensor, Tensor]:
     """``torch.adaptive_max_pool1d``: the pooled values and their indices (always both, as ATen)."""
     return _functional().adaptive_max_pool1d(input, output_size, return_indices=True)
@@ -186,6 +191,6 @@ def forms(namespace: dict) -> dict[str, Callable]:
     out.update((name, _aten_loss(name, params)) for name, params in _ATEN_LOSSES.items())
     for name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
         out.update({name: _dropout(name, False), f"{name}_": _dropout(name, True)})
-    out.update(batch_norm=batch_norm, instance_norm=instance_norm, embedding=embedding,
+    out.update(batch_norm=batch_norm, instance_norm=instance_norm, embedding=embedding, constant_pad_nd=constant_pad_nd,
                adaptive_max_pool1d=adaptive_max_pool1d)  # fmt: skip
     return out

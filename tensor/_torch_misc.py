@@ -7,6 +7,8 @@ import builtins
 import math
 from collections import namedtuple
 
+import numpy as np
+
 from . import _creation, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
 from ._tensor import Tensor
@@ -56,6 +58,22 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = 
     count = max(math.floor((end - start) / step) + 1, 0)
     values = _creation.arange(count, dtype=dtype or _dtype.get_default_dtype(), device=device) * step + start
     return values.requires_grad_(requires_grad)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype=None, device=None,
+                  requires_grad: bool = False) -> Tensor:  # fmt: skip
+    """The Kaiser window ``I0(beta * sqrt(1 - (2k/(N-1) - 1)^2)) / I0(beta)``, ``N = window_length + 1``
+    when ``periodic``. Computed on the host (numpy's ``kaiser``) and moved to ``device``.
+
+    Raises:
+        RuntimeError: for a negative ``window_length``.
+    """
+    if window_length < 0:
+        raise RuntimeError(f"kaiser_window requires non-negative window length, got window_length={window_length}")
+    n = window_length + 1 if periodic and window_length > 1 else window_length
+    values = np.kaiser(n, beta)[:window_length]
+    return _creation.tensor(values, dtype=dtype or _dtype.get_default_dtype(), device=device,
+                            requires_grad=requires_grad)  # fmt: skip
 
 
 def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple[Tensor, ...]:

@@ -215,3 +215,15 @@ def test_forms_run_on_each_device(device):
     assert tensor.cos_(y) is y
     np.testing.assert_allclose(y.cpu().numpy(), np.cos(x.detach().cpu().numpy()), rtol=1e-6)
     np.testing.assert_allclose(tensor.cholesky_inverse(tensor.eye(2, device=device) * 2).cpu().numpy(), np.eye(2) / 4)
+
+
+@pytest.mark.parametrize("length,periodic,beta", [(0, True, 12.0), (1, True, 12.0), (7, True, 12.0), (8, False, 5.0)])
+def test_kaiser_window_and_constant_pad_nd_match_torch(torch, length, periodic, beta):
+    ours, ref = tensor.kaiser_window(length, periodic, beta), torch.kaiser_window(length, periodic, beta)
+    assert ours.dtype is tensor.float32
+    np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-7)
+    x, tx = _pair(torch, (2, 3), seed=length)
+    pad = (1, length % 3, 0, 1)
+    np.testing.assert_array_equal(
+        tensor.constant_pad_nd(x, pad, beta).numpy(), torch.constant_pad_nd(tx, pad, beta).numpy()
+    )
