@@ -630,6 +630,14 @@ class Tensor:
         _inplace.inplace(f) for f in (
             ops.asin, ops.acos, ops.atan, ops.asinh, ops.acosh, ops.atanh, ops.tan, ops.sinh, ops.cosh, ops.log2,
             ops.log10, ops.exp2, ops.square, ops.frac))
+    (addmv_, conj_physical_, arccos_, arccosh_, arcsin_, arcsinh_, arctan_, arctanh_, ceil_, clamp_max_, clamp_min_,
+     clip_, cos_, deg2rad_, erf_, erfc_, expm1_, fix_, floor_, gcd_, lcm_, ldexp_, log1p_, logit_, negative_,
+     rad2deg_, reciprocal_, round_, rsqrt_, sin_, sinc_, trunc_) = (
+        _inplace.inplace(f) for f in (
+            ops.addmv, ops.conj_physical, ops.arccos, ops.arccosh, ops.arcsin, ops.arcsinh, ops.arctan, ops.arctanh,
+            ops.ceil, ops.clamp_max, ops.clamp_min, ops.clip, ops.cos, ops.deg2rad, ops.erf, ops.erfc, ops.expm1,
+            ops.fix, ops.floor, ops.gcd, ops.lcm, ops.ldexp, ops.log1p, ops.logit, ops.negative, ops.rad2deg,
+            ops.reciprocal, ops.round, ops.rsqrt, ops.sin, ops.sinc, ops.trunc))
     fill_, zero_, copy_ = _inplace.fill_, _inplace.zero_, _inplace.copy_
     uniform_, normal_ = _random.uniform_, _random.normal_
     # ``w -= lr * w.grad`` must update ``w`` itself (a leaf stays a leaf), as in PyTorch.
