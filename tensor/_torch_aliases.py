@@ -1,8 +1,7 @@
 """``torch.X`` spellings of what exists here under another form (issue 16, coverage).
 
-* method forms: ``torch.sigmoid_(x)``, ``torch.t(x)``, ``torch.fill_(x, v)``... call the Tensor method;
-* in-place forms of ops without a Tensor method (``torch.cos_(x)``): the out-of-place op committed
-  into ``input`` by ``tensor/_inplace.py`` (views and the version counter see it);
+* method forms: ``torch.sigmoid_(x)``, ``torch.cos_(x)``, ``torch.t(x)``, ``torch.fill_(x, v)``...
+  call the Tensor method (the in-place ones commit into ``input`` by ``tensor/_inplace.py``);
 * view-copy variants (``torch.permute_copy``...): the view op, then ``clone()``: the same values
   in new storage, with gradients flowing through the clone as in PyTorch;
 * the ``torch.*`` forms of ``nn.functional`` functions whose ATen signature differs from F's
@@ -19,7 +18,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from . import _inplace
 from ._tensor import Tensor
 
 # torch.X(input, *args) that is the method Tensor.X
@@ -27,9 +25,6 @@ METHOD_FORMS = (
     "abs_", "acos_", "acosh_", "asin_", "asinh_", "atan_", "atanh_", "clamp_", "cosh_", "detach", "detach_",
     "exp2_", "exp_", "fill_", "frac_", "index_put_", "is_inference", "log10_", "log2_", "log_", "nan_to_num_",
     "neg_", "select", "sigmoid_", "sinh_", "sqrt_", "square_", "t", "tan_", "tanh_", "xlogy_", "zero_",
-)  # fmt: skip
-# torch.X_(input, *args): the op X committed into input
-INPLACE_FORMS = (
     "addmv_", "conj_physical_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_", "ceil_",
     "clamp_max_", "clamp_min_", "clip_", "cos_", "deg2rad_", "erf_", "erfc_", "expm1_", "fix_", "floor_", "gcd_",
     "lcm_", "ldexp_", "log1p_", "logit_", "negative_", "rad2deg_", "reciprocal_", "round_", "rsqrt_", "sin_", "sinc_",
@@ -95,13 +90,6 @@ def _method_form(name: str) -> Callable:
         return getattr(input, name)(*args, **kwargs)
 
     return _named(form, name, f"``input.{name}(*args, **kwargs)``, as ``torch.{name}``.")
-
-
-def _inplace_form(name: str, op: Callable) -> Callable:
-    def form(input: Tensor, *args, **kwargs) -> Tensor:
-        return _inplace.commit(input, op, args, kwargs)
-
-    return _named(form, name, f"In-place ``{op.__name__}``: writes the result into ``input`` and returns it.")
 
 
 def _copy_form(name: str, view: Callable) -> Callable:
@@ -182,10 +170,9 @@ def adaptive_max_pool1d(input: Tensor, output_size) -> tuple[Tensor, Tensor]:
 
 
 def forms(namespace: dict) -> dict[str, Callable]:
-    """The functions above by their torch names; in-place forms take their op from ``namespace``
-    (the ``tensor`` module's globals)."""
+    """The functions above by their torch names; a view-copy variant whose view is no Tensor method
+    takes it from ``namespace`` (the ``tensor`` module's globals)."""
     out: dict[str, Callable] = {name: _method_form(name) for name in METHOD_FORMS}
-    out.update((name, _inplace_form(name, namespace[name[:-1]])) for name in INPLACE_FORMS)
     for name, view in _VIEWS.items():
         out[f"{name}_copy"] = _copy_form(name, view or getattr(Tensor, name, None) or namespace[name])
     out.update((name, _aten_loss(name, params)) for name, params in _ATEN_LOSSES.items())

@@ -72,6 +72,10 @@ def test_inplace_forms_write_into_input_like_torch(torch, name):
     assert out is x
     np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-5)
     np.testing.assert_allclose(view.numpy(), tx[0].numpy(), rtol=1e-5)
+    y, ty = _pair(torch, seed=1, positive=True)
+    assert getattr(y, name)() is y  # the Tensor method, as torch's
+    getattr(ty, name)()
+    np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-5)
 
 
 @pytest.mark.parametrize(
