@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, new_step, square_avg_
+from .optimizer import ParamsT, ParamwiseOptimizer, effective_grad, square_avg_
 
 __all__ = ["Adadelta"]
 
 
-class Adadelta(Optimizer):
+class Adadelta(ParamwiseOptimizer):
     """Adadelta, step for step as ``torch.optim.Adadelta``.
 
     State per parameter: ``step``, ``square_avg`` (of the gradients) and ``acc_delta`` (of the
@@ -49,31 +49,22 @@ class Adadelta(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None):
-        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr, rho, eps = float(group["lr"]), float(group["rho"]), float(group["eps"])
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    state["square_avg"] = tensor.zeros_like(p)
-                    state["acc_delta"] = tensor.zeros_like(p)
-                increment_step(state["step"])
-                xp, data = p._device.backend.xp, p._data
-                g, _ = effective_grad(xp, data, grad._data, float(group["weight_decay"]), group["maximize"])
-                square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
-                scratch, std, delta = xp.empty_like(data), xp.empty_like(data), xp.empty_like(data)
-                square_avg_(xp, square_avg, g, rho, scratch)
-                xp.add(square_avg, eps, out=std)
-                xp.sqrt(std, out=std)
-                xp.add(acc_delta, eps, out=delta)
-                xp.sqrt(delta, out=delta)
-                xp.divide(delta, std, out=delta)
-                xp.multiply(delta, g, out=delta)
-                square_avg_(xp, acc_delta, delta, rho, scratch)
-                xp.multiply(delta, -lr, out=delta)
-                xp.add(data, delta, out=data)
-                p._version_box[0] += 1
-        return loss
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"square_avg": tensor.zeros_like(param), "acc_delta": tensor.zeros_like(param)}
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        lr, rho, eps = float(group["lr"]), float(group["rho"]), float(group["eps"])
+        xp, data = param._device.backend.xp, param._data
+        g, _ = effective_grad(xp, data, grad._data, float(group["weight_decay"]), group["maximize"])
+        square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
+        scratch, std, delta = xp.empty_like(data), xp.empty_like(data), xp.empty_like(data)
+        square_avg_(xp, square_avg, g, rho, scratch)
+        xp.add(square_avg, eps, out=std)
+        xp.sqrt(std, out=std)
+        xp.add(acc_delta, eps, out=delta)
+        xp.sqrt(delta, out=delta)
+        xp.divide(delta, std, out=delta)
+        xp.multiply(delta, g, out=delta)
+        square_avg_(xp, acc_delta, delta, rho, scratch)
+        xp.multiply(delta, -lr, out=delta)
+        xp.add(data, delta, out=data)

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 import tensor
+from tensor import Tensor
 
-from .optimizer import Optimizer, ParamsT, increment_step, lerp_, new_step
+from .optimizer import Optimizer, ParamsT, lerp_
 
 __all__ = ["Adafactor"]
 
@@ -67,21 +68,21 @@ class Adafactor(Optimizer):
         loss = self._run_closure(closure)
         for group in self.param_groups:
             eps1, eps2 = group["eps"]
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    if p.ndim > 1:
-                        state["row_var"] = tensor.zeros(*p.shape[:-1], 1, dtype=p.dtype, device=p.device)
-                        state["col_var"] = tensor.zeros(*p.shape[:-2], 1, p.shape[-1], dtype=p.dtype, device=p.device)
-                    else:
-                        state["variance"] = tensor.zeros_like(p)
+            for p, grad, state, step in self._param_states(group, _init_state):
                 if eps1 is None:
                     eps1 = float(np.finfo(p.dtype.numpy).eps)  # from the first parameter, as PyTorch
-                step = increment_step(state["step"])
                 _update(p, grad, state, group, step, eps1, eps2)
-                p._version_box[0] += 1
         return loss
+
+
+def _init_state(param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+    """Factored second-moment estimates for a matrix (or batch of them), a full one otherwise."""
+    if param.ndim > 1:
+        return {
+            "row_var": tensor.zeros(*param.shape[:-1], 1, dtype=param.dtype, device=param.device),
+            "col_var": tensor.zeros(*param.shape[:-2], 1, param.shape[-1], dtype=param.dtype, device=param.device),
+        }
+    return {"variance": tensor.zeros_like(param)}
 
 
 def _rms(xp, array) -> float:

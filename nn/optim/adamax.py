@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from ._checks import check_betas, check_nonnegative
-from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step
+from .optimizer import ParamsT, ParamwiseOptimizer, addcdiv_, effective_grad, lerp_
 
 __all__ = ["Adamax"]
 
 
-class Adamax(Optimizer):
+class Adamax(ParamwiseOptimizer):
     """Adamax, step for step as ``torch.optim.Adamax``.
 
     State per parameter: ``step``, ``exp_avg`` and ``exp_inf`` (the decayed max of ``|grad|``).
@@ -47,28 +47,19 @@ class Adamax(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None):
-        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
-            beta1, beta2 = (float(b) for b in group["betas"])
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    state["exp_avg"] = tensor.zeros_like(p)
-                    state["exp_inf"] = tensor.zeros_like(p)
-                step = increment_step(state["step"])
-                xp, data = p._device.backend.xp, p._data
-                g, _ = effective_grad(xp, data, grad._data, weight_decay, group["maximize"])
-                exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
-                scratch = xp.empty_like(data)
-                lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-                xp.abs(g, out=scratch)
-                xp.add(scratch, eps, out=scratch)
-                xp.multiply(exp_inf, beta2, out=exp_inf)
-                xp.maximum(exp_inf, scratch, out=exp_inf)
-                addcdiv_(xp, data, exp_avg, exp_inf, -lr / (1 - beta1**step))
-                p._version_box[0] += 1
-        return loss
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"exp_avg": tensor.zeros_like(param), "exp_inf": tensor.zeros_like(param)}
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        xp, data = param._device.backend.xp, param._data
+        g, _ = effective_grad(xp, data, grad._data, weight_decay, group["maximize"])
+        exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
+        scratch = xp.empty_like(data)
+        lerp_(xp, exp_avg, g, 1 - beta1, scratch)
+        xp.abs(g, out=scratch)
+        xp.add(scratch, eps, out=scratch)
+        xp.multiply(exp_inf, beta2, out=exp_inf)
+        xp.maximum(exp_inf, scratch, out=exp_inf)
+        addcdiv_(xp, data, exp_avg, exp_inf, -lr / (1 - beta1**step))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, new_step
+from .optimizer import ParamsT, ParamwiseOptimizer, effective_grad
 
 __all__ = ["ASGD"]
 
@@ -17,7 +17,7 @@ def _scalar(value: float) -> tensor.Tensor:
     return tensor.tensor(value, dtype=tensor.float32, device="cpu")
 
 
-class ASGD(Optimizer):
+class ASGD(ParamwiseOptimizer):
     """ASGD, step for step as ``torch.optim.ASGD``.
 
     State per parameter: ``step``, ``eta`` (the decayed learning rate), ``mu`` (the averaging
@@ -51,33 +51,23 @@ class ASGD(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None):
-        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr, lambd, alpha, t0 = float(group["lr"]), float(group["lambd"]), float(group["alpha"]), group["t0"]
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    state["eta"] = _scalar(lr)
-                    state["mu"] = _scalar(1.0)
-                    state["ax"] = tensor.zeros_like(p)
-                step = increment_step(state["step"])
-                xp, data = p._device.backend.xp, p._data
-                g, _ = effective_grad(xp, data, grad._data, float(group["weight_decay"]), group["maximize"])
-                eta, mu, ax = float(state["eta"]), float(state["mu"]), state["ax"]._data
-                xp.multiply(data, 1 - lambd * eta, out=data)
-                scratch = xp.empty_like(data)
-                xp.multiply(g, -eta, out=scratch)
-                xp.add(data, scratch, out=data)
-                if mu != 1:
-                    xp.subtract(data, ax, out=scratch)
-                    xp.multiply(scratch, mu, out=scratch)
-                    xp.add(ax, scratch, out=ax)
-                else:
-                    ax[...] = data
-                state["eta"] = _scalar(lr / ((1 + lambd * lr * step) ** alpha))
-                state["mu"] = _scalar(1 / max(1, step - t0))
-                p._version_box[0] += 1
-        return loss
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"eta": _scalar(float(group["lr"])), "mu": _scalar(1.0), "ax": tensor.zeros_like(param)}
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        lr, lambd, alpha, t0 = float(group["lr"]), float(group["lambd"]), float(group["alpha"]), group["t0"]
+        xp, data = param._device.backend.xp, param._data
+        g, _ = effective_grad(xp, data, grad._data, float(group["weight_decay"]), group["maximize"])
+        eta, mu, ax = float(state["eta"]), float(state["mu"]), state["ax"]._data
+        xp.multiply(data, 1 - lambd * eta, out=data)
+        scratch = xp.empty_like(data)
+        xp.multiply(g, -eta, out=scratch)
+        xp.add(data, scratch, out=data)
+        if mu != 1:
+            xp.subtract(data, ax, out=scratch)
+            xp.multiply(scratch, mu, out=scratch)
+            xp.add(ax, scratch, out=ax)
+        else:
+            ax[...] = data
+        state["eta"] = _scalar(lr / ((1 + lambd * lr * step) ** alpha))
+        state["mu"] = _scalar(1 / max(1, step - t0))

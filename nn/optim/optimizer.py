@@ -158,9 +158,7 @@ class Optimizer:
         param_group["params"] = tensors
         if names:
             if len(names) != len(tensors):
-                raise ValueError(
-                    "all optimizer params should be with/without names. Some param names are missing"
-                )
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
             param_group["param_names"] = names
         for param in tensors:
             if not isinstance(param, Tensor):
@@ -169,9 +167,7 @@ class Optimizer:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(
-                    f"parameter group didn't specify a value of required optimization parameter {name}"
-                )
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             param_group.setdefault(name, default)
         if len(tensors) != len({id(p) for p in tensors}):
             warnings.warn(
@@ -214,6 +210,23 @@ class Optimizer:
             grad = p.grad
             if grad is not None:
                 yield p, grad
+
+    def _param_states(
+        self, group: dict[str, Any], init_state: Callable[[Tensor, dict[str, Any]], dict[str, Tensor]]
+    ) -> Iterator[tuple[Tensor, Tensor, dict[str, Any], float]]:
+        """``(param, grad, state, step)`` for each parameter of ``group`` that has a gradient.
+
+        On first use the state is created: a ``step`` counter plus ``init_state(param, group)``. The
+        counter is advanced before yielding (``step`` is its new value), and the parameter's
+        version is bumped once the caller has updated it in place.
+        """
+        for p, grad in self._params_with_grad(group):
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = new_step()
+                state.update(init_state(p, group))
+            yield p, grad, state, increment_step(state["step"])
+            p._version_box[0] += 1
 
     def step(self, closure: Callable[[], Any] | None = None):
         """Perform one optimization step; subclasses implement it.
@@ -272,8 +285,11 @@ class Optimizer:
             raise ValueError(
                 "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
             )
-        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
-                          chain.from_iterable(g["params"] for g in groups)))
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups), chain.from_iterable(g["params"] for g in groups)
+            )
+        )
         state: defaultdict = defaultdict(dict)
         for key, value in state_dict["state"].items():
             if key in id_map:
@@ -292,10 +308,8 @@ class Optimizer:
             param_groups.append(new_group)
         self.__setstate__({"state": state, "param_groups": param_groups})
         for param_state in self.state.values():
-            if isinstance(param_state, dict) and "step" in param_state \
-                    and not isinstance(param_state["step"], Tensor):
-                param_state["step"] = tensor.tensor(float(param_state["step"]), dtype=tensor.float32,
-                                                    device="cpu")
+            if isinstance(param_state, dict) and "step" in param_state and not isinstance(param_state["step"], Tensor):
+                param_state["step"] = tensor.tensor(float(param_state["step"]), dtype=tensor.float32, device="cpu")
 
 
 def _cast(param: Tensor, value, key=None):
@@ -345,6 +359,16 @@ def effective_grad(xp, param, grad, weight_decay: float, maximize: bool):
     return grad, False
 
 
+def decayed_grad(xp, param, grad, lr: float, weight_decay: float, decoupled: bool, maximize: bool):
+    """:func:`effective_grad` as an array, but with ``decoupled`` weight decay (AdamW's) applied to
+    ``param`` in place (``param *= 1 - lr * weight_decay``) instead of added to the gradient."""
+    if decoupled:
+        if weight_decay != 0:
+            xp.multiply(param, 1 - lr * weight_decay, out=param)
+        weight_decay = 0
+    return effective_grad(xp, param, grad, weight_decay, maximize)[0]
+
+
 def lerp_(xp, target, end, weight: float, scratch) -> None:
     """``target += weight * (end - target)`` in place, with PyTorch's ``lerp`` formula (uses ``scratch``)."""
     xp.subtract(end, target, out=scratch)
@@ -383,3 +407,24 @@ def increment_step(step: Tensor) -> float:
     data += 1
     step._version_box[0] += 1
     return float(data)
+
+
+class ParamwiseOptimizer(Optimizer):
+    """An optimizer whose ``step`` updates each parameter on its own: subclasses give the initial
+    state (``_init_state``, besides the ``step`` counter) and the in-place update (``_update``)."""
+
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        """The state of ``param`` (besides ``step``) before its first update."""
+        raise NotImplementedError
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        """Update ``param`` (and its ``state``) in place; ``step`` is the advanced step count."""
+        raise NotImplementedError
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            for p, grad, state, step in self._param_states(group, self._init_state):
+                self._update(p, grad, state, step, group)
+        return loss

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from ._checks import check_betas, check_nonnegative
-from .optimizer import Optimizer, ParamsT, effective_grad, increment_step, lerp_, new_step, square_avg_
+from .optimizer import ParamsT, ParamwiseOptimizer, decayed_grad, lerp_, square_avg_
 
 __all__ = ["RAdam"]
 
 
-class RAdam(Optimizer):
+class RAdam(ParamwiseOptimizer):
     """RAdam, step for step as ``torch.optim.RAdam`` (with ``decoupled_weight_decay`` and
     ``maximize``). While the variance estimate is unreliable (``rho_t <= 5``) the step is plain
     momentum SGD.
@@ -51,34 +51,22 @@ class RAdam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None):
-        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
-            beta1, beta2 = (float(b) for b in group["betas"])
-            decoupled = group["decoupled_weight_decay"]
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    state["exp_avg"] = tensor.zeros_like(p)
-                    state["exp_avg_sq"] = tensor.zeros_like(p)
-                step = increment_step(state["step"])
-                xp, data = p._device.backend.xp, p._data
-                if weight_decay != 0 and decoupled:
-                    xp.multiply(data, 1 - lr * weight_decay, out=data)
-                g, _ = effective_grad(xp, data, grad._data, 0 if decoupled else weight_decay, group["maximize"])
-                exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                scratch = xp.empty_like(data)
-                lerp_(xp, exp_avg, g, 1 - beta1, scratch)
-                square_avg_(xp, exp_avg_sq, g, beta2, scratch)
-                _update(xp, data, exp_avg, exp_avg_sq, scratch, lr, beta1, beta2, eps, step)
-                p._version_box[0] += 1
-        return loss
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"exp_avg": tensor.zeros_like(param), "exp_avg_sq": tensor.zeros_like(param)}
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        lr, eps, weight_decay = float(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        xp, data = param._device.backend.xp, param._data
+        g = decayed_grad(xp, data, grad._data, lr, weight_decay, group["decoupled_weight_decay"], group["maximize"])
+        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        scratch = xp.empty_like(data)
+        lerp_(xp, exp_avg, g, 1 - beta1, scratch)
+        square_avg_(xp, exp_avg_sq, g, beta2, scratch)
+        _rectified_step(xp, data, exp_avg, exp_avg_sq, scratch, lr, beta1, beta2, eps, step)
 
 
-def _update(xp, data, exp_avg, exp_avg_sq, scratch, lr, beta1, beta2, eps, step) -> None:
+def _rectified_step(xp, data, exp_avg, exp_avg_sq, scratch, lr, beta1, beta2, eps, step) -> None:
     """``data -= lr * exp_avg / (1 - beta1**step)``, times the rectified adaptive rate once the
     variance is tractable (``rho_t > 5``); PyTorch's order of operations."""
     bias_correction1 = 1 - beta1**step

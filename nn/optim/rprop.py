@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from ._checks import check_nonnegative
-from .optimizer import Optimizer, ParamsT, increment_step, new_step
+from .optimizer import ParamsT, ParamwiseOptimizer
 
 __all__ = ["Rprop"]
 
 
-class Rprop(Optimizer):
+class Rprop(ParamwiseOptimizer):
     """Rprop, step for step as ``torch.optim.Rprop``: each coordinate's step size grows by
     ``etaplus`` while its gradient keeps its sign and shrinks by ``etaminus`` (skipping that
     update) when the sign flips, clamped to ``step_sizes``.
@@ -47,31 +47,22 @@ class Rprop(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None):
-        """Update every parameter that has a gradient; returns the closure's loss (or None)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            etaminus, etaplus = (float(e) for e in group["etas"])
-            size_min, size_max = (float(s) for s in group["step_sizes"])
-            for p, grad in self._params_with_grad(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = new_step()
-                    state["prev"] = tensor.zeros_like(p)
-                    state["step_size"] = tensor.full_like(p, float(group["lr"]))
-                increment_step(state["step"])
-                xp, data = p._device.backend.xp, p._data
-                g = grad._data.copy()
-                if group["maximize"]:
-                    xp.negative(g, out=g)
-                prev, step_size = state["prev"]._data, state["step_size"]._data
-                agreement = xp.sign(g * prev)
-                flipped = agreement < 0
-                factor = xp.where(agreement > 0, etaplus, xp.where(flipped, etaminus, 1.0)).astype(data.dtype)
-                xp.multiply(step_size, factor, out=step_size)
-                xp.clip(step_size, size_min, size_max, out=step_size)
-                g[flipped] = 0
-                xp.subtract(data, xp.sign(g) * step_size, out=data)
-                prev[...] = g
-                p._version_box[0] += 1
-        return loss
+    def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
+        return {"prev": tensor.zeros_like(param), "step_size": tensor.full_like(param, float(group["lr"]))}
+
+    def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
+        etaminus, etaplus = (float(e) for e in group["etas"])
+        size_min, size_max = (float(s) for s in group["step_sizes"])
+        xp, data = param._device.backend.xp, param._data
+        g = grad._data.copy()
+        if group["maximize"]:
+            xp.negative(g, out=g)
+        prev, step_size = state["prev"]._data, state["step_size"]._data
+        agreement = xp.sign(g * prev)
+        flipped = agreement < 0
+        factor = xp.where(agreement > 0, etaplus, xp.where(flipped, etaminus, 1.0)).astype(data.dtype)
+        xp.multiply(step_size, factor, out=step_size)
+        xp.clip(step_size, size_min, size_max, out=step_size)
+        g[flipped] = 0
+        xp.subtract(data, xp.sign(g) * step_size, out=data)
+        prev[...] = g
