@@ -19,6 +19,26 @@ from .optimizer import Optimizer
 __all__ = ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ReduceLROnPlateau", "ChainedScheduler"]
 
 
+class SchedulerOfSchedulers(LRScheduler):
+    """A scheduler driving the schedulers in ``self._schedulers``; its ``state_dict`` holds theirs."""
+
+    _schedulers: list[LRScheduler]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The attributes, with each inner scheduler's ``state_dict``."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the attributes and every inner scheduler."""
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for scheduler, state in zip(self._schedulers, inner):
+            scheduler.load_state_dict(state)
+
+
 class PolynomialLR(LRScheduler):
     """Decay the lr by ``(1 - epoch / total_iters) ** power`` until ``total_iters``."""
 
@@ -322,7 +342,7 @@ class ReduceLROnPlateau(LRScheduler):
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(SchedulerOfSchedulers):
     """Step several schedulers of one optimizer together, each on the lr the previous left.
 
     Raises:
@@ -359,20 +379,6 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _group_values(self.optimizer, "lr")
-
-    def state_dict(self) -> dict[str, Any]:
-        """The attributes, with each inner scheduler's ``state_dict``."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the attributes and every inner scheduler."""
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, state in zip(self._schedulers, inner):
-            scheduler.load_state_dict(state)
 
 
 def _triangular(x: float) -> float:

@@ -15,13 +15,33 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._lr_base import LRScheduler, _format_param
-from ._lr_extra import ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR, ReduceLROnPlateau
+from ._lr_extra import (
+    ChainedScheduler,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    PolynomialLR,
+    ReduceLROnPlateau,
+    SchedulerOfSchedulers,
+)
 from .optimizer import Optimizer
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
-    "SequentialLR", "CosineAnnealingLR", "OneCycleLR", "MultiplicativeLR", "PolynomialLR",
-    "CosineAnnealingWarmRestarts", "CyclicLR", "ReduceLROnPlateau", "ChainedScheduler",
+    "LRScheduler",
+    "LambdaLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "SequentialLR",
+    "CosineAnnealingLR",
+    "OneCycleLR",
+    "MultiplicativeLR",
+    "PolynomialLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
+    "ReduceLROnPlateau",
+    "ChainedScheduler",
 ]
 
 LRScheduler.__module__ = __name__  # defined in _lr_base; public (and pickled) from here
@@ -36,8 +56,9 @@ class LambdaLR(LRScheduler):
         ValueError: if a list of functions does not have one per group.
     """
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable],
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable], last_epoch: int = -1
+    ) -> None:
         self.optimizer = optimizer
         if not isinstance(lr_lambda, (list, tuple)):
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
@@ -50,8 +71,9 @@ class LambdaLR(LRScheduler):
     def state_dict(self) -> dict[str, Any]:
         """The attributes, with each callable-object lambda's ``__dict__`` (plain functions as None)."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else fn.__dict__.copy() for fn in self.lr_lambdas
+        ]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -81,8 +103,9 @@ class MultiplicativeLR(LambdaLR):
         self._warn_outside_step()
         if self._is_initial:
             return self._current()
-        return [group["lr"] * lmbda(self.last_epoch)
-                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [
+            group["lr"] * lmbda(self.last_epoch) for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+        ]
 
 
 class StepLR(LRScheduler):
@@ -107,8 +130,9 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the lr by ``gamma`` at each milestone epoch (repeated milestones compound)."""
 
-    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1, last_epoch: int = -1
+    ) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -118,8 +142,7 @@ class MultiStepLR(LRScheduler):
         self._warn_outside_step()
         if self.last_epoch not in self.milestones:
             return self._current()
-        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-                for group in self.optimizer.param_groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
         milestones = sorted(self.milestones.elements())
@@ -144,8 +167,9 @@ class ConstantLR(LRScheduler):
         ValueError: if ``factor`` is outside [0, 1].
     """
 
-    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1
+    ) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
@@ -162,8 +186,10 @@ class ConstantLR(LRScheduler):
         return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-                for base_lr in self.base_lrs]
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
@@ -173,12 +199,16 @@ class LinearLR(LRScheduler):
         ValueError: if ``start_factor`` is not in (0, 1] or ``end_factor`` not in [0, 1].
     """
 
-    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
-                 total_iters: int = 5, last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError(
-                "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
-            )
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
         if end_factor > 1.0 or end_factor < 0:
             raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
@@ -198,9 +228,14 @@ class LinearLR(LRScheduler):
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
-                           * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for base_lr in self.base_lrs]
+        return [
+            base_lr
+            * (
+                self.start_factor
+                + (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch) / self.total_iters
+            )
+            for base_lr in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -218,7 +253,7 @@ class ExponentialLR(LRScheduler):
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[float]:
-        return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -237,21 +272,31 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return self._current()
         if self._step_count == 1 and self.last_epoch > 0:
-            return [self.eta_min + (base_lr - self.eta_min)
-                    * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2 for base_lr in self.base_lrs]
+            return [
+                self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                for base_lr in self.base_lrs
+            ]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
-                * (group["lr"] - self.eta_min) + self.eta_min for group in groups]
+            return [
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (group["lr"] - self.eta_min)
+            + self.eta_min
+            for group in groups
+        ]
 
     def _get_closed_form_lr(self) -> list[float]:
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]
 
 
-class SequentialLR(LRScheduler):
+class SequentialLR(SchedulerOfSchedulers):
     """Run ``schedulers`` one after another, switching at each of the ``milestones``.
 
     Raises:
@@ -260,8 +305,9 @@ class SequentialLR(LRScheduler):
         TypeError: if a scheduler has no ``optimizer``.
     """
 
-    def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int],
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int], last_epoch: int = -1
+    ) -> None:
         name = type(self).__name__
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
@@ -311,20 +357,6 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        """The attributes, with each inner scheduler's ``state_dict``."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the attributes and every inner scheduler."""
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, state in zip(self._schedulers, inner):
-            scheduler.load_state_dict(state)
-
 
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm the lr up to ``max_lr`` then anneal it far below the start,
@@ -336,12 +368,23 @@ class OneCycleLR(LRScheduler):
             momentum when ``cycle_momentum``, or stepping past ``total_steps``.
     """
 
-    def __init__(self, optimizer: Optimizer, max_lr: float | list[float], total_steps: int | None = None,
-                 epochs: int | None = None, steps_per_epoch: int | None = None, pct_start: float = 0.3,
-                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
-                 base_momentum: float | list[float] = 0.85, max_momentum: float | list[float] = 0.95,
-                 div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | list[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | list[float] = 0.85,
+        max_momentum: float | list[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -433,5 +476,10 @@ class OneCycleLR(LRScheduler):
 
 
 def _phase(end_step: float, start_lr: str, end_lr: str, start_momentum: str, end_momentum: str) -> dict:
-    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
-            "start_momentum": start_momentum, "end_momentum": end_momentum}
+    return {
+        "end_step": end_step,
+        "start_lr": start_lr,
+        "end_lr": end_lr,
+        "start_momentum": start_momentum,
+        "end_momentum": end_momentum,
+    }
