@@ -7,8 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_betas, check_nonnegative
-from .optimizer import ParamsT, ParamwiseOptimizer, addcdiv_, effective_grad, lerp_
+from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, effective_grad, lerp_
 
 __all__ = ["Adamax"]
 
@@ -34,18 +33,10 @@ class Adamax(ParamwiseOptimizer):
         *,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "foreach": foreach,
-            "maximize": maximize,
-        }
-        super().__init__(params, defaults)
+        super().__init__(
+            params,
+            adam_defaults(lr, betas, eps, weight_decay, foreach=foreach, maximize=maximize),
+        )
 
     def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"exp_avg": tensor.zeros_like(param), "exp_inf": tensor.zeros_like(param)}

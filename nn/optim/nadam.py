@@ -7,8 +7,8 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_betas, check_nonnegative
-from .optimizer import ParamsT, ParamwiseOptimizer, addcdiv_, decayed_grad, lerp_, square_avg_
+from ._checks import check_nonnegative
+from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, decayed_grad, lerp_, square_avg_
 
 __all__ = ["NAdam"]
 
@@ -38,19 +38,17 @@ class NAdam(ParamwiseOptimizer):
         foreach: bool | None = None,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay, momentum_decay=momentum_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "momentum_decay": momentum_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-        }
+        defaults = adam_defaults(
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+            foreach=foreach,
+        )
+        check_nonnegative(momentum_decay=momentum_decay)
         super().__init__(params, defaults)
 
     def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:

@@ -21,6 +21,8 @@ from autograd.graph import RemovableHandle
 from tensor import Tensor, _backend
 from tensor.profiler import _recorder
 
+from ._checks import check_betas, check_nonnegative
+
 __all__ = ["Optimizer", "required", "ParamsT"]
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
@@ -367,6 +369,20 @@ def decayed_grad(xp, param, grad, lr: float, weight_decay: float, decoupled: boo
             xp.multiply(param, 1 - lr * weight_decay, out=param)
         weight_decay = 0
     return effective_grad(xp, param, grad, weight_decay, maximize)[0]
+
+
+def adam_defaults(lr: float, betas: tuple[float, float], eps: float, weight_decay: float, **options: Any) -> dict:
+    """The ``defaults`` of an Adam-family optimizer: ``lr``, ``betas``, ``eps``, ``weight_decay``,
+    then ``options`` as given.
+
+    Raises:
+        ValueError: "Invalid learning rate/epsilon value/beta parameter at index i/weight_decay
+            value: ..." for out-of-range options, checked in that order (as torch).
+    """
+    check_nonnegative(lr=lr, eps=eps)
+    check_betas(betas)
+    check_nonnegative(weight_decay=weight_decay)
+    return {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, **options}
 
 
 def lerp_(xp, target, end, weight: float, scratch) -> None:

@@ -7,8 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_betas, check_nonnegative
-from .optimizer import ParamsT, ParamwiseOptimizer, decayed_grad, lerp_, square_avg_
+from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, decayed_grad, lerp_, square_avg_
 
 __all__ = ["RAdam"]
 
@@ -37,19 +36,18 @@ class RAdam(ParamwiseOptimizer):
         foreach: bool | None = None,
         maximize: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": tuple(betas),
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-            "decoupled_weight_decay": decoupled_weight_decay,
-        }
-        super().__init__(params, defaults)
+        super().__init__(
+            params,
+            adam_defaults(
+                lr,
+                betas,
+                eps,
+                weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                decoupled_weight_decay=decoupled_weight_decay,
+            ),
+        )
 
     def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
         return {"exp_avg": tensor.zeros_like(param), "exp_avg_sq": tensor.zeros_like(param)}
