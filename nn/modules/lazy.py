@@ -93,40 +93,28 @@ class LazyLinear(LazyModuleMixin):
     cls_to_become = Linear
 
 
-class LazyConv1d(LazyModuleMixin):
-    """``Conv1d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = Conv1d, 1
-
-
-class LazyConv2d(LazyModuleMixin):
-    """``Conv2d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = Conv2d, 2
-
-
-class LazyConv3d(LazyModuleMixin):
-    """``Conv3d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = Conv3d, 3
+def _lazy(cls_to_become: type[Module], spatial: int, size_name: str) -> type[LazyModuleMixin]:
+    """``Lazy<cls_to_become>``: ``cls_to_become`` whose ``size_name`` comes from the first input,
+    which has ``spatial`` dims after the channel dim."""
+    name = "Lazy" + cls_to_become.__name__
+    namespace = {
+        "__doc__": f"``{cls_to_become.__name__}`` whose ``{size_name}`` comes from the first input.",
+        "__module__": __name__,
+        "__qualname__": name,
+        "cls_to_become": cls_to_become,
+        "spatial": spatial,
+    }
+    return type(name, (LazyModuleMixin,), namespace)
 
 
-class LazyConvTranspose1d(LazyModuleMixin):
-    """``ConvTranspose1d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = ConvTranspose1d, 1
-
-
-class LazyConvTranspose2d(LazyModuleMixin):
-    """``ConvTranspose2d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = ConvTranspose2d, 2
-
-
-class LazyConvTranspose3d(LazyModuleMixin):
-    """``ConvTranspose3d`` whose ``in_channels`` comes from the first input."""
-
-    cls_to_become, spatial = ConvTranspose3d, 3
+LazyConv1d, LazyConv2d, LazyConv3d = (_lazy(c, d, "in_channels") for d, c in enumerate((Conv1d, Conv2d, Conv3d), 1))
+LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _lazy(c, d, "in_channels") for d, c in enumerate((ConvTranspose1d, ConvTranspose2d, ConvTranspose3d), 1)
+)
+LazyBatchNorm2d, LazyBatchNorm3d = (_lazy(c, d, "num_features") for d, c in ((2, BatchNorm2d), (3, BatchNorm3d)))
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _lazy(c, d, "num_features") for d, c in enumerate((InstanceNorm1d, InstanceNorm2d, InstanceNorm3d), 1)
+)
 
 
 class LazyBatchNorm1d(LazyModuleMixin):
@@ -140,33 +128,3 @@ class LazyBatchNorm1d(LazyModuleMixin):
             raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
         object.__setattr__(self, "spatial", input.ndim - 2)
         super().initialize_parameters(input)
-
-
-class LazyBatchNorm2d(LazyModuleMixin):
-    """``BatchNorm2d`` whose ``num_features`` comes from the first input."""
-
-    cls_to_become, spatial = BatchNorm2d, 2
-
-
-class LazyBatchNorm3d(LazyModuleMixin):
-    """``BatchNorm3d`` whose ``num_features`` comes from the first input."""
-
-    cls_to_become, spatial = BatchNorm3d, 3
-
-
-class LazyInstanceNorm1d(LazyModuleMixin):
-    """``InstanceNorm1d`` whose ``num_features`` comes from the first input."""
-
-    cls_to_become, spatial = InstanceNorm1d, 1
-
-
-class LazyInstanceNorm2d(LazyModuleMixin):
-    """``InstanceNorm2d`` whose ``num_features`` comes from the first input."""
-
-    cls_to_become, spatial = InstanceNorm2d, 2
-
-
-class LazyInstanceNorm3d(LazyModuleMixin):
-    """``InstanceNorm3d`` whose ``num_features`` comes from the first input."""
-
-    cls_to_become, spatial = InstanceNorm3d, 3
