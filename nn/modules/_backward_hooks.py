@@ -50,26 +50,27 @@ class HookState:
         return tuple(grad_input[position] for position in self.wrapped)
 
 
-class _GradInputs(Function):
+class _GradTap(Function):
+    """The identity on ``tensors``, whose backward hands every incoming gradient at once to
+    ``on_grads`` and passes on what it returns."""
+
     @staticmethod
-    def forward(ctx, state, *tensors):
-        ctx.state = state
+    def forward(ctx, on_grads, *tensors):
+        ctx.on_grads = on_grads
         return tuple(t.view_as(t) for t in tensors)
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None, *ctx.state.on_grad_inputs(grads))
+        return (None, *ctx.on_grads(grads))
 
 
-class _GradOutputs(Function):
-    @staticmethod
-    def forward(ctx, state, *tensors):
-        ctx.state = state
-        return tuple(t.view_as(t) for t in tensors)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return (None, *ctx.state.on_grad_outputs(grads))
+def _tap(values, positions: list[int], on_grads) -> list:
+    """``values`` as a list, with those at ``positions`` passed through one ``_GradTap``."""
+    passed = _GradTap.apply(on_grads, *(values[i] for i in positions))
+    result = list(values)
+    for i, t in zip(positions, passed):
+        result[i] = t
+    return result
 
 
 def wrap_inputs(module, args: tuple) -> tuple[tuple, HookState]:
@@ -78,11 +79,7 @@ def wrap_inputs(module, args: tuple) -> tuple[tuple, HookState]:
     state = HookState(module, len(args), wrapped)
     if not wrapped:
         return args, state
-    passed = _GradInputs.apply(state, *(args[i] for i in wrapped))
-    args = list(args)
-    for i, t in zip(wrapped, passed):
-        args[i] = t
-    return tuple(args), state
+    return tuple(_tap(args, wrapped, state.on_grad_inputs)), state
 
 
 def wrap_outputs(output, state: HookState):
@@ -92,8 +89,5 @@ def wrap_outputs(output, state: HookState):
     if not isinstance(outs, tuple) or not any(isinstance(o, Tensor) and o.requires_grad for o in outs):
         return output
     positions = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
-    passed = _GradOutputs.apply(state, *(outs[i] for i in positions))
-    result = list(outs)
-    for i, t in zip(positions, passed):
-        result[i] = t
+    result = _tap(outs, positions, state.on_grad_outputs)
     return result[0] if single else tuple(result)
