@@ -81,60 +81,46 @@ def _fractional_max_poolnd(
     return values, indices
 
 
-def fractional_max_pool2d(
-    input: Tensor,
-    kernel_size,
-    output_size=None,
-    output_ratio=None,
-    return_indices: bool = False,
-    _random_samples: Tensor | None = None,
-):
-    """2-d fractional max pooling of ``(N, C, H, W)`` or ``(C, H, W)`` input to ``output_size``
-    (or ``output_ratio`` of the input); ``_random_samples`` ``(N, C, 2)`` in [0, 1) fixes the
+def _public(nd: int):
+    """``fractional_max_pool{nd}d`` and its ``_with_indices`` form."""
+    name = f"fractional_max_pool{nd}d"
+
+    def pool(
+        input: Tensor,
+        kernel_size,
+        output_size=None,
+        output_ratio=None,
+        return_indices: bool = False,
+        _random_samples: Tensor | None = None,
+    ):
+        return _fractional_max_poolnd(
+            input, kernel_size, output_size, output_ratio, return_indices, _random_samples, nd, name
+        )
+
+    def with_indices(
+        input: Tensor,
+        kernel_size,
+        output_size=None,
+        output_ratio=None,
+        return_indices: bool = True,
+        _random_samples: Tensor | None = None,
+    ):
+        return pool(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+    shape = "(N, C, H, W)`` or ``(C, H, W)" if nd == 2 else "(N, C, D, H, W)`` or ``(C, D, H, W)"
+    pool.__doc__ = f"""{nd}-d fractional max pooling of ``{shape}`` input to ``output_size``
+    (or ``output_ratio`` of the input); ``_random_samples`` ``(N, C, {nd})`` in [0, 1) fixes the
     window starts.
 
     Raises:
         ValueError: without ``output_size`` and ``output_ratio``.
         RuntimeError: if the kernel and output size do not fit the input.
     """
-    return _fractional_max_poolnd(
-        input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2, "fractional_max_pool2d"
-    )
+    with_indices.__doc__ = f"``{name}`` returning ``(values, indices)``."
+    for function, function_name in ((pool, name), (with_indices, name + "_with_indices")):
+        function.__name__ = function.__qualname__ = function_name
+    return pool, with_indices
 
 
-def fractional_max_pool3d(
-    input: Tensor,
-    kernel_size,
-    output_size=None,
-    output_ratio=None,
-    return_indices: bool = False,
-    _random_samples: Tensor | None = None,
-):
-    """3-d fractional max pooling (``_random_samples`` ``(N, C, 3)``). Raises like the 2-d form."""
-    return _fractional_max_poolnd(
-        input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3, "fractional_max_pool3d"
-    )
-
-
-def fractional_max_pool2d_with_indices(
-    input: Tensor,
-    kernel_size,
-    output_size=None,
-    output_ratio=None,
-    return_indices: bool = True,
-    _random_samples: Tensor | None = None,
-):
-    """``fractional_max_pool2d`` returning ``(values, indices)``."""
-    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
-
-
-def fractional_max_pool3d_with_indices(
-    input: Tensor,
-    kernel_size,
-    output_size=None,
-    output_ratio=None,
-    return_indices: bool = True,
-    _random_samples: Tensor | None = None,
-):
-    """``fractional_max_pool3d`` returning ``(values, indices)``."""
-    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+fractional_max_pool2d, fractional_max_pool2d_with_indices = _public(2)
+fractional_max_pool3d, fractional_max_pool3d_with_indices = _public(3)
