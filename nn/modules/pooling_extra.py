@@ -142,22 +142,19 @@ class _MaxUnpoolNd(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxUnpool1d(_MaxUnpoolNd):
-    """The partial inverse of ``MaxPool1d``."""
-
-    nd = 1
-
-
-class MaxUnpool2d(_MaxUnpoolNd):
-    """The partial inverse of ``MaxPool2d``."""
-
-    nd = 2
+def _per_dim(base: type[Module], name: str, docs: tuple[str, str, str]) -> tuple[type[Module], ...]:
+    """``<name>1d``, ``<name>2d`` and ``<name>3d``: ``base`` with ``nd`` set, documented by ``docs``."""
+    return tuple(
+        type(
+            f"{name}{nd}d", (base,), {"__doc__": doc, "__module__": __name__, "__qualname__": f"{name}{nd}d", "nd": nd}
+        )
+        for nd, doc in enumerate(docs, 1)
+    )
 
 
-class MaxUnpool3d(_MaxUnpoolNd):
-    """The partial inverse of ``MaxPool3d``."""
-
-    nd = 3
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _per_dim(
+    _MaxUnpoolNd, "MaxUnpool", tuple(f"The partial inverse of ``MaxPool{nd}d``." for nd in (1, 2, 3))
+)
 
 
 class _LPPoolNd(Module):
@@ -178,22 +175,15 @@ class _LPPoolNd(Module):
         return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}"
 
 
-class LPPool1d(_LPPoolNd):
-    """Power-average pooling over one dim."""
-
-    nd = 1
-
-
-class LPPool2d(_LPPoolNd):
-    """Power-average pooling over two dims."""
-
-    nd = 2
-
-
-class LPPool3d(_LPPoolNd):
-    """Power-average pooling over three dims."""
-
-    nd = 3
+LPPool1d, LPPool2d, LPPool3d = _per_dim(
+    _LPPoolNd,
+    "LPPool",
+    (
+        "Power-average pooling over one dim.",
+        "Power-average pooling over two dims.",
+        "Power-average pooling over three dims.",
+    ),
+)
 
 
 class Unfold(Module):
