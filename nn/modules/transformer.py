@@ -66,14 +66,25 @@ class TransformerEncoderLayer(Module):
         AssertionError: if ``d_model`` is not divisible by ``nhead``.
     """
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable[[Tensor], Tensor] = F.relu, layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 device=None, dtype=None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = F.relu,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            **factory)
+        self.self_attn = MultiheadAttention(
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
+        )
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
@@ -86,8 +97,13 @@ class TransformerEncoderLayer(Module):
             activation = _get_activation_fn(activation)
         self.activation = activation
 
-    def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool = False) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        src_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+    ) -> Tensor:
         """Encode ``src`` ((S, N, E), (N, S, E) with ``batch_first``, or unbatched (S, E)).
 
         ``src_mask`` (S, S) or (N * nhead, S, S) and ``src_key_padding_mask`` (N, S) are bool (True =
@@ -108,12 +124,13 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
+        x = self.self_attn(
+            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
+        )[0]
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return self.dropout2(_feed_forward(self, x))
 
 
 class TransformerEncoder(Module):
@@ -123,20 +140,29 @@ class TransformerEncoder(Module):
         TypeError: if ``encoder_layer`` is not a Module.
     """
 
-    def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
-                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+    def __init__(
+        self,
+        encoder_layer: Module,
+        num_layers: int,
+        norm: Module | None = None,
+        enable_nested_tensor: bool = True,
+        mask_check: bool = True,
+    ) -> None:
         super().__init__()
-        if not isinstance(encoder_layer, Module):
-            raise TypeError(f"encoder_layer must be a Module, got {type(encoder_layer).__name__}")
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.layers = _layer_stack(encoder_layer, num_layers, "encoder_layer")
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
         self.use_nested_tensor = False  # there is no nested-tensor fast path here
         self.mask_check = mask_check
 
-    def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
-                is_causal: bool | None = None) -> Tensor:
+    def forward(
+        self,
+        src: Tensor,
+        mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+    ) -> Tensor:
         """Run ``src`` through every layer (same masks for each), then ``norm``.
 
         ``is_causal=None`` detects whether ``mask`` is the causal mask.
@@ -153,3 +179,19 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+def _feed_forward(layer: Module, x: Tensor) -> Tensor:
+    """A transformer layer's feed-forward block before its last dropout."""
+    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
+
+
+def _layer_stack(layer: Module, num_layers: int, name: str) -> ModuleList:
+    """``num_layers`` deep copies of ``layer`` (the argument called ``name``).
+
+    Raises:
+        TypeError: if ``layer`` is not a Module.
+    """
+    if not isinstance(layer, Module):
+        raise TypeError(f"{name} must be a Module, got {type(layer).__name__}")
+    return ModuleList([copy.deepcopy(layer) for _ in range(num_layers)])

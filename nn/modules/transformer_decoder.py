@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 from tensor import Tensor
@@ -11,7 +10,6 @@ from tensor import Tensor
 from .. import functional as F
 from .. import init
 from .attention import MultiheadAttention
-from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
@@ -21,8 +19,10 @@ from .transformer import (
     TransformerEncoderLayer,
     _as_float_mask,
     _detect_is_causal_mask,
+    _feed_forward,
     _generate_square_subsequent_mask,
     _get_activation_fn,
+    _layer_stack,
 )
 
 __all__ = ["TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
@@ -112,7 +112,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return self.dropout3(_feed_forward(self, x))
 
 
 class TransformerDecoder(Module):
@@ -124,9 +124,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer: Module, num_layers: int, norm: Module | None = None) -> None:
         super().__init__()
-        if not isinstance(decoder_layer, Module):
-            raise TypeError(f"decoder_layer must be a Module, got {type(decoder_layer).__name__}")
-        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.layers = _layer_stack(decoder_layer, num_layers, "decoder_layer")
         self.num_layers = num_layers
         self.norm = norm
 
