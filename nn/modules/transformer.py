@@ -124,10 +124,7 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
-        )[0]
-        return self.dropout1(x)
+        return self.dropout1(_attention(self.self_attn, x, x, attn_mask, key_padding_mask, is_causal))
 
     def _ff_block(self, x):
         return self.dropout2(_feed_forward(self, x))
@@ -179,6 +176,13 @@ class TransformerEncoder(Module):
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+def _attention(attn: Module, x: Tensor, kv: Tensor, attn_mask, key_padding_mask, is_causal) -> Tensor:
+    """``attn``'s output for queries ``x`` and keys/values ``kv`` (no weights)."""
+    return attn(
+        x, kv, kv, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
+    )[0]
 
 
 def _feed_forward(layer: Module, x: Tensor) -> Tensor:

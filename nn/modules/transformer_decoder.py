@@ -18,6 +18,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
     _as_float_mask,
+    _attention,
     _detect_is_causal_mask,
     _feed_forward,
     _generate_square_subsequent_mask,
@@ -100,16 +101,10 @@ class TransformerDecoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal, need_weights=False
-        )[0]
-        return self.dropout1(x)
+        return self.dropout1(_attention(self.self_attn, x, x, attn_mask, key_padding_mask, is_causal))
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
-        x = self.multihead_attn(
-            x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal, need_weights=False
-        )[0]
-        return self.dropout2(x)
+        return self.dropout2(_attention(self.multihead_attn, x, mem, attn_mask, key_padding_mask, is_causal))
 
     def _ff_block(self, x):
         return self.dropout3(_feed_forward(self, x))
