@@ -189,10 +189,15 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 
 
 def __getattr__(name: str):
-    """``tensor.cuda.amp``: the deprecated spellings of ``tensor.amp`` (tensor/amp/_deprecated.py),
-    loaded on first use since tensor.amp imports this module."""
+    """``tensor.cuda.amp`` (the deprecated spellings of ``tensor.amp``, tensor/amp/_deprecated.py)
+    and ``tensor.cuda.memory`` (the memory recorder, tensor/_memory_snapshot.py), loaded on first
+    use since both import this module."""
     if name == "amp":
         from .amp import _deprecated  # noqa: PLC0415 - a cycle at import time otherwise
 
         return _deprecated.cuda
+    if name == "memory":  # torch.cuda.memory._record_memory_history / _snapshot / _dump_snapshot
+        from . import _memory_snapshot  # noqa: PLC0415 - it imports this module
+
+        return _memory_snapshot
     raise AttributeError(f"module 'tensor.cuda' has no attribute {name!r}")

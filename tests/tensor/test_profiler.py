@@ -159,7 +159,8 @@ def test_record_function_as_a_decorator_and_free_when_off():
 
 
 def test_memory_history_keeps_live_tensors_with_their_stack():
-    _memory_snapshot._record_memory_history("all")
+    assert tensor.cuda.memory._record_memory_history is _memory_snapshot._record_memory_history  # torch's spelling
+    tensor.cuda.memory._record_memory_history("all")
     try:
         big = tensor.ones(1000) * 3
         small = tensor.ones(10) * 3
