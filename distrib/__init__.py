@@ -69,7 +69,7 @@ from .work import Future, Work
 group = GroupMember  # torch.distributed.group.WORLD
 
 from . import algorithms, parallel  # noqa: E402 - DDP and Join build on the collectives above
-from .parallel import DistributedDataParallel  # noqa: E402
 from ._nn_hooks import install as _install_nn_hooks  # noqa: E402
+from .parallel import DistributedDataParallel  # noqa: E402
 
 _install_nn_hooks()  # nn.SyncBatchNorm's all_reduce (nn/_distrib_hooks.py)
