@@ -19,7 +19,11 @@ NONCONTIG_CASES = [
     (op, i) for op, i in CASES if any(not isinstance(v, (Int, Bool)) and np.ndim(v) >= 2 for v in op.samples[i])
 ]
 NONCONTIG_IDS = [f"{op.name}-{i}" for op, i in NONCONTIG_CASES]
-GRAD_CASES = [(op, i) for op, i in CASES if op.grad]
+# (samples whose differentiable inputs are all empty have nothing to check)
+GRAD_CASES = [
+    (op, i) for op, i in CASES
+    if op.grad and any(not isinstance(v, (Int, Bool)) and np.size(v) > 0 for v in op.samples[i])
+]
 GRAD_IDS = [f"{op.name}-{i}" for op, i in GRAD_CASES]
 
 
@@ -91,8 +95,6 @@ def _float_outputs(out):
 def test_gradients(op, i):
     sample = op.samples[i]
     args = [_make(tensor, v, np.float64, "cpu", requires_grad=not isinstance(v, (Int, Bool))) for v in sample]
-    if all(a.numel() == 0 for a in args if a.requires_grad):
-        pytest.skip("no elements to differentiate")
 
     def fn(*xs):
         return _float_outputs(op.fn(tensor, *xs))
