@@ -29,7 +29,7 @@ import numpy as np
 from .. import _dispatch
 from . import scalar_code
 from .config import config
-from .emitter import _VIEW_INDEX, _broadcast, _reduce_dims
+from .emitter import _VIEW_INDEX, _broadcast, reduction_loops
 from .fusion import REDUCTIONS
 from .runner import run_node
 from .symbolic import Sym
@@ -281,17 +281,7 @@ class _CudaEmitter:
     def _reduce(self, node, idx):
         name = node.op.name
         source = self.nodes[node.args[0]]
-        dims, keepdim = _reduce_dims(node, len(source.shape))
-        loops, in_idx, pos = [], [], 0
-        for d, extent in enumerate(source.shape):
-            if d in dims:
-                var = self.fresh("r")
-                loops.append((var, extent))
-                in_idx.append(var)
-                pos += 1 if keepdim else 0
-            else:
-                in_idx.append(idx[pos])
-                pos += 1
+        loops, in_idx = reduction_loops(node, source.shape, idx, self.fresh)
         acc = self.fresh("acc")
         acc_type = (
             np.dtype(np.float64)

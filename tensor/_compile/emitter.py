@@ -112,17 +112,7 @@ class _Emitter:
     def _reduce(self, node, idx):
         name = node.op.name
         source = self.nodes[node.args[0]]
-        dims, keepdim = _reduce_dims(node, len(source.shape))
-        loops, in_idx, out_pos = [], [], 0
-        for d, size in enumerate(source.shape):
-            if d in dims:
-                var = self.fresh("r")
-                loops.append((var, size))
-                in_idx.append(var)
-                out_pos += 1 if keepdim else 0
-            else:
-                in_idx.append(idx[out_pos])
-                out_pos += 1
+        loops, in_idx = reduction_loops(node, source.shape, idx, self.fresh)
         acc = self.fresh("acc")
         first = " and ".join(f"{v} == 0" for v, _ in loops) or "True"
         self.line(f"{acc} = {_INIT[name](node, source.dtype)}  # {node.describe()}")
@@ -140,6 +130,23 @@ class _Emitter:
         if name in ("argmin", "argmax"):
             return f"{acc}_i", np.dtype(np.int64)
         return scalar_code.cast(acc, node.dtype), node.dtype
+
+
+def reduction_loops(node, source_shape, idx, fresh):
+    """The loops a reduction adds, ``[(var, extent)]``, and its source's index expressions:
+    a fresh loop variable on each reduced dim, the output's index ``idx`` on the others."""
+    dims, keepdim = _reduce_dims(node, len(source_shape))
+    loops, in_idx, out_pos = [], [], 0
+    for d, extent in enumerate(source_shape):
+        if d in dims:
+            var = fresh("r")
+            loops.append((var, extent))
+            in_idx.append(var)
+            out_pos += 1 if keepdim else 0
+        else:
+            in_idx.append(idx[out_pos])
+            out_pos += 1
+    return loops, in_idx
 
 
 def _reduce_dims(node, ndim):
