@@ -17,7 +17,7 @@ from tests.nn.optim.quadratic import (
     to_numpy,
     torch_params,
 )
-from tests.nn.optim.test_optim_vs_torch import TOLERANCES, _case_id, _compare_state
+from tests.nn.optim.test_optim_vs_torch import _case_id, _compare_state, step_alongside_torch
 
 STEPS = 10
 
@@ -48,19 +48,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_matches_torch_step_for_step(case, dtype, device, torch):
-    name, options = case
-    rtol, atol = TOLERANCES[dtype]
-    arrays = initial_arrays(dtype)
-    ours, theirs = ours_params(arrays, device), torch_params(torch, arrays)
-    ours_opt = getattr(nn.optim, name)(ours, **options)
-    torch_opt = getattr(torch.optim, name)(theirs, **options)
-    sign = -1.0 if options.get("maximize") else 1.0
-    for step in range(STEPS):
-        set_ours_grads(ours, sign)
-        set_torch_grads(torch, theirs, sign)
-        ours_opt.step()
-        torch_opt.step()
-        assert_params_close(ours, theirs, rtol, atol, f"after step {step + 1}")
+    ours_opt, torch_opt, ours, arrays, rtol, atol = step_alongside_torch(case, dtype, device, torch)
     np.testing.assert_array_equal(to_numpy(ours[-1]), arrays[-1])
     _compare_state(ours_opt, torch_opt, rtol, atol)
 

@@ -80,9 +80,10 @@ def _compare_state(ours_opt, torch_opt, rtol, atol) -> None:
             assert their_group[key] == value, f"param group option {key!r}"
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
-def test_matches_torch_step_for_step(case, dtype, device, torch):
+def step_alongside_torch(case, dtype, device, torch):
+    """Run optimizer ``case`` = (name, options) for STEPS steps beside torch's on the same
+    parameters and gradients, comparing parameters after each step; ours, torch's, our params,
+    the initial arrays and the tolerances."""
     name, options = case
     rtol, atol = TOLERANCES[dtype]
     arrays = initial_arrays(dtype)
@@ -96,6 +97,13 @@ def test_matches_torch_step_for_step(case, dtype, device, torch):
         ours_opt.step()
         torch_opt.step()
         assert_params_close(ours, theirs, rtol, atol, f"after step {step + 1}")
+    return ours_opt, torch_opt, ours, arrays, rtol, atol
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
+def test_matches_torch_step_for_step(case, dtype, device, torch):
+    ours_opt, torch_opt, ours, arrays, rtol, atol = step_alongside_torch(case, dtype, device, torch)
     np.testing.assert_array_equal(to_numpy(ours[-1]), arrays[-1])  # no grad: never touched
     assert ours[-1].grad is None
     assert ours[3].t().is_contiguous()  # updated in place: still the same (transposed) storage
