@@ -99,5 +99,17 @@ def rank_results(scenario: str, size: int, env: dict | None = None, timeout: flo
     return [r.result for r in results]
 
 
+def case_results(per_rank: list[dict], name: str) -> list[dict]:
+    """Every rank's result of case ``name`` from ``rank_results`` (failing with the rank's
+    traceback if it raised, or naming the rank that never reached it)."""
+    results = []
+    for rank, cases in enumerate(per_rank):
+        entry = cases.get(name)
+        assert entry is not None, f"rank {rank} did not reach {name} (an earlier case failed: {cases})"
+        assert "error" not in entry, f"rank {rank}:\n{entry['error']}"
+        results.append(entry)
+    return results
+
+
 def shm_entries() -> set[str]:
     return {name for name in os.listdir("/dev/shm") if name.startswith("distrib-")}

@@ -26,17 +26,6 @@ def run_config(prefix: str, config: str, size: int, env: dict | None = None) -> 
     return mpi_rank_results("sharding", size, args=("mpi",), env=env, timeout=120)
 
 
-def case_results(per_rank: list[dict], name: str) -> list[dict]:
-    """Every rank's result of case ``name`` (failing with the rank's traceback if it raised)."""
-    results = []
-    for rank, cases in enumerate(per_rank):
-        entry = cases.get(name)
-        assert entry is not None, f"rank {rank} did not reach {name} (an earlier case failed: {cases})"
-        assert "error" not in entry, f"rank {rank}:\n{entry['error']}"
-        results.append(entry)
-    return results
-
-
 def assert_same_on_every_rank(results: list[dict], key: str) -> None:
     for rank, r in enumerate(results[1:], start=1):
         assert r[key] == results[0][key], f"{key} differs between rank 0 and rank {rank}"

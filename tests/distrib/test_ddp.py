@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.distrib import _ddp_scenarios as scenarios
-from tests.distrib._harness import TRANSPORTS, rank_results
+from tests.distrib._harness import TRANSPORTS, case_results, rank_results
 from tests.distrib._mpi_harness import mpi_rank_results, skip_reason
 
 CONFIGS = [("zmq-shm", 2), ("zmq-shm", 3), ("zmq-tcp", 2), ("mpi", 2)]
@@ -31,17 +31,6 @@ def ddp_results(request) -> list[dict]:
     if reason := skip_reason():
         pytest.skip(reason)
     return mpi_rank_results("ddp", size, args=("mpi",), env=TIMEOUT, timeout=120)
-
-
-def case_results(ddp_results: list[dict], name: str) -> list[dict]:
-    """Every rank's result of case ``name``."""
-    results = []
-    for rank, per_rank in enumerate(ddp_results):
-        entry = per_rank.get(name)
-        assert entry is not None, f"rank {rank} did not reach {name} (an earlier case failed: {per_rank})"
-        assert "error" not in entry, f"rank {rank}:\n{entry['error']}"
-        results.append(entry)
-    return results
 
 
 def assert_same_on_every_rank(results, key):

@@ -11,7 +11,8 @@ import pytest
 
 import tensor
 from distrib import checkpoint as dcp
-from tests.distrib._sharding_harness import TIGHT, case_results, run_config
+from tests.distrib._harness import case_results
+from tests.distrib._sharding_harness import TIGHT, run_config
 
 
 @pytest.mark.slow

@@ -19,13 +19,12 @@ from distrib.fsdp import (
 )
 from distrib.fsdp.fully_sharded_data_parallel import _auto_wrap
 from tests.distrib import _sharding_scenarios as scenarios
-from tests.distrib._harness import free_port
+from tests.distrib._harness import case_results, free_port
 from tests.distrib._sharding_harness import (
     CONFIG_IDS,
     CONFIGS,
     TIGHT,
     assert_same_on_every_rank,
-    case_results,
     run_config,
     run_nccl,
 )

@@ -11,13 +11,12 @@ import nn
 import tensor
 from distrib.optim import ZeroRedundancyOptimizer
 from distrib.optim.zero_redundancy_optimizer import partition
-from tests.distrib._harness import free_port
+from tests.distrib._harness import case_results, free_port
 from tests.distrib._sharding_harness import (
     CONFIG_IDS,
     CONFIGS,
     TIGHT,
     assert_same_on_every_rank,
-    case_results,
     run_config,
     run_nccl,
 )

@@ -8,12 +8,12 @@ import pytest
 
 import nn
 import tensor
+from tests.distrib._harness import case_results
 from tests.distrib._sharding_harness import (
     CONFIG_IDS,
     CONFIGS,
     TIGHT,
     assert_same_on_every_rank,
-    case_results,
     run_config,
     run_nccl,
 )
