@@ -13,6 +13,7 @@ from .math_extra import *  # noqa: F401,F403
 from .more_ops import *  # noqa: F401,F403
 from .norms import *  # noqa: F401,F403
 from .numeric import *  # noqa: F401,F403
+from .numeric_extra import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .reduction import all, any, max, min, sum  # noqa: F401
 from .registry import OPS  # noqa: F401
@@ -22,4 +23,5 @@ from .shape import *  # noqa: F401,F403
 from .softmax import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .special_extra import *  # noqa: F401,F403
 from .window import *  # noqa: F401,F403

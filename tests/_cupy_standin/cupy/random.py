@@ -40,18 +40,22 @@ class Philox4x3210:
 
 
 class Generator:
-    """Sampling from a bit generator: ``random``, ``standard_normal``, ``integers``."""
+    """Sampling from a bit generator: ``random``, ``standard_normal``, ``integers``, ``binomial``,
+    ``poisson``."""
 
     def __init__(self, bit_generator: Philox4x3210) -> None:
         self.bit_generator = bit_generator
 
-    def _draw(self, sample):
-        """``sample(numpy_generator)`` as a kernel on the bit generator's device, advancing its state."""
+    def _draw(self, sample, inputs: tuple = ()):
+        """``sample(numpy_generator, *inputs)`` as a kernel on the bit generator's device, advancing
+        its state; ``inputs`` (device arrays or numbers) are read on that device."""
         if self.bit_generator._dev != _state.get_device():
             raise _state.CUDARuntimeError(400, "cudaErrorInvalidResourceHandle", "invalid resource handle")
-        _kernels.launch([self.bit_generator._state])
+        arrays: list = []
+        inputs = _kernels.unwrap(inputs, arrays)
+        _kernels.launch([self.bit_generator._state, *arrays])
         rng = np.random.Generator(self.bit_generator._load())
-        out = sample(rng)
+        out = sample(rng, *inputs)
         self.bit_generator._store(rng.bit_generator)
         return _kernels.fresh(out)
 
@@ -66,3 +70,11 @@ class Generator:
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
         """Integers from [low, high)."""
         return self._draw(lambda rng: rng.integers(low, high, size, dtype=dtype, endpoint=endpoint))
+
+    def binomial(self, n, p, size=None):
+        """Binomial samples (int64) of ``n`` trials with success probability ``p``."""
+        return self._draw(lambda rng, n, p: rng.binomial(n, p, size), (n, p))
+
+    def poisson(self, lam=1.0, size=None):
+        """Poisson samples (int64) of rate ``lam``."""
+        return self._draw(lambda rng, lam: rng.poisson(lam, size), (lam,))

@@ -1,0 +1,59 @@
+"""``torch.binomial`` and ``torch.poisson``: samples drawn on the input's device by its generator
+(Note [Random numbers per device] in ``_random.py``). Both generators, numpy's and CuPy's
+``Generator``, take arrays of parameters (``binomial(n, p)``, ``poisson(lam)``), so there is no
+device difference to keep in the seam. The numbers are not torch's stream: tests compare moments.
+"""
+
+from __future__ import annotations
+
+from . import _dtype
+from ._random import Generator, _sample
+from ._tensor import Tensor
+
+__all__ = ["binomial", "poisson"]
+
+
+def _check_generator(name: str, input: Tensor, generator: Generator | None) -> None:
+    if generator is not None and generator.device != input.device:
+        raise RuntimeError(
+            f"{name}: expected a generator on {input.device} (the input's device), got one on {generator.device}"
+        )
+
+
+def _check_values(input: Tensor, bad: Tensor, message: str) -> None:
+    """A check of parameter values that needs no sync (Note [Device-side asserts])."""
+    input._device.backend.device_assert(bad._data, RuntimeError, message)
+
+
+def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) -> Tensor:
+    """The number of successes in ``count`` trials of probability ``prob``, elementwise
+    (broadcasting), in ``count``'s dtype. Not differentiable.
+
+    Raises:
+        ValueError: for a non-floating ``count`` or ``prob``, as torch.
+        RuntimeError: for a negative or non-integral ``count`` or a ``prob`` outside [0, 1] (torch
+            leaves those undefined), or a generator on another device.
+    """
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: {t.dtype.name}")
+    _check_generator("binomial", count, generator)
+    count, prob = count.detach(), prob.detach()
+    bad = (count < 0) | (count != count.floor()) | ~((prob >= 0) & (prob <= 1))
+    _check_values(count, bad.any(), "binomial: expected count to be a non-negative integer and 0 <= prob <= 1")
+    n, p = count.to(_dtype.int64)._data, prob.to(_dtype.float64)._data
+    return _sample(lambda rng: rng.binomial(n, p), generator, count.dtype, count.device)
+
+
+def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Samples of the Poisson distribution whose rate is each element of ``input``, in its
+    dtype. Not differentiable (torch's gradient is zero).
+
+    Raises:
+        RuntimeError: for a negative or NaN rate, or a generator on another device.
+    """
+    _check_generator("poisson", input, generator)
+    rates = input.detach()
+    _check_values(input, ~(rates >= 0).all(), "invalid Poisson rate, expected rate to be non-negative")
+    lam = rates.to(_dtype.float64)._data
+    return _sample(lambda rng: rng.poisson(lam), generator, input.dtype, input.device)
