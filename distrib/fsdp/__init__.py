@@ -6,9 +6,11 @@
 ``set_full_state_dict`` move whole (unsharded) state dicts in and out of sharded modules.
 """
 
-from ._fully_shard import FSDPModule, MixedPrecisionPolicy, fully_shard
+from ._fully_shard import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 from ._state_dict import get_full_state_dict, set_full_state_dict
 from .fully_sharded_data_parallel import (
+    BackwardPrefetch,
+    CPUOffload,
     FullyShardedDataParallel,
     ModuleWrapPolicy,
     ShardingStrategy,
@@ -19,10 +21,14 @@ from .fully_sharded_data_parallel import (
 __all__ = [
     "FSDPModule",
     "MixedPrecisionPolicy",
+    "OffloadPolicy",
+    "CPUOffloadPolicy",
     "fully_shard",
     "get_full_state_dict",
     "set_full_state_dict",
     "FullyShardedDataParallel",
+    "BackwardPrefetch",
+    "CPUOffload",
     "ModuleWrapPolicy",
     "ShardingStrategy",
     "StateDictType",

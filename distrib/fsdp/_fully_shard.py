@@ -18,10 +18,20 @@ equal pieces; rank r keeps piece r as the module's registered ``Parameter`` (1-D
   node after all its consumers): one reduce_scatter of the gradients (laid out as the all_gather)
   gives each rank the sum of its shard's gradients, divided by the world size as DDP averages,
   and the full arrays are dropped.
-* Prefetching (``set_modules_to_forward_prefetch``/``set_modules_to_backward_prefetch``, as
-  FSDP2's explicit prefetching): a unit starts the asynchronous all_gather of the units listed
-  when its forward (or backward) starts, so their communication overlaps its compute; a gather
-  whose shards changed before it was used (an optimizer step) is dropped and done again.
+* Prefetching: a unit starts the asynchronous all_gather of another unit when its own forward
+  (or backward) starts, so that communication overlaps its compute; a gather whose shards
+  changed before it was used (an optimizer step) is dropped and done again. Implicitly (as
+  FSDP2) the units under one root (the first unit whose forward runs; it finds the others at
+  that forward) record the order their forwards start and end in: from the second forward on,
+  each unit prefetches the unit that started after it in the previous forward, and in backward
+  each unit prefetches the unit whose forward ended before its own in this forward (the next
+  to run backward). ``set_modules_to_forward_prefetch``/``set_modules_to_backward_prefetch``
+  (FSDP2's explicit prefetching) replace the implicit choice of a unit. Two units' full
+  parameters are then alive at once (the computing one and the prefetched one), as in PyTorch.
+* CPU offload (``offload_policy=CPUOffloadPolicy()``): the shards, their gradients and so the
+  optimizer's state and step live on the CPU (pinned when a GPU is present and ``pin_memory``);
+  the unit's original device computes: each gather copies the local shards there first, and
+  the reduce-scattered gradients are copied back to the CPU.
 * HSDP (``mesh=(replicate_group, shard_group)``): the pieces are cut within the shard group and
   the same pieces live on each replica; after the reduce_scatter, one all_reduce over the
   replicate group adds the replicas' pieces, and the average divides by both groups' sizes.
@@ -43,9 +53,10 @@ from nn import Module, Parameter
 from tensor import Tensor
 
 from ..collectives import all_gather_into_tensor, all_reduce, reduce_scatter_tensor
+from ..data._pin_memory import pin_memory
 from ..init_api import get_rank, get_world_size
 
-__all__ = ["fully_shard", "FSDPModule", "MixedPrecisionPolicy"]
+__all__ = ["fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "CPUOffloadPolicy"]
 
 
 @dataclass(frozen=True)
@@ -62,10 +73,26 @@ class MixedPrecisionPolicy:
     cast_forward_inputs: bool = True
 
 
+@dataclass(frozen=True)
+class OffloadPolicy:
+    """FSDP2's base offload policy: no offloading (the shards stay on the unit's device)."""
+
+
+@dataclass(frozen=True)
+class CPUOffloadPolicy(OffloadPolicy):
+    """Keep the shards and their gradients on the CPU, so that the optimizer steps there; the
+    unit still computes on its own device (Note [FSDP unit lifecycle]). ``pin_memory`` pins the
+    shards (when a GPU is present; a no-op otherwise) for faster copies to the device."""
+
+    pin_memory: bool = True
+
+
 class _Shards:
     """A unit's parameters: where each lives, its full shape, and its piece of the flat layout."""
 
-    def __init__(self, entries: list[tuple[Module, str, Parameter]], world: int, rank: int) -> None:
+    def __init__(
+        self, entries: list[tuple[Module, str, Parameter]], world: int, rank: int, offload: OffloadPolicy
+    ) -> None:
         self.slots = [(owner, name) for owner, name, _ in entries]
         self.shapes = [p.shape for _, _, p in entries]
         self.numels = [p.numel() for _, _, p in entries]
@@ -74,18 +101,26 @@ class _Shards:
         self.total = sum(self.lengths)
         self.world, self.rank = world, rank
         self.dtype = entries[0][2].dtype if entries else None
-        self.device = entries[0][2].device if entries else None
+        self.device = entries[0][2].device if entries else None  # where the unit computes
+        self.offload = isinstance(offload, CPUOffloadPolicy)
+        self.pin = self.offload and offload.pin_memory
+
+    def to_shard_device(self, t: Tensor) -> Tensor:
+        """``t`` where the shards live: on the CPU (pinned if asked) when offloading, else as it is."""
+        if not self.offload:
+            return t
+        return pin_memory(t.to("cpu")) if self.pin else t.to("cpu")
 
     def split(self, full: Tensor, i: int) -> Tensor:
-        """Rank ``self.rank``'s piece of parameter ``i`` (a copy, padded with zeros)."""
+        """Rank ``self.rank``'s piece of parameter ``i`` (a copy, padded with zeros), where the shards live."""
         flat = full.detach().reshape(-1)
         padded = tensor.zeros(self.lengths[i] * self.world, dtype=flat.dtype, device=flat.device)
         padded[: self.numels[i]] = flat
-        return padded[self.rank * self.lengths[i] : (self.rank + 1) * self.lengths[i]].clone()
+        return self.to_shard_device(padded[self.rank * self.lengths[i] : (self.rank + 1) * self.lengths[i]].clone())
 
     def start_gather(self, shards: list[Tensor], group, async_op: bool = True) -> tuple:
-        """Start the all_gather of every rank's shards: (work, its output, its input)."""
-        local = tensor.cat([s.detach() for s in shards])
+        """Start the all_gather of every rank's shards on the unit's device: (work, its output, its input)."""
+        local = tensor.cat([s.detach() for s in shards]).to(self.device)
         out = tensor.empty(self.total * self.world, dtype=self.dtype, device=self.device)
         return all_gather_into_tensor(out, local, group=group, async_op=async_op), out, local
 
@@ -128,7 +163,14 @@ class _Shards:
 class _UnitState:
     """What one ``fully_shard`` unit keeps between its hooks."""
 
-    def __init__(self, module: Module, group, reshard_after_forward: bool, mp_policy: MixedPrecisionPolicy) -> None:
+    def __init__(
+        self,
+        module: Module,
+        group,
+        reshard_after_forward: bool,
+        mp_policy: MixedPrecisionPolicy,
+        offload_policy: OffloadPolicy,
+    ) -> None:
         self.replicate_group, group = group if isinstance(group, tuple) else (None, group)
         self.module, self.group, self.mp_policy = module, group, mp_policy
         self.ranks = get_world_size(group) * (  # what the gradients are averaged over
@@ -136,14 +178,17 @@ class _UnitState:
         )
         self.reshard_after_forward = reshard_after_forward
         self.requires_gradient_sync = True
-        self.shards = _Shards(_managed(module), get_world_size(group), get_rank(group))
+        self.shards = _Shards(_managed(module), get_world_size(group), get_rank(group), offload_policy)
         self.full: list[Tensor] | None = None  # the full parameters of the current forward
         self.resharded = True
         self.pending_grads: list[Tensor | None] | None = None  # summed while sync is off
         self.in_forward: list[Parameter] = []  # the shards, while the full parameters stand in
         self.prefetched: tuple | None = None  # (work, output, input, shard versions) of a started gather
-        self.forward_prefetch: list[_UnitState] = []
-        self.backward_prefetch: list[_UnitState] = []
+        self.schedule: _Schedule | None = None  # set by the root's first forward
+        self.forward_prefetch: list[_UnitState] | None = None  # explicit lists; None: implicit
+        self.backward_prefetch: list[_UnitState] | None = None
+        self.implicit_forward_prefetch = True
+        self.implicit_backward_prefetch: str | None = "pre"  # "pre", "post" (FSDP1's BackwardPrefetch) or None
         for (owner, name), i in zip(self.shards.slots, range(len(self.shards.slots))):
             param = owner._parameters[name]
             owner._parameters[name] = Parameter(self.shards.split(param, i), param.requires_grad)
@@ -164,7 +209,27 @@ class _UnitState:
                 for full, values in zip(self.full, self.gathered()):
                     full._data = values._data
             self.resharded = False
-        for unit in self.backward_prefetch:
+        self.prefetch_for_backward("pre")
+
+    def prefetch_for_forward(self) -> None:
+        """Start the gathers of the units whose forward comes next: the explicit list, else the
+        unit that started after this one in the last whole forward."""
+        targets = self.forward_prefetch
+        if targets is None:
+            follower = self.schedule.forward_next.get(self) if self.implicit_forward_prefetch else None
+            targets = [] if follower is None else [follower]
+        for unit in targets:
+            unit.prefetch()
+
+    def prefetch_for_backward(self, when: str) -> None:
+        """Start the gathers of the units whose backward comes next, ``when`` this unit's backward
+        starts ("pre") or its gradients are computed ("post"): the explicit list (at "pre"),
+        else the unit whose forward ended before this one's (at the time the policy says)."""
+        targets = self.backward_prefetch if when == "pre" else None
+        if self.backward_prefetch is None and self.implicit_backward_prefetch == when:
+            follower = self.schedule.backward_next.get(self)
+            targets = None if follower is None else [follower]
+        for unit in targets or []:
             if unit.resharded and unit.full is not None:
                 unit.prefetch()
 
@@ -223,6 +288,7 @@ class _Unshard(Function):
     @staticmethod
     def backward(ctx, *grads):
         state = ctx.state
+        state.prefetch_for_backward("post")
         grads = list(grads)
         if state.pending_grads is not None:
             grads = [p if g is None else g if p is None else g + p for g, p in zip(grads, state.pending_grads)]
@@ -235,7 +301,44 @@ class _Unshard(Function):
         dtype = policy.reduce_dtype or policy.param_dtype or shard_dtype
         grads = [None if g is None else g.to(dtype) for g in grads]
         pieces = state.shards.reduce_scatter(grads, state.group, dtype, state.replicate_group)
-        return (None, *[(piece / state.ranks).to(shard_dtype) for piece in pieces])
+        return (None, *[state.shards.to_shard_device((piece / state.ranks).to(shard_dtype)) for piece in pieces])
+
+
+def _successors(units: list[_UnitState]) -> dict[_UnitState, _UnitState]:
+    """Each unit's follower in ``units`` (after its first occurrence)."""
+    found: dict[_UnitState, _UnitState] = {}
+    for unit, follower in zip(units, units[1:]):
+        if follower is not unit:
+            found.setdefault(unit, follower)
+    return found
+
+
+class _Schedule:
+    """The units under one root (the first unit whose forward ran) and the order of their
+    forwards, for implicit prefetching (Note [FSDP unit lifecycle])."""
+
+    def __init__(self, root: _UnitState) -> None:
+        self.root = root
+        self.running = False
+        self.started: list[_UnitState] = []  # the running forward's units, as their forwards start
+        self.ended: list[_UnitState] = []  # ... and end
+        self.forward_next: dict[_UnitState, _UnitState] = {}  # from the last whole forward
+        self.backward_next: dict[_UnitState, _UnitState] = {}
+
+    def forward_started(self, state: _UnitState) -> None:
+        if state is self.root:
+            self.running, self.started, self.ended = True, [], []
+        if self.running:
+            self.started.append(state)
+
+    def forward_ended(self, state: _UnitState) -> None:
+        if not self.running:
+            return
+        self.ended.append(state)
+        if state is self.root:
+            self.running = False
+            self.forward_next = _successors(self.started)
+            self.backward_next = _successors(self.ended[::-1])
 
 
 def _managed(module: Module) -> list[tuple[Module, str, Parameter]]:
@@ -254,10 +357,15 @@ def _managed(module: Module) -> list[tuple[Module, str, Parameter]]:
 
 def _pre_forward(module: Module, args: tuple) -> tuple | None:
     state = module._fsdp_state
+    if state.schedule is None:  # the root's first forward: it schedules every unit under it
+        schedule = _Schedule(state)
+        for unit in module.modules():
+            if isinstance(unit, FSDPModule):
+                unit._fsdp_state.schedule = schedule
+    state.schedule.forward_started(state)
     state.unshard()
     state.swap_in()
-    for unit in state.forward_prefetch:
-        unit.prefetch()
+    state.prefetch_for_forward()
     policy = state.mp_policy
     if policy.param_dtype is not None and policy.cast_forward_inputs:
         return _cast_floats(args, policy.param_dtype)
@@ -277,6 +385,7 @@ def _cast_floats(value: Any, dtype) -> Any:
 
 def _post_forward(module: Module, args: tuple, output: Any) -> None:
     state = module._fsdp_state
+    state.schedule.forward_ended(state)
     state.swap_out()
     if not tensor.is_grad_enabled():
         state.reshard()
@@ -316,12 +425,14 @@ class FSDPModule:
 
     def set_modules_to_forward_prefetch(self, modules: list[FSDPModule]) -> None:
         """Start gathering ``modules``' parameters as soon as this unit's forward starts (list the
-        units that run next, so that their all_gather overlaps this unit's compute)."""
+        units that run next, so that their all_gather overlaps this unit's compute), instead of
+        the implicit choice (Note [FSDP unit lifecycle])."""
         self._fsdp_state.forward_prefetch = [m._fsdp_state for m in modules]
 
     def set_modules_to_backward_prefetch(self, modules: list[FSDPModule]) -> None:
         """Start gathering ``modules``' parameters again as soon as backward reaches this unit
-        (list the units whose backward comes next, i.e. those that ran before this one)."""
+        (list the units whose backward comes next, i.e. those that ran before this one), instead
+        of the implicit choice."""
         self._fsdp_state.backward_prefetch = [m._fsdp_state for m in modules]
 
 
@@ -334,28 +445,31 @@ def fully_shard(
     mesh=None,
     reshard_after_forward: bool = True,
     mp_policy: MixedPrecisionPolicy | None = None,
-    offload_policy=None,
+    offload_policy: OffloadPolicy | None = None,
 ) -> Module:
     """Shard ``module``'s parameters (those not in a nested ``fully_shard`` unit) over the ranks of
     ``mesh`` (a process group, the world by default; or ``(replicate_group, shard_group)`` for
     HSDP: sharded within ``shard_group``, replicated across ``replicate_group``) and gather them around its forward and
     backward (Note [FSDP unit lifecycle]), in the dtypes of ``mp_policy`` (a
-    ``MixedPrecisionPolicy``). Apply it to the blocks first, then to the root; build the
-    optimizer afterwards, on ``module.parameters()`` (this rank's shards). Returns ``module``,
-    whose class becomes a subclass of ``FSDPModule``.
+    ``MixedPrecisionPolicy``), the shards on the CPU with ``offload_policy=CPUOffloadPolicy()``.
+    Apply it to the blocks first, then to the root; build the optimizer afterwards, on
+    ``module.parameters()`` (this rank's shards). Returns ``module``, whose class becomes a
+    subclass of ``FSDPModule``.
 
     Raises:
-        NotImplementedError: for ``offload_policy`` (not supported yet).
+        TypeError: if ``offload_policy`` is not an ``OffloadPolicy``.
         ValueError: if ``module`` is already sharded, or its parameters differ in dtype or device.
     """
-    if offload_policy is not None:
-        raise NotImplementedError("fully_shard: offload_policy is not supported yet; pass None")
+    if offload_policy is not None and not isinstance(offload_policy, OffloadPolicy):
+        raise TypeError(f"fully_shard: offload_policy must be an OffloadPolicy, got {offload_policy!r}")
     if isinstance(module, FSDPModule):
         raise ValueError(f"fully_shard: {type(module).__name__} is already sharded")
     kinds = {(p.dtype, str(p.device)) for _, _, p in _managed(module)}
     if len(kinds) > 1:
         raise ValueError(f"fully_shard: the parameters of one unit must share a dtype and device, got {kinds}")
-    state = _UnitState(module, mesh, reshard_after_forward, mp_policy or MixedPrecisionPolicy())
+    state = _UnitState(
+        module, mesh, reshard_after_forward, mp_policy or MixedPrecisionPolicy(), offload_policy or OffloadPolicy()
+    )
     object.__setattr__(module, "_fsdp_state", state)
     cls = type(module)
     if cls not in _FSDP_CLASSES:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any
 
 from nn import Module
@@ -19,11 +20,13 @@ from ..init_api import get_rank, get_world_size
 from ..object_collectives import all_gather_object
 from ..parallel import DistributedDataParallel
 from ..process_group import new_group
-from ._fully_shard import FSDPModule, fully_shard
+from ._fully_shard import CPUOffloadPolicy, FSDPModule, fully_shard
 from ._state_dict import get_full_state_dict, set_full_state_dict
 
 __all__ = [
     "FullyShardedDataParallel",
+    "BackwardPrefetch",
+    "CPUOffload",
     "ShardingStrategy",
     "StateDictType",
     "ModuleWrapPolicy",
@@ -40,6 +43,23 @@ class ShardingStrategy(enum.Enum):
     SHARD_GRAD_OP = 2
     NO_SHARD = 3
     HYBRID_SHARD = 4
+
+
+class BackwardPrefetch(enum.Enum):
+    """When a unit's backward starts the all_gather of the unit whose backward comes next:
+    BACKWARD_PRE as it starts (before computing its gradients: more overlap, one more unit's
+    parameters alive), BACKWARD_POST once its gradients are computed."""
+
+    BACKWARD_PRE = 1
+    BACKWARD_POST = 2
+
+
+@dataclass(frozen=True)
+class CPUOffload:
+    """FSDP1's offload: with ``offload_params`` the shards and their gradients live on the CPU
+    (the optimizer steps there) and are copied to the module's device for its forward and backward."""
+
+    offload_params: bool = False
 
 
 class StateDictType(enum.Enum):
@@ -117,10 +137,14 @@ class FullyShardedDataParallel(Module):
     root unit. Build the optimizer on this wrapper's ``parameters()`` (this rank's shards).
 
     HYBRID_SHARD shards within each host and replicates across hosts (or within and across the
-    ``(shard_group, replicate_group)`` given as ``process_group``).
+    ``(shard_group, replicate_group)`` given as ``process_group``). ``cpu_offload=CPUOffload(True)``
+    keeps the shards and gradients on the CPU. ``backward_prefetch`` says when backward starts
+    gathering the next unit (None: when it is needed); with ``forward_prefetch`` each unit's
+    forward starts gathering the unit that ran next in the previous forward (Note [FSDP unit
+    lifecycle]).
 
     Raises:
-        NotImplementedError: for ``cpu_offload`` (not supported yet).
+        NotImplementedError: for ``cpu_offload=CPUOffload(offload_params=True)`` with NO_SHARD.
     """
 
     def __init__(
@@ -128,14 +152,17 @@ class FullyShardedDataParallel(Module):
         module: Module,
         process_group=None,
         sharding_strategy: ShardingStrategy | None = None,
-        cpu_offload=None,
+        cpu_offload: CPUOffload | None = None,
         auto_wrap_policy: Callable | None = None,
+        backward_prefetch: BackwardPrefetch | None = BackwardPrefetch.BACKWARD_PRE,
+        forward_prefetch: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__()
         strategy = sharding_strategy or ShardingStrategy.FULL_SHARD
-        if cpu_offload is not None:
-            raise NotImplementedError("FullyShardedDataParallel: cpu_offload is not supported yet")
+        offload = cpu_offload is not None and cpu_offload.offload_params
+        if offload and strategy is ShardingStrategy.NO_SHARD:
+            raise NotImplementedError("FullyShardedDataParallel: cpu_offload with ShardingStrategy.NO_SHARD")
         self.sharding_strategy = strategy
         self._state_dict_type = StateDictType.FULL_STATE_DICT
         if strategy is ShardingStrategy.NO_SHARD:
@@ -144,9 +171,14 @@ class FullyShardedDataParallel(Module):
         reshard = strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD)
         mesh = _hybrid_mesh(process_group) if strategy is ShardingStrategy.HYBRID_SHARD else process_group
 
+        when = {BackwardPrefetch.BACKWARD_PRE: "pre", BackwardPrefetch.BACKWARD_POST: "post", None: None}
+
         def wrap(m: Module) -> None:
             if not isinstance(m, FSDPModule):
-                fully_shard(m, mesh=mesh, reshard_after_forward=reshard)
+                policy = CPUOffloadPolicy() if offload else None
+                fully_shard(m, mesh=mesh, reshard_after_forward=reshard, offload_policy=policy)
+                m._fsdp_state.implicit_forward_prefetch = forward_prefetch
+                m._fsdp_state.implicit_backward_prefetch = when[backward_prefetch]
 
         if auto_wrap_policy is not None:
             _auto_wrap(module, auto_wrap_policy, wrap)

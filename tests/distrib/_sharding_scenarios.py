@@ -21,6 +21,9 @@ import nn.functional as F
 import tensor
 from distrib import checkpoint as dcp
 from distrib.fsdp import (
+    BackwardPrefetch,
+    CPUOffload,
+    CPUOffloadPolicy,
     FullyShardedDataParallel,
     MixedPrecisionPolicy,
     ModuleWrapPolicy,
@@ -256,11 +259,19 @@ FSDP_VARIANTS = {
     "fully_shard_prefetch": _fully_shard_prefetching,
     "fully_shard": _fully_shard_blocks,
     "fully_shard_keep_after_forward": functools.partial(_fully_shard_blocks, reshard_after_forward=False),
+    "fully_shard_offload": functools.partial(_fully_shard_blocks, offload_policy=CPUOffloadPolicy()),
     "full_shard": lambda m: FullyShardedDataParallel(m, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential})),
     "shard_grad_op": lambda m: FullyShardedDataParallel(
         m,
         sharding_strategy=ShardingStrategy.SHARD_GRAD_OP,
         auto_wrap_policy=functools.partial(size_based_auto_wrap_policy, min_num_params=50),
+    ),
+    "full_shard_offload_post_prefetch": lambda m: FullyShardedDataParallel(
+        m,
+        auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}),
+        cpu_offload=CPUOffload(offload_params=True),
+        backward_prefetch=BackwardPrefetch.BACKWARD_POST,
+        forward_prefetch=True,
     ),
     "no_shard": lambda m: FullyShardedDataParallel(m, sharding_strategy=ShardingStrategy.NO_SHARD),
     "hybrid_shard_by_host": lambda m: FullyShardedDataParallel(
@@ -292,7 +303,8 @@ def _fsdp_equivalence(wrap):
             _train(reference, nn.optim.Adam(reference.parameters(), **ADAM), STEPS, 0, 1)
             with tensor.no_grad():
                 x = _dev(batch(0)[0])
-                eval_diff = float((model(x) - reference(x)).abs().max())
+                out = model(x)
+                eval_diff = float((out - reference(x)).abs().max())
         finally:
             _Shards.gather = real_gather
         state = _full_state(model)
@@ -303,9 +315,58 @@ def _fsdp_equivalence(wrap):
             "params": digest(state.values()),
             "waited_gathers": len(waited),
             "device": str(next(model.parameters()).device),
+            "grad_devices": sorted({str(p.grad.device) for p in model.parameters()}),
+            "output_device": str(out.device),
         }
 
     return case
+
+
+class _LoggedWork:
+    """A collective's work that logs ``("wait", unit)`` when waited for."""
+
+    def __init__(self, work, name: str, events: list) -> None:
+        self.work, self.name, self.events = work, name, events
+
+    def wait(self):
+        self.events.append(("wait", self.name))
+        return self.work.wait()
+
+
+def fsdp_prefetch_trace(rank, world):
+    """The ordered events of the second training step of ``fully_shard`` units with no explicit
+    prefetching (the first forward records the order): each all_gather a unit starts
+    asynchronously ("issue"), waits for ("wait") or runs and waits for at once ("gather"); each
+    block's compute starting and ending in forward ("forward", "forward done"); each unit's
+    reduce_scatter, which ends its backward. No timing: only the order."""
+    model = _fully_shard_blocks(_blocks_model(blocks=3))
+    blocks = list(model[2:-1])
+    names = {id(model._fsdp_state.shards): "root"}
+    names.update({id(b._fsdp_state.shards): f"b{i}" for i, b in enumerate(blocks)})
+    events = []
+    for i, block in enumerate(blocks):
+        block[0].register_forward_pre_hook(lambda m, args, i=i: events.append(("forward", f"b{i}")))
+        block[0].register_forward_hook(lambda m, args, out, i=i: events.append(("forward done", f"b{i}")))
+    real_start, real_scatter = _Shards.start_gather, _Shards.reduce_scatter
+
+    def start_gather(self, shards, group, async_op=True):
+        work, out, local = real_start(self, shards, group, async_op)
+        events.append(("issue" if async_op else "gather", names[id(self)]))
+        return (_LoggedWork(work, names[id(self)], events) if async_op else work), out, local
+
+    def reduce_scatter(self, *args):
+        events.append(("reduce_scatter", names[id(self)]))
+        return real_scatter(self, *args)
+
+    _Shards.start_gather, _Shards.reduce_scatter = start_gather, reduce_scatter
+    try:
+        opt = nn.optim.Adam(model.parameters(), **ADAM)
+        _train(model, opt, 1, rank, world)
+        events.clear()
+        _train(model, opt, 1, rank, world, first_step=1)
+    finally:
+        _Shards.start_gather, _Shards.reduce_scatter = real_start, real_scatter
+    return {"events": events, "blocks": len(blocks)}
 
 
 def fsdp_no_sync(rank, world):
@@ -352,8 +413,9 @@ def fsdp_state_dict(rank, world):
 def fsdp_memory(rank, world):
     """The peak of traced memory over a FULL_SHARD step (forward, backward, Adam step) with a
     tiny batch, against 1/N of parameters + gradients + Adam state, plus the largest unit's
-    parameters and gradients. The peak also counts ~0.2 MB of Python objects (modules, graph
-    nodes) that do not grow with the model: width 192 makes the tensors (19 MB) dominate."""
+    parameters and gradients, plus the parameters of the unit being prefetched. The peak also
+    counts ~0.2 MB of Python objects (modules, graph nodes) that do not grow with the model:
+    width 192 makes the tensors (19 MB) dominate."""
     tracemalloc.start()
     try:
         model = _fully_shard_blocks(_blocks_model(blocks=16, width=192))
@@ -370,7 +432,12 @@ def fsdp_memory(rank, world):
         tracemalloc.stop()
     full_numel = sum(n for m in model.modules() if hasattr(m, "_fsdp_state") for n in m._fsdp_state.shards.numels)
     unit = max(sum(m._fsdp_state.shards.numels) for m in model.modules() if hasattr(m, "_fsdp_state"))
-    return {"peak": peak, "all_bytes": 4 * full_numel * 8, "largest_unit_bytes": 2 * unit * 8}
+    return {
+        "peak": peak,
+        "all_bytes": 4 * full_numel * 8,
+        "largest_unit_bytes": 2 * unit * 8,
+        "prefetched_unit_bytes": unit * 8,
+    }
 
 
 # ---------------------------------------------------------------- distrib.checkpoint
@@ -420,6 +487,7 @@ CASES = {
     "zero_state_dict": zero_state_dict,
     "zero_memory": zero_memory,
     **{f"fsdp_equivalence_{name}": _fsdp_equivalence(wrap) for name, wrap in FSDP_VARIANTS.items()},
+    "fsdp_prefetch_trace": fsdp_prefetch_trace,
     "fsdp_no_sync": fsdp_no_sync,
     "fsdp_mixed_precision": fsdp_mixed_precision,
     "fsdp_state_dict": fsdp_state_dict,

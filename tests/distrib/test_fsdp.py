@@ -1,7 +1,8 @@
-"""FSDP over 2 and 3 ranks (zmq) and 2 (mpi): ``fully_shard`` and ``FullyShardedDataParallel``
-(FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD) give the parameters of one process with the whole batch
-(float64, 1e-12); gradient accumulation without sync; FULL and SHARDED state dicts; the memory
-held per rank; one-process checks of the API."""
+"""FSDP over 2 and 3 ranks (zmq) and 2 (mpi, nccl): ``fully_shard`` and ``FullyShardedDataParallel``
+(FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, CPU offload) give the parameters of one process with
+the whole batch (float64, 1e-12); implicit and explicit prefetching, in the order of collective
+events; gradient accumulation without sync; FULL and SHARDED state dicts; the memory held per
+rank; one-process checks of the API."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import distrib as dist
 import nn
 import tensor
 from distrib.fsdp import (
+    CPUOffload,
+    CPUOffloadPolicy,
     FSDPModule,
     FullyShardedDataParallel,
     ModuleWrapPolicy,
+    ShardingStrategy,
     fully_shard,
     size_based_auto_wrap_policy,
 )
@@ -46,17 +50,44 @@ def test_matches_one_process_with_the_whole_batch(fsdp_results, variant):
         assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
         assert r["eval_diff"] < TIGHT, f"rank {rank}: a no_grad forward differs by {r['eval_diff']}"
         assert r["keys_equal"], f"rank {rank}: the full state dict's keys are not the unsharded model's"
+        if "offload" in variant:
+            assert r["device"] == "cpu" and r["grad_devices"] == ["cpu"], r
     assert_same_on_every_rank(results, "params")
 
 
 def test_prefetching_units_do_not_wait_for_their_gathers(fsdp_results):
-    plain = case_results(fsdp_results, "fsdp_equivalence_fully_shard")[0]["waited_gathers"]
-    prefetching = case_results(fsdp_results, "fsdp_equivalence_fully_shard_prefetch")[0]["waited_gathers"]
-    # Per step only the root waits (its forward, its backward), plus the no_grad forward's root;
-    # without prefetching each of the 2 blocks waits twice more per step, and once in no_grad.
+    waited = {
+        variant: case_results(fsdp_results, f"fsdp_equivalence_{variant}")[0]["waited_gathers"]
+        for variant in ("fully_shard_prefetch", "fully_shard", "full_shard")
+    }
+    # Explicit prefetching: per step only the root waits (its forward, its backward), plus the
+    # no_grad forward's root. Implicit: the same, except in the first forward (it records the
+    # order), where the 2 blocks wait too. The wrapper without forward_prefetch: the blocks wait
+    # in every forward (2 per step and in no_grad), never in backward (BACKWARD_PRE).
     steps = scenarios.STEPS
-    assert prefetching == 2 * steps + 1
-    assert plain == 6 * steps + 3
+    assert waited == {"fully_shard_prefetch": 2 * steps + 1, "fully_shard": 2 * steps + 3, "full_shard": 4 * steps + 3}
+
+
+def _position(events: list, event: tuple, after: int = -1) -> int:
+    """The index of the first ``event`` in ``events`` past ``after``."""
+    event = list(event)
+    return next(i for i, e in enumerate(events) if i > after and e == event)
+
+
+def test_implicit_prefetch_issues_the_next_gather_while_a_unit_computes(fsdp_results):
+    events = case_results(fsdp_results, "fsdp_prefetch_trace")[0]["events"]
+    blocks = [f"b{i}" for i in range(3)]
+    assert ["gather", "b0"] not in events and ["gather", "b1"] not in events  # none waited for at once
+    for current, following in zip(blocks, blocks[1:]):  # forward: b0, b1, b2
+        done = _position(events, ("forward done", current))
+        issued = _position(events, ("issue", following))
+        assert _position(events, ("forward", current)) < done
+        assert issued < done < _position(events, ("wait", following), issued), events
+    backward = _position(events, ("forward done", blocks[-1]))
+    for current, following in zip(blocks[::-1], blocks[-2::-1]):  # backward: b2, b1, b0
+        issued = _position(events, ("issue", following), backward)
+        assert _position(events, ("wait", current), backward) < issued, events
+        assert issued < _position(events, ("reduce_scatter", current)), events
 
 
 def test_no_sync_accumulates_then_reduces_the_sum(fsdp_results):
@@ -81,7 +112,9 @@ def test_full_shard_holds_one_nth_plus_the_largest_unit(fsdp_results):
     results = case_results(fsdp_results, "fsdp_memory")
     world = len(results)
     for rank, r in enumerate(results):
-        bound = 1.1 * (r["all_bytes"] / world + r["largest_unit_bytes"])
+        # With prefetching one more unit's parameters are gathered while a unit computes, as
+        # PyTorch's accounting of BACKWARD_PRE says (current and next parameters, current gradients).
+        bound = 1.1 * (r["all_bytes"] / world + r["largest_unit_bytes"] + r["prefetched_unit_bytes"])
         assert r["peak"] <= bound, f"rank {rank}: peak {r['peak']} bytes > {bound:.0f} ({r})"
 
 
@@ -98,7 +131,7 @@ def test_fully_shard_makes_an_fsdp_module_and_refuses_twice(world_of_one):
     assert [p.shape for p in model.parameters()] == [(6,), (2,)]
     with pytest.raises(ValueError, match="already sharded"):
         fully_shard(model)
-    with pytest.raises(NotImplementedError, match="offload_policy"):
+    with pytest.raises(TypeError, match="offload_policy"):
         fully_shard(nn.Linear(3, 2), offload_policy=object())
 
 
@@ -112,30 +145,41 @@ def test_auto_wrap_policies_pick_submodules(world_of_one):
     # Children first: each Linear(8, 8) (72 parameters) is a unit, which leaves its Sequential 0;
     # Linear(5, 8) (48) and Linear(8, 3) (27) stay with the root.
     assert picked == [model[2][0], model[3][0], model[4][0]]
-    with pytest.raises(NotImplementedError, match="cpu_offload"):
-        FullyShardedDataParallel(model, cpu_offload=object())
+    with pytest.raises(NotImplementedError, match="cpu_offload with ShardingStrategy.NO_SHARD"):
+        FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.NO_SHARD, cpu_offload=CPUOffload(True))
 
 
-def test_one_rank_on_each_device_gives_the_unsharded_gradients(world_of_one, device):
+@pytest.mark.parametrize("offload", [False, True], ids=["on_device", "cpu_offload"])
+def test_one_rank_on_each_device_gives_the_unsharded_gradients(world_of_one, device, offload):
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device=device, dtype=tensor.float64)
     reference = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).to(device=device, dtype=tensor.float64)
     reference.load_state_dict(model.state_dict())
-    fully_shard(model[0])
-    fully_shard(model)
+    policy = CPUOffloadPolicy() if offload else None
+    fully_shard(model[0], offload_policy=policy)
+    fully_shard(model, offload_policy=policy)
     x = tensor.randn(5, 4, dtype=tensor.float64, device=device)
-    model(x).sum().backward()
+    out = model(x)
+    out.sum().backward()
     reference(x).sum().backward()
+    assert out.device == x.device  # the module computes on its device
     for p, q in zip(model.parameters(), reference.parameters()):
-        assert p.device == q.device and p.shape == (q.numel(),)  # one rank: the whole, flattened
-        assert_close(p.grad, q.grad.reshape(-1), rtol=0, atol=0)
+        # As PyTorch: with offload the shards and their gradients are on the CPU.
+        shard_device = "cpu" if offload else q.device.type
+        assert p.device.type == p.grad.device.type == shard_device and p.shape == (q.numel(),)
+        assert_close(p.grad.to(q.device), q.grad.reshape(-1), rtol=0, atol=0)  # one rank: the whole, flattened
 
 
 @pytest.mark.gpu
 @pytest.mark.slow  # ~10 s: two ranks start the CuPy stand-in
-def test_fully_shard_on_nccl_with_cuda_tensors_matches_one_process():
-    results = case_results(run_nccl("fsdp_equivalence_fully_shard"), "fsdp_equivalence_fully_shard")
-    for rank, r in enumerate(results):
-        assert r["device"] == f"cuda:{rank}", r["device"]
-        assert r["max_diff"] < TIGHT, f"rank {rank}: parameters differ from one process by {r['max_diff']}"
-        assert r["eval_diff"] < TIGHT, f"rank {rank}: a no_grad forward differs by {r['eval_diff']}"
-    assert_same_on_every_rank(results, "params")
+def test_every_strategy_on_nccl_with_cuda_tensors_matches_one_process():
+    per_rank = run_nccl("fsdp_equivalence_")
+    for variant in scenarios.FSDP_VARIANTS:
+        results = case_results(per_rank, f"fsdp_equivalence_{variant}")
+        for rank, r in enumerate(results):
+            # With CPU offload the shards and gradients live on the CPU, the module computes on its GPU.
+            expected = "cpu" if "offload" in variant else f"cuda:{rank}"
+            assert r["device"] == expected and r["grad_devices"] == [expected], (variant, r)
+            assert r["output_device"] == f"cuda:{rank}", (variant, r)
+            assert r["max_diff"] < TIGHT, f"{variant}, rank {rank}: parameters differ by {r['max_diff']}"
+            assert r["eval_diff"] < TIGHT, f"{variant}, rank {rank}: a no_grad forward differs by {r['eval_diff']}"
+        assert_same_on_every_rank(results, "params")
