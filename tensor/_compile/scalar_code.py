@@ -4,8 +4,8 @@
 code of its operands' elements (already cast to the dtype the op computes in,
 ``compute_dtype``). Each formula follows the op's kernel in ``tensor/ops``
 (``sigmoid`` as ``1 / (1 + exp(-x))``, ``gelu`` with ``erf`` or ``tanh``, ``relu``
-keeping NaN), so fused and eager results agree to rounding (float32 ``tanh`` to 4 ulp,
-see ``vecmath.py``).
+keeping NaN), so fused and eager results agree to rounding (float32 ``tanh`` to 4 ulp
+and ``exp`` to 1 ulp, see ``vecmath.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ __all__ = ["expression", "compute_dtype", "cast", "literal"]
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _CALL = {
-    "exp": "np.exp",
     "log": "np.log",
     "sqrt": "np.sqrt",
     "sin": "np.sin",
@@ -101,6 +100,11 @@ def _tanh(node, code: str) -> str:
     return f"tanh_f32({code})" if node.dtype == np.float32 else f"np.tanh({code})"
 
 
+def _exp(node, code: str) -> str:
+    """exp: libm's is called per element; floats use ``vecmath.exp_f32``/``exp_f64``, which vectorise."""
+    return {"float32": "exp_f32", "float64": "exp_f64"}.get(node.dtype.name, "np.exp") + f"({code})"
+
+
 def _pow(node, x):
     """``x ** e``; a small constant exponent becomes multiplications (powf per element is slow)."""
     e = node.scalar if node.via == "binary" and len(node.args) == 1 else None
@@ -129,9 +133,10 @@ _SPECIAL = {
     "neg": lambda n, x: f"(-{x[0]})",
     "rsqrt": lambda n, x: f"({_k(n, 1.0)} / np.sqrt({x[0]}))",
     "reciprocal": lambda n, x: f"({_k(n, 1.0)} / {x[0]})",
-    "sigmoid": lambda n, x: f"({_k(n, 1.0)} / ({_k(n, 1.0)} + np.exp(-{x[0]})))",
+    "exp": lambda n, x: _exp(n, x[0]),
+    "sigmoid": lambda n, x: f"({_k(n, 1.0)} / ({_k(n, 1.0)} + {_exp(n, '-' + x[0])}))",
     "relu": lambda n, x: f"({x[0]} if ({x[0]} > 0 or {x[0]} != {x[0]}) else 0)",
-    "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + np.exp(-{x[0]})))",
+    "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + {_exp(n, '-' + x[0])}))",
     "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {_k(n, n.params[0])})",
     "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {_k(n, n.params[0])} * np.expm1({x[0]}))",
     "clamp": _clamp,
