@@ -30,8 +30,10 @@ from .ops.decomp import (
     svdvals,
 )
 from .ops.elementwise import where
-from .ops.layout import diag_embed, diagonal, tril, triu
+from .ops.layout import diag_embed, diagonal
 from .ops.linalg import matmul
+from .ops.lu import linalg_lu_solve as lu_solve
+from .ops.lu import lu, lu_factor, lu_factor_ex, solve_triangular
 from .ops.math_extra import cross as _cross
 from .ops.norms import matrix_norm, vector_norm
 from .ops.registry import defop
@@ -71,6 +73,10 @@ __all__ = [
     "solve_triangular",
     "tensorinv",
     "tensorsolve",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
 ]
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -270,15 +276,6 @@ def cond(A, p=None):
         high, low = S.amax(-1), S.amin(-1)
         return high / low if p != -2 else low / high
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
-
-
-def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: bool = False):
-    """The solution of ``A X = B`` (``X A = B`` with ``left=False``) reading only ``A``'s upper or lower
-    triangle (and a unit diagonal with ``unitriangular``); gradients reach only that triangle."""
-    T = triu(A) if upper else tril(A)
-    if unitriangular:
-        T = T - diag_embed(diagonal(T, 0, -2, -1)) + diag_embed(A.new_ones(A.shape[:-1]))
-    return solve(T, B, left=left)
 
 
 def tensorinv(A, ind: int = 2):
