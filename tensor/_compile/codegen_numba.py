@@ -15,6 +15,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from .. import _dispatch, _threads
 from .config import config
 from .emitter import emit_kernel
 
-__all__ = ["FusedKernel", "load_kernel", "numba_available"]
+__all__ = ["FusedKernel", "load_cached", "load_kernel", "numba_available", "preload"]
 
 _VECMATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vecmath.py")
 with open(_VECMATH, "rb") as _f:
@@ -35,11 +36,39 @@ _PRELUDE = (
 )
 _LOADED: dict = {}
 _threads_set = [None]
+_preloading: list = []  # the thread importing numba, once started (Note [Warm start])
 
 
 def numba_available() -> bool:
     """Whether numba can be imported (the default backend falls back to eager without it)."""
     return importlib.util.find_spec("numba") is not None
+
+
+def preload() -> None:
+    """Start importing numba in a background thread, once per process (Note [Warm start])."""
+    if _preloading or "numba" in sys.modules or not numba_available():
+        return
+    thread = threading.Thread(target=_import_numba, name="tensor.compile: import numba")
+    _preloading.append(thread)
+    thread.start()
+
+
+def _import_numba() -> None:
+    try:
+        import numba.core.caching  # noqa: F401, PLC0415 - the point: numba's import, off the caller's thread
+        import numba.core.runtime.nrt  # noqa: F401, PLC0415
+    except Exception:  # noqa: BLE001, S110 - the first kernel imports numba again and reports what fails
+        pass
+
+
+def _wait_for_preload() -> None:
+    for thread in _preloading:
+        if thread is not threading.current_thread():
+            thread.join()
+
+
+# A child forked while another thread holds numba's module import locks would wait on them forever.
+os.register_at_fork(before=_wait_for_preload)
 
 
 def load_kernel(source: str):
@@ -49,6 +78,7 @@ def load_kernel(source: str):
     kernel = _LOADED.get(digest)
     if kernel is not None:
         return kernel
+    _wait_for_preload()
     os.makedirs(config.cache_dir, exist_ok=True)
     path = os.path.join(config.cache_dir, f"fused_{digest}.py")
     if not os.path.exists(path):
@@ -62,6 +92,41 @@ def load_kernel(source: str):
     spec.loader.exec_module(module)
     _LOADED[digest] = kernel = module.kernel
     return kernel
+
+
+# Note [Warm start]: a process whose kernels are all in the disk cache still pays numba's own
+# start-up: its import (~0.5 s here with numpy loaded) and, without ``load_cached``, the target
+# context's refresh. ``tensor.compile(fn)`` therefore starts the import in a background thread
+# (``preload``), so that it overlaps whatever the program does before its first call (loading
+# data, building a model); the first kernel waits for it, and so does ``os.fork``.
+#
+# A dispatcher with ``cache=True`` looks for its machine code on disk only
+# after refreshing numba's target context, which imports and installs every implementation
+# registry numba has (~0.5-1.8 s here, more than loading the code) although only a compile
+# needs them. ``load_cached`` installs the overload from numba's own disk cache (the same
+# index, keyed by signature, CPU and source stamp) with only numba's runtime initialised.
+# Anything missing or failing leaves the dispatcher as it was: its own call then refreshes,
+# loads or compiles as usual, and so does every kernel compiled later in the process.
+def load_cached(kernel, args) -> bool:
+    """Install ``kernel``'s overload for ``args`` from numba's disk cache (Note [Warm start])."""
+    from numba.core.compiler_lock import global_compiler_lock  # noqa: PLC0415 - numba loads lazily
+    from numba.core.runtime import nrt  # noqa: PLC0415
+
+    try:
+        with global_compiler_lock:
+            sig = tuple(kernel.typeof_pyval(a) for a in args)
+            if sig in kernel.overloads:
+                return True
+            nrt.rtsys.initialize(kernel.targetctx)
+            cres = kernel._cache._load_overload(sig, kernel.targetctx)
+            if cres is None or cres.objectmode:
+                return False
+            kernel.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            kernel.add_overload(cres)
+            kernel._cache_hits[sig] += 1
+            return True
+    except Exception:  # noqa: BLE001 - numba internals of another version: its own call path still works
+        return False
 
 
 # Note [Threading layer]: numba's default layer on this machine is OpenMP, whose threads
@@ -100,6 +165,8 @@ class FusedKernel:
         _use_threads()
         arrays = [_as_operand(env[i]._data) for i in self.spec.inputs]
         out = np.empty(self.spec.out_shape, self.dtype)
+        if not self._kernel.overloads:
+            load_cached(self._kernel, (out, self.spec.sizes, *arrays))
         self._kernel(out, self.spec.sizes, *arrays)
         env[self.root] = _dispatch.make(out.reshape(self.shape), self.device)
 
