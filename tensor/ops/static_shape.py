@@ -1,0 +1,75 @@
+"""Ops whose result's shape does not depend on the values: ``nonzero_static`` and ``hash_tensor``
+(issue 16, coverage)."""
+
+from __future__ import annotations
+
+from .. import _creation, _dispatch
+from .reduction import wrap_dim
+from .registry import defop
+from .selection import nonzero
+from .shape import cat
+
+__all__ = ["hash_tensor", "nonzero_static"]
+
+
+def nonzero_static(input, *, size: int, fill_value: int = -1):
+    """``nonzero(input)`` cut or padded to exactly ``size`` rows (padding rows hold ``fill_value``).
+
+    >>> import tensor
+    >>> tensor.nonzero_static(tensor.tensor([0, 3, 0, 5]), size=3)
+    tensor([[ 1],
+            [ 3],
+            [-1]])
+
+    Raises:
+        RuntimeError: if ``size`` is not a non-negative int.
+    """
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size!r}")
+    found = nonzero(input)
+    if found.shape[0] >= size:
+        return found[:size]
+    pad = _creation.full((size - found.shape[0], input.ndim), fill_value, dtype=found.dtype, device=input.device)
+    return cat([found, pad])
+
+
+@defop("hash_tensor", differentiable=False)
+def _hash_tensor(xp, a, dims, keepdim):
+    # Each element as 64 bits (floats widened to float64, integers to int64), xor-reduced over
+    # ``dims`` by halving the moved-last, flattened axis: the same on numpy and CuPy.
+    bits = a.astype(xp.float64).view(xp.int64) if a.dtype.kind in "fV" else a.astype(xp.int64)
+    kept = [d for d in range(a.ndim) if d not in dims]
+    flat = xp.transpose(bits, kept + list(dims)).reshape([a.shape[d] for d in kept] + [-1])
+    while flat.shape[-1] > 1:
+        if flat.shape[-1] % 2:
+            flat = xp.concatenate([flat, xp.zeros(flat.shape[:-1] + (1,), xp.int64)], axis=-1)
+        half = flat.shape[-1] // 2
+        flat = xp.bitwise_xor(flat[..., :half], flat[..., half:])
+    out = flat[..., 0] if flat.shape[-1] else xp.zeros(flat.shape[:-1], xp.int64)
+    if keepdim:
+        out = out.reshape([1 if d in dims else n for d, n in enumerate(a.shape)])
+    return out
+
+
+def hash_tensor(input, dim=None, *, keepdim: bool = False, mode: int = 0):
+    """The xor of the elements' 64-bit patterns (floats as float64, integers as int64) over ``dim``
+    (all dims for None), as ``torch.hash_tensor``. PyTorch returns uint64, which is not a dtype
+    here: the result is int64 holding the same bits (``torch``'s result ``.view(torch.int64)``).
+
+    Raises:
+        RuntimeError: for a ``mode`` other than 0, a complex input, or an empty input without ``dim``.
+    """
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    if input.is_complex():
+        raise RuntimeError(f"hash_tensor: complex inputs are not supported, got {input.dtype}")
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(
+                "hash_tensor: Expected reduction dim to be specified for input.numel() == 0. "
+                "Specify the reduction dim with the 'dim' argument."
+            )
+        dims = tuple(range(input.ndim))
+    else:
+        dims = tuple(sorted({wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}))
+    return _dispatch.apply_unary(_hash_tensor, input, (dims, keepdim))

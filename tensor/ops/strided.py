@@ -1,0 +1,183 @@
+"""Views by explicit geometry: ``as_strided`` and its copy, scatter and in-place forms,
+``slice_inverse``, ``storage_offset``, ``resize_as_`` (issue 16, coverage).
+
+A tensor's storage is the array that owns its memory (``_backend.storage_of``: numpy's or
+CuPy's ``.base`` chain), as PyTorch's storage is; offsets and strides are in elements.
+
+Note [as_strided gradient]
+--------------------------
+The output's elements are storage positions ``offset + sum(i_k * stride_k)``, and so are the
+input's. The gradient adds the output gradient into a zero storage at the output's positions
+(several output elements may share one), then reads it back at the input's positions: PyTorch's
+rule for an input that does not overlap itself. It is written with ``index_add`` and ``take``,
+so it is differentiable again. A view replayed for an in-place write (``copy_slices``) takes the
+geometry relative to the storage of the tensor it is replayed on, which matches the original
+when the base is its storage's only owner (the usual case: a tensor that is not itself a view of
+a numpy array passed in from outside).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _backend, _creation, _dispatch
+from .._autograd_hooks import grad_mode
+from .registry import defop
+
+__all__ = ["as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "resize_as_", "slice_inverse"]
+
+
+def storage_offset(input) -> int:
+    """The offset, in elements, of ``input``'s first element in its storage."""
+    xp = input._device.backend.xp
+    _, offset = _backend.storage_of(xp, input._data)
+    return offset // input._data.itemsize
+
+
+def _storage_nbytes(input) -> int:
+    storage, _ = _backend.storage_of(input._device.backend.xp, input._data)
+    return storage.nbytes
+
+
+def _geometry(input) -> tuple:
+    return tuple(input.shape), input.stride(), storage_offset(input)
+
+
+def _check_geometry(input, size: tuple, stride: tuple, offset: int) -> None:
+    """Raise RuntimeError (PyTorch's messages) for a geometry that is malformed or reaches
+    outside ``input``'s storage."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    item = input._data.itemsize
+    needed = 0 if 0 in size else (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))) * item
+    have = _storage_nbytes(input)
+    if needed > have:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+            f"{item} requiring a storage size of {needed} are out of bounds for storage of size {have}"
+        )
+
+
+@defop("as_strided", is_view=True)
+def _as_strided(xp, a, size, stride, offset, _input_geometry):
+    storage, _ = _backend.storage_of(xp, a)
+    item = a.itemsize
+    return _backend.storage_view(xp, storage, size, tuple(s * item for s in stride), offset * item, a.dtype)
+
+
+def _positions(like, size: tuple, stride: tuple, offset: int):
+    """The storage position of each element of the geometry, as an int64 tensor of shape ``size``."""
+    out = _creation.full((), offset, dtype=None, device=like.device).long()
+    for n, s in zip(size, stride):
+        out = out.unsqueeze(-1) + _creation.arange(n, device=like.device) * s
+    return out
+
+
+@_as_strided.derivative
+def _(node, g):  # Note [as_strided gradient]
+    size, stride, offset, (in_size, in_stride, in_offset) = node.params
+    out_pos = _positions(g, size, stride, offset).reshape(-1)
+    in_pos = _positions(g, in_size, in_stride, in_offset)
+    length = 1 + max(int(out_pos.max()) if out_pos.numel() else 0, int(in_pos.max()) if in_pos.numel() else 0)
+    storage = g.new_zeros(length).index_add(0, out_pos, g.reshape(-1))
+    return (storage.take(in_pos),)
+
+
+def as_strided(input, size, stride, storage_offset: int | None = None):
+    """A view of ``input``'s storage with the given sizes, strides and storage offset (elements);
+    the offset defaults to ``input``'s own. Gradients flow back to ``input`` (Note [as_strided gradient]).
+
+    >>> import tensor
+    >>> tensor.arange(9.).as_strided((2, 2), (3, 1), 1)
+    tensor([[1., 2.],
+            [4., 5.]])
+
+    Raises:
+        RuntimeError: for negative sizes, strides or offset, ``size``/``stride`` of different
+            lengths, or a view reaching outside the storage (PyTorch's messages).
+    """
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    offset = _geometry(input)[2] if storage_offset is None else int(storage_offset)
+    _check_geometry(input, size, stride, offset)
+    return _dispatch.apply_unary(_as_strided, input, (size, stride, offset, _geometry(input)))
+
+
+def as_strided_copy(input, size, stride, storage_offset: int | None = None):
+    """``as_strided``, copied into new storage (gradients flow through the copy).
+
+    Raises:
+        RuntimeError: as ``as_strided``.
+    """
+    return as_strided(input, size, stride, storage_offset).clone()
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset: int | None = None):
+    """A copy of ``input`` whose ``as_strided(size, stride, storage_offset)`` region holds ``src``
+    (the copy is contiguous; offsets count from its start). Differentiable in both.
+
+    Raises:
+        RuntimeError: if ``src``'s shape is not ``size``, or as ``as_strided``.
+    """
+    size = tuple(int(n) for n in size)
+    if tuple(src.shape) != size:
+        raise RuntimeError(
+            f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+            f"slice size = {list(size)}"
+        )
+    out = input.clone()
+    out.as_strided(size, stride, 0 if storage_offset is None else storage_offset).copy_(src)
+    return out
+
+
+def as_strided_(input, size, stride, storage_offset: int | None = None):
+    """Give ``input`` itself the geometry ``as_strided`` would return (in place; a tensor with
+    history takes the view's history).
+
+    Raises:
+        RuntimeError: for a leaf that requires grad, or as ``as_strided``.
+    """
+    if grad_mode.enabled and input._requires_grad and input._grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    view = as_strided(input, size, stride, storage_offset)
+    input._data = view._data
+    if view._grad_fn is not None:
+        input._grad_fn, input._output_nr = view._grad_fn, view._output_nr
+    return input
+
+
+def slice_inverse(input, src, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1):
+    """The inverse of ``src[start:end:step]`` along ``dim``: a view of ``input``'s storage with
+    ``src``'s geometry (``input`` being such a slice of ``src``'s storage).
+
+    Raises:
+        RuntimeError: if that geometry reaches outside ``input``'s storage.
+    """
+    return as_strided(input, src.shape, src.stride(), storage_offset(src))
+
+
+def resize_as_(input, the_template, memory_format=None):
+    """Resize ``input`` in place to ``the_template``'s shape, keeping its first elements in
+    storage order (new ones are uninitialised; ``memory_format`` is accepted for PyTorch's
+    signature: tensors here are row-major).
+
+    Raises:
+        RuntimeError: if ``input`` requires grad (PyTorch cannot resize those either).
+    """
+    if input._requires_grad and grad_mode.enabled:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape, numel = tuple(the_template.shape), math.prod(the_template.shape)
+    if numel == input.numel() and input.is_contiguous():
+        input._data = input._data.reshape(shape)
+    else:
+        fresh = _creation.empty(*shape, dtype=input.dtype, device=input.device)
+        keep = min(numel, input.numel())
+        fresh.reshape(-1)[:keep] = input.detach().reshape(-1)[:keep]
+        input._data = fresh._data
+    input._version_box[0] += 1
+    return input
