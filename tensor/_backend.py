@@ -80,6 +80,11 @@ class Backend:
         """Milliseconds of device time between two ``timing_event``s (waits for ``end``)."""
         raise NotImplementedError(f"{self.name} has no device events")
 
+    def new_event(self, index: int | None, enable_timing: bool, blocking: bool, interprocess: bool):
+        """An unrecorded device event on device ``index`` (``tensor.Event``); None on the CPU,
+        which has no events."""
+        return None
+
     def new_generator(self, seed: int, index: int | None):
         """A random generator on device ``index`` seeded by ``seed``: numpy's PCG64 here, CuPy's
         Philox4x32-10 counter generator on a GPU (Note [Random numbers per device] in _random.py).
@@ -266,6 +271,10 @@ class _CupyBackend(Backend):
     def elapsed_ms(self, start, end):
         end.synchronize()
         return self.cupy.cuda.get_elapsed_time(start, end)
+
+    def new_event(self, index, enable_timing, blocking, interprocess):
+        with self.device_guard(index):
+            return self.cupy.cuda.Event(block=blocking, disable_timing=not enable_timing, interprocess=interprocess)
 
     def synchronize(self, index=None):
         with self.device_guard(index):
@@ -605,6 +614,28 @@ def as_strided(xp, array, shape, strides):
     import cupy  # noqa: PLC0415 - only reached with the CuPy backend loaded
 
     return cupy.lib.stride_tricks.as_strided(array, shape, strides)
+
+
+def storage_of(xp, array):
+    """``(storage, offset)``: the array that owns ``array``'s memory (PyTorch's storage: found
+    through the ``.base`` chain, also past as_strided's wrapper objects) and the byte offset of
+    ``array``'s first element in it."""
+    root, base = array, array.base
+    while base is not None:
+        if isinstance(base, xp.ndarray):
+            root = base
+        base = getattr(base, "base", None)
+    if xp is np:
+        return root, array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return root, array.data.ptr - root.data.ptr
+
+
+def storage_view(xp, storage, shape, strides, offset: int, dtype):
+    """A view of ``storage``'s memory with the given shape, byte strides and byte offset
+    (``Tensor.as_strided``). Not checked: the caller keeps it inside the storage's ``nbytes``."""
+    if xp is np:
+        return np.ndarray(shape, dtype, buffer=storage, offset=offset, strides=strides)
+    return xp.ndarray(shape, dtype, memptr=storage.data + offset, strides=strides)
 
 
 _FORKED = "this process was forked from one that had initialised CUDA, and CUDA does not survive fork"
