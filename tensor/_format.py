@@ -2,9 +2,50 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _dtype
+
+# PyTorch's print options (``set_printoptions``) and their profiles
+_options = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": float("inf"), "edgeitems": 3, "linewidth": 80},
+}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Set how tensors print, as ``torch.set_printoptions``: ``profile`` ("default", "short" or
+    "full") first, then each option given; ``sci_mode`` is always set (None: scientific notation
+    when the magnitudes call for it).
+
+    >>> import tensor
+    >>> tensor.set_printoptions(precision=2)
+    >>> tensor.tensor([1.12345])
+    tensor([1.12])
+    >>> tensor.set_printoptions(profile="default")
+
+    Raises:
+        ValueError: for an unknown ``profile`` (PyTorch ignores it).
+    """
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions(): unknown profile {profile!r}; expected one of {list(_PROFILES)}")
+        _options.update(_PROFILES[profile])
+    given = {"precision": precision, "threshold": threshold, "edgeitems": edgeitems, "linewidth": linewidth}
+    _options.update({k: v for k, v in given.items() if v is not None})
+    _options["sci_mode"] = sci_mode
+
+
+def _array2string(host: np.ndarray, **kwargs) -> str:
+    threshold = _options["threshold"]
+    return np.array2string(host, separator=", ", prefix="tensor(", max_line_width=_options["linewidth"],
+                           threshold=sys.maxsize if threshold == float("inf") else int(threshold),
+                           edgeitems=_options["edgeitems"], **kwargs)
 
 
 def format_tensor(t) -> str:
@@ -17,10 +58,14 @@ def format_tensor(t) -> str:
         # to scientific notation for very small or widely spread magnitudes.
         finite = host[np.isfinite(host)]
         whole = bool(np.all(finite == np.round(finite)))
-        body = np.array2string(host, separator=", ", prefix="tensor(", precision=4,
-                               floatmode="maxprec_equal" if whole else "fixed")
+        precision, sci_mode = _options["precision"], _options["sci_mode"]
+        formatter = None
+        if sci_mode:
+            formatter = {"float_kind": lambda x: np.format_float_scientific(x, precision=precision, unique=False)}
+        body = _array2string(host, precision=precision, floatmode="maxprec_equal" if whole else "fixed",
+                             suppress_small=sci_mode is False, formatter=formatter)
     else:
-        body = np.array2string(host, separator=", ", prefix="tensor(")
+        body = _array2string(host)
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
