@@ -24,4 +24,6 @@ from .softmax import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .special_extra import *  # noqa: F401,F403
+from .static_shape import *  # noqa: F401,F403
+from .strided import *  # noqa: F401,F403
 from .window import *  # noqa: F401,F403
