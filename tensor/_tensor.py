@@ -553,6 +553,7 @@ class Tensor:
     trace, kron, nan_to_num, nansum, nanmean = ops.trace, ops.kron, ops.nan_to_num, ops.nansum, ops.nanmean
     isclose, allclose, equal = ops.isclose, ops.allclose, ops.equal
     lgamma, digamma, erfinv, mvlgamma = ops.lgamma, ops.digamma, ops.erfinv, ops.mvlgamma
+    i0, igamma, igammac = ops.i0, ops.igamma, ops.igammac
     norm, dist, renorm = ops.norm, ops.dist, ops.renorm
     det, slogdet, logdet, inverse, cholesky, qr = (
         ops.det, ops.slogdet, ops.logdet, ops.inverse, ops.cholesky, ops.qr)
@@ -573,6 +574,10 @@ class Tensor:
     is_nonzero, is_same_size, is_conj, is_neg, is_signed, resolve_conj, resolve_neg = (
         ops.is_nonzero, ops.is_same_size, ops.is_conj, ops.is_neg, ops.is_signed, ops.resolve_conj, ops.resolve_neg)
     diagflat, diagonal_scatter = ops.diagflat, ops.diagonal_scatter
+    # issue 16: views by explicit geometry; results of fixed size
+    as_strided, as_strided_, as_strided_scatter, slice_inverse, resize_as_ = (
+        ops.as_strided, ops.as_strided_, ops.as_strided_scatter, ops.slice_inverse, ops.resize_as_)
+    storage_offset, nonzero_static, hash_tensor = ops.strided.storage_offset, ops.nonzero_static, ops.hash_tensor
     real = property(ops.real, doc="The real part (a copy; the tensor itself for real dtypes).")
     imag = property(ops.imag, doc="The imaginary part (a copy); RuntimeError for real dtypes.")
 
@@ -638,6 +643,7 @@ class Tensor:
             ops.ceil, ops.clamp_max, ops.clamp_min, ops.clip, ops.cos, ops.deg2rad, ops.erf, ops.erfc, ops.expm1,
             ops.fix, ops.floor, ops.gcd, ops.lcm, ops.ldexp, ops.log1p, ops.logit, ops.negative, ops.rad2deg,
             ops.reciprocal, ops.round, ops.rsqrt, ops.sin, ops.sinc, ops.trunc))
+    i0_, igamma_, igammac_ = _inplace.inplace(ops.i0), _inplace.inplace(ops.igamma), _inplace.inplace(ops.igammac)
     fill_, zero_, copy_ = _inplace.fill_, _inplace.zero_, _inplace.copy_
     uniform_, normal_ = _random.uniform_, _random.normal_
     # ``w -= lr * w.grad`` must update ``w`` itself (a leaf stays a leaf), as in PyTorch.
