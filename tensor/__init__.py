@@ -49,6 +49,17 @@ from ._autocast import (
     set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype,
 )
 from ._memory_snapshot import memory_snapshot
+from ._aten_entry import (  # issue 16: ATen entry points (compositions; nn imported when called)
+    affine_grid_generator, convolution, embedding_bag, embedding_renorm_, feature_dropout, feature_dropout_,
+    grid_sampler, grid_sampler_2d, grid_sampler_3d, i0_, native_dropout,
+)
+from ._aten_norm import (
+    batch_norm_backward_elemt, batch_norm_backward_reduce, batch_norm_elemt, batch_norm_gather_stats,
+    batch_norm_gather_stats_with_counts, batch_norm_stats, batch_norm_update_stats, native_batch_norm,
+    native_group_norm, native_layer_norm, native_norm, norm_except_dim,
+)
+from ._aten_rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell
+from ._random_extra import binomial, poisson
 from ._torch_misc import (
     Size, adjoint, asarray, can_cast, cholesky_inverse, cholesky_solve, empty_permuted, empty_strided, fill,
     get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, range,
@@ -58,6 +69,21 @@ from ._torch_misc import (
 )
 from . import _legacy_classes  # builds on _torch_misc.Size
 from ._typeinfo import finfo, iinfo
+from ._runtime_flags import (
+    are_deterministic_algorithms_enabled, channels_last, channels_last_3d, contiguous_format,
+    get_deterministic_debug_mode, get_device_module, get_num_interop_threads, init_num_threads,
+    is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled, is_distributed,
+    is_warn_always_enabled, memory_format, preserve_format, set_anomaly_enabled, set_default_tensor_type,
+    set_deterministic_debug_mode, set_flush_denormal, set_num_interop_threads, set_warn_always, thread_safe_generator,
+    use_deterministic_algorithms,
+)
+from ._streams import Event, Stream
+from ._format import set_printoptions
+from ._buffers import from_file, frombuffer
+from ._control_flow import cond
+from ._vmap import vmap
+from . import cpu, func
+from .amp import GradScaler
 from ._autograd_hooks import api as _api, grad_mode as _grad_mode
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
