@@ -133,25 +133,38 @@ def time_steps(framework: str, model_name: str, steps: int, warmup: int = 20) ->
     return times
 
 
+TRAIN_LABELS = {"mlp": "MLP 784-512-512-10 b128", "cnn": "CNN conv5-pool-conv5-pool-fc b64"}
+
+
+def median_step_ms(frameworks, model_name: str, rounds: int, steps: int) -> dict:
+    """Median train-step time (ms) of ``model_name`` per framework, the frameworks' processes
+    alternating for ``rounds`` rounds (see Note [Separate processes])."""
+    times: dict = {framework: [] for framework in frameworks}
+    for _ in range(rounds):
+        for framework in frameworks:
+            times[framework] += _step_times_child(framework, model_name, steps)
+    return {framework: statistics.median(t) * 1e3 for framework, t in times.items()}
+
+
+def compiled_row(model_name: str, medians: dict) -> tuple:
+    """Issue 14's row: the step with the model under ``tensor.compile`` vs our eager step."""
+    label = TRAIN_LABELS[model_name]
+    return (f"{label} train step, tensor.compile (ms)", medians["ours-compiled"], medians["ours"], "eager", "<= 0.9x")
+
+
 def bench(repeat: int, paired_times, have_torch: bool):
     """Rows for the table in scripts/bench.py: each framework runs in its own processes,
     alternating, several rounds (see Note [Separate processes])."""
     rows = []
     threads = os.environ.get("OMP_NUM_THREADS", "default")
     rounds, steps = 8, max(2 * repeat, 10)
+    frameworks = ("ours", "ours-compiled", "torch") if have_torch else ("ours", "ours-compiled")
     for model_name, target in (("mlp", "<= 1.0x"), ("cnn", "<= 1.5x")):
-        ours, peer, compiled = [], [], []
-        for _ in range(rounds):
-            ours += _step_times_child("ours", model_name, steps)
-            compiled += _step_times_child("ours-compiled", model_name, steps)
-            if have_torch:
-                peer += _step_times_child("torch", model_name, steps)
-        label = "MLP 784-512-512-10 b128" if model_name == "mlp" else "CNN conv5-pool-conv5-pool-fc b64"
-        ours_ms, compiled_ms = statistics.median(ours) * 1e3, statistics.median(compiled) * 1e3
-        peer_ms = statistics.median(peer) * 1e3 if peer else None
-        rows.append((f"{label} train step, threads={threads} (ms)", ours_ms, peer_ms, "torch", target))
-        rows.append((f"{label} train step, tensor.compile (ms)", compiled_ms, ours_ms, "eager", "<= 0.9x"))
-        rows.append((f"{label} train step, tensor.compile (ms)", compiled_ms, peer_ms, "torch", "info"))
+        medians = median_step_ms(frameworks, model_name, rounds, steps)
+        label, peer_ms = TRAIN_LABELS[model_name], medians.get("torch")
+        rows.append((f"{label} train step, threads={threads} (ms)", medians["ours"], peer_ms, "torch", target))
+        rows.append(compiled_row(model_name, medians))
+        rows.append((f"{label} train step, tensor.compile (ms)", medians["ours-compiled"], peer_ms, "torch", "info"))
     for model_name, (cls, options) in _RECURRENT.items():
         ours, peer = [], []
         for _ in range(3):
