@@ -472,6 +472,10 @@ def scatter_add(xp, target, index, values):
         cupyx.scatter_add(target, index, values)
     elif dtype == np.int64:
         cupyx.scatter_add(target.view(np.uint64), index, xp.asarray(values, dtype).view(np.uint64))
+    elif dtype.kind == "c":  # no complex atomics: the real and imaginary parts, each a float view
+        values = xp.asarray(values, dtype)
+        cupyx.scatter_add(target.real, index, values.real)
+        cupyx.scatter_add(target.imag, index, values.imag)
     else:
         wide = target.astype(np.int32)
         cupyx.scatter_add(wide, index, xp.asarray(values).astype(np.int32))
