@@ -10,7 +10,6 @@ import pytest
 
 import autograd
 import tensor
-from tensor.ops.spectral import istft, stft  # tensor.stft once exported
 from tests.helpers import assert_close
 
 RNG = np.random.default_rng(16)
@@ -53,11 +52,11 @@ def test_stft_istft_match_torch(device, torch):
                     kwargs.pop("onesided", None)
                     inverse.update(onesided=False, return_complex=True)
                 window, twindow = _windows(case, device, torch)
-                ours = stft(tensor.tensor(x, device=device), window=window, return_complex=True, **kwargs)
+                ours = tensor.stft(tensor.tensor(x, device=device), window=window, return_complex=True, **kwargs)
                 theirs = torch.stft(torch.tensor(x), window=twindow, return_complex=True, **kwargs)
                 assert ours.shape == tuple(theirs.shape)
                 assert_close(ours, theirs.numpy(), atol=1e-10, rtol=1e-10)
-                back = istft(ours, window=window, length=shape[-1], **inverse)
+                back = tensor.istft(ours, window=window, length=shape[-1], **inverse)
                 tback = torch.istft(theirs, window=twindow, length=shape[-1], **inverse)
                 assert back.dtype == (tensor.complex128 if complex_ else tensor.float64)
                 assert_close(back, tback.numpy(), atol=1e-10, rtol=1e-10)
@@ -68,12 +67,12 @@ def test_stft_istft_match_torch(device, torch):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_stft_return_real_and_istft_default_length(torch):
     x = _signal((40,), False)
-    ours = stft(tensor.tensor(x), 8, return_complex=False)
+    ours = tensor.stft(tensor.tensor(x), 8, return_complex=False)
     assert_close(ours, torch.stft(torch.tensor(x), 8, return_complex=False).numpy(), atol=1e-12)
-    spec = stft(tensor.tensor(x), 8, hop_length=2, return_complex=True)
+    spec = tensor.stft(tensor.tensor(x), 8, hop_length=2, return_complex=True)
     tspec = torch.tensor(spec.numpy())
-    assert_close(istft(spec, 8, hop_length=2), torch.istft(tspec, 8, hop_length=2).numpy(), atol=1e-12)
-    assert_close(istft(spec, 8, hop_length=2, length=50), torch.istft(tspec, 8, hop_length=2, length=50).numpy())
+    assert_close(tensor.istft(spec, 8, hop_length=2), torch.istft(tspec, 8, hop_length=2).numpy(), atol=1e-12)
+    assert_close(tensor.istft(spec, 8, hop_length=2, length=50), torch.istft(tspec, 8, hop_length=2, length=50).numpy())
 
 
 def test_stft_istft_gradients(torch):
@@ -81,41 +80,41 @@ def test_stft_istft_gradients(torch):
     w = RNG.standard_normal((9, 11)) + 1j * RNG.standard_normal((9, 11))
     ours = tensor.tensor(x, requires_grad=True)
     theirs = torch.tensor(x, requires_grad=True)
-    (stft(ours, 16, hop_length=3, return_complex=True) * tensor.tensor(w)).real.sum().backward()
+    (tensor.stft(ours, 16, hop_length=3, return_complex=True) * tensor.tensor(w)).real.sum().backward()
     (torch.stft(theirs, 16, hop_length=3, return_complex=True) * torch.tensor(w)).real.sum().backward()
     assert_close(ours.grad, theirs.grad.numpy(), atol=1e-10)
-    spec = stft(tensor.tensor(x), 16, hop_length=4, return_complex=True).detach().requires_grad_()
+    spec = tensor.stft(tensor.tensor(x), 16, hop_length=4, return_complex=True).detach().requires_grad_()
     tspec = torch.tensor(spec.detach().numpy(), requires_grad=True)
     weights = RNG.standard_normal((2, 30))
-    (istft(spec, 16, hop_length=4, length=30) * tensor.tensor(weights)).sum().backward()
+    (tensor.istft(spec, 16, hop_length=4, length=30) * tensor.tensor(weights)).sum().backward()
     (torch.istft(tspec, 16, hop_length=4, length=30) * torch.tensor(weights)).sum().backward()
     assert_close(spec.grad, tspec.grad.numpy(), atol=1e-10)
     signal = tensor.tensor(_signal((20,), False), requires_grad=True)
-    assert autograd.gradcheck(lambda s: tensor.view_as_real(stft(s, 8, return_complex=True)), (signal,))
+    assert autograd.gradcheck(lambda s: tensor.view_as_real(tensor.stft(s, 8, return_complex=True)), (signal,))
 
 
 def test_stft_errors():
     x = tensor.ones(32)
     with pytest.raises(RuntimeError, match="requires the return_complex parameter"):
-        stft(x, 8)
+        tensor.stft(x, 8)
     with pytest.raises(RuntimeError, match="1D or 2D"):
-        stft(tensor.ones(2, 2, 32), 8, return_complex=True)
+        tensor.stft(tensor.ones(2, 2, 32), 8, return_complex=True)
     with pytest.raises(RuntimeError, match="hop_length > 0"):
-        stft(x, 8, hop_length=0, return_complex=True)
+        tensor.stft(x, 8, hop_length=0, return_complex=True)
     with pytest.raises(RuntimeError, match="win_length"):
-        stft(x, 8, win_length=9, return_complex=True)
+        tensor.stft(x, 8, win_length=9, return_complex=True)
     with pytest.raises(RuntimeError, match="window tensor of size equal to win_length=8"):
-        stft(x, 8, window=tensor.ones(5), return_complex=True)
+        tensor.stft(x, 8, window=tensor.ones(5), return_complex=True)
     with pytest.raises(RuntimeError, match="pad_mode 'wrap'"):
-        stft(x, 8, pad_mode="wrap", return_complex=True)
+        tensor.stft(x, 8, pad_mode="wrap", return_complex=True)
     with pytest.raises(RuntimeError, match="onesided"):
-        stft(x.to(tensor.complex128), 8, onesided=True)
+        tensor.stft(x.to(tensor.complex128), 8, onesided=True)
     with pytest.raises(RuntimeError, match="n_fft"):
-        stft(x, 64, center=False, return_complex=True)
+        tensor.stft(x, 64, center=False, return_complex=True)
     with pytest.raises(RuntimeError, match="complex-valued input"):
-        istft(tensor.ones(5, 3), 8)
-    spec = stft(x, 8, return_complex=True)
+        tensor.istft(tensor.ones(5, 3), 8)
+    spec = tensor.stft(x, 8, return_complex=True)
     with pytest.raises(RuntimeError, match="n_fft // 2 \\+ 1 = 9"):
-        istft(spec, 16)
+        tensor.istft(spec, 16)
     with pytest.raises(RuntimeError, match="NOLA"):
-        istft(spec, 8, hop_length=8, window=tensor.hann_window(8, periodic=False))
+        tensor.istft(spec, 8, hop_length=8, window=tensor.hann_window(8, periodic=False))
