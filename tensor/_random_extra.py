@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import _dtype
 from ._random import Generator, _sample
 from ._tensor import Tensor
+from .ops.elementwise import where
 
 __all__ = ["binomial", "poisson"]
 
@@ -41,7 +42,9 @@ def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) ->
     count, prob = count.detach(), prob.detach()
     bad = (count < 0) | (count != count.floor()) | ~((prob >= 0) & (prob <= 1))
     _check_values(count, bad.any(), "binomial: expected count to be a non-negative integer and 0 <= prob <= 1")
-    n, p = count.to(_dtype.int64)._data, prob.to(_dtype.float64)._data
+    # on a GPU the check reports at the next sync: the sampler must not see the bad values meanwhile
+    n, p = (where(bad, 0, t) for t in (count.to(_dtype.int64), prob.to(_dtype.float64)))
+    n, p = n._data, p._data
     return _sample(lambda rng: rng.binomial(n, p), generator, count.dtype, count.device)
 
 
@@ -54,6 +57,7 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """
     _check_generator("poisson", input, generator)
     rates = input.detach()
-    _check_values(input, ~(rates >= 0).all(), "invalid Poisson rate, expected rate to be non-negative")
-    lam = rates.to(_dtype.float64)._data
+    valid = rates >= 0
+    _check_values(input, ~valid.all(), "invalid Poisson rate, expected rate to be non-negative")
+    lam = where(valid, rates.to(_dtype.float64), 0.0)._data  # as in binomial
     return _sample(lambda rng: rng.poisson(lam), generator, input.dtype, input.device)
