@@ -30,6 +30,7 @@ from .ops.decomp import (
     svdvals,
 )
 from .ops.elementwise import where
+from .ops.householder import householder_product
 from .ops.layout import diag_embed, diagonal
 from .ops.linalg import matmul
 from .ops.lu import linalg_lu_solve as lu_solve
@@ -77,6 +78,7 @@ __all__ = [
     "lu_factor",
     "lu_factor_ex",
     "lu_solve",
+    "householder_product",
 ]
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])

@@ -13,37 +13,9 @@ import pytest
 import autograd
 import tensor
 from tests.helpers import assert_close
+from tests.tensor._linalg_oracle import grads_match, random
 
-RNG = np.random.default_rng(16)
 SHAPES = [(4, 4), (2, 3, 5, 5), (3, 6, 4), (4, 7), (40, 40), (0, 3, 3)]
-
-
-def random(*shape, complex_=False):
-    a = RNG.standard_normal(shape)
-    return a + 1j * RNG.standard_normal(shape) if complex_ else a
-
-
-def grads_match(torch, ours_fn, torch_fn, arrays, atol=1e-10):
-    """Both functions' gradients for the same random real loss ``sum(re(out * conj(w)))``."""
-    ours = [tensor.tensor(a, requires_grad=True) for a in arrays]
-    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    outs, touts = ours_fn(*ours), torch_fn(*theirs)
-    outs, touts = (outs, touts) if isinstance(outs, tuple) else ((outs,), (touts,))
-    loss, tloss = 0, 0
-    for out, tout in zip(outs, touts, strict=True):
-        w = random(*tout.shape, complex_=tout.is_complex()).conj()
-        loss = (
-            loss + (out * tensor.tensor(w)).real.sum()
-            if out.dtype.is_complex
-            else loss + (out * tensor.tensor(w)).sum()
-        )
-        tloss = (
-            tloss + (tout * torch.tensor(w)).real.sum() if tout.is_complex() else tloss + (tout * torch.tensor(w)).sum()
-        )
-    loss.backward()
-    tloss.backward()
-    for a, t in zip(ours, theirs, strict=True):
-        assert_close(a.grad, t.grad.resolve_conj().numpy(), atol=atol, rtol=1e-8)
 
 
 def test_lu_factor_matches_torch(device, torch):
