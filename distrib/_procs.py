@@ -15,8 +15,10 @@ Note [Zombies are dead]
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
+import sys
 
 __all__ = ["alive", "host_id"]
 
@@ -47,7 +49,11 @@ def host_id() -> str:
     see each other's pids. Never raises (without a boot id, the host name and user decide).
 
     ``DISTRIB_HOST_ID``, if set, is the id instead: network namespaces on one machine share the
-    boot id and host name, so a job that treats each namespace as a host sets it per namespace.
+    boot id and host name, so a job that treats each namespace as a host sets it per namespace
+    (``distrib-launch`` sets it per node in multi-node jobs). Under an MPI launcher, once MPI is
+    initialised (the mpi backend, or env:// rendezvous through mpi4py), MPI's node is added
+    (``_mpi_node``): the first such call is collective over ``MPI_COMM_WORLD``
+    (``init_process_group`` makes it on every rank).
     """
     override = os.environ.get("DISTRIB_HOST_ID")
     if override:
@@ -57,4 +63,35 @@ def host_id() -> str:
             boot = f.read().strip()
     except OSError:
         boot = ""
-    return f"{socket.gethostname()}/{boot}/{os.getuid()}"
+    machine = f"{socket.gethostname()}/{boot}/{os.getuid()}"
+    node = _mpi_node()
+    return machine if node is None else f"{machine}/{node}"
+
+
+def _mpi_node() -> str | None:
+    """Under an MPI launcher of several processes whose MPI is initialised: this process's node
+    as MPI sees it (``MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)``), named by its lowest
+    ``COMM_WORLD`` rank; else None. Collective over ``COMM_WORLD`` the first time it finds MPI
+    initialised (then cached). Never imports mpi4py itself (that would initialise MPI) nor raises."""
+    from .rendezvous import _MPI_MARKERS  # noqa: PLC0415 - _procs imports nothing of distrib at import
+
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not any(name in os.environ for name in _MPI_MARKERS):
+        return None
+    try:
+        if not mpi.Is_initialized() or mpi.Is_finalized() or mpi.COMM_WORLD.Get_size() < 2:
+            return None
+        return _mpi_shared_node(mpi)
+    except Exception:  # noqa: BLE001 - no usable MPI: the machine's id alone
+        return None
+
+
+@functools.cache
+def _mpi_shared_node(mpi) -> str:
+    """The lowest ``COMM_WORLD`` rank of this process's shared-memory node (collective)."""
+    world = mpi.COMM_WORLD
+    node = world.Split_type(mpi.COMM_TYPE_SHARED)
+    try:
+        return f"mpi-node{node.bcast(world.Get_rank(), root=0)}"
+    finally:
+        node.Free()
