@@ -81,6 +81,11 @@ class WorkerGroup:
             "TORCHELASTIC_MAX_RESTARTS": str(args.max_restarts), "TORCHELASTIC_RUN_ID": a["run_id"],
             "TORCHELASTIC_ERROR_FILE": worker.error_file,
         })
+        if a["group_world_size"] > 1 and not self.env_base.get("DISTRIB_HOST_ID"):
+            # Each node is a host of its own (the zmq backend's hierarchical all_reduce and
+            # HYBRID_SHARD follow host ids), even where nodes share a machine's boot id
+            # (network namespaces, containers); a DISTRIB_HOST_ID the user set is kept.
+            env["DISTRIB_HOST_ID"] = f"{a['run_id']}/node{a['group_rank']}"
         return env
 
     def start(self) -> None:
