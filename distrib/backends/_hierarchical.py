@@ -1,7 +1,9 @@
 """Hierarchical all_reduce for the zmq backend: shared memory on each host, TCP between hosts.
 
 Note [Hierarchical all_reduce]
-    When a group spans several hosts (host ids from ``_procs.host_id``, exchanged at init)
+    When a group spans several hosts (host ids from ``_procs.host_id``, exchanged at init:
+    ``distrib-launch`` gives each node of a multi-node job its own, and under mpirun MPI's
+    nodes count once MPI is initialised)
     and some host holds several of its ranks, all_reduce runs in three steps: the ranks of
     each host all_reduce through shared memory (``_shm``, Note [Shared-memory collectives]),
     the host leaders (each host's lowest rank) exchange their host results over TCP and

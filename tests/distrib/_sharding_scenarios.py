@@ -1,4 +1,5 @@
-"""What each rank runs in the multi-process tests of issue 15 (SyncBatchNorm, ZeRO, FSDP).
+"""What each rank runs in the multi-process tests of issue 15 (SyncBatchNorm, ZeRO, FSDP, and
+the hierarchical all_reduce under mpiexec).
 
 As in ``_ddp_scenarios``: every case is ``fn(rank, world) -> JSON-able dict``; each rank also
 computes the one-process reference (the whole batch, plain modules) itself, and returns its
@@ -20,6 +21,7 @@ import nn
 import nn.functional as F
 import tensor
 from distrib import checkpoint as dcp
+from distrib._procs import host_id
 from distrib.fsdp import (
     BackwardPrefetch,
     CPUOffload,
@@ -38,6 +40,7 @@ from distrib.optim import ZeroRedundancyOptimizer
 from tests.distrib._ddp_scenarios import STEPS, batch, max_diff, shard
 from tests.distrib._ddp_scenarios import digest as _host_digest
 from tests.distrib._ddp_scenarios import mlp as _host_mlp
+from tests.distrib._hierarchical_worker import _check as _hierarchical_check
 
 # Where the cases put models and batches: "cuda" when ``sharding`` runs on nccl (one device per rank).
 DEVICE = "cpu"
@@ -478,6 +481,20 @@ def dcp_resume(rank, world):
         "max_diff": max_diff(_dcp_full_state(model).values(), reference.state_dict().values()),
         "lr": opt.param_groups[0]["lr"],
     }
+
+
+# ---------------------------------------------------------------- hierarchical all_reduce
+def hierarchical_mpi_hosts() -> dict:
+    """Under ``mpiexec`` with two (fake) hosts of two ranks, zmq with env:// through mpi4py and no
+    DISTRIB_HOST_ID: this rank's host id (from MPI's nodes) and the hierarchical all_reduce's
+    verdict (``_hierarchical_worker._check``)."""
+    dist.init_process_group("zmq")
+    try:
+        verdict = _hierarchical_check(dist, tensor)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return {"host": host_id(), **verdict}
 
 
 CASES = {
