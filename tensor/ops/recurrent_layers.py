@@ -21,12 +21,17 @@ and the recurrent product of a step is one batched matmul with the weight laid o
 The derivative is written twice, as in Note [Fused cells]: with Tensor ops (the definition,
 for double backward), reusing the step formulas ``lstm_grads``/``gru_grads``, and as one array
 kernel (``*_backward``) for the ordinary backward. Both read the saved output, so nothing but
-the states before each step is recomputed.
+the states before each step is recomputed. On float32 host arrays the pointwise math of each
+LSTM step, forward and backward, is one numba kernel instead (Note [Compiled LSTM steps] in
+``_lstm_numba.py``); the numpy composition here stays the definition and the fallback.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
+import os
 
 import numpy as np
 
@@ -79,6 +84,23 @@ def _flat_parts(xp, dtype, shapes) -> tuple:
     return flat, _split(flat, shapes)
 
 
+# The numba step kernels of lstm_layer (Note [Compiled LSTM steps] in _lstm_numba.py): on unless
+# TENSOR_RECURRENT_JIT=0; tests turn it off to run the numpy composition on float32 too.
+COMPILED_STEPS = os.environ.get("TENSOR_RECURRENT_JIT", "1") != "0"
+
+
+def _compiled_steps(*arrays):
+    """The ``_lstm_numba`` module when its kernels apply to ``arrays`` (float32, on a device
+    whose kernels numba compiles, numba installed, ``COMPILED_STEPS``); else None."""
+    if not COMPILED_STEPS or any(a.dtype != np.float32 for a in arrays):
+        return None
+    if _backend.backend_for_array(arrays[0])[0].fused_codegen != "numba":
+        return None
+    if importlib.util.find_spec("numba") is None:
+        return None
+    return importlib.import_module(f"{__package__}._lstm_numba")  # loads numba on first use
+
+
 def _weight_grad(xp, dgates, h_before):
     """The recurrent weight's gradient: one product over all the steps."""
     width, hidden = dgates.shape[-1], h_before.shape[-1]
@@ -97,6 +119,10 @@ def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
     hidden = h0.shape[1]
     dtype = xp.result_type(xg, h0, c0, w_hh)
     out = xp.empty((steps, 7, batch, hidden), dtype)
+    compiled = _compiled_steps(xg, h0, c0, w_hh)
+    if compiled is not None:
+        compiled.lstm_forward(out, *(xp.ascontiguousarray(a) for a in (xg, h0, c0)), w_hh, _order(steps, reverse))
+        return out
     for k, gate in enumerate(_IFOG):
         out[:, 2 + k] = _by_gate(xg, 4)[:, gate]
     w_t = _per_gate(xp, w_hh, 4, dtype)[list(_IFOG)]
@@ -164,6 +190,13 @@ def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
     steps, _, batch, hidden = out.shape
     dtype = grad.dtype
     flat, (dxg, dh, dc, dw) = _flat_parts(xp, dtype, _lstm_grad_shapes(out.shape, w_hh.shape))
+    h_before = _states_before(xp.concatenate, out[:, 0], h0, reverse)
+    compiled = _compiled_steps(grad, out, c0, w_hh)
+    if compiled is not None:
+        grad, out, c0 = (xp.ascontiguousarray(a) for a in (grad, out, c0))
+        compiled.lstm_backward(grad, out, c0, w_hh, _order(steps, not reverse), dxg, dh, dc)
+        dw[...] = _weight_grad(xp, dxg, h_before)
+        return flat
     dxg_by_gate = _by_gate(dxg, 4)
     i, f, o, g, tc = (out[:, k] for k in range(2, 7))
     sig = out[:, 2:5]
@@ -195,7 +228,7 @@ def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
         dc *= f[t]
         dxg_by_gate[t] = d4
         xp.matmul(dxg[t], w_hh, out=dh)
-    dw[...] = _weight_grad(xp, dxg, _states_before(xp.concatenate, out[:, 0], h0, reverse))
+    dw[...] = _weight_grad(xp, dxg, h_before)
     return flat
 
 

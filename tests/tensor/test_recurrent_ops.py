@@ -3,6 +3,10 @@ and double backward, the array backward against the Tensor-op one, one node per 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +17,7 @@ from tensor import _dispatch
 from tensor.ops import recurrent, recurrent_layers
 from tests.helpers import assert_close
 
+ROOT = Path(__file__).resolve().parents[2]
 _CELLS = {"lstm": (recurrent.lstm_cell, 4), "gru": (recurrent.gru_cell, 3)}
 
 
@@ -180,3 +185,46 @@ def test_one_node_per_layer():
     layer = h_n.grad_fn.next_edges[0][0]
     assert layer.name() == "GruLayerBackward0"
     assert [e[0] for e in layer.next_edges] == inputs
+
+
+def _float32_lstm_arrays(steps: int = 4, batch: int = 3, hidden: int = 5) -> list:
+    rng = np.random.default_rng(4)
+    shapes = [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)]
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse):
+    # Note [Compiled LSTM steps]: the numba kernels against the numpy definition, forward and
+    # the array backward with weights on every block of the packed output.
+    pytest.importorskip("numba")
+    arrays = _float32_lstm_arrays()
+    assert recurrent_layers._compiled_steps(*arrays) is not None
+    assert recurrent_layers._compiled_steps(*(a.astype(np.float64) for a in arrays)) is None
+    weights = np.random.default_rng(5).standard_normal((4, 7, 3, 5)).astype(np.float32)
+    results = []
+    for compiled in (True, False):
+        monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
+        assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
+        out = recurrent_layers._lstm_layer.kernel(np, *arrays, reverse)
+        grads = recurrent_layers._lstm_layer_backward.kernel(np, weights, out, *arrays[1:], reverse)
+        results.append((out, grads))
+    (out, grads), (expected_out, expected_grads) = results
+    np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow  # a fresh interpreter that imports numba: 2-5 s
+def test_numba_loads_with_the_first_float32_lstm_layer_only():
+    pytest.importorskip("numba")
+    code = (
+        "import sys, numpy as np, nn, tensor\n"
+        "lstm = nn.LSTM(3, 4)\n"
+        "lstm.double()(tensor.zeros(2, 1, 3, dtype=tensor.float64))\n"
+        "assert 'numba' not in sys.modules, 'numba loaded before a float32 LSTM ran'\n"
+        "lstm.float()(tensor.zeros(2, 1, 3))\n"
+        "print('numba' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
