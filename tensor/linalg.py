@@ -32,6 +32,7 @@ from .ops.decomp import (
 from .ops.elementwise import where
 from .ops.householder import householder_product
 from .ops.layout import diag_embed, diagonal
+from .ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg import matmul
 from .ops.lu import linalg_lu_solve as lu_solve
 from .ops.lu import lu, lu_factor, lu_factor_ex, solve_triangular
@@ -79,6 +80,9 @@ __all__ = [
     "lu_factor_ex",
     "lu_solve",
     "householder_product",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
 ]
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
