@@ -55,8 +55,12 @@ def preload() -> None:
 
 def _import_numba() -> None:
     try:
-        import numba.core.caching  # noqa: F401, PLC0415 - the point: numba's import, off the caller's thread
-        import numba.core.runtime.nrt  # noqa: F401, PLC0415
+        import numba  # noqa: PLC0415 - the point: numba's import, off the caller's thread
+        from numba.core.registry import cpu_target  # noqa: PLC0415
+        from numba.core.runtime import nrt  # noqa: PLC0415
+
+        nrt.rtsys.initialize(cpu_target.target_context)  # compiles numba's runtime (under numba's lock)
+        numba.typeof(np.empty(1))  # and the first typeof of an array loads numba's dtype tables
     except Exception:  # noqa: BLE001, S110 - the first kernel imports numba again and reports what fails
         pass
 
@@ -95,10 +99,11 @@ def load_kernel(source: str):
 
 
 # Note [Warm start]: a process whose kernels are all in the disk cache still pays numba's own
-# start-up: its import (~0.5 s here with numpy loaded) and, without ``load_cached``, the target
-# context's refresh. ``tensor.compile(fn)`` therefore starts the import in a background thread
-# (``preload``), so that it overlaps whatever the program does before its first call (loading
-# data, building a model); the first kernel waits for it, and so does ``os.fork``.
+# start-up: its import (~0.5 s here with numpy loaded, 1.2 s under load), compiling its runtime
+# (NRT, ~0.1 s) and, without ``load_cached``, the target context's refresh. ``tensor.compile(fn)``
+# therefore starts the first two in a background thread (``preload``), so that they overlap
+# whatever the program does before its first call (loading data, building a model); the
+# first kernel waits for them, and so does ``os.fork``.
 #
 # A dispatcher with ``cache=True`` looks for its machine code on disk only
 # after refreshing numba's target context, which imports and installs every implementation
