@@ -147,7 +147,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_b
     ``(output, offset2bag, bag_size, max_indices)``. ``output`` is
     ``nn.functional.embedding_bag``'s result, and carries the gradient. The other three are
     integer bookkeeping with the values torch's CPU kernel gives: ``offset2bag`` the bag of each
-    index (empty in sum mode without ``padding_idx``), ``bag_size`` the number of non-padding
+    index (torch's float32 sum path without ``padding_idx`` leaves it empty), ``bag_size`` the number of non-padding
     indices per bag (zeros in sum mode), ``max_indices`` the row of ``weight`` each maximum came
     from in max mode (0 for an empty bag), ``bag_size`` in mean mode and zeros in sum mode.
 
@@ -168,13 +168,12 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor, scale_grad_b
         padding_idx = padding_idx % weight.shape[0]
     kept = flat != padding_idx if padding_idx is not None else _creation.ones_like(flat, dtype=_dtype.bool_)
     zeros = _creation.zeros(bags, dtype=_dtype.int64, device=indices.device)
-    offset2bag = bag_of if mode != 0 or padding_idx is not None else flat.new_empty((0,))
     if mode == 0:
-        return output, offset2bag, zeros, zeros.clone()
+        return output, bag_of, zeros, zeros.clone()
     bag_size = zeros.index_add(0, bag_of, kept.to(_dtype.int64))
     if mode == 1:
-        return output, offset2bag, bag_size, bag_size.clone()
-    return output, offset2bag, bag_size, _max_rows(weight.detach(), flat, kept, bag_of, output.detach())
+        return output, bag_of, bag_size, bag_size.clone()
+    return output, bag_of, bag_size, _max_rows(weight.detach(), flat, kept, bag_of, output.detach())
 
 
 def _max_rows(weight: Tensor, flat: Tensor, kept: Tensor, bag_of: Tensor, maxima: Tensor) -> Tensor:

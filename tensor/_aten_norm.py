@@ -72,15 +72,15 @@ def _affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
 
 def batch_norm_update_stats(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                             momentum: float) -> tuple[Tensor, Tensor]:  # fmt: skip
-    """The per-channel ``(mean, unbiased variance)``; updates the running statistics in place
-    (``running = (1 - momentum) * running + momentum * batch``)."""
+    """The per-channel ``(mean, biased variance)``; updates the running statistics in place
+    (``running = (1 - momentum) * running + momentum * batch``, with the unbiased variance)."""
     dims = _reduced_dims(input)
     mean, var = _mean_and_var(input, dims)
     count = input.numel() // max(input.shape[1], 1)
-    mean, unbiased = mean.reshape(-1), var.reshape(-1) * (count / max(count - 1, 1))
+    mean, var = mean.reshape(-1), var.reshape(-1)
     _update_running(running_mean, mean, momentum)
-    _update_running(running_var, unbiased, momentum)
-    return mean, unbiased
+    _update_running(running_var, var * (count / max(count - 1, 1)), momentum)
+    return mean, var
 
 
 def batch_norm_gather_stats_with_counts(input: Tensor, mean: Tensor, invstd: Tensor, running_mean: Tensor | None,
