@@ -17,7 +17,7 @@ from . import _backend, _dispatch, _dtype
 from .ops.decomp import (
     LinAlgError,
     _checked,
-    _square,
+    _eye_like,
     cholesky,
     det,
     eigh,
@@ -34,8 +34,8 @@ from .ops.householder import householder_product
 from .ops.layout import diag_embed, diagonal
 from .ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg import matmul
+from .ops.lu import check_float_matrix, conj_transpose, lu, lu_factor, lu_factor_ex, solve_triangular
 from .ops.lu import linalg_lu_solve as lu_solve
-from .ops.lu import lu, lu_factor, lu_factor_ex, solve_triangular
 from .ops.math_extra import cross as _cross
 from .ops.norms import matrix_norm, vector_norm
 from .ops.registry import defop
@@ -129,16 +129,44 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     return _ex_result(solve(A, B, left=left), _info(A))
 
 
-@defop("eig", differentiable=False)
+@defop("eig", saves_output=True)
 def _eig(xp, a):
+    # Note [Packed outputs]: the eigenvalues as row 0, then the eigenvectors (unit columns).
     values, vectors = _checked("eig", _backend.linalg_eig, xp, a)
     complex_type = _dtype.to_complex(_dtype.from_numpy_dtype(a.dtype)).numpy
     return xp.concatenate([values[..., None, :], vectors], axis=-2).astype(complex_type, copy=False)
 
 
+@_eig.derivative
+def _(node, g):
+    # PyTorch's linalg_eig_backward: with E_ij = conj(L_j - L_i) (1 on the diagonal),
+    # gA = V^-H (diag(gL) + (V^H gV - V^H V diag(re(V^H gV))) / E) V^H, real for real A.
+    values, V = node.output[..., 0, :], node.output[..., 1:, :]
+    gL, gV = g[..., 0, :], g[..., 1:, :]
+    Vh = conj_transpose(V)
+    VhgV = Vh @ gV
+    diag = VhgV.diagonal(0, -2, -1)
+    if not bool((diag.imag.abs() <= 1e-2 + 1e-2 * diag.abs()).all()):
+        raise RuntimeError(
+            "linalg_eig_backward: The eigenvectors in the complex case are specified up to multiplication "
+            "by e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined."
+        )
+    VhgV = VhgV - Vh @ (V * diag.real.unsqueeze(-2))
+    lconj = values.conj()
+    E = lconj.unsqueeze(-2) - lconj.unsqueeze(-1)
+    eye = _eye_like(E) != 0
+    inner = where(eye, VhgV, VhgV / where(eye, 1, E)) + diag_embed(gL)
+    gA = lu_solve(*lu_factor(Vh), inner @ Vh)
+    return (gA if node.input_meta[0][1].kind == "c" else gA.real,)
+
+
 def eig(A):
-    """Eigenvalues and eigenvectors of a general square matrix, as complex tensors (no gradient yet)."""
-    _square("eig", A)
+    """Eigenvalues and eigenvectors (unit columns) of a general square matrix, as complex tensors.
+
+    Differentiable as in PyTorch; the eigenvectors are defined up to a phase, so a loss must not
+    depend on it (the backward raises RuntimeError if it does).
+    """
+    check_float_matrix("linalg.eig", A, square=True)
     packed = _dispatch.apply_unary(_eig, A)
     return _eig_result(packed[..., 0, :], packed[..., 1:, :])
 
