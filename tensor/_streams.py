@@ -179,7 +179,7 @@ class Event:
         Raises:
             NotImplementedError: always.
         """
-        raise NotImplementedError("tensor.Event ipc is not supported")
+        raise NotImplementedError("tensor.Event ipc is not supported yet, please open an issue if you need this!")
 
     def __repr__(self) -> str:
         index = -1 if self.device.index is None else self.device.index

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import _creation, _dispatch
 from .reduction import wrap_dim
 from .registry import defop
@@ -39,7 +41,9 @@ def _hash_tensor(xp, a, dims, keepdim):
     # ``dims`` by halving the moved-last, flattened axis: the same on numpy and CuPy.
     bits = a.astype(xp.float64).view(xp.int64) if a.dtype.kind in "fV" else a.astype(xp.int64)
     kept = [d for d in range(a.ndim) if d not in dims]
-    flat = xp.transpose(bits, kept + list(dims)).reshape([a.shape[d] for d in kept] + [-1])
+    flat = xp.transpose(bits, kept + list(dims)).reshape(
+        [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in dims)]
+    )
     while flat.shape[-1] > 1:
         if flat.shape[-1] % 2:
             flat = xp.concatenate([flat, xp.zeros(flat.shape[:-1] + (1,), xp.int64)], axis=-1)
@@ -58,6 +62,7 @@ def hash_tensor(input, dim=None, *, keepdim: bool = False, mode: int = 0):
 
     Raises:
         RuntimeError: for a ``mode`` other than 0, a complex input, or an empty input without ``dim``.
+        IndexError: for a reduced dim of size 0.
     """
     if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
@@ -72,4 +77,7 @@ def hash_tensor(input, dim=None, *, keepdim: bool = False, mode: int = 0):
         dims = tuple(range(input.ndim))
     else:
         dims = tuple(sorted({wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}))
+        for d in dims:
+            if input.shape[d] == 0:
+                raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
     return _dispatch.apply_unary(_hash_tensor, input, (dims, keepdim))

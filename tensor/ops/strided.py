@@ -65,10 +65,35 @@ def _check_geometry(input, size: tuple, stride: tuple, offset: int) -> None:
 
 
 @defop("as_strided", is_view=True)
-def _as_strided(xp, a, size, stride, offset, _input_geometry):
-    storage, _ = _backend.storage_of(xp, a)
+def _as_strided(xp, a, size, stride, offset, input_geometry):
+    storage, offset = _replay_storage(xp, a, size, stride, offset, input_geometry)
     item = a.itemsize
     return _backend.storage_view(xp, storage, size, tuple(s * item for s in stride), offset * item, a.dtype)
+
+
+def _replay_storage(xp, a, size, stride, offset, input_geometry):
+    """The storage to take the view from, and the offset there (Note [as_strided gradient]).
+
+    Called as recorded, ``a`` has the input's geometry: its own storage. Replayed on another array
+    of the input's shape (a gradient, a base's copy), the storage is rebuilt around it: ``a``
+    itself when both are contiguous and the view stays inside ``a``, else a zero storage holding
+    ``a``'s elements at the input's positions."""
+    in_size, in_stride, in_offset = input_geometry
+    item = a.itemsize
+    storage, start = _backend.storage_of(xp, a)
+    if tuple(s // item for s in a.strides) == in_stride and start // item == in_offset:
+        return storage, offset
+    extent = offset - in_offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    dense = tuple(math.prod(in_size[k + 1 :]) for k in range(len(in_size)))
+    if a.flags.c_contiguous and in_stride == dense and offset >= in_offset and extent <= a.size:
+        return a, offset - in_offset
+    positions = in_offset + sum(
+        xp.arange(n).reshape((-1,) + (1,) * (len(in_size) - k - 1)) * s
+        for k, (n, s) in enumerate(zip(in_size, in_stride))
+    )
+    rebuilt = xp.zeros(max(offset + extent, in_offset + a.size, 1), a.dtype)
+    rebuilt[positions] = a
+    return rebuilt, offset
 
 
 def _positions(like, size: tuple, stride: tuple, offset: int):
