@@ -621,17 +621,22 @@ def as_strided(xp, array, shape, strides):
 
 
 def storage_of(xp, array):
-    """``(storage, offset)``: the array that owns ``array``'s memory (PyTorch's storage: found
-    through the ``.base`` chain, also past as_strided's wrapper objects) and the byte offset of
-    ``array``'s first element in it."""
+    """``(storage, offset)``: an array spanning ``array``'s storage, and the byte offset of
+    ``array``'s first element in it (``Tensor.storage_offset``, ``as_strided``).
+
+    numpy: the array that owns the memory, found through the ``.base`` chain (also past
+    as_strided's wrapper objects). CuPy: the allocation (``data.mem``) as bytes, since arrays made
+    from a pointer have no ``.base``; CuPy's pool rounds allocations up to 512 bytes, so a storage
+    on CUDA may be longer than its tensor (docs/coverage.md)."""
+    if xp is not np:
+        mem = array.data.mem
+        return xp.ndarray((mem.size,), xp.uint8, memptr=xp.cuda.MemoryPointer(mem, 0)), array.data.ptr - mem.ptr
     root, base = array, array.base
     while base is not None:
-        if isinstance(base, xp.ndarray):
+        if isinstance(base, np.ndarray):
             root = base
         base = getattr(base, "base", None)
-    if xp is np:
-        return root, array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return root, array.data.ptr - root.data.ptr
+    return root, array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
 
 
 def storage_view(xp, storage, shape, strides, offset: int, dtype):
