@@ -48,6 +48,28 @@ def _array2string(host: np.ndarray, **kwargs) -> str:
                            edgeitems=_options["edgeitems"], **kwargs)
 
 
+def _summarized(host: np.ndarray) -> np.ndarray:
+    """The elements a summarised repr shows (``edgeitems`` at each end of each long dim); all of
+    them below the threshold. PyTorch picks the number format from these alone."""
+    if host.size <= _options["threshold"]:
+        return host
+    edge = _options["edgeitems"]
+    for axis, n in enumerate(host.shape):
+        if n > 2 * edge:
+            host = np.take(host, list(range(edge)) + list(range(n - edge, n)), axis=axis)
+    return host
+
+
+def _needs_scientific(finite: np.ndarray) -> bool:
+    """PyTorch's rule: scientific notation when the nonzero magnitudes reach 1e8, go below 1e-4,
+    or span more than a factor of 1000."""
+    magnitudes = np.abs(finite[finite != 0]).astype(np.float64)
+    if magnitudes.size == 0:
+        return False
+    low, high = magnitudes.min(), magnitudes.max()
+    return bool(high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4)
+
+
 def format_tensor(t) -> str:
     """``tensor([[1., 2.]], dtype=tensor.float64, requires_grad=True)`` and the like."""
     host = t._device.backend.to_numpy(t._data)
@@ -56,16 +78,20 @@ def format_tensor(t) -> str:
     if host.dtype.kind in "fc":
         # PyTorch: "1., 2." for whole numbers, else 4 fixed decimals ("0.3000"), switching
         # to scientific notation for very small or widely spread magnitudes.
-        finite = host[np.isfinite(host)]
+        shown = _summarized(host)
+        finite = shown[np.isfinite(shown)]
         whole = bool(np.all(finite == np.round(finite)))
         precision, sci_mode = _options["precision"], _options["sci_mode"]
+        if sci_mode is None:
+            sci_mode = _needs_scientific(finite)
         formatter = None
         if sci_mode:
             formatter = {"float_kind": lambda x: np.format_float_scientific(x, precision=precision, unique=False)}
         body = _array2string(host, precision=precision, floatmode="maxprec_equal" if whole else "fixed",
-                             suppress_small=sci_mode is False, formatter=formatter)
+                             suppress_small=True, formatter=formatter)
     else:
         body = _array2string(host)
+    body = body.replace(", ..., ", ",  ..., ")  # PyTorch's elided columns: " ..." between the commas
     extras = []
     if t._device.type != "cpu":
         extras.append(f"device='{t._device}'")
