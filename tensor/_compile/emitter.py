@@ -14,7 +14,7 @@ from math import prod
 import numpy as np
 
 from . import scalar_code
-from .fusion import REDUCTIONS
+from .fusion import REDUCTIONS, ROWWISE
 from .symbolic import Sym
 
 __all__ = ["emit_kernel", "Kernel", "column_reduction"]
@@ -39,6 +39,7 @@ class _Emitter:
         self.depth = 1
         self.scopes: list[dict] = [{}]
         self.count = 0
+        self.canon = _common_subexpressions(graph.nodes, members)
 
     # ------------------------------------------------------------ helpers
     def line(self, text: str) -> None:
@@ -66,7 +67,7 @@ class _Emitter:
     # ------------------------------------------------------------ values
     def emit(self, n: int, idx: tuple) -> tuple[str, np.dtype]:
         """Code naming element ``idx`` of node ``n``, and its dtype."""
-        key = (n, idx)
+        key = (self.canon.get(n, n), idx)
         found = self._memo(key)
         if found is not None:
             return found
@@ -130,6 +131,26 @@ class _Emitter:
         if name in ("argmin", "argmax"):
             return f"{acc}_i", np.dtype(np.int64)
         return scalar_code.cast(acc, node.dtype), node.dtype
+
+
+def _common_subexpressions(nodes, members) -> dict:
+    """Each member mapped to the first member computing the same value (same op, operands and
+    parameters), so that the emitter computes it once: a joint graph's backward repeats
+    products such as ``grad * x`` once per use."""
+    canon, first = {}, {}
+    for n in sorted(members):
+        node = nodes[n]
+        key = (
+            node.op.name,
+            node.via,
+            tuple(canon.get(a, a) for a in node.args),
+            repr(node.params),
+            repr(node.scalar),
+            node.dtype,
+            node.shape,
+        )
+        canon[n] = first.setdefault(key, n)
+    return canon
 
 
 def reduction_loops(node, source_shape, idx, fresh):
@@ -198,11 +219,20 @@ def _arg_update(op):
     return update
 
 
+def _extreme_update(op, vector):
+    def update(acc, v, r, first, dtype):
+        if dtype is not None and dtype.name in ("float32", "float64"):  # vectorises (Note [Vector max] in vecmath.py)
+            return [f"{acc} = {vector}({acc}, {v})"]
+        return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
+
+    return update
+
+
 _UPDATE = {
     "sum": lambda acc, v, r, first, d: [f"{acc} += {v}"],
     "prod": lambda acc, v, r, first, d: [f"{acc} *= {v}"],
-    "amax": lambda acc, v, r, first, d: [f"if {v} > {acc} or {v} != {v}:", f"    {acc} = {v}"],
-    "amin": lambda acc, v, r, first, d: [f"if {v} < {acc} or {v} != {v}:", f"    {acc} = {v}"],
+    "amax": _extreme_update(">", "fmaximum"),
+    "amin": _extreme_update("<", "fminimum"),
     "argmax": _arg_update(">"),
     "argmin": _arg_update("<"),
     "all": lambda acc, v, r, first, d: [f"{acc} = {acc} and ({v} != 0)"],
@@ -383,7 +413,8 @@ def emit_kernel(graph, root: int, members) -> Kernel:
         out_shape = graph.nodes[column].shape
     else:
         body = _unreshaped(graph, root, members)
-        out_shape = _emit_elements(em, graph.nodes[body], body)
+        emit = _emit_rowwise if graph.nodes[body].op.name in ROWWISE else _emit_elements
+        out_shape = emit(em, graph.nodes[body], body)
     node = graph.nodes[root]
     parallel = prod(s for k, s in enumerate(em.sizes) if k not in em.numbers) >= PARALLEL_WORK
     body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
@@ -432,4 +463,50 @@ def _emit_elements(em, node, root) -> tuple:
         idx[j] = var
     value, _ = em.emit(root, tuple(idx) if node.shape else ())
     em.line(f"out[{', '.join(idx)}] = {value}")
+    return shape
+
+
+# Note [Row-wise ops]: softmax and log_softmax are the root of one kernel with the pointwise
+# work before them inlined. For each row (every index but ``dim``) a first loop computes the
+# input's elements into ``out`` and their maximum, a second sums the exps of the shifted
+# values (softmax stores them), a third normalises, as the ops' eager kernels do: the inputs
+# are read once and the row stays in cache between the loops. The sum is in the op's dtype,
+# as torch's CPU kernel sums: a float64 accumulator of float32 exps stops the vectoriser
+# (2x slower), and LLVM keeps 64 float32 partial sums, so a 64k-element row adds ~1k terms
+# into each. A row whose maximum is NaN or infinite gives NaN, as eagerly.
+def _emit_rowwise(em, node, root) -> tuple:
+    """The loop nest of a softmax or log_softmax ``node`` writing ``out`` (Note [Row-wise ops])."""
+    shape, (dim,), dtype = node.shape, node.params, node.dtype
+    idx, looped = ["0"] * len(shape), 0
+    for j, size in enumerate(shape):
+        if j == dim or size == 1:
+            continue
+        em.line(f"for i{j} in {'@LOOP@' if looped == 0 else 'range'}({em.extent(size)}):")
+        em.depth += 1
+        looped += 1
+        idx[j] = f"i{j}"
+    idx[dim] = "r"
+    at, n = f"out[{', '.join(idx)}]", em.extent(shape[dim])
+    em.line(f"m = np.{dtype.name}(-np.inf)  # {node.describe()}")
+    em.line(f"for r in range({n}):")
+    em.depth += 1
+    em.scopes.append({})
+    value, _ = em.emit(node.args[0], tuple(idx))
+    em.scopes.pop()
+    em.line(f"v = {scalar_code.cast(value, dtype)}")
+    em.line(f"{at} = v")
+    em.line("m = fmaximum(m, v)")
+    em.depth -= 1
+    em.line(f"s = np.{dtype.name}(0)")
+    em.line(f"for r in range({n}):")
+    shifted = scalar_code.exp(dtype, f"{at} - m")
+    if node.op.name == "softmax":
+        em.lines.extend("    " * (em.depth + 1) + text for text in (f"e = {shifted}", f"{at} = e", "s += e"))
+        em.line(f"for r in range({n}):")
+        em.line(f"    {at} = {at} / s")
+    else:
+        em.line(f"    s += {shifted}")
+        em.line("lse = np.log(s)")
+        em.line(f"for r in range({n}):")
+        em.line(f"    {at} = ({at} - m) - lse")
     return shape

@@ -5,8 +5,10 @@ Every op is one of (``classify``):
 * ``pointwise`` - a scalar function of its broadcast inputs (add, exp, where, casts, ...);
 * ``view``      - a re-indexing of one input (permute, expand, basic slicing, reshape);
 * ``reduce``    - sum / amax / amin / prod / argmax / argmin over some dims;
-* ``None``      - anything else (matmul, convolution windows, softmax, indexing with
-  arrays, ...): a library call through the dispatcher, which splits fusion groups.
+* ``rowwise``   - softmax / log_softmax along one dim (CPU kernels): a max, a sum of exps
+  and a normalisation over each row, always the root of its kernel (Note [Row-wise ops]);
+* ``None``      - anything else (matmul, convolution windows, indexing with arrays, ...):
+  a library call through the dispatcher, which splits fusion groups.
 
 Note [Fusion by inlining]
     A fusable node is *inlined* into its consumers (recomputed at each use) unless it
@@ -28,16 +30,67 @@ from .graph import Ref
 
 __all__ = ["classify", "plan", "Step", "live_after"]
 
-POINTWISE = frozenset({
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log", "sqrt",
-    "rsqrt", "sin", "cos", "tanh", "log1p", "expm1", "reciprocal", "sign", "floor", "ceil", "round",
-    "trunc", "sigmoid", "relu", "clamp", "hardtanh", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
-    "where", "clone", "contiguous", "to_dtype", "erf", "gelu", "silu", "leaky_relu", "elu",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-})
+POINTWISE = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "pow",
+        "maximum",
+        "minimum",
+        "neg",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tanh",
+        "log1p",
+        "expm1",
+        "reciprocal",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sigmoid",
+        "relu",
+        "clamp",
+        "hardtanh",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "where",
+        "clone",
+        "contiguous",
+        "to_dtype",
+        "erf",
+        "gelu",
+        "silu",
+        "leaky_relu",
+        "elu",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+    }
+)
 VIEWS = frozenset({"view", "permute", "expand", "getitem_view"})
 REDUCTIONS = frozenset({"sum", "amax", "amin", "prod", "argmax", "argmin", "all", "any"})
+ROWWISE = frozenset({"softmax", "log_softmax"})
 
 
 def classify(node) -> str | None:
@@ -53,22 +106,25 @@ def classify(node) -> str | None:
         return "view"
     if name in REDUCTIONS:
         return "reduce"
+    if name in ROWWISE and node.shape and node.dtype.kind == "f" and node.device.backend.fused_codegen == "numba":
+        return "rowwise"  # the CUDA emitter has no row-wise kernel yet: a library call there
     return None
 
 
 def _basic_index(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items) \
-        and not any(isinstance(i, Ref) for i in items)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items) and not any(
+        isinstance(i, Ref) for i in items
+    )
 
 
 @dataclass
 class Step:
     """One thing a lowered segment does: run ``node`` eagerly, or a fused kernel for root ``node``."""
 
-    kind: str                 # "eager" or "kernel"
+    kind: str  # "eager" or "kernel"
     node: int
-    members: list = field(default_factory=list)   # node ids inlined into the kernel
+    members: list = field(default_factory=list)  # node ids inlined into the kernel
 
 
 def live_after(graph, stop: int) -> set:
@@ -107,7 +163,7 @@ def plan(graph, start: int, stop: int) -> list[Step]:
                 consumers[a].append(i)
     live = live_after(graph, stop)
     roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
-    roots |= _shared_costly(roots, kinds, nodes)
+    roots |= _shared_costly(roots, kinds, consumers, nodes)
     steps = []
     for i in range(start, stop):
         if nodes[i].kind != "call":
@@ -123,24 +179,58 @@ def plan(graph, start: int, stop: int) -> list[Step]:
     return steps
 
 
-_COSTLY = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "elu", "pow", "sqrt", "rsqrt",
-                     "log1p", "expm1", "sin", "cos"})
+_COSTLY = frozenset(
+    {
+        "exp",
+        "log",
+        "tanh",
+        "sigmoid",
+        "erf",
+        "gelu",
+        "silu",
+        "elu",
+        "pow",
+        "sqrt",
+        "rsqrt",
+        "log1p",
+        "expm1",
+        "sin",
+        "cos",
+    }
+)
 
 
-def _shared_costly(roots, kinds, nodes) -> set:
+def _shared_costly(roots, kinds, consumers, nodes) -> set:
     """Nodes inlined into two or more kernels whose inlined work includes a transcendental
-    function: each kernel would compute it again, where storing it once costs one pass."""
-    inlined_into: dict = {}
-    for root in roots:
-        for m in _members(root, kinds, roots, nodes):
-            if m != root:
-                inlined_into.setdefault(m, set()).add(root)
-    shared = {m for m, users in inlined_into.items() if len(users) > 1 and kinds[m] != "view"}
-    return {m for m in shared if any(nodes[n].op.name in _COSTLY for n in _members(m, kinds, roots, nodes))}
+    function: each kernel would compute it again, where storing it once costs one pass.
+    Only the outermost of such a chain is stored (its inputs are then inlined into it alone),
+    so a shared chain costs one extra pass, not one per node; repeated until none is left."""
+    added: set = set()
+    while True:
+        inlined_into: dict = {}
+        stored = roots | added
+        for root in stored:
+            for m in _members(root, kinds, stored, nodes):
+                if m != root:
+                    inlined_into.setdefault(m, set()).add(root)
+        shared = {m for m, users in inlined_into.items() if len(users) > 1 and kinds[m] != "view"}
+        costly = {m for m in shared if any(nodes[n].op.name in _COSTLY for n in _members(m, kinds, stored, nodes))}
+        if not costly:
+            return added
+        added |= {m for m in costly if not any(c in costly for c in _through_views(m, kinds, consumers))}
+
+
+def _through_views(i, kinds, consumers):
+    """The consumers of ``i``, looking through views (an expand of ``i`` is ``i`` re-indexed)."""
+    for c in consumers.get(i, ()):
+        if kinds.get(c) == "view":
+            yield from _through_views(c, kinds, consumers)
+        else:
+            yield c
 
 
 def _must_exist(i, kinds, consumers, live, nodes) -> bool:
-    if i in live or not consumers[i]:
+    if i in live or not consumers[i] or kinds[i] == "rowwise":
         return True
     if any(kinds[c] is None for c in consumers[i]):
         return True

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-__all__ = ["expression", "compute_dtype", "cast", "literal"]
+__all__ = ["expression", "compute_dtype", "cast", "literal", "exp"]
 
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -100,9 +100,10 @@ def _tanh(node, code: str) -> str:
     return f"tanh_f32({code})" if node.dtype == np.float32 else f"np.tanh({code})"
 
 
-def _exp(node, code: str) -> str:
-    """exp: libm's is called per element; floats use ``vecmath.exp_f32``/``exp_f64``, which vectorise."""
-    return {"float32": "exp_f32", "float64": "exp_f64"}.get(node.dtype.name, "np.exp") + f"({code})"
+def exp(dtype, code: str) -> str:
+    """``exp(code)`` in ``dtype``: libm's is called per element; floats use ``vecmath.exp_f32``/``exp_f64``,
+    which vectorise."""
+    return {"float32": "exp_f32", "float64": "exp_f64"}.get(np.dtype(dtype).name, "np.exp") + f"({code})"
 
 
 def _pow(node, x):
@@ -133,10 +134,10 @@ _SPECIAL = {
     "neg": lambda n, x: f"(-{x[0]})",
     "rsqrt": lambda n, x: f"({_k(n, 1.0)} / np.sqrt({x[0]}))",
     "reciprocal": lambda n, x: f"({_k(n, 1.0)} / {x[0]})",
-    "exp": lambda n, x: _exp(n, x[0]),
-    "sigmoid": lambda n, x: f"({_k(n, 1.0)} / ({_k(n, 1.0)} + {_exp(n, '-' + x[0])}))",
+    "exp": lambda n, x: exp(n.dtype, x[0]),
+    "sigmoid": lambda n, x: f"({_k(n, 1.0)} / ({_k(n, 1.0)} + {exp(n.dtype, '-' + x[0])}))",
     "relu": lambda n, x: f"({x[0]} if ({x[0]} > 0 or {x[0]} != {x[0]}) else 0)",
-    "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + {_exp(n, '-' + x[0])}))",
+    "silu": lambda n, x: f"({x[0]} / ({_k(n, 1.0)} + {exp(n.dtype, '-' + x[0])}))",
     "leaky_relu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {x[0]} * {_k(n, n.params[0])})",
     "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {_k(n, n.params[0])} * np.expm1({x[0]}))",
     "clamp": _clamp,

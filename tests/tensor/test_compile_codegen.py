@@ -303,3 +303,90 @@ def test_the_parallel_loop_skips_dims_of_size_one():
 
 def _t2(*shape):
     return tensor.tensor(RNG.uniform(-2, 2, shape), dtype=tensor.float32)
+
+
+def exp_family(x):
+    """exp, softmax and log_softmax (over the last and the first dim) and row extremes."""
+    return x.exp(), F.softmax(x * 1.5, -1), F.log_softmax(x, 0), x.amax(1) - x.amin(1)
+
+
+def _exp_inputs(dtype, layout):
+    """Random rows plus rows at the edges: exp overflowing and underflowing (through subnormal
+    results), a NaN, an infinity of each sign, a row of -inf, zeros of both signs."""
+    big, subnormal, small = (88.8, -100.0, -104.5) if dtype == tensor.float32 else (709.9, -740.0, -746.0)
+    edge = np.linspace(small, big, 24)
+    edge[1] = subnormal
+    rows = [RNG.standard_normal(24) * 4, edge, edge[::-1] * 0.999, np.full(24, -np.inf), np.zeros(24)]
+    special = RNG.standard_normal(24)
+    special[[2, 7, 11, 13]] = [np.nan, np.inf, -np.inf, -0.0]
+    values = np.stack(rows + [special, np.where(np.arange(24) % 2 == 0, special, -np.inf)])
+    if layout == "strided":
+        return tensor.tensor(values.T.copy(), dtype=dtype).T  # a transposed view of the rows
+    return tensor.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype,layout", [(tensor.float32, "strided"), (tensor.float64, "contiguous")])
+def test_exp_softmax_log_softmax_are_vectorised_fused_and_match_eager(dtype, layout):
+    x = _exp_inputs(dtype, layout)
+    compiled = tensor.compile(exp_family)
+    with np.errstate(all="ignore"):
+        expected = [t.numpy() for t in exp_family(x)]
+        for _ in range(2):
+            got = [t.numpy() for t in compiled(x)]
+        graph = tensor.compile.explain(exp_family)(x).graph
+    exp_got, exp_expected = got[0], expected[0]
+    finite = np.isfinite(exp_expected)
+    assert np.array_equal(exp_got[~finite], exp_expected[~finite], equal_nan=True)  # inf and NaN exactly
+    np.testing.assert_array_max_ulp(exp_got[finite], exp_expected[finite], maxulp=2)  # each within 1 of exact
+    assert exp_got[1, 0] == 0 and 0 < exp_got[1, 1] < np.finfo(exp_got.dtype).tiny and exp_got[1, -1] == np.inf
+    tol = 2e-6 if dtype == tensor.float32 else 1e-13
+    for g, e in zip(got[1:], expected[1:], strict=True):
+        assert np.array_equal(np.isnan(g), np.isnan(e))  # NaN and -inf rows give NaN, as eagerly
+        assert_close(g, e, rtol=tol, atol=tol)
+    steps = fusion.plan(graph, 0, len(graph.nodes))
+    assert not [s for s in steps if s.kind == "eager" and graph.nodes[s.node].kind == "call"]  # softmax fused too
+    source = "".join(k.source for k in lowering.kernels_of(graph, 0, len(graph.nodes)))
+    name = "exp_f32(" if dtype == tensor.float32 else "exp_f64("
+    assert name in source and "np.exp(" not in source and "fmaximum(" in source and "fminimum(" in source
+
+
+@pytest.mark.slow  # ~10 s: numba compiles the forward and backward kernels
+def test_softmax_and_log_softmax_train_compiled_like_eager():
+    def loss(x, w):
+        return (F.softmax(x * w, -1) * w).sum() + F.log_softmax(x.T, 1).exp().mul(x.T).sum()
+
+    x0 = RNG.standard_normal((6, 9))
+    w0 = RNG.standard_normal(9)
+    grads = []
+    for fn in (tensor.compile(loss), tensor.compile(loss), loss):  # capture, compiled, eager
+        x = tensor.tensor(x0, requires_grad=True)
+        w = tensor.tensor(w0, requires_grad=True)
+        out = fn(x, w)
+        out.backward()
+        grads.append((out.item(), x.grad.numpy(), w.grad.numpy()))
+    for got in grads[:2]:
+        for g, e in zip(got, grads[2], strict=True):
+            assert_close(np.asarray(g), np.asarray(e), rtol=1e-10, atol=1e-12)
+
+
+def test_a_chain_shared_by_two_kernels_is_stored_once_at_its_top():
+    def f(x):
+        c = (x.exp() * 3 + 1) * x  # a transcendental chain that two roots read
+        return c.sum(1, keepdim=True) + c
+
+    x = tensor.tensor(RNG.standard_normal((4, 5)))
+    graph = tensor.compile.explain(f)(x).graph
+    kernels = [s for s in fusion.plan(graph, 0, len(graph.nodes)) if s.kind == "kernel"]
+    assert len(kernels) == 3, kernels  # the chain's top, its row sums, the output
+    compiled = tensor.compile(f)
+    for _ in range(2):
+        assert_close(compiled(x), f(x), rtol=1e-12, atol=1e-12)
+
+
+def test_repeated_subexpressions_are_computed_once_per_kernel():
+    def f(x, y):
+        return (x * y).exp() + (x * y)  # two equal multiplications in the graph
+
+    x, y = (tensor.tensor(RNG.standard_normal((3, 4)), dtype=tensor.float32) for _ in range(2))
+    kernel = _only_kernel(f, x, y)
+    assert kernel.source.count("= mul(") == 1, kernel.source
