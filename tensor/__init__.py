@@ -37,6 +37,7 @@ from .ops.decomp import torch_svd as svd
 from .ops.lu import lu_solve, lu_unpack, torch_lu as lu
 from .ops.spectral import istft, stft
 from .ops.householder import geqrf, orgqr, ormqr
+from ._lobpcg import lobpcg
 from .ops.layout import moveaxis as movedim  # accepts sequences of dims, as torch.movedim
 from ._threads import get_num_threads, set_num_threads
 from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tensor.compile
