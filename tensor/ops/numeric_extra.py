@@ -46,8 +46,8 @@ def _along(t, d: int, ndim: int):
 
 def _derivative_along(f, d: int, h, edge_order: int):
     """Second-order central differences inside, first- or second-order one-sided at the ends.
-    ``h`` is a uniform step or the coordinates; the uniform formulas are the coordinate ones
-    with equal steps, so both go through the same code."""
+    ``h`` is a uniform step or the coordinates; the edges' formulas serve both (the uniform
+    ones are the coordinate ones with equal steps)."""
     n, nd = f.shape[d], f.ndim
 
     def part(start: int, stop: int):
@@ -57,11 +57,11 @@ def _derivative_along(f, d: int, h, edge_order: int):
         steps = h[1:] - h[:-1]
         left, right = _along(steps[:-1], d, nd), _along(steps[1:], d, nd)
         dx = [steps[0], steps[1] if n > 2 else None, steps[-2] if n > 2 else None, steps[-1]]
-    else:
-        left = right = h
+        interior = (left * left * part(2, n) - right * right * part(0, n - 2) + (right * right - left * left)
+                    * part(1, n - 1)) / (left * right * (left + right))  # fmt: skip
+    else:  # the same formula with left = right = h, in two passes instead of seven
         dx = [h] * 4
-    interior = (left * left * part(2, n) - right * right * part(0, n - 2) + (right * right - left * left)
-                * part(1, n - 1)) / (left * right * (left + right))  # fmt: skip
+        interior = (part(2, n) - part(0, n - 2)) / (2 * h)
     if edge_order == 1:
         first = (part(1, 2) - part(0, 1)) / dx[0]
         last = (part(n - 1, n) - part(n - 2, n - 1)) / dx[3]
