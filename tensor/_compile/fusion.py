@@ -162,6 +162,10 @@ def plan(graph, start: int, stop: int) -> list[Step]:
             if a in consumers:
                 consumers[a].append(i)
     live = live_after(graph, stop)
+    if stop < len(nodes):  # the forward of a joint graph: the backward reads what recomputing needs
+        later = recomputed(graph, stop)
+        live = {n for n in live if n not in later} | {a for r in later for a in nodes[r].args if a not in later}
+    kinds.update((r, classify(nodes[r])) for r in recomputed(graph, start) if start)
     roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
     roots |= _shared_costly(roots, kinds, consumers, nodes)
     steps = []
@@ -177,6 +181,36 @@ def plan(graph, start: int, stop: int) -> list[Step]:
             else:  # only re-indexing: the dispatcher's zero-copy views are cheaper
                 steps.extend(Step("eager", m) for m in sorted(members))
     return steps
+
+
+# Note [Recomputation]: the backward of a joint graph (aot.py) reads forward values; storing
+# each one costs the forward a pass writing it and the backward a pass reading it. As
+# AOTAutograd's partitioner does, cheap pointwise values (no transcendental function, not
+# an output, not read by a library call) are instead recomputed inside the backward's
+# kernels from what they are computed from: LayerNorm's ``x - mean`` and its scaled and
+# shifted result are recomputed from ``x`` and the row statistics. Only graphs without
+# breaks or in-place writes are split into a forward and a backward this way.
+def recomputed(graph, boundary: int) -> set:
+    """Forward nodes (ids below ``boundary``) that the segment from ``boundary`` recomputes
+    instead of reading (Note [Recomputation])."""
+    nodes = graph.nodes
+    if boundary <= 0 or boundary >= len(nodes) or graph.breaks or graph.mutations:
+        return set()
+    outputs = set(_refs(graph.outputs))
+    library_read = {a for node in nodes[:boundary] if classify(node) is None for a in node.args}
+    wanted = [n for n in live_after(graph, boundary) if n < boundary]
+    chosen, seen = set(), set()
+    while wanted:
+        n = wanted.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        node = nodes[n]
+        cheap = classify(node) in ("pointwise", "view") and node.op.name not in _COSTLY
+        if cheap and n not in outputs and n not in library_read and not any(_refs(node.params)):
+            chosen.add(n)
+            wanted.extend(node.args)
+    return chosen
 
 
 _COSTLY = frozenset(
