@@ -18,10 +18,12 @@ from __future__ import annotations
 import importlib
 import os
 import types
+import warnings
 
 from . import _dtype, _legacy_types
 from ._device import device as _device_cls
 from ._device import set_default_device
+from ._memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from ._tensor import Tensor
 
 __all__ = [
@@ -179,6 +181,9 @@ def set_default_tensor_type(t, /) -> None:
     """Deprecated PyTorch spelling of ``set_default_dtype`` (and ``set_default_device``):
     ``tensor.DoubleTensor``, ``"torch.FloatTensor"``, ``"torch.cuda.HalfTensor"``...
 
+    Warns:
+        UserWarning: always: the function is deprecated, as in PyTorch.
+
     Raises:
         TypeError: for a non-floating type or something that is not a tensor type.
     """
@@ -196,6 +201,12 @@ def set_default_tensor_type(t, /) -> None:
         raise TypeError(
             f"invalid type object {name or t!r}: only floating-point types are supported as the default type"
         )
+    warnings.warn(
+        "tensor.set_default_tensor_type() is deprecated (as in PyTorch 2.1); use tensor.set_default_dtype() and "
+        "tensor.set_default_device() instead.",
+        UserWarning,
+        stacklevel=2,
+    )
     _dtype.set_default_dtype(dtype)
     set_default_device(device)
 
@@ -231,34 +242,3 @@ def thread_safe_generator():
     """The generator of the current DataLoader thread worker, or None outside one (then random
     ops use the default generator). DataLoader workers here are processes, so this is None."""
     return None
-
-
-class memory_format:  # noqa: N801 - PyTorch's name
-    """A memory layout request (``tensor.contiguous_format``, ``channels_last``, ...).
-
-    Tensors here are always laid out row-major (numpy's C order); the objects exist so that
-    ``memory_format=`` arguments and comparisons in ported code work.
-    """
-
-    __slots__ = ("_name",)
-
-    def __new__(cls, *args, **kwargs):
-        raise TypeError("cannot create 'tensor.memory_format' instances")
-
-    @classmethod
-    def _make(cls, name: str) -> memory_format:
-        out = object.__new__(cls)
-        out._name = name
-        return out
-
-    def __repr__(self) -> str:
-        return f"tensor.{self._name}"
-
-    def __reduce__(self):
-        return self._name
-
-
-contiguous_format = memory_format._make("contiguous_format")
-channels_last = memory_format._make("channels_last")
-channels_last_3d = memory_format._make("channels_last_3d")
-preserve_format = memory_format._make("preserve_format")

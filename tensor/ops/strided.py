@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _creation, _dispatch
+from .. import _memory_format as formats
 from .._autograd_hooks import grad_mode
+from .elementwise import clone
 from .registry import defop
 
 __all__ = ["as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "resize_as_", "slice_inverse"]
+# ``to_memory_format`` is used by ``contiguous``, ``clone``, ``to`` and the creation ops' ``memory_format=``
 
 
 def storage_offset(input) -> int:
@@ -206,3 +209,41 @@ def resize_as_(input, the_template, memory_format=None):
         input._data = fresh._data
     input._version_box[0] += 1
     return input
+
+
+@defop("restride")
+def _restride(xp, a, order):
+    inverse = [0] * len(order)
+    for position, d in enumerate(order):
+        inverse[d] = position
+    return xp.transpose(xp.transpose(a, order).copy(order="C"), inverse)
+
+
+@_restride.derivative
+def _(node, g):
+    return (g,)
+
+
+def to_memory_format(input, memory_format, *, copy: bool = False):
+    """``input`` laid out as ``memory_format`` asks: itself when it already is (unless ``copy``),
+    else a copy with those strides (gradients flow through it).
+
+    Raises:
+        RuntimeError: for channels_last(_3d) and a tensor of another rank.
+    """
+    if memory_format is formats.preserve_format:
+        memory_format = formats.preserved(input.shape, input.stride())
+    order = formats.dim_order(memory_format, input.ndim)
+    if not copy and formats.is_laid_out(input.shape, input.stride(), memory_format):
+        return input
+    return _dispatch.apply_unary(_restride, input, (order,))
+
+
+def clone_as(input, memory_format=formats.preserve_format):
+    """``Tensor.clone(memory_format=...)``: a copy in new storage, laid out as asked
+    (``preserve_format``: channels_last(_3d) tensors stay so, others keep their dims' order)."""
+    if formats.check(memory_format, "clone") is formats.preserve_format:
+        memory_format = formats.preserved(input.shape, input.stride())
+        if memory_format is formats.contiguous_format:
+            return clone(input)
+    return to_memory_format(input, memory_format, copy=True)

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import nn
 import tensor
 
 
@@ -92,9 +93,10 @@ def test_flags_read_back_and_refuse_as_torch(torch, restore_flags):
 
 
 def test_default_tensor_type_device_modules_and_memory_formats(restore_flags):
+    with pytest.warns(UserWarning, match="deprecated"):
+        tensor.set_default_tensor_type(tensor.DoubleTensor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tensor.set_default_tensor_type(tensor.DoubleTensor)
         assert tensor.get_default_dtype() is tensor.float64 and tensor.ones(1).dtype is tensor.float64
         tensor.set_default_tensor_type("torch.FloatTensor")
         assert tensor.get_default_dtype() is tensor.float32
@@ -294,3 +296,45 @@ def test_vmap_errors_and_randomness(torch):
     different = tensor.vmap(lambda u: u + tensor.rand(()), randomness="different")(tensor.zeros(3))
     assert len(set(same.tolist())) == 1 and len(set(different.tolist())) == 3
     assert tensor.vmap(lambda u: (u, 3.0), out_dims=(0, None))(tensor.ones(2))[1] == 3.0
+
+
+def test_memory_format_layouts_match_torch(torch, device):
+    data = np.arange(120.0).reshape(2, 3, 4, 5)
+    ours, theirs = tensor.tensor(data, device=device), torch.tensor(data)
+    calls = [  # (what, call on a library's tensor/module)
+        ("contiguous", lambda m, x: x.contiguous(memory_format=m.channels_last)),
+        ("contiguous back", lambda m, x: x.contiguous(memory_format=m.channels_last).contiguous()),
+        ("to", lambda m, x: x.to(memory_format=m.channels_last)),
+        ("clone preserves", lambda m, x: x.contiguous(memory_format=m.channels_last).clone()),
+        ("clone contiguous", lambda m, x: x.to(memory_format=m.channels_last).clone(memory_format=m.contiguous_format)),
+        ("empty_like", lambda m, x: m.empty_like(x.contiguous(memory_format=m.channels_last)).zero_()),
+        ("zeros_like", lambda m, x: m.zeros_like(x, memory_format=m.channels_last)),
+        ("rand_like", lambda m, x: m.rand_like(x.contiguous(memory_format=m.channels_last)).zero_()),
+        ("3d", lambda m, x: x.unsqueeze(2).contiguous(memory_format=m.channels_last_3d)),
+        ("elementwise", lambda m, x: x.contiguous(memory_format=m.channels_last) * 2 + 1),
+    ]
+    for what, call in calls:
+        out, ref = call(tensor, ours), call(torch, theirs)
+        np.testing.assert_array_equal(out.cpu().numpy(), ref.numpy())
+        if what == "elementwise" and device != "cpu":
+            continue  # an op's result layout: numpy keeps the inputs', CuPy's may not
+        assert out.stride() == ref.stride(), what
+        for fmt in ("contiguous_format", "channels_last"):
+            if out.ndim == 4:
+                assert out.is_contiguous(memory_format=getattr(tensor, fmt)) == ref.is_contiguous(
+                    memory_format=getattr(torch, fmt)
+                ), (what, fmt)
+    empty = tensor.empty(2, 3, 4, 5, memory_format=tensor.channels_last, device=device)
+    assert empty.stride() == (60, 1, 15, 3)
+    x = tensor.tensor(data, device=device, requires_grad=True)
+    (x.contiguous(memory_format=tensor.channels_last) * 3).sum().backward()
+    assert x.grad.tolist() == np.full(data.shape, 3.0).tolist()
+    conv = nn.Conv2d(3, 4, 3).to(device)
+    weight = conv.weight
+    conv.to(memory_format=tensor.channels_last)
+    assert conv.weight is weight and conv.weight.stride() == (27, 1, 9, 3) and conv.bias.stride() == (1,)
+    for call, error in ((lambda: tensor.ones(2, 3).contiguous(memory_format=tensor.channels_last), RuntimeError),
+                        (lambda: tensor.ones(2).contiguous(memory_format=3), TypeError),
+                        (lambda: tensor.empty(2, memory_format=tensor.preserve_format), RuntimeError)):  # fmt: skip
+        with pytest.raises(error):
+            call()
