@@ -8,6 +8,7 @@ import numpy as np
 
 from . import _autograd_hooks as hooks
 from . import _backend, _dispatch, _dtype
+from . import _memory_format as _formats
 from ._device import as_device, device_of_array
 
 __all__ = [
@@ -86,16 +87,21 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def _filled(size, fill, dtype, device, requires_grad):
+def _filled(size, fill, dtype, device, requires_grad, order=None):
+    """A new tensor; ``order`` (dims from outermost to innermost in memory) lays it out other than
+    row-major (``memory_format=``)."""
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     device = as_device(device)
     xp = device.backend.xp
     device.backend.check_dtype(d.numpy)
+    stored = size if order is None else tuple(size[k] for k in order)
     with device.backend.device_guard(device.index):
         if fill is None:
-            array = xp.empty(size, dtype=d.numpy)
+            array = xp.empty(stored, dtype=d.numpy)
         else:
-            array = xp.full(size, fill, dtype=d.numpy)
+            array = xp.full(stored, fill, dtype=d.numpy)
+    if order is not None:
+        array = xp.transpose(array, [order.index(k) for k in range(len(order))])
     return _finish(array, device_of_array(array) if device.type != "cpu" else device, requires_grad)
 
 
@@ -109,9 +115,16 @@ def ones(*size, dtype=None, device=None, requires_grad: bool = False):
     return _filled(_sizes(size), 1, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False):
-    """An uninitialised tensor."""
-    return _filled(_sizes(size), None, dtype, device, requires_grad)
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.contiguous_format):
+    """An uninitialised tensor, laid out as ``memory_format`` asks.
+
+    Raises:
+        RuntimeError: for ``preserve_format`` (nothing to preserve), or channels_last and another rank.
+    """
+    size = _sizes(size)
+    if _formats.check(memory_format, "empty") is _formats.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    return _filled(size, None, dtype, device, requires_grad, _order(memory_format, size))
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
@@ -126,28 +139,46 @@ def _like(input, dtype, device):
     return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False):
-    """Zeros with ``input``'s shape, dtype and device."""
+def _order(memory_format, shape, like=None, fn: str = "empty"):
+    """The dim order ``_filled`` takes for ``memory_format`` (``preserve_format``: ``like``'s), or
+    None for row-major."""
+    fmt = _formats.check(memory_format, fn)
+    if fmt is _formats.preserve_format:
+        fmt = _formats.preserved(like.shape, like.stride())
+    order = _formats.dim_order(fmt, len(shape))
+    return None if order == tuple(range(len(shape))) else order
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=_formats.preserve_format):
+    """Zeros with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    return _filled(input.shape, 0, dtype, device, requires_grad)
+    order = _order(memory_format, input.shape, input, "zeros_like")
+    return _filled(input.shape, 0, dtype, device, requires_grad, order)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False):
-    """Ones with ``input``'s shape, dtype and device."""
+def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+              memory_format=_formats.preserve_format):
+    """Ones with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    return _filled(input.shape, 1, dtype, device, requires_grad)
+    order = _order(memory_format, input.shape, input, "ones_like")
+    return _filled(input.shape, 1, dtype, device, requires_grad, order)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False):
-    """An uninitialised tensor like ``input``."""
+def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=_formats.preserve_format):
+    """An uninitialised tensor like ``input`` (shape, dtype, device and, by default, layout)."""
     dtype, device = _like(input, dtype, device)
-    return _filled(input.shape, None, dtype, device, requires_grad)
+    order = _order(memory_format, input.shape, input, "empty_like")
+    return _filled(input.shape, None, dtype, device, requires_grad, order)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
-    """``fill_value`` with ``input``'s shape, dtype and device."""
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
+              memory_format=_formats.preserve_format):
+    """``fill_value`` with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    return _filled(input.shape, fill_value, dtype, device, requires_grad)
+    order = _order(memory_format, input.shape, input, "full_like")
+    return _filled(input.shape, fill_value, dtype, device, requires_grad, order)
 
 
 def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False):
