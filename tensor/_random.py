@@ -24,8 +24,10 @@ import json
 import numpy as np
 
 from . import _creation, _dispatch, _dtype
+from . import _memory_format as _formats
 from ._device import as_device, device_of_array
 from .ops.sorting import searchsorted
+from .ops.strided import to_memory_format
 
 __all__ = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -253,21 +255,33 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _sample(lambda rng: rng.standard_normal(shape) * std + mean, generator, dtype, device)
 
 
-def rand_like(input, *, dtype=None, device=None):
-    """``rand`` with ``input``'s shape, dtype and device."""
-    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+def _like(out, input, requires_grad: bool, memory_format, fn: str):
+    """``out`` laid out as ``memory_format`` asks (``preserve_format``: as ``input`` is)."""
+    fmt = _formats.check(memory_format, fn)
+    if fmt is _formats.preserve_format:
+        fmt = _formats.preserved(input.shape, input.stride())
+    return to_memory_format(out, fmt).requires_grad_(requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None):
-    """``randn`` with ``input``'s shape, dtype and device."""
-    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.preserve_format):
+    """``rand`` with ``input``'s shape, dtype, device and (by default) layout."""
+    out = rand(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return _like(out, input, requires_grad, memory_format, "rand_like")
 
 
-def randint_like(input, low, high=None, *, dtype=None, device=None):
-    """``randint`` with ``input``'s shape."""
+def randn_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.preserve_format):
+    """``randn`` with ``input``'s shape, dtype, device and (by default) layout."""
+    out = randn(input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return _like(out, input, requires_grad, memory_format, "randn_like")
+
+
+def randint_like(input, low, high=None, *, dtype=None, device=None, requires_grad: bool = False,
+                 memory_format=_formats.preserve_format):
+    """``randint`` with ``input``'s shape, dtype, device and (by default) layout."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    out = randint(low, high, input.shape, dtype=dtype or input.dtype, device=device or input.device)
+    return _like(out, input, requires_grad, memory_format, "randint_like")
 
 
 def bernoulli(input, p=None, *, generator=None):
