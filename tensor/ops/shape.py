@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _dispatch
+from .. import _memory_format as _formats
 from .._dtype import promote_types
 from .reduction import wrap_dim
 from .registry import defop
+from .strided import to_memory_format
 
 __all__ = [
     "reshape", "view", "permute", "transpose", "squeeze", "unsqueeze", "expand", "flatten",
@@ -80,8 +82,16 @@ def _(node, g):
     return (g,)
 
 
-def contiguous(input):
-    """The input itself if C-contiguous, else a C-contiguous copy."""
+def contiguous(input, memory_format=_formats.contiguous_format):
+    """The input itself if laid out as ``memory_format`` asks (C-contiguous by default), else a
+    copy that is (``tensor.channels_last``: NHWC strides).
+
+    Raises:
+        TypeError: if ``memory_format`` is not a ``tensor.memory_format``.
+        RuntimeError: for channels_last(_3d) and a tensor of another rank.
+    """
+    if _formats.check(memory_format, "contiguous") is not _formats.contiguous_format:
+        return to_memory_format(input, memory_format)
     if input._data.flags.c_contiguous:
         return input
     return _dispatch.apply_unary(_contiguous, input)
