@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from . import _backend, _dispatch, _dtype
+from . import _memory_format as _formats
 from ._autograd_hooks import api, grad_mode
 from ._device import device as _device_cls
 from .ops.registry import defop
+from .ops.strided import to_memory_format
 
 
 @defop("to_dtype")
@@ -59,9 +61,11 @@ def parse_to(args, kwargs) -> tuple:
     return device, None if dtype is None else _dtype.as_dtype(dtype), copy
 
 
-def to(tensor, *args, **kwargs):
+def to(tensor, *args, memory_format=_formats.preserve_format, **kwargs):
     """``Tensor.to``: see there."""
     device, dtype, copy = parse_to(args, kwargs)
+    if _formats.check(memory_format, "to") is not _formats.preserve_format:
+        return to_memory_format(to(tensor, device, dtype, copy=copy), memory_format)
     out = tensor
     if dtype is not None and dtype.numpy != out._data.dtype:
         out = _dispatch.apply_unary(_to_dtype, out, (dtype.numpy, out.dtype))
