@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _autograd_hooks as hooks
 from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _legacy_types, _random, _shared, ops
+from . import _memory_format as _formats
 from ._device import device as _device_cls
 
 __all__ = ["Tensor"]
@@ -156,9 +157,13 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[ops.reduction.wrap_dim(dim, self.ndim)]
 
-    def is_contiguous(self) -> bool:
-        """True if the elements are laid out densely in row-major order."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=_formats.contiguous_format) -> bool:
+        """True if the elements are laid out densely in row-major order (or in the order
+        ``memory_format`` names: ``tensor.channels_last`` is NHWC)."""
+        if memory_format is _formats.contiguous_format:
+            return bool(self._data.flags.c_contiguous)
+        _formats.check(memory_format, "is_contiguous")
+        return _formats.is_laid_out(self.shape, self.stride(), memory_format)
 
     def data_ptr(self) -> int:
         """The address of the first element."""
@@ -521,7 +526,15 @@ class Tensor:
     split, chunk, narrow, unbind = ops.split, ops.chunk, ops.narrow, ops.unbind
     gather, scatter, scatter_add, index_select, index_add = (
         ops.gather, ops.scatter, ops.scatter_add, ops.index_select, ops.index_add)
-    index_put, masked_fill, clone = ops.index_put, ops.masked_fill, ops.clone
+    index_put, masked_fill = ops.index_put, ops.masked_fill
+
+    def clone(self, *, memory_format=_formats.preserve_format) -> Tensor:
+        """A copy with its own storage (laid out as ``self``, or as ``memory_format`` asks);
+        gradients flow back to ``self``."""
+        if memory_format is _formats.preserve_format and self._data.flags.c_contiguous:
+            return ops.clone(self)
+        return ops.strided.clone_as(self, memory_format)
+
     # issue 16: sorting, scans and layout ops
     sort, argsort, msort, topk, kthvalue = ops.sort, ops.argsort, ops.msort, ops.topk, ops.kthvalue
     median, nanmedian, mode = ops.median, ops.nanmedian, ops.mode
