@@ -357,12 +357,14 @@ class Module:
     def to(self, *args, **kwargs) -> Module:
         """Move (in place) parameters and buffers to a device and/or cast floating ones to a dtype.
 
-        Takes the arguments of ``Tensor.to``.
+        Takes the arguments of ``Tensor.to``; ``memory_format=`` lays out the 4-d and 5-d ones
+        (``tensor.channels_last``...), as in PyTorch.
 
         Raises:
             TypeError: for a dtype that is not floating point, or arguments ``Tensor.to`` refuses.
             RuntimeError: for ``copy=True``.
         """
+        memory_format = kwargs.pop("memory_format", tensor.preserve_format)
         device, dtype, copy = _conversion.parse_to(args, kwargs)
         if copy:
             raise RuntimeError(".to() does not accept copy argument")
@@ -372,7 +374,8 @@ class Module:
 
         def convert(t: Tensor) -> Tensor:
             target_dtype = dtype if dtype is not None and t.is_floating_point() else None
-            return t.to(device=device, dtype=target_dtype)
+            layout = memory_format if t.ndim in (4, 5) else tensor.preserve_format
+            return t.to(device=device, dtype=target_dtype, memory_format=layout)
         return self._apply_to_tensors(convert)
 
     def cpu(self) -> Module:
