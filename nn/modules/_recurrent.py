@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 
 import tensor
-from autograd.function import Function
-from tensor import Tensor
 from tensor.ops import recurrent
 
 from ..parameter import Parameter
@@ -15,29 +13,10 @@ from .module import Module
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-class _Unbind(Function):
-    """Split along ``dim`` into views; the backward stacks the gradients in one copy
-    (slicing step by step would allocate a full-size gradient per step)."""
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx.dim = dim
-        return tuple(x.unbind(dim))
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return tensor.stack(grads, ctx.dim), None
-
-
-def _unbind(x: Tensor, dim: int) -> tuple:
-    if x.shape[dim] == 1 or not x.requires_grad:
-        return tuple(x.unbind(dim))
-    return _Unbind.apply(x, dim)
-
-
 # ---------------------------------------------------------------- one time step
 # ``xg`` is the input projection (with its bias), ``hg`` the recurrent one. The LSTM and GRU
 # pointwise parts are one op each (Note [Fused cells] in tensor/ops/recurrent.py).
+
 
 def _rnn_step(xg, hg, h, c, mode):
     pre = xg + hg

@@ -13,11 +13,11 @@ import warnings
 
 import tensor
 from tensor import Tensor
-from tensor.ops import recurrent, recurrent_layers
+from tensor.ops import recurrent_layers
 
 from .. import functional as F
 from ..utils.rnn import PackedSequence, pad_packed_sequence
-from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform, _unbind
+from ._recurrent import _GATES, _STEPS, _check_args, _new_param, _reset_uniform
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -250,28 +250,19 @@ class RNNBase(Module):
 
     def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool, time_dim: int):
         """One layer and direction over ``projected`` (the input projections, with the biases
-        that fold into them): (output sequence, h_n, c_n). One op (Note [Fused layers] in
-        tensor/ops/recurrent_layers.py), except for an LSTM with ``proj_size``, which steps in
-        Python."""
+        that fold into them): (output sequence, h_n, c_n), as one op (Note [Fused layers] in
+        tensor/ops/recurrent_layers.py)."""
         w_hh = params[1]
-        if not self.proj_size:
-            seq = projected if time_dim == 0 else projected.transpose(0, 1)
-            if self.mode == "LSTM":
-                out, h, c = recurrent_layers.lstm_layer(seq, h, c, w_hh, reverse)
-            elif self.mode == "GRU":
-                b_hh = params[3] if self.bias else w_hh.new_zeros(w_hh.shape[0])
-                out, h = recurrent_layers.gru_layer(seq, h, w_hh, b_hh, reverse)
-            else:
-                out, h = recurrent_layers.rnn_layer(seq, h, w_hh, self.nonlinearity, reverse)
-            return (out if time_dim == 0 else out.transpose(0, 1)), h, c
-        w_hh_t, w_hr_t = w_hh.T, params[-1].T  # an LSTM with projections: the cell op, step by step
-        xs = _unbind(projected, time_dim)
-        out = [None] * len(xs)
-        for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
-            h, c = recurrent.lstm_cell(xs[t], h @ w_hh_t, c)
-            h = h @ w_hr_t
-            out[t] = h
-        return tensor.stack(out, time_dim), h, c
+        seq = projected if time_dim == 0 else projected.transpose(0, 1)
+        if self.mode == "LSTM":
+            w_hr = params[-1] if self.proj_size else None
+            out, h, c = recurrent_layers.lstm_layer(seq, h, c, w_hh, reverse, w_hr=w_hr)
+        elif self.mode == "GRU":
+            b_hh = params[3] if self.bias else w_hh.new_zeros(w_hh.shape[0])
+            out, h = recurrent_layers.gru_layer(seq, h, w_hh, b_hh, reverse)
+        else:
+            out, h = recurrent_layers.rnn_layer(seq, h, w_hh, self.nonlinearity, reverse)
+        return (out if time_dim == 0 else out.transpose(0, 1)), h, c
 
     def _forward_without_cell(self, input: Tensor | PackedSequence, hx: Tensor | None, name: str):
         """``forward`` of the layers without a cell state (RNN, GRU): ``(output, h_n)``."""

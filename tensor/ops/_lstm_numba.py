@@ -96,25 +96,35 @@ def _call(kernel, *args) -> None:
     kernel(*args)
 
 
-def lstm_forward(out, xg, h0, c0, w_hh, order) -> None:
-    """The LSTM layer's steps, in ``order``, into ``out`` (steps, 7, batch, hidden); all float32
-    C-contiguous except ``w_hh`` (4 * hidden, hidden)."""
+def lstm_forward(out, xg, h0, c0, w_hh, w_hr, order) -> None:
+    """The LSTM layer's steps, in ``order``, into ``out`` (steps, 7 or 8, batch, hidden; the
+    eighth block for the projected state when ``w_hr`` is given); all float32, C-contiguous
+    except the weights."""
     w_t = np.ascontiguousarray(w_hh.T)
+    w_hr_t = None if w_hr is None else np.ascontiguousarray(w_hr.T)
     hg = np.empty((h0.shape[0], w_t.shape[1]), np.float32)
     h_prev, c_prev = h0, c0
     for t in order:
         np.matmul(h_prev, w_t, out=hg)
         _call(_forward_step, out, t, xg, hg, c_prev)
         h_prev, c_prev = out[t, 0], out[t, 1]
+        if w_hr_t is not None:
+            h_prev = np.matmul(h_prev, w_hr_t)
+            out[t, 7, :, : w_hr_t.shape[1]] = h_prev
 
 
-def lstm_backward(grad, out, c0, w_hh, order, dxg, dh, dc) -> None:
-    """Back through the steps (``order``: last step first): ``dxg`` (steps, batch, 4 * hidden)
-    and the gradients of the initial states ``dh``, ``dc``, written in place."""
+def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
+    """Back through the steps (``order``: last step first): ``dxg`` (steps, batch, 4 * hidden),
+    the gradients of the initial states ``dh``, ``dc`` and, with ``w_hr``, those of the
+    projected states ``dhr`` (steps, batch, proj_size), written in place."""
     dh[...] = 0
     dc[...] = 0
     order = list(order)
+    carried = dh  # the gradient reaching o * tanh(c) from later steps
     for k, t in enumerate(order):
         c_prev = out[order[k + 1], 1] if k + 1 < len(order) else c0
-        _call(_backward_step, dxg, dc, t, grad, out, dh, c_prev)
+        if w_hr is not None:
+            np.add(grad[t, 7, :, : w_hr.shape[0]], dh, out=dhr[t])
+            carried = np.matmul(dhr[t], w_hr)
+        _call(_backward_step, dxg, dc, t, grad, out, carried, c_prev)
         np.matmul(dxg[t], w_hh, out=dh)

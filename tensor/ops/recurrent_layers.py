@@ -55,10 +55,9 @@ def _states_before(cat_fn, seq, first, reverse: bool):
 
 
 def _per_gate(xp, w_hh, gates: int, dtype):
-    """``w_hh`` (gates * hidden, hidden) as (gates, hidden, hidden), each block transposed:
+    """``w_hh`` (gates * hidden, size) as (gates, size, hidden), each block transposed:
     ``h @ result`` is the recurrent projection, gate by gate."""
-    hidden = w_hh.shape[1]
-    return xp.ascontiguousarray(w_hh.reshape(gates, hidden, hidden).transpose(0, 2, 1), dtype=dtype)
+    return xp.ascontiguousarray(w_hh.reshape(gates, -1, w_hh.shape[1]).transpose(0, 2, 1), dtype=dtype)
 
 
 def _by_gate(a, gates: int):
@@ -110,18 +109,23 @@ def _weight_grad(xp, dgates, h_before):
 # ---------------------------------------------------------------- LSTM
 # The packed output holds the gates as i, f, o, g (one sigmoid over three blocks); ``xg`` and
 # ``w_hh`` hold them as i, f, g, o (PyTorch's order). _IFOG[k]: the xg gate of output gate k.
+# With a projection ``w_hr`` (proj_size P < hidden), block 0 holds o * tanh(c) and an eighth
+# block holds the projected state h = block 0 @ w_hr.T in its first P columns.
 _IFOG = (0, 1, 3, 2)
 
 
-@defop("lstm_layer", saves=(1, 2, 3), saves_output=True)
-def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
+def _lstm_forward(xp, xg, h0, c0, w_hh, w_hr, reverse):
     steps, batch = xg.shape[:2]
-    hidden = h0.shape[1]
-    dtype = xp.result_type(xg, h0, c0, w_hh)
-    out = xp.empty((steps, 7, batch, hidden), dtype)
-    compiled = _compiled_steps(xg, h0, c0, w_hh)
+    hidden = c0.shape[1]
+    weights = (w_hh,) if w_hr is None else (w_hh, w_hr)
+    dtype = xp.result_type(xg, h0, c0, *weights)
+    out = xp.empty((steps, 7 if w_hr is None else 8, batch, hidden), dtype)
+    if w_hr is not None:
+        out[:, 7] = 0  # the columns past proj_size stay 0
+    compiled = _compiled_steps(xg, h0, c0, *weights)
     if compiled is not None:
-        compiled.lstm_forward(out, *(xp.ascontiguousarray(a) for a in (xg, h0, c0)), w_hh, _order(steps, reverse))
+        xg, h0, c0 = (xp.ascontiguousarray(a) for a in (xg, h0, c0))
+        compiled.lstm_forward(out, xg, h0, c0, w_hh, w_hr, _order(steps, reverse))
         return out
     for k, gate in enumerate(_IFOG):
         out[:, 2 + k] = _by_gate(xg, 4)[:, gate]
@@ -131,7 +135,7 @@ def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
     h_prev, c_prev = h0.astype(dtype, copy=False), c0
     with np.errstate(over="ignore"):  # sigmoid_
         for t in _order(steps, reverse):
-            h, c, i, f, o, g, tc = out[t]
+            h, c, i, f, o, g, tc = out[t, :7]
             out[t, 2:6] += xp.matmul(h_prev, w_t, out=hg)
             sigmoid_(xp, out[t, 2:5])  # i, f and o
             xp.tanh(g, out=g)
@@ -139,49 +143,79 @@ def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
             c += xp.multiply(i, g, out=ig)
             xp.tanh(c, out=tc)
             xp.multiply(o, tc, out=h)
+            if w_hr is not None:
+                h = out[t, 7, :, : w_hr.shape[0]]
+                h[...] = out[t, 0] @ w_hr.T
             h_prev, c_prev = h, c
     return out
 
 
-@_lstm_layer.derivative
-def _(node, grad):
-    h0, c0, w_hh = node.saved
+@defop("lstm_layer", saves=(1, 2, 3), saves_output=True)
+def _lstm_layer(xp, xg, h0, c0, w_hh, reverse):
+    return _lstm_forward(xp, xg, h0, c0, w_hh, None, reverse)
+
+
+@defop("lstm_proj_layer", saves=(1, 2, 3, 4), saves_output=True)
+def _lstm_proj_layer(xp, xg, h0, c0, w_hh, w_hr, reverse):
+    return _lstm_forward(xp, xg, h0, c0, w_hh, w_hr, reverse)
+
+
+def _lstm_derivative(node, grad):
+    h0, c0, w_hh, *w_hr = node.saved
     out = node.output
     (reverse,) = node.params
     if _autograd_hooks.grad_mode.enabled:
-        return _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse)
-    flat = _dispatch.apply(_lstm_layer_backward, (grad, out, h0, c0, w_hh), (reverse,))
-    return _split(flat, _lstm_grad_shapes(out.shape, tuple(w_hh.shape)))
+        return _lstm_layer_grads(grad, out, h0, c0, w_hh, w_hr[0] if w_hr else None, reverse)
+    backward = _lstm_proj_layer_backward if w_hr else _lstm_layer_backward
+    flat = _dispatch.apply(backward, (grad, out, *node.saved), (reverse,))
+    return _split(flat, _lstm_grad_shapes(out.shape, *(tuple(t.shape) for t in node.saved)))
 
 
-def _lstm_grad_shapes(out_shape, w_shape) -> list:
+_lstm_layer.derivative(_lstm_derivative)
+_lstm_proj_layer.derivative(_lstm_derivative)
+
+
+def _lstm_grad_shapes(out_shape, h0_shape, c0_shape, *weight_shapes) -> list:
     steps, _, batch, hidden = out_shape
-    return [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), w_shape]
+    return [(steps, batch, 4 * hidden), h0_shape, c0_shape, *weight_shapes]
 
 
-def _lstm_layer_grads(grad, out, h0, c0, w_hh, reverse):
-    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, c0, w_hh."""
-    steps = out.shape[0]
+def _projected(out, w_hr):
+    """The layer's output sequence h (steps, batch, hidden or proj_size) in the packed ``out``."""
+    return out[:, 0] if w_hr is None else out[:, 7, :, : w_hr.shape[0]]
+
+
+def _lstm_layer_grads(grad, out, h0, c0, w_hh, w_hr, reverse):
+    """The layer's derivative with Tensor ops (differentiable): gradients of xg, h0, c0, w_hh
+    (and w_hr)."""
+    steps, hidden = out.shape[0], c0.shape[1]
     c_before = _states_before(cat, out[:, 1], c0, reverse)
-    dxg = [None] * steps
+    dxg, dhr = [None] * steps, [None] * steps
     dh = dc = None
     for t in _order(steps, not reverse):
-        gh, gc, gi, gf, go, gg, gtc = grad[t].unbind(0)
-        _, c, i, f, o, g, tc = out[t].unbind(0)
-        if dh is not None:
-            gh, gc = gh + dh, gc + dc
+        gh, gc, gi, gf, go, gg, gtc = grad[t, :7].unbind(0)
+        _, c, i, f, o, g, tc = out[t, :7].unbind(0)
+        if w_hr is not None:  # the gradient of the projected h, then of o * tanh(c)
+            dhr[t] = grad[t, 7, :, : w_hr.shape[0]] if dh is None else grad[t, 7, :, : w_hr.shape[0]] + dh
+            gh = gh + dhr[t] @ w_hr
+        elif dh is not None:
+            gh = gh + dh
+        if dc is not None:
+            gc = gc + dc
         gc = gc + gtc * (1 - tc * tc)
         dgates, dc = lstm_grads(gh, gc, (gi, gf, gg, go), c_before[t], (i, f, g, o), tc)
         dxg[t] = cat(dgates, 1)
         dh = dxg[t] @ w_hh
     dxg = stack(dxg)
-    h_before = _states_before(cat, out[:, 0], h0, reverse)
-    return dxg, dh, dc, dxg.reshape(-1, dxg.shape[-1]).T @ h_before.reshape(-1, h0.shape[1])
+    h_before = _states_before(cat, _projected(out, w_hr), h0, reverse)
+    grads = [dxg, dh, dc, dxg.reshape(-1, 4 * hidden).T @ h_before.reshape(-1, h0.shape[1])]
+    if w_hr is not None:
+        grads.append(stack(dhr).reshape(-1, w_hr.shape[0]).T @ out[:, 0].reshape(-1, hidden))
+    return tuple(grads)
 
 
-@defop("lstm_layer_backward", differentiable=False)
-def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
-    """``_lstm_layer_grads`` on arrays: the four gradients flattened one after another.
+def _lstm_backward_arrays(xp, grad, out, h0, c0, w_hh, w_hr, reverse):
+    """``_lstm_layer_grads`` on arrays: the gradients flattened one after another.
 
     Only what depends on the carried gradients of ``h`` and ``c`` runs step by step: with
     ``P`` the gates' derivatives, ``dgates = D0 + [dc * G, gh * tanh(c) * P_o]``, where
@@ -189,14 +223,27 @@ def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
     steps at once, and ``dc = C0 + dc_next * f + gh * o * (1 - tanh(c)^2)``."""
     steps, _, batch, hidden = out.shape
     dtype = grad.dtype
-    flat, (dxg, dh, dc, dw) = _flat_parts(xp, dtype, _lstm_grad_shapes(out.shape, w_hh.shape))
-    h_before = _states_before(xp.concatenate, out[:, 0], h0, reverse)
-    compiled = _compiled_steps(grad, out, c0, w_hh)
+    weights = (w_hh,) if w_hr is None else (w_hh, w_hr)
+    shapes = _lstm_grad_shapes(out.shape, h0.shape, c0.shape, *(w.shape for w in weights))
+    flat, (dxg, dh, dc, dw, *dw_hr) = _flat_parts(xp, dtype, shapes)
+    h_before = _states_before(xp.concatenate, _projected(out, w_hr), h0, reverse)
+    dhr = None if w_hr is None else xp.empty((steps, batch, w_hr.shape[0]), dtype)  # of the projected h
+    compiled = _compiled_steps(grad, out, c0, *weights)
     if compiled is not None:
         grad, out, c0 = (xp.ascontiguousarray(a) for a in (grad, out, c0))
-        compiled.lstm_backward(grad, out, c0, w_hh, _order(steps, not reverse), dxg, dh, dc)
-        dw[...] = _weight_grad(xp, dxg, h_before)
-        return flat
+        compiled.lstm_backward(grad, out, c0, w_hh, w_hr, _order(steps, not reverse), dxg, dh, dc, dhr)
+    else:
+        _lstm_backward_steps(xp, grad, out, c0, w_hh, w_hr, reverse, dxg, dh, dc, dhr)
+    dw[...] = _weight_grad(xp, dxg, h_before)
+    if w_hr is not None:
+        dw_hr[0][...] = _weight_grad(xp, dhr, out[:, 0])
+    return flat
+
+
+def _lstm_backward_steps(xp, grad, out, c0, w_hh, w_hr, reverse, dxg, dh, dc, dhr):
+    """The numpy composition of ``_lstm_backward_arrays``'s loop (see its docstring)."""
+    steps, _, batch, hidden = out.shape
+    dtype = grad.dtype
     dxg_by_gate = _by_gate(dxg, 4)
     i, f, o, g, tc = (out[:, k] for k in range(2, 7))
     sig = out[:, 2:5]
@@ -219,7 +266,11 @@ def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
     dh[...] = 0
     dc[...] = 0
     for t in _order(steps, not reverse):
-        xp.add(grad[t, 0], dh, out=gh)
+        if w_hr is None:
+            xp.add(grad[t, 0], dh, out=gh)
+        else:
+            xp.add(grad[t, 7, :, : w_hr.shape[0]], dh, out=dhr[t])
+            xp.add(grad[t, 0], xp.matmul(dhr[t], w_hr), out=gh)
         dc += c0_grad[t]
         dc += xp.multiply(gh, c_by_gh[t], out=tmp)
         xp.multiply(dc, by_dc[t], out=d4[:3])
@@ -228,18 +279,31 @@ def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
         dc *= f[t]
         dxg_by_gate[t] = d4
         xp.matmul(dxg[t], w_hh, out=dh)
-    dw[...] = _weight_grad(xp, dxg, h_before)
-    return flat
 
 
-def lstm_layer(xg, h0, c0, w_hh, reverse: bool = False):
+@defop("lstm_layer_backward", differentiable=False)
+def _lstm_layer_backward(xp, grad, out, h0, c0, w_hh, reverse):
+    return _lstm_backward_arrays(xp, grad, out, h0, c0, w_hh, None, reverse)
+
+
+@defop("lstm_proj_layer_backward", differentiable=False)
+def _lstm_proj_layer_backward(xp, grad, out, h0, c0, w_hh, w_hr, reverse):
+    return _lstm_backward_arrays(xp, grad, out, h0, c0, w_hh, w_hr, reverse)
+
+
+def lstm_layer(xg, h0, c0, w_hh, reverse: bool = False, w_hr=None):
     """One LSTM layer and direction (Note [Fused layers]): ``(output, h_n, c_n)`` from the input
     projections of every step ``xg`` (steps, batch, 4 * hidden; biases included), the initial
-    state ``h0``, ``c0`` (batch, hidden) and the recurrent weight ``w_hh`` (4 * hidden, hidden);
-    ``reverse`` runs from the last step to the first."""
-    out = _dispatch.apply(_lstm_layer, (xg, h0, c0, w_hh), (reverse,))
+    state ``h0`` (batch, hidden or proj_size), ``c0`` (batch, hidden) and the recurrent weight
+    ``w_hh`` (4 * hidden, hidden or proj_size); ``reverse`` runs from the last step to the
+    first; ``w_hr`` (proj_size, hidden), when given, projects each step's h (``proj_size``)."""
+    if w_hr is None:
+        out = _dispatch.apply(_lstm_layer, (xg, h0, c0, w_hh), (reverse,))
+    else:
+        out = _dispatch.apply(_lstm_proj_layer, (xg, h0, c0, w_hh, w_hr), (reverse,))
     last = 0 if reverse else xg.shape[0] - 1
-    return out[:, 0], out[last, 0], out[last, 1]
+    seq = _projected(out, w_hr)
+    return seq, seq[last], out[last, 1]
 
 
 # ---------------------------------------------------------------- GRU

@@ -99,6 +99,12 @@ def test_one_node_per_step(kind):
 # The layer ops (Note [Fused layers]): each against its cell op stepped in Python.
 _LAYERS = {  # the function, its op, the gates and the op's params before ``reverse``
     "lstm": (recurrent_layers.lstm_layer, recurrent_layers._lstm_layer, 4, ()),
+    "lstm_proj": (  # proj_size 1 < hidden 2: the projection w_hr is the last input
+        lambda *a, reverse: recurrent_layers.lstm_layer(*a[:4], reverse, w_hr=a[4]),
+        recurrent_layers._lstm_proj_layer,
+        4,
+        (),
+    ),
     "gru": (recurrent_layers.gru_layer, recurrent_layers._gru_layer, 3, ()),
     "tanh": (recurrent_layers.rnn_layer, recurrent_layers._rnn_layer, 1, ("tanh",)),
     "relu": (recurrent_layers.rnn_layer, recurrent_layers._rnn_layer, 1, ("relu",)),
@@ -109,10 +115,12 @@ _KINDS = list(_LAYERS)
 def _layer_inputs(kind: str, steps: int = 3, batch: int = 2, hidden: int = 2):
     rng = np.random.default_rng(2)
     gates = _LAYERS[kind][2] * hidden
-    shapes = [(steps, batch, gates), (batch, hidden)]
-    shapes += {"lstm": [(batch, hidden), (gates, hidden)], "gru": [(gates, hidden), (gates,)]}.get(
-        kind, [(hidden, hidden)]
-    )
+    shapes = [(steps, batch, gates), (batch, 1 if kind == "lstm_proj" else hidden)]
+    shapes += {
+        "lstm": [(batch, hidden), (gates, hidden)],
+        "lstm_proj": [(batch, hidden), (gates, 1), (1, hidden)],
+        "gru": [(gates, hidden), (gates,)],
+    }.get(kind, [(hidden, hidden)])
     return [tensor.tensor(rng.standard_normal(s) * 0.5, dtype=tensor.float64, requires_grad=True) for s in shapes]
 
 
@@ -124,18 +132,20 @@ def _layer(kind: str, inputs, reverse: bool) -> tuple:
 def _stepped(kind: str, inputs, reverse: bool) -> list:
     """The layer's outputs from its cell op (or Tensor ops for the Elman RNN), stepped in Python."""
     xg, h = inputs[:2]
-    c = inputs[2] if kind == "lstm" else None
+    lstm = kind.startswith("lstm")
+    c = inputs[2] if lstm else None
     steps = [None] * xg.shape[0]
     for t in range(xg.shape[0] - 1, -1, -1) if reverse else range(xg.shape[0]):
-        if kind == "lstm":
+        if lstm:
             h, c = recurrent.lstm_cell(xg[t], h @ inputs[3].T, c)
+            h = h @ inputs[4].T if kind == "lstm_proj" else h
         elif kind == "gru":
             h = recurrent.gru_cell(xg[t], h @ inputs[2].T + inputs[3], h)
         else:
             pre = xg[t] + h @ inputs[2].T
             h = pre.tanh() if kind == "tanh" else pre.relu()
         steps[t] = h
-    return [tensor.stack(steps), h] + ([c] if kind == "lstm" else [])
+    return [tensor.stack(steps), h] + ([c] if lstm else [])
 
 
 @pytest.mark.parametrize("kind", _KINDS)
@@ -146,8 +156,9 @@ def test_layer_gradcheck(kind, reverse):
 
 
 @pytest.mark.slow  # 3-12 s each: the packed outputs are large for a numerical second derivative
-@pytest.mark.parametrize("kind", _KINDS)
-@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize(  # the projected LSTM one way only: it shares the plain LSTM's code
+    "kind, reverse", [(kind, reverse) for kind in _KINDS for reverse in (False, True) if kind != "lstm_proj" or reverse]
+)
 def test_layer_double_backward(kind, reverse):
     inputs = _layer_inputs(kind)
     assert gradgradcheck(lambda *a: _layer(kind, a, reverse), inputs)
@@ -187,28 +198,31 @@ def test_one_node_per_layer():
     assert [e[0] for e in layer.next_edges] == inputs
 
 
-def _float32_lstm_arrays(steps: int = 4, batch: int = 3, hidden: int = 5) -> list:
+def _float32_lstm_arrays(proj: bool, steps: int = 4, batch: int = 3, hidden: int = 5) -> list:
     rng = np.random.default_rng(4)
-    shapes = [(steps, batch, 4 * hidden), (batch, hidden), (batch, hidden), (4 * hidden, hidden)]
+    size = 2 if proj else hidden
+    shapes = [(steps, batch, 4 * hidden), (batch, size), (batch, hidden), (4 * hidden, size)]
+    shapes += [(size, hidden)] if proj else []
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
-@pytest.mark.parametrize("reverse", [False, True])
-def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse):
+@pytest.mark.parametrize("reverse, proj", [(False, False), (True, True)])
+def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, proj):
     # Note [Compiled LSTM steps]: the numba kernels against the numpy definition, forward and
     # the array backward with weights on every block of the packed output.
     pytest.importorskip("numba")
-    arrays = _float32_lstm_arrays()
+    arrays = _float32_lstm_arrays(proj)
+    forward = recurrent_layers._lstm_proj_layer if proj else recurrent_layers._lstm_layer
+    backward = recurrent_layers._lstm_proj_layer_backward if proj else recurrent_layers._lstm_layer_backward
     assert recurrent_layers._compiled_steps(*arrays) is not None
     assert recurrent_layers._compiled_steps(*(a.astype(np.float64) for a in arrays)) is None
-    weights = np.random.default_rng(5).standard_normal((4, 7, 3, 5)).astype(np.float32)
+    weights = np.random.default_rng(5).standard_normal((4, 8 if proj else 7, 3, 5)).astype(np.float32)
     results = []
     for compiled in (True, False):
         monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
         assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
-        out = recurrent_layers._lstm_layer.kernel(np, *arrays, reverse)
-        grads = recurrent_layers._lstm_layer_backward.kernel(np, weights, out, *arrays[1:], reverse)
-        results.append((out, grads))
+        out = forward.kernel(np, *arrays, reverse)
+        results.append((out, backward.kernel(np, weights, out, *arrays[1:], reverse)))
     (out, grads), (expected_out, expected_grads) = results
     np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
