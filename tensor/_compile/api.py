@@ -247,10 +247,6 @@ def compile(
     settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, options=options)
     if fn is None:
         return lambda f: compile(f, mode=mode, **settings)
-    if backend != "eager":
-        from .codegen_numba import preload  # noqa: PLC0415 - keeps the code generator out of `import tensor`
-
-        preload()  # numba's import overlaps what the program does before its first call
     if hasattr(fn, "forward") and hasattr(fn, "modules"):
         from .module import compile_module  # noqa: PLC0415 - modules live in nn, above us
 

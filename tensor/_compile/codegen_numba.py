@@ -15,7 +15,6 @@ import importlib.util
 import os
 import sys
 import tempfile
-import threading
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from .. import _dispatch, _threads
 from .config import config
 from .emitter import emit_kernel
 
-__all__ = ["FusedKernel", "load_cached", "load_kernel", "numba_available", "preload"]
+__all__ = ["FusedKernel", "load_cached", "load_kernel", "numba_available"]
 
 _VECMATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vecmath.py")
 with open(_VECMATH, "rb") as _f:
@@ -37,43 +36,11 @@ _PRELUDE = (
 )
 _LOADED: dict = {}
 _threads_set = [None]
-_preloading: list = []  # the thread importing numba, once started (Note [Warm start])
 
 
 def numba_available() -> bool:
     """Whether numba can be imported (the default backend falls back to eager without it)."""
     return importlib.util.find_spec("numba") is not None
-
-
-def preload() -> None:
-    """Start importing numba in a background thread, once per process (Note [Warm start])."""
-    if _preloading or "numba" in sys.modules or not numba_available():
-        return
-    thread = threading.Thread(target=_import_numba, name="tensor.compile: import numba")
-    _preloading.append(thread)
-    thread.start()
-
-
-def _import_numba() -> None:
-    try:
-        import numba  # noqa: PLC0415 - the point: numba's import, off the caller's thread
-        from numba.core.registry import cpu_target  # noqa: PLC0415
-        from numba.core.runtime import nrt  # noqa: PLC0415
-
-        nrt.rtsys.initialize(cpu_target.target_context)  # compiles numba's runtime (under numba's lock)
-        numba.typeof(np.empty(1))  # and the first typeof of an array loads numba's dtype tables
-    except Exception:  # noqa: BLE001, S110 - the first kernel imports numba again and reports what fails
-        pass
-
-
-def _wait_for_preload() -> None:
-    for thread in _preloading:
-        if thread is not threading.current_thread():
-            thread.join()
-
-
-# A child forked while another thread holds numba's module import locks would wait on them forever.
-os.register_at_fork(before=_wait_for_preload)
 
 
 def load_kernel(source: str):
@@ -83,7 +50,6 @@ def load_kernel(source: str):
     kernel = _LOADED.get(digest)
     if kernel is not None:
         return kernel
-    _wait_for_preload()
     os.makedirs(config.cache_dir, exist_ok=True)
     path = os.path.join(config.cache_dir, f"fused_{digest}.py")
     if not os.path.exists(path):
@@ -100,11 +66,10 @@ def load_kernel(source: str):
 
 
 # Note [Warm start]: a process whose kernels are all in the disk cache still pays numba's own
-# start-up: its import (~0.5 s here with numpy loaded, 1.2 s under load), compiling its runtime
-# (NRT, ~0.1 s) and, without ``load_cached``, the target context's refresh. ``tensor.compile(fn)``
-# therefore starts the first two in a background thread (``preload``), so that they overlap
-# whatever the program does before its first call (loading data, building a model); the
-# first kernel waits for them, and so does ``os.fork``.
+# start-up: its import (~0.5 s here with numpy loaded, 1.2 s under load) and compiling its
+# runtime (NRT, ~0.1 s). Importing numba in a background thread at decoration time was tried
+# and dropped: a main thread importing a numba submodule meanwhile (``from numba.core import
+# cpu``) meets the half-imported package and fails (Python's import deadlock avoidance).
 #
 # A dispatcher with ``cache=True`` looks for its machine code on disk only
 # after refreshing numba's target context, which imports and installs every implementation
