@@ -23,9 +23,13 @@ Note [Dynamic sizes]
     the function; kernels take loop extents as arguments, so the kernels compiled for the
     first size are reused (Note [Parallel threshold] may choose a parallel variant once).
 
-    Two captures agreeing is evidence, not proof: a size that entered the graph through
-    Python arithmetic the two sizes happen to agree on (``min(n, 8)`` at 3 and 5) would
-    be replayed wrongly at 64. PyTorch's symbolic tracing does not have that gap.
+    Two captures agreeing is evidence, not proof: a size computed by a rule that is not
+    affine in the symbol looks affine at two sizes. The library's one such rule is basic
+    slicing, which clips (``x[:8]`` has ``min(n, 8)`` rows: ``n`` at 3 and 5, 8 at 64; on
+    proxies of 17 and 19 rows ``x[:100]`` looks like ``x``), so every slice of a symbolic
+    dim is also a guard: a call whose sizes give any slice another shape than the graph's
+    formula is captured again. Sizes user code computes are covered by the size reads
+    above. PyTorch's symbolic tracing guards the same way (on ``min``'s branch).
 """
 
 from __future__ import annotations
@@ -91,6 +95,10 @@ class DynamicGraph:
         self.input_shapes = input_shapes  # per leaf: int or Sym per dim
         self.path_args = None  # (backend, options, consts) of the instances' paths
         self.instances: OrderedDict = OrderedDict()
+        nodes = graph.nodes
+        self.slices = [  # slices of a symbolic dim: each is a guard (Note [Dynamic sizes])
+            n for n in nodes if n.kind == "call" and n.op.name == "getitem_view" and _symbolic(nodes[n.args[0]].shape)
+        ]
 
     def describe(self) -> str:
         """The symbols and the inputs' symbolic shapes, for ``explain``."""
@@ -113,6 +121,10 @@ class DynamicGraph:
                 not isinstance(s, Sym) and s != actual for s, actual in zip(shape, t._data.shape)
             ):
                 return None
+        for node in self.slices:
+            source = _substitute(self.graph.nodes[node.args[0]].shape, values)
+            if _sliced_shape(source, _substitute(node.params[0], values)) != _substitute(node.shape, values):
+                return None  # the slice clips differently at these sizes
         return tuple(values)
 
     def entry(self, values: tuple) -> Entry:
@@ -259,6 +271,16 @@ def _general_graph(a: Graph, b: Graph, symbols) -> Graph:
 
 
 # ------------------------------------------------------------ instantiating
+
+
+def _symbolic(shape) -> bool:
+    return any(isinstance(s, Sym) for s in shape)
+
+
+def _sliced_shape(shape, index) -> tuple:
+    """The shape of ``x[index]`` for ``x`` of ``shape`` (basic indexing), without any data."""
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape, strides=(0,) * len(shape))
+    return probe[index].shape
 
 
 def _substitute(value, values):

@@ -172,3 +172,26 @@ def test_a_count_less_one_follows_the_batch_size():
     assert compiled.captures == 2 and compiled.dynamic_replays == 2
     (generic,) = compiled.dynamic_graphs.values()
     assert "s0-1" in str(generic.graph)
+
+
+def test_a_slice_that_clips_at_a_new_size_is_a_guard_not_a_formula():
+    # x[:8] has n rows at n = 3 and 5, so two captures agree on "s0"; at 64 it has 8 (min(n, 8)).
+    def head(x):
+        return x[:8] * 2 + x[-3:].sum()
+
+    compiled = tensor.compile(head)
+    for n in (3, 5, 64, 4):
+        x = _t(n)
+        assert_close(compiled(x), head(x), rtol=1e-12, atol=1e-12)
+    assert compiled.captures == 3  # 64 failed the slice guard and was captured; 4 replays the 3/5 graph
+
+
+def test_a_proxy_capture_does_not_take_a_clipped_slice_for_the_whole_dim():
+    # Captured on proxies of 17 and 19 elements, x[:100] looks like x (Note [Proxy capture]).
+    def head(x):
+        return x[:100] + 1
+
+    x = tensor.tensor(RNG.standard_normal(1 << 20), dtype=tensor.float32)
+    compiled = tensor.compile(head)
+    assert_close(compiled(x), head(x))
+    assert compiled.proxy_captures == 0  # the generalised graph failed its guard at the real size
