@@ -106,30 +106,35 @@ def _child(code: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def _step_times_child(framework: str, model_name: str, steps: int) -> list:
-    """Step times (s) measured in a fresh process that loads only ``framework``.
+def _step_times_child(framework: str, model_name: str, steps: int, clock: str = "perf_counter") -> list:
+    """Step times (s) measured in a fresh process that loads only ``framework``, by
+    ``time.<clock>`` (``process_time``: CPU time, less disturbed by a loaded machine).
 
     Note [Separate processes]: torch's OpenMP threads keep spinning for a while after
     each parallel region, and OpenBLAS's threads do too; timing both frameworks in one
     process makes whichever runs second fight the other's idle threads on the cores.
     """
-    code = (f"import bench_nn, json; print(json.dumps(bench_nn.time_steps({framework!r}, "
-            f"{model_name!r}, {steps})))")
+    code = (
+        f"import bench_nn, json; print(json.dumps(bench_nn.time_steps({framework!r}, "
+        f"{model_name!r}, {steps}, clock={clock!r})))"
+    )
     return json.loads(_child(code))
 
 
-def time_steps(framework: str, model_name: str, steps: int, warmup: int = 20) -> list:
-    """Wall times of ``steps`` train steps after ``warmup`` (run inside the child process)."""
+def time_steps(framework: str, model_name: str, steps: int, warmup: int = 20, clock: str = "perf_counter") -> list:
+    """Times (``time.<clock>``) of ``steps`` train steps after ``warmup`` (run inside the child
+    process)."""
     import time  # noqa: PLC0415 - only the child needs it
 
+    now = getattr(time, clock)
     step = make_step(framework, model_name)
     for _ in range(warmup):
         step()
     times = []
     for _ in range(steps):
-        start = time.perf_counter()
+        start = now()
         step()
-        times.append(time.perf_counter() - start)
+        times.append(now() - start)
     return times
 
 
@@ -165,16 +170,52 @@ def bench(repeat: int, paired_times, have_torch: bool):
         rows.append((f"{label} train step, threads={threads} (ms)", medians["ours"], peer_ms, "torch", target))
         rows.append(compiled_row(model_name, medians))
         rows.append((f"{label} train step, tensor.compile (ms)", medians["ours-compiled"], peer_ms, "torch", "info"))
-    for model_name, (cls, options) in _RECURRENT.items():
-        ours, peer = [], []
-        for _ in range(3):
-            ours += _step_times_child("ours", model_name, steps)
-            if have_torch:
-                peer += _step_times_child("torch", model_name, steps)
-        label = f"{cls}(64,128){' 2 layers bidir' if options else ''} seq50 b16 fwd+bwd"
-        rows.append((f"{label} (ms)", statistics.median(ours) * 1e3,
-                     statistics.median(peer) * 1e3 if peer else None, "torch", "<= 1.0x"))
+    rows += recurrent_rows(list(_RECURRENT), 3, steps, have_torch)
     ours_rss = _peak_rss_child("ours", 20)
     peer_rss = _peak_rss_child("torch", 20) if have_torch else None
     rows.append(("MLP benchmark peak RSS (MiB)", ours_rss, peer_rss, "torch", "<= 1.5x"))
     return rows
+
+
+def recurrent_rows(models: list, rounds: int, steps: int, have_torch: bool, clock: str = "perf_counter") -> list:
+    """Issue 19's rows for ``models`` (keys of ``_RECURRENT``): median step times, ours and
+    torch's processes alternating for ``rounds`` rounds (see Note [Separate processes])."""
+    rows = []
+    for model_name in models:
+        cls, options = _RECURRENT[model_name]
+        ours, peer = [], []
+        for _ in range(rounds):
+            ours += _step_times_child("ours", model_name, steps, clock)
+            if have_torch:
+                peer += _step_times_child("torch", model_name, steps, clock)
+        label = f"{cls}(64,128){' 2 layers bidir' if options else ''} seq50 b16 fwd+bwd"
+        label += " CPU time" if clock == "process_time" else ""
+        peer_ms = statistics.median(peer) * 1e3 if peer else None
+        rows.append((f"{label} (ms)", statistics.median(ours) * 1e3, peer_ms, "torch", "<= 1.0x"))
+    return rows
+
+
+def main(argv=None) -> int:
+    """Only the recurrent rows (issue 19), in a few minutes:
+    ``python scripts/bench_nn.py [lstm lstm2bi gru gru2bi] [--rounds N] [--steps N] [--cpu]``."""
+    import argparse  # noqa: PLC0415 - only the command line needs it
+
+    import bench  # noqa: PLC0415 - its table printer (and torch's thread count)
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("models", nargs="*", help=f"any of {', '.join(_RECURRENT)} (default: all)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating processes per framework (default 3)")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per process (default 10)")
+    parser.add_argument("--cpu", action="store_true", help="CPU time (time.process_time) instead of wall time")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.models if m not in _RECURRENT]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; choose from {list(_RECURRENT)}")
+    clock = "process_time" if args.cpu else "perf_counter"
+    models = args.models or list(_RECURRENT)
+    bench.print_table(recurrent_rows(models, args.rounds, args.steps, bench.torch is not None, clock))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
