@@ -45,34 +45,62 @@ def _along(t, d: int, ndim: int):
 
 
 def _derivative_along(f, d: int, h, edge_order: int):
-    """Second-order central differences inside, first- or second-order one-sided at the ends.
-    ``h`` is a uniform step or the coordinates; the edges' formulas serve both (the uniform
-    ones are the coordinate ones with equal steps)."""
+    """Second-order central differences inside, first- or second-order one-sided at the ends,
+    for a uniform step ``h`` (numpy's/CuPy's ``gradient``, an op with its transpose as the
+    derivative) or the coordinates ``h`` (a composition of slices, differentiable with respect
+    to the coordinates too)."""
+    if not _dispatch.is_tensor(h):
+        return _dispatch.apply_unary(_gradient_uniform, f, (h, d, edge_order))
     n, nd = f.shape[d], f.ndim
 
     def part(start: int, stop: int):
         return f.narrow(d, start, stop - start)
 
-    if _dispatch.is_tensor(h):
-        steps = h[1:] - h[:-1]
-        left, right = _along(steps[:-1], d, nd), _along(steps[1:], d, nd)
-        dx = [steps[0], steps[1] if n > 2 else None, steps[-2] if n > 2 else None, steps[-1]]
-        interior = (left * left * part(2, n) - right * right * part(0, n - 2) + (right * right - left * left)
-                    * part(1, n - 1)) / (left * right * (left + right))  # fmt: skip
-    else:  # the same formula with left = right = h, in two passes instead of seven
-        dx = [h] * 4
-        interior = (part(2, n) - part(0, n - 2)) / (2 * h)
+    steps = h[1:] - h[:-1]
+    left, right = _along(steps[:-1], d, nd), _along(steps[1:], d, nd)
+    interior = (left * left * part(2, n) - right * right * part(0, n - 2) + (right * right - left * left)
+                * part(1, n - 1)) / (left * right * (left + right))  # fmt: skip
     if edge_order == 1:
-        first = (part(1, 2) - part(0, 1)) / dx[0]
-        last = (part(n - 1, n) - part(n - 2, n - 1)) / dx[3]
+        first = (part(1, 2) - part(0, 1)) / steps[0]
+        last = (part(n - 1, n) - part(n - 2, n - 1)) / steps[-1]
     else:
-        a, b = dx[0], dx[1]
+        a, b = steps[0], steps[1]
         first = (-(2 * a + b) / (a * (a + b)) * part(0, 1) + (a + b) / (a * b) * part(1, 2)
                  - a / (b * (a + b)) * part(2, 3))  # fmt: skip
-        a, b = dx[2], dx[3]
+        a, b = steps[-2], steps[-1]
         last = (b / (a * (a + b)) * part(n - 3, n - 2) - (a + b) / (a * b) * part(n - 2, n - 1)
                 + (2 * b + a) / (b * (a + b)) * part(n - 1, n))  # fmt: skip
     return _shape.cat([first, interior, last], d)
+
+
+# The one-sided differences at the first element with a uniform step (times the step); the last
+# element's are these reversed and negated.
+_EDGE_COEFFICIENTS = {1: (-1.0, 1.0), 2: (-1.5, 2.0, -0.5)}
+
+
+@defop("gradient_uniform")
+def _gradient_uniform(xp, f, h, d, edge_order):
+    return xp.gradient(f, h, axis=d, edge_order=edge_order)
+
+
+@_gradient_uniform.derivative
+def _(node, g):
+    # The transpose of the (linear) difference operator, as slices and zero padding.
+    h, d, edge_order = node.params
+    n = g.shape[d]
+
+    def placed(t, before: int, after: int):
+        """``t`` with ``before``/``after`` zeros along ``d``."""
+        zeros = [t.new_zeros(t.shape[:d] + (k,) + t.shape[d + 1 :]) for k in (before, after)]
+        return _shape.cat([zeros[0], t, zeros[1]], d)
+
+    inner = g.narrow(d, 1, n - 2) / (2 * h)
+    coefficients = _EDGE_COEFFICIENTS[edge_order]
+    k = len(coefficients)
+    first, last = g.narrow(d, 0, 1) / h, g.narrow(d, n - 1, 1) / h
+    head = _shape.cat([first * c for c in coefficients], d)
+    tail = _shape.cat([last * -c for c in reversed(coefficients)], d)
+    return (placed(inner, 2, 0) - placed(inner, 0, 2) + placed(head, 0, n - k) + placed(tail, n - k, 0),)
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tensor
-from autograd import gradcheck
+from autograd import gradcheck, gradgradcheck
 
 
 def _both(torch, value, device):
@@ -59,7 +59,10 @@ def test_gradient_errors_and_derivative():
     f = tensor.rand(4, 5, dtype=tensor.float64, requires_grad=True)
     coords = tensor.tensor([0.0, 0.5, 2.0, 2.5, 4.0], dtype=tensor.float64, requires_grad=True)
     assert gradcheck(lambda t, c: tensor.gradient(t, spacing=[c], dim=1, edge_order=2)[0], (f, coords))
-    assert gradcheck(lambda t: tensor.gradient(t, spacing=0.5)[0] + tensor.gradient(t)[1], (f,))
+    for order in (1, 2):  # uniform steps: numpy's gradient, with the transposed differences as derivative
+        both_dims = lambda t, order=order: tensor.stack(tensor.gradient(t, spacing=[0.5, 2.0], edge_order=order))  # noqa: E731
+        assert gradcheck(both_dims, (f,))
+        assert gradgradcheck(both_dims, (f,))
 
 
 def test_histogramdd_matches_torch(torch, device):
