@@ -1,6 +1,7 @@
 """``stft`` and ``istft``: short-time Fourier transforms as compositions of differentiable ops
-(padding by index, ``Tensor.unfold`` into frames, the ``tensor.fft`` transforms, overlap-add by
-``index_add``), so gradients, complex inputs and every device come from those ops.
+(padding by slices and flips, overlapping frames as an ``as_strided`` view, as numpy's
+``sliding_window_view``; the ``tensor.fft`` transforms; overlap-add by ``index_add``), so
+gradients, complex inputs and every device come from those ops.
 """
 
 from __future__ import annotations
@@ -11,23 +12,13 @@ import numpy as np
 
 from .. import _dispatch, fft
 from .complex_ops import real, view_as_complex, view_as_real
-from .indexing import index_add, index_select
+from .indexing import index_add
 from .layout import on_device
 from .shape import cat
 
 __all__ = ["stft", "istft"]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
-
-
-def _pad_index(length: int, pad: int, mode: str) -> np.ndarray:
-    positions = np.arange(-pad, length + pad)
-    if mode == "reflect":
-        positions = np.abs(positions)
-        return np.where(positions >= length, 2 * (length - 1) - positions, positions)
-    if mode == "replicate":
-        return np.clip(positions, 0, length - 1)
-    return positions % length  # circular
 
 
 def _index(like, positions: np.ndarray):
@@ -40,15 +31,20 @@ def _pad_signal(x, pad: int, mode: str):
     if mode not in _PAD_MODES:
         raise RuntimeError(f"stft: unsupported pad_mode {mode!r}; expected one of {', '.join(_PAD_MODES)}")
     length = x.shape[-1]
-    if mode == "constant":
-        zeros = x.new_zeros(x.shape[:-1] + (pad,))
-        return cat([zeros, x, zeros], -1)
-    if mode == "reflect" and pad >= length:
+    if (mode == "reflect" and pad >= length) or (mode == "circular" and pad > length):
         raise RuntimeError(
-            f"stft: reflect padding of {pad} needs a signal longer than the padding, got length {length}; "
+            f"stft: {mode} padding of {pad} needs a longer signal, got length {length}; "
             f"use center=False or pad_mode='constant'"
         )
-    return index_select(x, -1, _index(x, _pad_index(length, pad, mode)))
+    if mode == "constant":
+        left = right = x.new_zeros(x.shape[:-1] + (pad,))
+    elif mode == "reflect":
+        left, right = x[..., 1 : pad + 1].flip(-1), x[..., length - pad - 1 : length - 1].flip(-1)
+    elif mode == "replicate":
+        left, right = (x[..., edge].unsqueeze(-1).expand(x.shape[:-1] + (pad,)) for edge in (0, -1))
+    else:
+        left, right = x[..., length - pad :], x[..., :pad]
+    return cat([left, x, right], -1)
 
 
 def _full_window(window, win_length: int, n_fft: int, like):
@@ -120,7 +116,10 @@ def stft(
         x = _pad_signal(x, n_fft // 2, pad_mode)
     if not 0 < n_fft <= x.shape[-1]:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got n_fft={n_fft}")
-    frames = x.unfold(-1, n_fft, hop_length) * _full_window(window, win_length, n_fft, x)
+    x = x.contiguous()
+    length = x.shape[-1]
+    frames = x.as_strided((x.shape[0], (length - n_fft) // hop_length + 1, n_fft), (length, hop_length, 1))
+    frames = frames * _full_window(window, win_length, n_fft, x)
     onesided = not complex_input if onesided is None else onesided
     if onesided and complex_input:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
