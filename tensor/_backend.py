@@ -647,6 +647,19 @@ def storage_view(xp, storage, shape, strides, offset: int, dtype):
     return xp.ndarray(shape, dtype, memptr=storage.data + offset, strides=strides)
 
 
+def xor_reduce_last(xp, a):
+    """The bitwise xor of ``a``'s integers along its last axis (``hash_tensor``): numpy's ufunc
+    reduction; on CuPy, whose ufuncs have no ``reduce``, by halving the axis."""
+    if xp is np:
+        return np.bitwise_xor.reduce(a, axis=-1)
+    while a.shape[-1] > 1:
+        if a.shape[-1] % 2:
+            a = xp.concatenate([a, xp.zeros(a.shape[:-1] + (1,), a.dtype)], axis=-1)
+        half = a.shape[-1] // 2
+        a = xp.bitwise_xor(a[..., :half], a[..., half:])
+    return a[..., 0] if a.shape[-1] else xp.zeros(a.shape[:-1], a.dtype)
+
+
 _FORKED = "this process was forked from one that had initialised CUDA, and CUDA does not survive fork"
 _forked_after_init = [False]
 
