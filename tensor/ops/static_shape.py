@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _creation, _dispatch
+from .. import _backend, _creation, _dispatch
 from .reduction import wrap_dim
 from .registry import defop
 from .selection import nonzero
@@ -37,19 +37,14 @@ def nonzero_static(input, *, size: int, fill_value: int = -1):
 
 @defop("hash_tensor", differentiable=False)
 def _hash_tensor(xp, a, dims, keepdim):
-    # Each element as 64 bits (floats widened to float64, integers to int64), xor-reduced over
-    # ``dims`` by halving the moved-last, flattened axis: the same on numpy and CuPy.
+    # each element as 64 bits (floats widened to float64, integers to int64), xor-reduced over
+    # ``dims``, moved last and flattened into one axis
     bits = a.astype(xp.float64).view(xp.int64) if a.dtype.kind in "fV" else a.astype(xp.int64)
     kept = [d for d in range(a.ndim) if d not in dims]
     flat = xp.transpose(bits, kept + list(dims)).reshape(
         [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in dims)]
     )
-    while flat.shape[-1] > 1:
-        if flat.shape[-1] % 2:
-            flat = xp.concatenate([flat, xp.zeros(flat.shape[:-1] + (1,), xp.int64)], axis=-1)
-        half = flat.shape[-1] // 2
-        flat = xp.bitwise_xor(flat[..., :half], flat[..., half:])
-    out = flat[..., 0] if flat.shape[-1] else xp.zeros(flat.shape[:-1], xp.int64)
+    out = _backend.xor_reduce_last(xp, flat)
     if keepdim:
         out = out.reshape([1 if d in dims else n for d, n in enumerate(a.shape)])
     return out

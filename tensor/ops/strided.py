@@ -37,18 +37,9 @@ def storage_offset(input) -> int:
     return offset // input._data.itemsize
 
 
-def _storage_nbytes(input) -> int:
-    storage, _ = _backend.storage_of(input._device.backend.xp, input._data)
-    return storage.nbytes
-
-
-def _geometry(input) -> tuple:
-    return tuple(input.shape), input.stride(), storage_offset(input)
-
-
-def _check_geometry(input, size: tuple, stride: tuple, offset: int) -> None:
-    """Raise RuntimeError (PyTorch's messages) for a geometry that is malformed or reaches
-    outside ``input``'s storage."""
+def _check_geometry(size: tuple, stride: tuple, offset: int, item: int, have: int) -> None:
+    """Raise RuntimeError (PyTorch's messages) for a geometry that is malformed or reaches outside
+    a storage of ``have`` bytes."""
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
     if any(s < 0 for s in stride):
@@ -57,9 +48,7 @@ def _check_geometry(input, size: tuple, stride: tuple, offset: int) -> None:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
-    item = input._data.itemsize
     needed = 0 if 0 in size else (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))) * item
-    have = _storage_nbytes(input)
     if needed > have:
         raise RuntimeError(
             f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
@@ -131,9 +120,13 @@ def as_strided(input, size, stride, storage_offset: int | None = None):
             lengths, or a view reaching outside the storage (PyTorch's messages).
     """
     size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
-    offset = _geometry(input)[2] if storage_offset is None else int(storage_offset)
-    _check_geometry(input, size, stride, offset)
-    return _dispatch.apply_unary(_as_strided, input, (size, stride, offset, _geometry(input)))
+    array = input._data
+    storage, start = _backend.storage_of(input._device.backend.xp, array)
+    item = array.itemsize
+    geometry = (array.shape, tuple(s // item for s in array.strides), start // item)
+    offset = geometry[2] if storage_offset is None else int(storage_offset)
+    _check_geometry(size, stride, offset, item, storage.nbytes)
+    return _dispatch.apply_unary(_as_strided, input, (size, stride, offset, geometry))
 
 
 def as_strided_copy(input, size, stride, storage_offset: int | None = None):
