@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+import autograd
 import nn
 import tensor
 
@@ -338,3 +339,15 @@ def test_memory_format_layouts_match_torch(torch, device):
                         (lambda: tensor.empty(2, memory_format=tensor.preserve_format), RuntimeError)):  # fmt: skip
         with pytest.raises(error):
             call()
+
+
+def test_autograd_anomaly_mode_sets_the_flags(restore_flags):
+    with pytest.warns(UserWarning, match="no anomaly checks"), autograd.detect_anomaly(check_nan=False):
+        assert tensor.is_anomaly_enabled() and not tensor.is_anomaly_check_nan_enabled()
+    assert not tensor.is_anomaly_enabled() and tensor.is_anomaly_check_nan_enabled()
+    with pytest.warns(UserWarning, match="no anomaly checks"):
+        autograd.set_detect_anomaly(True)
+    assert tensor.is_anomaly_enabled()
+    with autograd.set_detect_anomaly(False):
+        assert not tensor.is_anomaly_enabled()
+    assert tensor.is_anomaly_enabled()
