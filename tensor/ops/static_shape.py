@@ -39,7 +39,8 @@ def nonzero_static(input, *, size: int, fill_value: int = -1):
 def _hash_tensor(xp, a, dims, keepdim):
     # each element as 64 bits (floats widened to float64, integers to int64), xor-reduced over
     # ``dims``, moved last and flattened into one axis
-    bits = a.astype(xp.float64).view(xp.int64) if a.dtype.kind in "fV" else a.astype(xp.int64)
+    wide = a.astype(xp.float64 if a.dtype.kind in "fV" else xp.int64, copy=False)
+    bits = (wide if wide.flags.c_contiguous else wide.copy()).view(xp.int64)
     kept = [d for d in range(a.ndim) if d not in dims]
     flat = xp.transpose(bits, kept + list(dims)).reshape(
         [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in dims)]

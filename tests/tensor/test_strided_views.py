@@ -126,6 +126,8 @@ def test_nonzero_static_and_hash_tensor_match_torch(torch, device):
         (np.array([[1, 2, 9], [3, 7, 1]]), "int64", {"dim": 1}),
         (np.arange(24).reshape(2, 3, 4), "int32", {"dim": (0, 2), "keepdim": True}),
         (np.array([True, False, True]), "bool", {}),
+        (np.array(2.5), "float32", {}),
+        (np.arange(12.0).reshape(3, 4).T, "float64", {"dim": 0}),  # non-contiguous
         (np.zeros((0, 3)), "float64", {"dim": 1}),
     ]
     for data, dtype, kwargs in samples:
