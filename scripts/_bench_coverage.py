@@ -34,6 +34,7 @@ def rows(repeat: int, paired_times) -> list:
         ("fft.rfft 1M float32", lambda: tensor.fft.rfft(st), lambda: np.fft.rfft(s)),
     ]
     cases += _numerics_cases(rng)
+    cases += _utilities_cases(rng)
     out = []
     for name, ours_fn, numpy_fn in cases:
         ours, peer = paired_times(ours_fn, numpy_fn, repeat)
@@ -58,4 +59,30 @@ def _numerics_cases(rng) -> list:
             lambda: np.histogramdd(points, 16),
         ),
         ("poisson 1M rates float64", lambda: tensor.poisson(rt), lambda: gen.poisson(rates)),
+    ]
+
+
+def _utilities_cases(rng) -> list:
+    """hash_tensor, nonzero_static, channels_last (issue 16's torch.* utilities) against numpy's calls."""
+    v = rng.standard_normal(1 << 20)
+    mask = rng.random(1 << 20) < 0.5
+    image = rng.standard_normal((16, 64, 56, 56), dtype=np.float32)
+    vt, mt, it = (tensor.from_numpy(a) for a in (v, mask, image))
+
+    def numpy_nonzero_static(size):
+        found = np.argwhere(mask)[:size]
+        return np.concatenate([found, np.full((size - len(found), 1), -1)])
+
+    return [
+        ("hash_tensor 1M float64", lambda: tensor.hash_tensor(vt), lambda: np.bitwise_xor.reduce(v.view(np.int64))),
+        (
+            "nonzero_static 1M bool, size 600K",
+            lambda: tensor.nonzero_static(mt, size=600_000),
+            lambda: numpy_nonzero_static(600_000),
+        ),
+        (
+            "contiguous(channels_last) 16x64x56x56 float32",
+            lambda: it.contiguous(memory_format=tensor.channels_last),
+            lambda: np.ascontiguousarray(image.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
+        ),
     ]
