@@ -105,7 +105,7 @@ def test_solve_triangular_matches_torch(device, torch):
 
 def test_lu_gradients_match_torch(torch):
     for complex_ in (False, True):
-        for shape in [(3, 3), (2, 4, 4), (3, 5), (5, 3)]:
+        for shape in [(2, 4, 4), (3, 5), (5, 3)]:
             a = random(*shape, complex_=complex_)
             grads_match(torch, lambda x: tensor.linalg.lu_factor(x).LU, lambda x: torch.linalg.lu_factor(x).LU, [a])
             grads_match(torch, lambda x: tuple(tensor.linalg.lu(x)), lambda x: tuple(torch.linalg.lu(x)), [a])
