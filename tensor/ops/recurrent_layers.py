@@ -97,7 +97,8 @@ def _compiled_steps(*arrays):
         return None
     if importlib.util.find_spec("numba") is None:
         return None
-    return importlib.import_module(f"{__package__}._lstm_numba")  # loads numba on first use
+    module = importlib.import_module(f"{__package__}._lstm_numba")  # loads numba on first use
+    return module if module.gemm() is not None else None
 
 
 def _weight_grad(xp, dgates, h_before):
