@@ -9,6 +9,8 @@ import pytest
 
 import tensor
 
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/tensor/conftest.py
+
 
 def _close(ours, theirs, atol=1e-12):
     """Tuples (or single tensors) of ours and torch's agree in shape and value."""

@@ -8,6 +8,8 @@ import pytest
 
 import tensor
 
+pytestmark = pytest.mark.usefixtures("torch_one_thread")  # tests/tensor/conftest.py
+
 HIDDEN, FEATURES, BATCH, STEPS = 6, 5, 4, 3
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
