@@ -53,8 +53,11 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     dtype. Not differentiable (torch's gradient is zero).
 
     Raises:
+        NotImplementedError: for a non-floating input, as torch.
         RuntimeError: for a negative or NaN rate, or a generator on another device.
     """
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"poisson\" not implemented for '{input.dtype.name}': rates are floating point")
     _check_generator("poisson", input, generator)
     rates = input.detach()
     valid = rates >= 0

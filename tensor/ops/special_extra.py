@@ -90,7 +90,13 @@ def _as_float(input):
 
 def i0(input):
     """The modified Bessel function of the first kind of order 0, elementwise (integers are
-    computed in the default float dtype)."""
+    computed in the default float dtype).
+
+    Raises:
+        NotImplementedError: for a complex input, as torch.
+    """
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"i0\" not implemented for '{input.dtype.name}'")
     return _dispatch.apply_unary(_i0, _as_float(input))
 
 

@@ -31,6 +31,8 @@ def test_i0_matches_torch_in_every_dtype_and_its_forms(torch, device):
     assert ints.dtype is tensor.float32 and ints.cpu().tolist() == pytest.approx(
         torch.i0(torch.tensor([1, 2])).tolist()
     )
+    with pytest.raises(NotImplementedError, match="complex64"):
+        tensor.i0(tensor.tensor([1j], device=device))
     y = tensor.tensor([0.5, 3.0], device=device)
     assert tensor.i0_(y) is y and y.cpu().tolist() == pytest.approx(torch.i0(torch.tensor([0.5, 3.0])).tolist())
 
@@ -126,6 +128,8 @@ def test_poisson_and_binomial_errors(device):
     with pytest.raises(RuntimeError, match="invalid Poisson rate"):
         tensor.poisson(tensor.tensor([1.0, -0.5], device=device))
         tensor.cuda.synchronize() if device == "cuda" else None
+    with pytest.raises(NotImplementedError, match="int64"):
+        tensor.poisson(tensor.tensor([1, 2], device=device))
     with pytest.raises(ValueError, match="floating-point dtypes for count, got: int64"):
         tensor.binomial(tensor.tensor([5], device=device), tensor.tensor([0.5], device=device))
     with pytest.raises(RuntimeError, match="0 <= prob <= 1"):
