@@ -87,6 +87,10 @@ def lobpcg(
     has gradients with respect to ``A`` (Note [LOBPCG]); ``method``, ``tracker`` and the
     ``ortho_*`` tuning parameters of torch's implementation are not used.
 
+        >>> import tensor
+        >>> tensor.lobpcg(tensor.diag(tensor.arange(1.0, 10.0, dtype=tensor.float64)), k=2)[0]
+        tensor([9.0000, 8.0000], dtype=tensor.float64)
+
     Raises:
         ValueError: for a non-square or non-float ``A``, a bad ``X``, ``k`` or ``n``, or
             ``A`` with fewer than ``3 n`` rows (as torch).

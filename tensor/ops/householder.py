@@ -82,6 +82,11 @@ def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k`` from ``A`` (m, n) and ``tau`` (k): the ``Q`` of
     ``geqrf``'s result. Differentiable in ``A`` (its strict lower triangle) and ``tau``.
 
+        >>> import tensor
+        >>> tensor.linalg.householder_product(*tensor.geqrf(tensor.tensor([[3.0, 1.0], [4.0, 2.0]])))
+        tensor([[-0.6000, -0.8000],
+                [-0.8000,  0.6000]])
+
     Raises:
         RuntimeError: unless ``m >= n >= k``, or for mismatched batch shapes or dtypes.
     """

@@ -171,6 +171,10 @@ def _raise_singular(name, info):
 def ldl_factor(A, *, hermitian: bool = False):
     """``(LD, pivots)`` of symmetric (or Hermitian) ``A``; see ``ldl_factor_ex``.
 
+        >>> import tensor
+        >>> tensor.linalg.ldl_factor(tensor.tensor([[0.0, 1.0], [1.0, 0.0]])).pivots  # one 2x2 block
+        tensor([-2, -2], dtype=tensor.int32)
+
     Raises:
         LinAlgError: if ``D`` has a zero 1x1 block (the matrix is singular).
     """

@@ -168,6 +168,10 @@ def _raise_singular(name, info):
 def lu_factor(A, *, pivot: bool = True):
     """``(LU, pivots)`` of ``A`` (see ``lu_factor_ex``).
 
+        >>> import tensor
+        >>> tensor.linalg.lu_factor(tensor.tensor([[1.0, 2.0], [3.0, 4.0]])).pivots  # row 1 swapped with row 2
+        tensor([2, 2], dtype=tensor.int32)
+
     Raises:
         LinAlgError: if some ``U`` has a zero on its diagonal (``lu_factor_ex`` does not raise).
     """
@@ -218,7 +222,14 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True, unpack_pivots: bool 
 
 
 def lu(A, *, pivot: bool = True):
-    """``(P, L, U)`` with ``A = P @ L @ U``: ``L`` unit lower (m, k), ``U`` upper (k, n), ``k = min(m, n)``."""
+    """``(P, L, U)`` with ``A = P @ L @ U``: ``L`` unit lower (m, k), ``U`` upper (k, n), ``k = min(m, n)``.
+
+    >>> import tensor
+    >>> P, L, U = tensor.linalg.lu(tensor.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> U
+    tensor([[3.0000, 4.0000],
+            [0.0000, 0.6667]])
+    """
     check_float_matrix("linalg.lu", A)
     LU, pivots, _ = lu_factor_ex(A, pivot=pivot)
     return _lu_result(*lu_unpack(LU, pivots))

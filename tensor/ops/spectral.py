@@ -93,8 +93,8 @@ def stft(
     window) keeps ``n_fft // 2 + 1`` frequencies.
 
         >>> import tensor
-        >>> tensor.stft(tensor.ones(8), 4, return_complex=True).shape
-        (3, 3)
+        >>> tensor.stft(tensor.ones(8), 4, return_complex=True).shape  # 3 frequencies, 9 frames
+        (3, 9)
 
     Raises:
         RuntimeError: for a real input without ``return_complex``, a bad rank, ``n_fft``,
