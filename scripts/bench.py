@@ -169,8 +169,8 @@ def bench_core(repeat: int):
 # Each other group lives in scripts/bench_<group>.py and exposes
 # bench(repeat, paired_times, have_torch) -> rows.
 WORKLOAD_MODULES = ("nn", "nn_compile", "multiprocessing", "dataloader", "collectives", "mpi", "launch", "ddp",
-                    "compile", "compile_dynamic", "serialization", "gpu", "profiler", "sharding", "amp", "hierarchical",
-                    "linalg")
+                    "compile", "compile_blocks", "compile_dynamic", "serialization", "gpu", "profiler", "sharding",
+                    "amp", "hierarchical", "linalg")
 
 
 def _module_group(name: str):

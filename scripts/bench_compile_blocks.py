@@ -1,4 +1,7 @@
-"""Issue 14: fused forward+backward blocks, compiled vs our eager (see ``bench_compile.py``)."""
+"""Issue 14: fused forward+backward blocks, compiled vs our eager (see ``bench_compile.py``).
+
+Also its own group, ``scripts/bench.py --only compile_blocks``: these rows and a softmax
+alone, without ``compile``'s k-means and first-call rows (minutes on a loaded machine)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ def _mlp_block(lib, F):
 
     def block(x):
         return ((F.gelu(x @ w1, approximate="tanh") @ w2 + x) ** 2).mean()
+
     return block, x, (w1, w2)
 
 
@@ -24,6 +28,7 @@ def _norm_block(lib, F):
     def block(x):
         y = F.layer_norm(x, (1024,), w) * 1.5 + 0.1
         return (F.softmax(y, -1) * y).sum()
+
     return block, x, (x, w)
 
 
@@ -32,6 +37,7 @@ def _step(fn, x, params):
         for p in params:
             p.grad = None
         fn(x).backward()
+
     return run
 
 
@@ -41,10 +47,31 @@ def block_rows(repeat, paired_times):
     from nn import functional as F  # noqa: PLC0415
 
     rows = []
-    for name, make in (("GELU-tanh MLP block fwd+bwd (ms)", _mlp_block),
-                       ("LayerNorm+softmax chain fwd+bwd (ms)", _norm_block)):
+    for name, make in (
+        ("GELU-tanh MLP block fwd+bwd (ms)", _mlp_block),
+        ("LayerNorm+softmax chain fwd+bwd (ms)", _norm_block),
+    ):
         fn, x, params = make(tensor, F)
         compiled = tensor.compile(fn)
         ours, eager = paired_times(_step(compiled, x, params), _step(fn, x, params), repeat)
         rows.append((name, ours * 1e3, eager * 1e3, "eager", "<= 0.6x"))
     return rows
+
+
+def _softmax_row(lib, F, repeat, paired_times):
+    x = lib.tensor(np.random.default_rng(2).standard_normal((512, 1024)), dtype=lib.float32)
+
+    def fn(x):
+        return F.softmax(x, -1)
+
+    compiled = lib.compile(fn)
+    ours, eager = paired_times(lambda: compiled(x), lambda: fn(x), repeat)
+    return ("softmax 512x1024 float32, forward (ms)", ours * 1e3, eager * 1e3, "eager", "info")
+
+
+def bench(repeat, paired_times, have_torch):
+    """Rows for ``bench.py --only compile_blocks``: the fused blocks and a fused softmax."""
+    import tensor  # noqa: PLC0415
+    from nn import functional as F  # noqa: PLC0415
+
+    return block_rows(repeat, paired_times) + [_softmax_row(tensor, F, repeat, paired_times)]
