@@ -155,36 +155,32 @@ def test_native_and_feature_dropout(device):
         tensor.native_dropout(x, -0.5, True)
 
 
-def test_embedding_bag_four_results_and_renorm_match_torch(torch):
+def test_embedding_bag_four_results_and_renorm_match_torch(torch, device):
     rng = np.random.default_rng(3)
     weight = rng.standard_normal((10, 3))
-    indices, offsets = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4])
+    indices, offsets, last = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4]), np.array([0, 4, 4, 8])
+    ours_w, ours_i, ours_off, ours_last = (tensor.tensor(v, device=device) for v in (weight, indices, offsets, last))
+    ref_w, ref_i, ref_off, ref_last = (torch.tensor(v) for v in (weight, indices, offsets, last))
     for mode in (0, 1, 2):
         for padding_idx in (None, 2, -1):
-            args = (mode, False, None, False, padding_idx)
-            ours = tensor.embedding_bag(tensor.tensor(weight), tensor.tensor(indices), tensor.tensor(offsets), False,
-                                        *args)  # fmt: skip
-            _close(ours, torch.embedding_bag(torch.tensor(weight), torch.tensor(indices), torch.tensor(offsets), False,
-                                             *args))  # fmt: skip
-    last = np.array([0, 4, 4, 8])
-    _close(tensor.embedding_bag(tensor.tensor(weight), tensor.tensor(indices), tensor.tensor(last), False, 2, False,
-                                None, True),
-           torch.embedding_bag(torch.tensor(weight), torch.tensor(indices), torch.tensor(last), False, 2, False, None,
-                               True))  # fmt: skip
+            args = (False, mode, False, None, False, padding_idx)
+            _close(
+                tensor.embedding_bag(ours_w, ours_i, ours_off, *args), torch.embedding_bag(ref_w, ref_i, ref_off, *args)
+            )
+    args = (False, 2, False, None, True)  # include_last_offset
+    _close(tensor.embedding_bag(ours_w, ours_i, ours_last, *args), torch.embedding_bag(ref_w, ref_i, ref_last, *args))
     per_sample = rng.uniform(size=8)
-    w = tensor.tensor(weight, requires_grad=True)
-    out = tensor.embedding_bag(w, tensor.tensor(indices), tensor.tensor(offsets), False, 0, False,
-                               tensor.tensor(per_sample))[0]  # fmt: skip
-    ref_w = torch.tensor(weight, requires_grad=True)
-    ref = torch.embedding_bag(ref_w, torch.tensor(indices), torch.tensor(offsets), False, 0, False,
-                              torch.tensor(per_sample))[0]  # fmt: skip
+    w = ours_w.clone().requires_grad_()
+    out = tensor.embedding_bag(w, ours_i, ours_off, False, 0, False, tensor.tensor(per_sample, device=device))[0]
+    ref_w.requires_grad_()
+    ref = torch.embedding_bag(ref_w, ref_i, ref_off, False, 0, False, torch.tensor(per_sample))[0]
     _close(out, ref)
     out.sum().backward()
     ref.sum().backward()
     _close(w.grad, ref_w.grad)
     with pytest.raises(ValueError, match="mode must be 0 \\(sum\\), 1 \\(mean\\) or 2 \\(max\\)"):
-        tensor.embedding_bag(w, tensor.tensor(indices), tensor.tensor(offsets), False, 3)
-    ours, ref = tensor.tensor(weight * 3), torch.tensor(weight * 3)
-    assert tensor.embedding_renorm_(ours, tensor.tensor([1, 4, 4]), 1.0, 2.0) is ours
+        tensor.embedding_bag(w, ours_i, ours_off, False, 3)
+    ours, ref = ours_w * 3, torch.tensor(weight * 3)
+    assert tensor.embedding_renorm_(ours, tensor.tensor([1, 4, 4], device=device), 1.0, 2.0) is ours
     torch.embedding_renorm_(ref, torch.tensor([1, 4, 4]), 1.0, 2.0)
     _close(ours, ref, atol=1e-6)
