@@ -7,16 +7,19 @@ Note [LOBPCG]: each iteration does Rayleigh-Ritz on the span of the current bloc
 eigenvalue falls below ``eps * largest`` are dropped, which keeps the step stable when ``P`` or
 ``W`` become nearly dependent near convergence. The iteration runs without recording; the
 eigenvalues returned are the Rayleigh quotients ``x^T A x`` (``x`` detached, B-normalised), whose gradient with
-respect to ``A`` is ``x x^T``, the eigenvalue derivative. The eigenvectors carry no gradient.
+respect to ``A`` is ``x x^T``, the eigenvalue derivative. The eigenvectors returned are ``x`` minus
+one Newton step for ``A x = lambda x`` on ``x``'s orthogonal complement, ``(A - lambda)^+ (A x -
+lambda x)``: a correction of the size of the residual whose derivative is the eigenvector's,
+``-(A - lambda)^+ dA x``, the formula for a simple eigenvalue (``B`` given: eigenvalues only).
 """
 
 from __future__ import annotations
 
 import itertools
 
-from . import _random
+from . import _creation, _random
 from ._typeinfo import finfo
-from .ops.decomp import eigh
+from .ops.decomp import eigh, solve
 from .ops.shape import cat
 
 __all__ = ["lobpcg"]
@@ -84,7 +87,8 @@ def lobpcg(
     preconditioner applied to the residuals; iteration stops when every residual
     ``|A x - lambda B x| / ((|A| + |lambda| |B|) |x|)`` is below ``tol`` (the square root of the
     dtype's eps by default) or after ``niter`` iterations (1000; -1: until convergence). ``E``
-    has gradients with respect to ``A`` (Note [LOBPCG]); ``method``, ``tracker`` and the
+    and ``X`` have gradients with respect to ``A`` (symmetrised, as torch's; ``E`` only when ``B``
+    is given; Note [LOBPCG]); ``method``, ``tracker`` and the
     ``ortho_*`` tuning parameters of torch's implementation are not used.
 
         >>> import tensor
@@ -122,5 +126,19 @@ def lobpcg(
         X_new = Q @ C
         P = X_new - Xb @ (BX.mT @ X_new)  # the step, B-orthogonal to the old block
         Xb = X_new
-    Xb = Xb[:, :k]
-    return (Xb * (A @ Xb)).sum(0), Xb
+    Xb, values = Xb[:, :k], values[:k]
+    if not A.requires_grad or B is not None:
+        return (Xb * (A @ Xb)).sum(0), Xb
+    AX = (0.5 * (A + A.mT)) @ Xb  # gradients for the symmetric A, as torch's
+    return (Xb * AX).sum(0), Xb - _newton_step(Ad, Xb, values, AX)
+
+
+def _newton_step(A, X, values, AX):
+    """``(A - lambda_i)^+ (I - x_i x_i^T) (A x_i - lambda_i x_i)`` for each eigenpair: zero at an
+    eigenpair (up to the residual), with the eigenvector's derivative ``-(A - lambda_i)^+ dA x_i``
+    (Note [LOBPCG]). ``A`` is the detached matrix; the gradient flows through ``AX``."""
+    residual = AX - X * values
+    residual = residual - X * (X * residual).sum(0)
+    eye = _creation.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    shifted = (A - values[:, None, None] * eye + X.mT.unsqueeze(-1) * X.mT.unsqueeze(-2)).detach()
+    return solve(shifted, residual.mT.unsqueeze(-1)).squeeze(-1).mT

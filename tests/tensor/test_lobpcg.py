@@ -1,6 +1,6 @@
 """``tensor.lobpcg`` (``tensor/_lobpcg.py``): the extreme eigenpairs of symmetric and generalized
 problems against ``numpy.linalg.eigh`` (torch's own lobpcg is far slower and no more exact), with a
-start block, a preconditioner, ``niter``, eigenvalue gradients (``x x^T``), and the errors."""
+start block, a preconditioner, ``niter``, eigenvalue and eigenvector gradients, and the errors."""
 
 from __future__ import annotations
 
@@ -53,6 +53,16 @@ def test_lobpcg_generalized_and_gradient():
     (tensor.lobpcg(ours, k=2)[0] * tensor.tensor([1.0, 2.0])).sum().backward()
     vectors = np.linalg.eigh(A)[1][:, ::-1][:, :2]
     assert_close(ours.grad, (vectors * [1.0, 2.0]) @ vectors.T, atol=1e-7)  # eigh's eigenvalue derivative
+
+
+def test_lobpcg_eigenvector_gradient_matches_eigh(torch):
+    A, w = _spd_with_gap(), RNG.standard_normal((M, 2))
+    ours = tensor.tensor(A, requires_grad=True)
+    (tensor.lobpcg(ours, k=2)[1].abs() * tensor.tensor(w)).sum().backward()  # a sign-invariant loss
+    theirs = torch.tensor(A, requires_grad=True)
+    (torch.linalg.eigh(theirs)[1][:, [-1, -2]].abs() * torch.tensor(w)).sum().backward()
+    symmetric = 0.5 * (theirs.grad + theirs.grad.mT)  # torch's lobpcg gives this symmetric part too
+    assert_close(ours.grad, symmetric.numpy(), atol=1e-6)
 
 
 def test_lobpcg_niter_and_errors():
