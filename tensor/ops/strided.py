@@ -8,8 +8,9 @@ Note [as_strided gradient]
 --------------------------
 The output's elements are storage positions ``offset + sum(i_k * stride_k)``, and so are the
 input's. The gradient adds the output gradient into a zero storage at the output's positions
-(several output elements may share one), then reads it back at the input's positions: PyTorch's
-rule for an input that does not overlap itself. It is written with ``index_add`` and ``take``,
+(several output elements may share one), then reads it back at the input's positions; where the
+input overlaps itself (an expanded tensor), each position's gradient is shared equally by the
+input elements on it, as PyTorch's ``as_strided_backward`` does. It is written with ``index_add`` and ``take``,
 so it is differentiable again. A view replayed for an in-place write (``copy_slices``) takes the
 geometry relative to the storage of the tensor it is replayed on, which matches the original
 when the base is its storage's only owner (the usual case: a tensor that is not itself a view of
@@ -101,9 +102,30 @@ def _(node, g):  # Note [as_strided gradient]
     size, stride, offset, (in_size, in_stride, in_offset) = node.params
     out_pos = _positions(g, size, stride, offset).reshape(-1)
     in_pos = _positions(g, in_size, in_stride, in_offset)
-    length = 1 + max(int(out_pos.max()) if out_pos.numel() else 0, int(in_pos.max()) if in_pos.numel() else 0)
+    length = 1 + max(_last(size, stride, offset), _last(in_size, in_stride, in_offset))
     storage = g.new_zeros(length).index_add(0, out_pos, g.reshape(-1))
-    return (storage.take(in_pos),)
+    grad = storage.take(in_pos)
+    if _overlaps(in_size, in_stride):  # several input elements share a position: they share its gradient
+        in_flat = in_pos.reshape(-1)
+        count = g.new_zeros(length).index_add(0, in_flat, g.new_ones(in_flat.shape))
+        grad = grad / count.take(in_pos)
+    return (grad,)
+
+
+def _last(size: tuple, stride: tuple, offset: int) -> int:
+    """The highest storage position of a geometry (its offset when it is empty)."""
+    return offset if 0 in size else offset + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def _overlaps(size: tuple, stride: tuple) -> bool:
+    """Whether two elements of the geometry may share a storage position (a zero stride, or a dim
+    whose stride does not clear the dims inside it)."""
+    reach = 0
+    for n, s in sorted((pair for pair in zip(size, stride) if pair[0] > 1), key=lambda pair: pair[1]):
+        if s <= reach:
+            return True
+        reach += (n - 1) * s
+    return False
 
 
 def as_strided(input, size, stride, storage_offset: int | None = None):

@@ -64,6 +64,14 @@ def test_as_strided_writes_reach_the_base_and_double_backward(device):
     np.testing.assert_array_equal(x.grad.cpu().numpy(), expected)
 
 
+def test_as_strided_gradient_of_an_overlapping_input_matches_torch(torch):
+    weights = np.arange(1.0, 7.0).reshape(2, 3)
+    leaf, tleaf = tensor.ones(4, requires_grad=True), torch.ones(4, requires_grad=True)
+    (leaf.expand(3, 4).as_strided((2, 3), (1, 1), 0) * tensor.tensor(weights)).sum().backward()
+    (tleaf.expand(3, 4).as_strided((2, 3), (1, 1), 0) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), tleaf.grad.numpy())
+
+
 def test_as_strided_errors_match_torch(torch):
     cases = [((3, 3), (3, 1), 2), ((2,), (-1,), None), ((2, 2), (1,), None), ((2,), (1,), -1), ((-2,), (1,), None)]
     for size, stride, offset in cases:
