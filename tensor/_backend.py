@@ -569,6 +569,15 @@ def linalg_eig(xp, a):
     return xp.asarray(values), xp.asarray(vectors)
 
 
+def on_host(xp, kernel, *arrays):
+    """``kernel(np, *arrays)``, for kernels that pick each step from the values of the last (the
+    LDL factorisation): on a GPU they run on host copies, one transfer each way, instead of
+    syncing at every step; the result comes back to the device."""
+    if xp is np:
+        return kernel(np, *arrays)
+    return xp.asarray(kernel(np, *(xp.asnumpy(a) if isinstance(a, xp.ndarray) else a for a in arrays)))
+
+
 def matmul(xp, a, b):
     """``a @ b``; on the CPU a large product is split across the intra-op threads
     (Note [Intra-op matmul] in tensor/_threads.py). Raises what ``matmul`` raises.
