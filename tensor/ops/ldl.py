@@ -8,7 +8,8 @@ or 2x2 diagonal blocks by the Bunch-Kaufman test (alpha = (1 + sqrt(17)) / 8), s
 interchanges that apply only to the trailing matrix (``L`` is a product of permuted factors,
 which ``ldl_solve`` undoes step by step as ``?sytrs``). Each step's pivot choice depends on
 the previous one, so matrices of a batch are factored one after another (the steps themselves
-are vectorised over the trailing matrix).
+are vectorised over the trailing matrix), on the host (``_backend.on_host``: on a GPU that is one
+copy each way instead of a sync per step).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .decomp import LinAlgError
 from .lu import check_float_matrix
 from .registry import defop
@@ -126,6 +127,10 @@ class _Factor:
 
 @defop("ldl_factor", differentiable=False)
 def _ldl_factor(xp, a, hermitian):
+    return _backend.on_host(xp, _sytrf, a, hermitian)
+
+
+def _sytrf(xp, a, hermitian):
     # Note [Packed outputs]: LD, then a row of pivots and a row whose first entry is info.
     n = a.shape[-1]
     flat = a.reshape((-1, n, n))
@@ -221,10 +226,14 @@ def _sytrs(xp, a, pivots, b, hermitian):
 
 @defop("ldl_solve", differentiable=False)
 def _ldl_solve(xp, ld, pivots, b, hermitian):
+    return _backend.on_host(xp, _batched_sytrs, ld, pivots, b, hermitian)
+
+
+def _batched_sytrs(xp, ld, pivots, b, hermitian):
     n = ld.shape[-1]
     batch = np.broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
     ld = xp.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
-    pivots = np.asarray(xp.broadcast_to(pivots, batch + (n,)).reshape((-1, n)).tolist(), dtype=np.int64)
+    pivots = np.broadcast_to(pivots, batch + (n,)).reshape((-1, n)).astype(np.int64)
     b = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
     hermitian = hermitian and xp.iscomplexobj(ld)
     with np.errstate(divide="ignore", invalid="ignore"):  # a singular D gives inf/nan, as LAPACK
