@@ -11,8 +11,8 @@ in float64 and rounded), checked against torch in ``tests/tensor/test_special_ex
 * ``igamma(a, x) = P(a, x)``, ``igammac(a, x) = Q(a, x) = 1 - P``: the series of ``P`` for
   ``x < a + 1``, the continued fraction of ``Q`` (modified Lentz) beyond, so that the
   computed one of the two is at most about 1/2 and its complement loses nothing. Both iterate
-  only the elements that have not converged. As in torch, the derivative is taken with respect
-  to ``x`` only: ``dP/dx = x^(a-1) e^(-x) / Gamma(a)``.
+  only the elements that have not converged (compacted every few steps). As in torch, the
+  derivative is taken with respect to ``x`` only: ``dP/dx = x^(a-1) e^(-x) / Gamma(a)``.
 """
 
 from __future__ import annotations
@@ -101,76 +101,89 @@ def i0(input):
 
 
 # ---------------------------------------------------------------- incomplete gamma
-def _iterate(xp, state, step, active):
-    """Run ``step(state, mask)`` (which updates the arrays of ``state`` where ``mask`` and returns
-    the elements that converged) until every element of ``active`` has converged, checking every
-    ``_CHUNK`` iterations."""
-    done = ~active
+def _until_converged(xp, state: dict, step, converged, result):
+    """Iterate ``step(state)`` on the 1-D arrays of ``state`` (one element per problem) and
+    return ``result(state)`` per element once ``converged(state)`` holds for it. Every
+    ``_CHUNK`` steps the converged elements' results are stored and the rest compacted, so each
+    element costs about its own number of steps (all elements have taken the same number of
+    steps, so ``step`` may keep a shared counter)."""
+    count = next(iter(state.values())).shape[0]
+    out = xp.empty(count)
+    index = xp.arange(count)
     for _chunk in range(_MAX_ITERATIONS // _CHUNK):
+        if index.shape[0] == 0:
+            return out
         for _ in range(_CHUNK):
-            done = done | step(state, ~done)
-        if bool(done.all()):
-            return
+            step(state)
+        done = converged(state)
+        out[index[done]] = result(state)[done]
+        keep = ~done
+        index = index[keep]
+        state.update({k: v[keep] for k, v in state.items()})
+    out[index] = result(state)  # not converged within the limit: the last iterate
+    return out
 
 
-def _lower_series(xp, a, x, active):
+def _lower_series(xp, a, x):
     """``sum_n x^n / (a (a+1) ... (a+n))``: P(a, x) = that * x^a e^-x / Gamma(a)."""
-    state = {"ap": a.copy(), "term": 1.0 / a, "total": 1.0 / a}
+    state = {"a": a.copy(), "x": x, "term": 1.0 / a, "total": 1.0 / a}
 
-    def step(s, mask):
-        s["ap"] = s["ap"] + 1.0
-        term = xp.where(mask, s["term"] * x / s["ap"], s["term"])
-        s["term"] = term
-        s["total"] = xp.where(mask, s["total"] + term, s["total"])
-        return xp.abs(term) < xp.abs(s["total"]) * _EPS
+    def step(s):
+        s["a"] += 1.0
+        s["term"] *= s["x"] / s["a"]
+        s["total"] += s["term"]
 
-    _iterate(xp, state, step, active)
-    return state["total"]
+    return _until_converged(
+        xp, state, step, lambda s: xp.abs(s["term"]) < xp.abs(s["total"]) * _EPS, lambda s: s["total"]
+    )
 
 
-def _upper_fraction(xp, a, x, active):
+def _upper_fraction(xp, a, x):
     """The continued fraction of Q(a, x) = that * x^a e^-x / Gamma(a), by modified Lentz."""
     b = x + 1.0 - a
-    state = {"i": 0.0, "b": b, "c": xp.full_like(b, 1.0 / _TINY), "d": 1.0 / b, "h": 1.0 / b}
+    state = {"a": a, "b": b, "c": xp.full_like(b, 1.0 / _TINY), "d": 1.0 / b, "h": 1.0 / b, "delta": b}
+    steps = [0.0]
 
-    def step(s, mask):
-        s["i"] += 1.0
-        an = -s["i"] * (s["i"] - a)
-        s["b"] = s["b"] + 2.0
+    def step(s):
+        steps[0] += 1.0
+        i = steps[0]
+        an = -i * (i - s["a"])
+        s["b"] += 2.0
         d = an * s["d"] + s["b"]
-        d = 1.0 / xp.where(xp.abs(d) < _TINY, _TINY, d)
+        s["d"] = 1.0 / xp.where(xp.abs(d) < _TINY, _TINY, d)
         c = s["b"] + an / s["c"]
-        c = xp.where(xp.abs(c) < _TINY, _TINY, c)
-        delta = d * c
-        s["d"], s["c"] = xp.where(mask, d, s["d"]), xp.where(mask, c, s["c"])
-        s["h"] = xp.where(mask, s["h"] * delta, s["h"])
-        return xp.abs(delta - 1.0) < _EPS
+        s["c"] = xp.where(xp.abs(c) < _TINY, _TINY, c)
+        s["delta"] = s["d"] * s["c"]
+        s["h"] *= s["delta"]
 
-    _iterate(xp, state, step, active)
-    return state["h"]
+    return _until_converged(xp, state, step, lambda s: xp.abs(s["delta"] - 1.0) < _EPS, lambda s: s["h"])
 
 
 def _incomplete_gamma(xp, a, x, upper: bool):
     """P(a, x), or Q(a, x) with ``upper``, with torch's values at the edges."""
     a, x = xp.broadcast_arrays(_float64(xp, xp.asarray(a)), _float64(xp, xp.asarray(x)))
+    shape = a.shape
+    a, x = a.ravel(), x.ravel()
     with np.errstate(all="ignore"):
         invalid = xp.isnan(a) | xp.isnan(x) | (a < 0) | (x < 0) | ((a == 0) & (x == 0))
         invalid |= xp.isinf(a) & xp.isinf(x)
         regular = (a > 0) & (x > 0) & xp.isfinite(a) & xp.isfinite(x)
-        safe_a, safe_x = xp.where(regular, a, 1.0), xp.where(regular, x, 1.0)
-        by_series = regular & (safe_x < safe_a + 1.0)
-        prefactor = xp.exp(safe_a * xp.log(safe_x) - safe_x - _lgamma_positive(xp, safe_a))
-        lower = _lower_series(xp, safe_a, safe_x, by_series) * prefactor
-        complement = _upper_fraction(xp, safe_a, safe_x, regular & ~by_series) * prefactor
-        p = xp.where(by_series, lower, 1.0 - complement)
-        q = xp.where(by_series, 1.0 - lower, complement)
+        by_series = regular & (x < a + 1.0)
+        p, q = xp.zeros_like(a), xp.zeros_like(a)
+        for mask, method, direct, other in ((by_series, _lower_series, p, q),
+                                            (regular & ~by_series, _upper_fraction, q, p)):  # fmt: skip
+            picked = xp.nonzero(mask)[0]
+            sa, sx = a[picked], x[picked]
+            prefactor = xp.exp(sa * xp.log(sx) - sx - _lgamma_positive(xp, sa))
+            value = method(xp, sa, sx) * prefactor
+            direct[picked], other[picked] = value, 1.0 - value
         out = q if upper else p
         # the edges: P = 1 at a = 0 or x = inf, P = 0 at x = 0 or a = inf
         one_p = ((a == 0) | xp.isinf(x)) & ~invalid
         zero_p = ((x == 0) | xp.isinf(a)) & ~invalid & ~one_p
         out = xp.where(one_p, 0.0 if upper else 1.0, out)
         out = xp.where(zero_p, 1.0 if upper else 0.0, out)
-    return xp.where(invalid, xp.nan, out)
+    return xp.where(invalid, xp.nan, out).reshape(shape)
 
 
 @defop("igamma", saves=(0, 1))
