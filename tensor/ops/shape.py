@@ -90,8 +90,8 @@ def contiguous(input, memory_format=_formats.contiguous_format):
         TypeError: if ``memory_format`` is not a ``tensor.memory_format``.
         RuntimeError: for channels_last(_3d) and a tensor of another rank.
     """
-    if _formats.check(memory_format, "contiguous") is not _formats.contiguous_format:
-        return to_memory_format(input, memory_format)
+    if memory_format is not _formats.contiguous_format:
+        return to_memory_format(input, _formats.check(memory_format, "contiguous"))
     if input._data.flags.c_contiguous:
         return input
     return _dispatch.apply_unary(_contiguous, input)
