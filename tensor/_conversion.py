@@ -64,8 +64,8 @@ def parse_to(args, kwargs) -> tuple:
 def to(tensor, *args, memory_format=_formats.preserve_format, **kwargs):
     """``Tensor.to``: see there."""
     device, dtype, copy = parse_to(args, kwargs)
-    if _formats.check(memory_format, "to") is not _formats.preserve_format:
-        return to_memory_format(to(tensor, device, dtype, copy=copy), memory_format)
+    if memory_format is not _formats.preserve_format:
+        return to_memory_format(to(tensor, device, dtype, copy=copy), _formats.check(memory_format, "to"))
     out = tensor
     if dtype is not None and dtype.numpy != out._data.dtype:
         out = _dispatch.apply_unary(_to_dtype, out, (dtype.numpy, out.dtype))
