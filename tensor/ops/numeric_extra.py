@@ -80,7 +80,8 @@ _EDGE_COEFFICIENTS = {1: (-1.0, 1.0), 2: (-1.5, 2.0, -0.5)}
 
 @defop("gradient_uniform")
 def _gradient_uniform(xp, f, h, d, edge_order):
-    return xp.gradient(f, h, axis=d, edge_order=edge_order)
+    out = xp.gradient(f, h, axis=d, edge_order=edge_order)
+    return out.astype(f.dtype, copy=False)  # numpy makes bfloat16 (not a numpy float) float64
 
 
 @_gradient_uniform.derivative

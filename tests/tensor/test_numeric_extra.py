@@ -46,6 +46,9 @@ def test_gradient_matches_torch(torch, device):
             np.testing.assert_allclose(g.cpu().numpy(), e.numpy(), rtol=1e-12, atol=1e-12, err_msg=str(kwargs))
     ints = tensor.gradient(tensor.tensor([1, 4, 9, 16], device=device), spacing=2)[0]
     assert ints.dtype is tensor.float32 and ints.cpu().tolist() == [1.5, 2.0, 3.0, 3.5]
+    low_dtype = tensor.bfloat16 if device == "cpu" else tensor.float16  # no bfloat16 arrays in CuPy
+    low = tensor.gradient(tensor.tensor([1.0, 4.0, 9.0], dtype=low_dtype, device=device))[0]
+    assert low.dtype is low_dtype and low.float().cpu().tolist() == [3.0, 4.0, 5.0]
 
 
 def test_gradient_errors_and_derivative():
