@@ -186,18 +186,30 @@ def plan(graph, start: int, stop: int) -> list[Step]:
 # Note [Recomputation]: the backward of a joint graph (aot.py) reads forward values; storing
 # each one costs the forward a pass writing it and the backward a pass reading it. As
 # AOTAutograd's partitioner does, cheap pointwise values (no transcendental function, not
-# an output, not read by a library call) are instead recomputed inside the backward's
-# kernels from what they are computed from: LayerNorm's ``x - mean`` and its scaled and
-# shifted result are recomputed from ``x`` and the row statistics. Only graphs without
-# breaks or in-place writes are split into a forward and a backward this way.
+# an output, not read as an array by a library call in either part, even through views) are
+# instead recomputed inside the backward's kernels from what they are computed from:
+# LayerNorm's ``x - mean`` and its scaled and shifted result are recomputed from ``x`` and
+# the row statistics. Only graphs without breaks or in-place writes are split into a
+# forward and a backward this way.
 def recomputed(graph, boundary: int) -> set:
     """Forward nodes (ids below ``boundary``) that the segment from ``boundary`` recomputes
     instead of reading (Note [Recomputation])."""
     nodes = graph.nodes
     if boundary <= 0 or boundary >= len(nodes) or graph.breaks or graph.mutations:
         return set()
-    outputs = set(_refs(graph.outputs))
-    library_read = {a for node in nodes[:boundary] if classify(node) is None for a in node.args}
+    kinds = [classify(node) for node in nodes]
+    consumers: dict = {}
+    for node in nodes:
+        for a in node.args:
+            consumers.setdefault(a, []).append(node.id)
+    stored = set(_refs(graph.outputs)) | {r for node in nodes for r in _refs(node.params)}
+
+    def read_as_array(n) -> bool:
+        """Whether a library call or an output reads ``n`` (through views): it must be stored."""
+        return n in stored or any(
+            kinds[c] is None or (kinds[c] == "view" and read_as_array(c)) for c in consumers.get(n, ())
+        )
+
     wanted = [n for n in live_after(graph, boundary) if n < boundary]
     chosen, seen = set(), set()
     while wanted:
@@ -206,8 +218,8 @@ def recomputed(graph, boundary: int) -> set:
             continue
         seen.add(n)
         node = nodes[n]
-        cheap = classify(node) in ("pointwise", "view") and node.op.name not in _COSTLY
-        if cheap and n not in outputs and n not in library_read and not any(_refs(node.params)):
+        cheap = kinds[n] in ("pointwise", "view") and node.op.name not in _COSTLY
+        if cheap and not any(_refs(node.params)) and not read_as_array(n):
             chosen.add(n)
             wanted.extend(node.args)
     return chosen
