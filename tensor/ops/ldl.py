@@ -14,6 +14,7 @@ copy each way instead of a sync per step).
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -133,7 +134,7 @@ def _ldl_factor(xp, a, hermitian):
 def _sytrf(xp, a, hermitian):
     # Note [Packed outputs]: LD, then a row of pivots and a row whose first entry is info.
     n = a.shape[-1]
-    flat = a.reshape((-1, n, n))
+    flat = a.reshape((math.prod(a.shape[:-2]), n, n))
     out = xp.zeros((flat.shape[0], n + 2, n), dtype=a.dtype)
     for i in range(flat.shape[0]):
         factor = _Factor(xp, flat[i].copy(), hermitian).run()
@@ -232,12 +233,13 @@ def _ldl_solve(xp, ld, pivots, b, hermitian):
 def _batched_sytrs(xp, ld, pivots, b, hermitian):
     n = ld.shape[-1]
     batch = np.broadcast_shapes(ld.shape[:-2], pivots.shape[:-1], b.shape[:-2])
-    ld = xp.broadcast_to(ld, batch + (n, n)).reshape((-1, n, n))
-    pivots = np.broadcast_to(pivots, batch + (n,)).reshape((-1, n)).astype(np.int64)
-    b = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+    count = math.prod(batch)
+    ld = xp.broadcast_to(ld, batch + (n, n)).reshape((count, n, n))
+    pivots = np.broadcast_to(pivots, batch + (n,)).reshape((count, n)).astype(np.int64)
+    b = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
     hermitian = hermitian and xp.iscomplexobj(ld)
     with np.errstate(divide="ignore", invalid="ignore"):  # a singular D gives inf/nan, as LAPACK
-        out = xp.stack([_sytrs(xp, ld[i], pivots[i], b[i], hermitian) for i in range(ld.shape[0])])
+        out = xp.stack([_sytrs(xp, ld[i], pivots[i], b[i], hermitian) for i in range(count)]) if count else b.copy()
     return out.reshape(batch + b.shape[-2:])
 
 

@@ -15,6 +15,7 @@ diagonal), so singular matrices factor without an error, as in LAPACK.
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -64,7 +65,7 @@ def _getrf(xp, a, pivot):
     """LU of ``a`` (..., m, n) as LAPACK's getrf (Note [Blocked LU]): ``(LU, pivots)`` (1-based)."""
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = a.reshape((-1, m, n)).copy()
+    lu = a.reshape((math.prod(a.shape[:-2]), m, n)).copy()
     rows = xp.arange(lu.shape[0])
     pivots = xp.broadcast_to(xp.arange(1, k + 1, dtype=np.int32), (lu.shape[0], k)).copy()
     for j0 in range(0, k, _BLOCK):
@@ -131,6 +132,8 @@ def _(node, g):
 @defop("lu_info", differentiable=False)
 def _lu_info(xp, lu):
     zero = xp.diagonal(lu, axis1=-2, axis2=-1) == 0
+    if not zero.shape[-1]:
+        return xp.zeros(zero.shape[:-1], dtype=np.int32)
     return xp.where(zero.any(-1), xp.argmax(zero, axis=-1) + 1, 0).astype(np.int32)
 
 
@@ -184,7 +187,7 @@ def lu_factor(A, *, pivot: bool = True):
 def _lu_permutation(xp, pivots, like, m):
     k = pivots.shape[-1]
     batch = pivots.shape[:-1]
-    swaps = pivots.reshape(-1, k).astype(np.int64) - 1
+    swaps = pivots.reshape(math.prod(batch), k).astype(np.int64) - 1
     perm = xp.broadcast_to(xp.arange(m), (swaps.shape[0], m)).copy()
     rows = xp.arange(swaps.shape[0])
     for i in range(k):

@@ -43,6 +43,15 @@ def test_ldl_matches_torch(device, torch):
                     assert_close(tensor.tensor(a) @ x.cpu(), b, atol=1e-8)
 
 
+def test_ldl_of_empty_matrices(torch):
+    for shape in [(0, 0), (2, 0, 0), (0, 2, 2)]:
+        LD, pivots, info = tensor.linalg.ldl_factor_ex(tensor.zeros(shape))
+        tLD, tpivots, tinfo = torch.linalg.ldl_factor_ex(torch.zeros(shape))
+        assert (LD.shape, pivots.shape, info.shape) == (tuple(tLD.shape), tuple(tpivots.shape), tuple(tinfo.shape))
+        x = tensor.linalg.ldl_solve(LD, pivots, tensor.zeros(shape[:-1] + (1,)))
+        assert x.shape == tuple(torch.linalg.ldl_solve(tLD, tpivots, torch.zeros(shape[:-1] + (1,))).shape)
+
+
 def test_ldl_errors_and_singular_input():
     LD, pivots, info = tensor.linalg.ldl_factor_ex(tensor.zeros(2, 3, 3, dtype=tensor.float64))
     assert info.tolist() == [1, 1] and pivots.tolist() == [[1, 2, 3]] * 2

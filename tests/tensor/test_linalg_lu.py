@@ -15,7 +15,7 @@ import tensor
 from tests.helpers import assert_close
 from tests.tensor._linalg_oracle import grads_match, random
 
-SHAPES = [(4, 4), (2, 3, 5, 5), (3, 6, 4), (4, 7), (40, 40), (0, 3, 3)]
+SHAPES = [(4, 4), (2, 3, 5, 5), (3, 6, 4), (4, 7), (40, 40), (0, 3, 3), (2, 0, 0), (3, 0)]
 
 
 def test_lu_factor_matches_torch(device, torch):
