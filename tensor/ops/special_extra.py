@@ -64,7 +64,7 @@ def _i0(xp, a):
         return xp.i0(_float64(xp, a)).astype(a.dtype)
 
 
-_i0.derivative(lambda node, g: (g * _i1_of(node.saved[0]),))
+_i0.derivative(lambda node, g: (g * i1(node.saved[0]),))
 
 
 @defop("special_i1", saves=(0,), saves_output=True)
@@ -80,11 +80,14 @@ def _(node, g):
     return (g * (i0(x) - ratio),)
 
 
-def _i1_of(x):
-    return _dispatch.apply_unary(_i1, x)
+def _real(name: str, input):
+    """``input``, in the default float dtype if integral.
 
-
-def _as_float(input):
+    Raises:
+        NotImplementedError: for a complex input, as torch.
+    """
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{input.dtype.name}'")
     return input if input._data.dtype.kind in "fV" else input.to(_dtype.get_default_dtype())
 
 
@@ -95,9 +98,12 @@ def i0(input):
     Raises:
         NotImplementedError: for a complex input, as torch.
     """
-    if input.dtype.is_complex:
-        raise NotImplementedError(f"\"i0\" not implemented for '{input.dtype.name}'")
-    return _dispatch.apply_unary(_i0, _as_float(input))
+    return _dispatch.apply_unary(_i0, _real("i0", input))
+
+
+def i1(input):
+    """The modified Bessel function of the first kind of order 1 (``torch.special.i1``); as ``i0``."""
+    return _dispatch.apply_unary(_i1, _real("i1", input))
 
 
 # ---------------------------------------------------------------- incomplete gamma

@@ -37,10 +37,23 @@ def test_i0_matches_torch_in_every_dtype_and_its_forms(torch, device):
     assert tensor.i0_(y) is y and y.cpu().tolist() == pytest.approx(torch.i0(torch.tensor([0.5, 3.0])).tolist())
 
 
+def test_special_namespace_forms_match_torch(torch, device):
+    x = np.linspace(-35, 35, 141)
+    np.testing.assert_allclose(tensor.special.i0(tensor.tensor(x, device=device)).cpu().numpy(),
+                               torch.special.i0(torch.tensor(x)).numpy(), rtol=1e-14)  # fmt: skip
+    np.testing.assert_allclose(tensor.special.i1(tensor.tensor(x, device=device)).cpu().numpy(),
+                               torch.special.i1(torch.tensor(x)).numpy(), rtol=1e-13)  # fmt: skip
+    a, y = tensor.tensor([0.5, 3.0], device=device), tensor.tensor([1.0, 2.0], device=device)
+    ta, ty = torch.tensor([0.5, 3.0]), torch.tensor([1.0, 2.0])
+    assert tensor.special.gammainc(a, y).cpu().tolist() == pytest.approx(torch.special.gammainc(ta, ty).tolist())
+    assert tensor.special.gammaincc(a, y).cpu().tolist() == pytest.approx(torch.special.gammaincc(ta, ty).tolist())
+
+
 def test_i0_first_and_second_derivatives():
     x = tensor.tensor([-35.0, -2.5, 0.0, 0.3, 4.0, 31.0], dtype=tensor.float64, requires_grad=True)
-    assert gradcheck(tensor.i0, (x,))
-    assert gradgradcheck(tensor.i0, (x,))
+    for fn in (tensor.i0, tensor.special.i1):  # i0' = i1, i1' = i0 - i1 / x (1/2 at 0)
+        assert gradcheck(fn, (x,))
+        assert gradgradcheck(fn, (x,))
 
 
 def test_igamma_is_float64_accurate_against_mpmath():
