@@ -15,6 +15,9 @@ from .ops.math_extra import exp2, logit, sinc, xlogy
 from .ops.reduction import logsumexp
 from .ops.softmax import log_softmax, softmax
 from .ops.special import erf, erfc
+from .ops.special_extra import i0, i1
+from .ops.special_extra import igamma as gammainc
+from .ops.special_extra import igammac as gammaincc
 
 __all__ = [
     "erf",
@@ -42,6 +45,10 @@ __all__ = [
     "ndtri",
     "log_ndtr",
     "entr",
+    "i0",
+    "i1",
+    "gammainc",
+    "gammaincc",
 ]
 
 gammaln = lgamma
