@@ -75,6 +75,7 @@ def test_stft_return_real_and_istft_default_length(torch):
     assert_close(tensor.istft(spec, 8, hop_length=2, length=50), torch.istft(tspec, 8, hop_length=2, length=50).numpy())
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_stft_istft_gradients(torch):
     x = _signal((2, 30), False)
     w = RNG.standard_normal((9, 11)) + 1j * RNG.standard_normal((9, 11))
@@ -89,6 +90,16 @@ def test_stft_istft_gradients(torch):
     (tensor.istft(spec, 16, hop_length=4, length=30) * tensor.tensor(weights)).sum().backward()
     (torch.istft(tspec, 16, hop_length=4, length=30) * torch.tensor(weights)).sum().backward()
     assert_close(spec.grad, tspec.grad.numpy(), atol=1e-10)
+    base = _signal((4, 40), False)  # views (offset rows, a strided slice) without centring
+    for view in (np.s_[1:3], np.s_[1:3, 5:], np.s_[::2, ::2]):
+        ours, theirs = tensor.tensor(base, requires_grad=True), torch.tensor(base, requires_grad=True)
+        out = tensor.stft(ours[view], 4, center=False, return_complex=True)
+        tout = torch.stft(theirs[view], 4, center=False, return_complex=True)
+        assert_close(out, tout.detach().numpy(), atol=1e-12)
+        weights = RNG.standard_normal(tuple(tout.shape))
+        (out.abs() * tensor.tensor(weights)).sum().backward()
+        (tout.abs() * torch.tensor(weights)).sum().backward()
+        assert_close(ours.grad, theirs.grad.numpy(), atol=1e-10)
     signal = tensor.tensor(_signal((20,), False), requires_grad=True)
     assert autograd.gradcheck(lambda s: tensor.view_as_real(tensor.stft(s, 8, return_complex=True)), (signal,))
 
