@@ -8,9 +8,10 @@ recurrent products at torch's speed and the rest in numpy's elementwise work: fl
 blocks, about ten of them per step. A step's gates, cell and output here are one loop over
 the batch and hidden units, with ``tanh`` as ``vecmath.tanh_f32`` (a rational function the
 loop vectoriser widens; within 4 ulp) and the sigmoid as ``0.5 * tanh(x / 2) + 0.5``
-(absolute error under 1e-7). Measured in one process on this 2-core machine (CPU time,
-load ~4): a forward step's pointwise part 60 -> 12 us, the layer's forward 5.4 -> 3.0 ms and
-its array backward 7.7 -> 4.7 ms.
+(absolute error under 1e-7). Measured in one process on this 2-core machine (CPU time, at
+load 4-9, so +-20%): a forward step's pointwise part ~60 -> 11-14 us, a backward step's 6-7
+us; the layer's forward 5.4-8.6 -> 3.2-4.2 ms and its array backward 7.4-11 -> 4.5-5.5 ms
+(with Note [GEMM from numba]).
 
 They run on float32 host arrays when numba is installed (the ``compile`` extra), and only
 from ``recurrent_layers`` (which imports this module on first use, so that ``import tensor``
@@ -97,11 +98,12 @@ def _backward_step(dxg, dc, t, grad, out, dh, c_prev):
 
 # Note [GEMM from numba]: with the step loop inside numba, a layer is one call instead of two
 # Python-level calls per step (~5 us each here, and the arrays' round trips between them): the
-# layer's forward 3.8 -> 3.2 ms. numba has no matrix product of its own without SciPy, so the
-# kernels call the float32 GEMM of the OpenBLAS that numpy's wheel bundles, through a ctypes
-# function passed as an argument (numba then caches the kernel on disk; a pointer baked in as
-# a global could not be). Without that library (another numpy build) ``gemm()`` is None and
-# the layer takes the numpy composition.
+# layer's forward 3.4-4.6 -> 3.2-4.2 ms, its backward loop 2.9-3.8 -> 3.0-3.3 ms (CPU time,
+# load ~9). numba has no matrix product of its own without SciPy, so the kernels call the
+# float32 GEMM of the OpenBLAS that numpy's wheel bundles, through a ctypes function passed as
+# an argument (numba then caches the kernel on disk; a pointer baked in as a global could not
+# be). Without that library (another numpy build) ``gemm()`` is None and the layer takes the
+# numpy composition.
 _CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS = 101, 111
 _SGEMM_NAMES = (("scipy_cblas_sgemm64_", ctypes.c_int64), ("cblas_sgemm64_", ctypes.c_int64),
                 ("scipy_cblas_sgemm", ctypes.c_int32), ("cblas_sgemm", ctypes.c_int32))  # fmt: skip
