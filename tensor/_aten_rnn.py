@@ -97,17 +97,14 @@ def _run(mode: str, name: str, input: Tensor, second, rest: tuple):
     dropout, train, bidirectional)``."""
     # LSTM's hx is a pair and the others' a float tensor: a tensor there (of integers) is batch_sizes
     packed = isinstance(second, Tensor) and (mode == "LSTM" or not second.dtype.is_floating_point)
+    if len(rest) != 7:
+        form = "data, batch_sizes, hx, ..., bidirectional" if packed else "input, hx, ..., batch_first"
+        raise TypeError(f"{name}({form}): expected 9 arguments, got {len(rest) + 2}")
     if packed:
         hx, *args = rest
         batch_first = False
-        if len(args) != 6:
-            raise TypeError(f"{name}(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, "
-                            f"bidirectional): expected 9 arguments, got {len(args) + 3}")  # fmt: skip
     else:
         hx, args = second, list(rest)
-        if len(args) != 7:
-            raise TypeError(f"{name}(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, "
-                            f"batch_first): expected 9 arguments, got {len(args) + 2}")  # fmt: skip
         batch_first = args.pop()
     h0, c0 = (hx[0], hx[1]) if mode == "LSTM" else (hx, None)
     if packed:
