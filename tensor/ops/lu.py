@@ -41,7 +41,9 @@ def conj_transpose(x):
 
 
 def check_float_matrix(name: str, A, *, square: bool = False) -> None:
-    """Raise torch's RuntimeError unless ``A`` is a (batch of) float or complex matrix."""
+    """Raise torch's errors unless ``A`` is a (batch of) float32/64 or complex matrix:
+    RuntimeError for the rank, shape or an integer dtype, NotImplementedError for 16- and 8-bit
+    floats (LAPACK has none, and torch's CPU kernels refuse them too)."""
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
@@ -50,6 +52,8 @@ def check_float_matrix(name: str, A, *, square: bool = False) -> None:
         )
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype.name}")
+    if A.dtype.is_floating_point and A.dtype.itemsize < 4:
+        raise NotImplementedError(f"{name}: not implemented for {A.dtype.name}; convert to float32 first")
 
 
 def _magnitude(xp, a):

@@ -146,6 +146,9 @@ def test_lu_errors():
         tensor.linalg.lu_factor(tensor.ones(3))
     with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as input. Got int64"):
         tensor.linalg.lu(tensor.ones(3, 3, dtype=tensor.int64))
+    for dtype in (tensor.float16, tensor.bfloat16):
+        with pytest.raises(NotImplementedError, match=f"not implemented for {dtype.name}"):
+            tensor.linalg.lu_factor(tensor.eye(3, dtype=dtype))
     LU, pivots = tensor.linalg.lu_factor(tensor.eye(3))
     with pytest.raises(RuntimeError, match="Incompatible shapes"):
         tensor.linalg.lu_solve(LU, pivots, tensor.ones(2, 1))
