@@ -363,8 +363,9 @@ def _pre_forward(module: Module, args: tuple) -> tuple | None:
             if isinstance(unit, FSDPModule):
                 unit._fsdp_state.schedule = schedule
     state.schedule.forward_started(state)
-    state.unshard()
-    state.swap_in()
+    if state.shards.slots:  # a unit without parameters of its own (a root over units) only schedules
+        state.unshard()
+        state.swap_in()
     state.prefetch_for_forward()
     policy = state.mp_policy
     if policy.param_dtype is not None and policy.cast_forward_inputs:
@@ -475,7 +476,6 @@ def fully_shard(
     if cls not in _FSDP_CLASSES:
         _FSDP_CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
     module.__class__ = _FSDP_CLASSES[cls]
-    if state.shards.slots:
-        module.register_forward_pre_hook(_pre_forward)
-        module.register_forward_hook(_post_forward)
+    module.register_forward_pre_hook(_pre_forward)
+    module.register_forward_hook(_post_forward)
     return module

@@ -21,6 +21,7 @@ from distrib.fsdp import (
     fully_shard,
     size_based_auto_wrap_policy,
 )
+from distrib.fsdp._fully_shard import _Shards
 from distrib.fsdp.fully_sharded_data_parallel import _auto_wrap
 from tests.distrib import _sharding_scenarios as scenarios
 from tests.distrib._harness import case_results, free_port
@@ -133,6 +134,33 @@ def test_fully_shard_makes_an_fsdp_module_and_refuses_twice(world_of_one):
         fully_shard(model)
     with pytest.raises(TypeError, match="offload_policy"):
         fully_shard(nn.Linear(3, 2), offload_policy=object())
+
+
+def test_a_root_without_parameters_of_its_own_prefetches_every_unit(world_of_one, monkeypatch):
+    # The usual model: the root holds only units. It schedules them, so that they prefetch
+    # each other (without it every gather would be waited for as it is issued).
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2)).double()
+    fully_shard(model[0])
+    fully_shard(model[2])
+    fully_shard(model)
+    issued = []  # async_op of each all_gather, in order
+    real_start = _Shards.start_gather
+
+    def start_gather(self, shards, group, async_op=True):
+        issued.append(async_op)
+        return real_start(self, shards, group, async_op)
+
+    monkeypatch.setattr(_Shards, "start_gather", start_gather)
+    x = tensor.randn(5, 4, dtype=tensor.float64)
+    steps = []
+    for _ in range(2):
+        issued.clear()
+        model(x).sum().backward()
+        steps.append(list(issued))
+    # The first forward records the order (both units gather as they start); the second
+    # prefetches root -> unit 0 -> unit 2. Backward starts at unit 2 (gathered then, as in FSDP2,
+    # whose root keeps its parameters but not the last unit's), which prefetches unit 0.
+    assert steps == [[False, False, False, True], [True, True, False, True]]
 
 
 def test_auto_wrap_policies_pick_submodules(world_of_one):
