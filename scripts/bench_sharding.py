@@ -10,7 +10,8 @@ rank, in DistributedDataParallel, here with Adam. Rows (times in ms, medians fro
   target <= 1.1x;
 * our DDP + ZeRO-1(Adam) step vs torch's DDP + ZeroRedundancyOptimizer(Adam) on gloo;
 * our FSDP FULL_SHARD step (``fully_shard`` on each Linear, then the root; Adam) vs torch's FSDP2
-  (``torch.distributed.fsdp.fully_shard``, the same units) on gloo, target <= 1.0x.
+  (``torch.distributed.fsdp.fully_shard``, the same units) on gloo, target <= 1.0x;
+* that step (implicit prefetching) vs the same with prefetching off (empty explicit lists).
 
 The jobs alternate for ``ROUNDS`` rounds of subprocess ranks with a deadline; the per-step
 times of all rounds are pooled. torch is only the peer being measured.
@@ -64,10 +65,13 @@ def _worker_ours(rank: int, world: int, port: int, steps: int, impl: str) -> lis
     tensor.manual_seed(0)
     model = _mlp(types.SimpleNamespace(nn=nn))
     dist.init_process_group("zmq", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=120)
-    if impl == "fsdp":
-        for layer in model[::2]:
-            fully_shard(layer)
+    if impl.startswith("fsdp"):
+        units = [fully_shard(layer) for layer in model[::2]]
         model = fully_shard(model)
+        if impl == "fsdp-noprefetch":  # explicit empty lists replace the implicit choice
+            for unit in [*units, model]:
+                unit.set_modules_to_forward_prefetch([])
+                unit.set_modules_to_backward_prefetch([])
     else:
         model = dist.DistributedDataParallel(model)
     if impl == "zero":
@@ -122,7 +126,7 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
     """Rows ``(workload, ours_ms, peer_ms, peer_name, target)``; ``paired_times`` is unused (the
     workloads run in subprocesses, alternating by round instead)."""
     steps = max(5, repeat)
-    impls = ["zero", "ddp", "fsdp"] + (["torch-zero", "torch-fsdp"] if have_torch else [])
+    impls = ["zero", "ddp", "fsdp", "fsdp-noprefetch"] + (["torch-zero", "torch-fsdp"] if have_torch else [])
     times: dict[str, list[float]] = {impl: [] for impl in impls}
     for _ in range(ROUNDS):
         for impl in list(impls):
@@ -140,6 +144,7 @@ def bench(repeat: int = 30, paired_times=None, have_torch: bool = True) -> list[
         (f"{zero}, zmq (peer: gloo ZeRO-1)", ms("zero"), ms("torch-zero"), "torch", "(none)"),
         (f"{fsdp}, zmq (peer: gloo FSDP2)", ms("fsdp"), ms("torch-fsdp"), "torch", "<= 1.0x"),
         (f"{fsdp} (peer: our DDP + Adam)", ms("fsdp"), ms("ddp"), "ours", "(none)"),
+        (f"{fsdp}, prefetch (peer: no prefetch)", ms("fsdp"), ms("fsdp-noprefetch"), "ours", "(none)"),
     ]
 
 
