@@ -20,6 +20,7 @@ CASES = [
     {"n_fft": 16, "pad_mode": "constant", "normalized": True},
     {"n_fft": 8, "pad_mode": "replicate", "onesided": False},
     {"n_fft": 8, "pad_mode": "circular", "hop_length": 4, "hann": True},
+    {"n_fft": 18, "hop_length": 2},  # 9 chunks per frame: istft's overlap-add by index_add
 ]
 
 
