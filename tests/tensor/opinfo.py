@@ -224,6 +224,15 @@ OPS = [
     OpInfo("lgamma_neg", lambda m, x: m.lgamma(x), [(np.array([-2.5, -0.5, 0.3, 7.2]),)]),
     OpInfo("digamma_neg", lambda m, x: m.digamma(x), [(np.array([-2.5, -0.5, 0.3, 7.2]),)]),
     OpInfo("mvlgamma", lambda m, x: m.mvlgamma(x, 3), [(pos(3) + 2,)]),
+    OpInfo("i0", lambda m, x: m.i0(x), [(r(2, 3) * 20,), (np.array(0.5),), (r(0),)], gradgrad=True),
+    OpInfo("special_i1", lambda m, x: m.special.i1(x), [(r(2, 3) * 20,)], gradgrad=True),
+    *[  # differentiable in x only, as torch's
+        OpInfo(f, lambda m, x, f=f: getattr(m, f)(x.new_tensor([[0.5], [4.0]]), x), [(pos(2, 3),)], gradgrad=True)
+        for f in ("igamma", "igammac")
+    ],
+    OpInfo("gradient", lambda m, x: m.gradient(x, spacing=2, edge_order=2)[1], [(A34,), (r(3, 3, 4),)], gradgrad=True),
+    OpInfo("gradient_coordinates", lambda m, x, c: m.gradient(x, spacing=[c], dim=1)[0], [(A34, np.cumsum(pos(4)))]),
+    OpInfo("histogramdd", lambda m, x: m.histogramdd(x, [2, 3]).hist, [(r(10, 2),)], grad=False),
     OpInfo("sinc", lambda m, x: m.sinc(x), [(np.array([0.0, 0.5, -1.5]),)], grad=False),
     OpInfo("logit", lambda m, x: m.logit(x, 1e-3), [(r(4, low=0.1, high=0.9),)]),
     OpInfo("atan2", lambda m, x, y: m.atan2(x, y), [(A23, r(3)), (A23, A23)], gradgrad=True),
