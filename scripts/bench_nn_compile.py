@@ -11,7 +11,7 @@ from bench_nn import compiled_row, median_step_ms
 
 def bench(repeat: int, paired_times, have_torch: bool):
     """The compiled-vs-eager train-step rows; eager and compiled processes alternate."""
-    rounds, steps = 4, max(repeat, 10)
+    rounds, steps = 6, max(repeat, 10)
     return [
         compiled_row(model_name, median_step_ms(("ours", "ours-compiled"), model_name, rounds, steps))
         for model_name in ("mlp", "cnn")
