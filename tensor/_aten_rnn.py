@@ -2,7 +2,8 @@
 ``*_cell`` forms (issue 16, coverage), with torch's ``_VF`` argument lists.
 
 They are what ``nn.LSTM`` & co. call in PyTorch: flat parameter lists (per layer and direction
-``w_ih, w_hh[, b_ih, b_hh]``), the gates in PyTorch's order (LSTM i, f, g, o; GRU r, z, n). Here
+``w_ih, w_hh[, b_ih, b_hh][, w_hr]``, the LSTM's projection ``w_hr`` when its ``h`` and ``c``
+differ in size), the gates in PyTorch's order (LSTM i, f, g, o; GRU r, z, n). Here
 each layer and direction is one fused op of ``tensor/ops/recurrent_layers.py`` (Note [Fused
 layers]), after one product for the input projections of every step; the cells use the fused
 cell ops of ``tensor/ops/recurrent.py``. The packed overload (``data, batch_sizes, hx, ...``)
@@ -22,21 +23,27 @@ from .ops.shape import cat, stack
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 
 
-def _layer_params(params, has_biases: bool, count: int) -> list[tuple]:
-    """``params`` cut into ``count`` (w_ih, w_hh, b_ih, b_hh) tuples (biases None without)."""
-    per = 4 if has_biases else 2
+def _layer_params(params, has_biases: bool, count: int, projected: bool) -> list[tuple]:
+    """``params`` cut into ``count`` (w_ih, w_hh, b_ih, b_hh, w_hr) tuples (biases None without;
+    the projection ``w_hr`` last, None without)."""
+    per = (4 if has_biases else 2) + projected
     params = list(params)
     if len(params) != per * count:
         raise RuntimeError(
             f"expected {per * count} parameters ({per} per layer and direction, {count} layers x directions), "
-            f"got {len(params)} (LSTM projections are not supported here: use nn.LSTM(proj_size=...))"
+            f"got {len(params)}"
         )
-    return [tuple(params[i : i + per]) + (None, None) * (not has_biases) for i in range(0, len(params), per)]
+    out = []
+    for i in range(0, len(params), per):
+        group = params[i : i + per]
+        w_hr = group.pop() if projected else None
+        out.append((*group, *(None, None) * (not has_biases), w_hr))
+    return out
 
 
 def _one_direction(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights: tuple, reverse: bool):
     """One layer and direction over time-major ``x``: (output, h_n, c_n or None)."""
-    w_ih, w_hh, b_ih, b_hh = weights
+    w_ih, w_hh, b_ih, b_hh, w_hr = weights
     xg = x @ w_ih.T
     if mode == "GRU":  # b_hh sits inside r * (W_hn h + b_hn)
         xg = xg if b_ih is None else xg + b_ih
@@ -46,7 +53,7 @@ def _one_direction(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights:
     if b_ih is not None:
         xg = xg + (b_ih + b_hh)
     if mode == "LSTM":
-        return recurrent_layers.lstm_layer(xg, h0, c0, w_hh, reverse)
+        return recurrent_layers.lstm_layer(xg, h0, c0, w_hh, reverse, w_hr=w_hr)
     out, h = recurrent_layers.rnn_layer(xg, h0, w_hh, mode, reverse)
     return out, h, None
 
@@ -54,7 +61,9 @@ def _one_direction(mode: str, x: Tensor, h0: Tensor, c0: Tensor | None, weights:
 def _dense(mode, x, h0, c0, params, has_biases, num_layers, dropout, train, bidirectional):
     """The stacked recurrence on time-major ``x`` (steps, batch, features): (output, h_n, c_n)."""
     directions = 2 if bidirectional else 1
-    weights = _layer_params(params, has_biases, num_layers * directions)
+    # As ATen: an LSTM projects its states (a w_hr per layer and direction) when h and c differ in size
+    projected = c0 is not None and h0.shape[-1] != c0.shape[-1]
+    weights = _layer_params(params, has_biases, num_layers * directions, projected)
     h_n, c_n = [], []
     for layer in range(num_layers):
         outputs = []

@@ -82,6 +82,33 @@ def test_layers_match_torch(torch, device, mode):
     _compare(ours, theirs, params + [data])
 
 
+def test_lstm_with_projections_matches_torch(torch, device):
+    """h (proj_size 3) narrower than c (hidden 6): a w_hr (3, 6) follows each layer's parameters."""
+    rng = np.random.default_rng(3)
+    proj = 3
+    for bias in (True, False):
+        params = []
+        for layer in range(2):
+            for _ in range(2):  # bidirectional
+                width = FEATURES if layer == 0 else 2 * proj
+                params += [
+                    rng.standard_normal((4 * HIDDEN, width)) * 0.3,
+                    rng.standard_normal((4 * HIDDEN, proj)) * 0.3,
+                ]
+                params += [rng.standard_normal(4 * HIDDEN) * 0.3 for _ in range(2 * bias)]
+                params.append(rng.standard_normal((proj, HIDDEN)) * 0.3)
+        params = [_pair(p, device) for p in params]
+        x = _pair(rng.standard_normal((STEPS, BATCH, FEATURES)), device)
+        h, c = (
+            _pair(rng.standard_normal((4, BATCH, proj)), device),
+            _pair(rng.standard_normal((4, BATCH, HIDDEN)), device),
+        )
+        args = (bias, 2, 0.0, True, True, False)
+        ours = tensor.lstm(x[0], (h[0], c[0]), [p[0] for p in params], *args)
+        theirs = torch.lstm(x[1], (h[1], c[1]), [p[1] for p in params], *args)
+        _compare(ours, theirs, params + [x, h, c])
+
+
 def test_cells_match_torch(torch, device):
     rng = np.random.default_rng(1)
     for name, gates in (("lstm_cell", 4), ("gru_cell", 3), ("rnn_tanh_cell", 1), ("rnn_relu_cell", 1)):
