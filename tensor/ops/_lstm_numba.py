@@ -37,7 +37,7 @@ __all__ = ["lstm_forward", "lstm_backward"]
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
 _ZERO = np.float32(0.0)
-_JIT = {"error_model": "numpy", "fastmath": {"contract"}, "cache": True}
+_JIT = {"error_model": "numpy", "fastmath": {"contract"}, "cache": True, "nogil": True}
 
 
 # Note [Row buffers]: a kernel's loop writes one batch row of its results into a fresh local array
@@ -189,10 +189,26 @@ def _call(kernel, *args) -> None:
 _NO_PROJECTION = np.empty((0, 0), np.float32)
 
 
+def _check_shapes(xg, h0, c0, w_hh, w_hr) -> None:
+    batch, hidden = c0.shape
+    size = h0.shape[1]
+    fits = xg.ndim == 3 and xg.shape[1:] == (batch, 4 * hidden) and h0.shape[0] == batch
+    fits = fits and w_hh.shape == (4 * hidden, size)
+    fits = fits and (size == hidden if w_hr is None else w_hr.shape == (size, hidden) and size < hidden)
+    if not fits:
+        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(("xg", "h0", "c0", "w_hh"), (xg, h0, c0, w_hh)))
+        raise ValueError(f"lstm_layer: the shapes do not fit together: {shapes}, w_hr {getattr(w_hr, 'shape', None)}")
+
+
 def lstm_forward(out, xg, h0, c0, w_hh, w_hr, order) -> None:
     """The LSTM layer's steps, in ``order``, into ``out`` (steps, 7 or 8, batch, hidden; the
     eighth block for the projected state when ``w_hr`` is given); all float32, C-contiguous
-    except the weights."""
+    except the weights.
+
+    Raises:
+        ValueError: if the shapes do not fit together (the kernels index without checks).
+    """
+    _check_shapes(xg, h0, c0, w_hh, w_hr)
     w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
     order = np.asarray(order, np.int64)
     _call(_forward_layer, _SGEMM, out, xg, h0, c0, np.ascontiguousarray(w_hh.T), w_hr_t, order)

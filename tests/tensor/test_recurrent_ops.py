@@ -228,6 +228,14 @@ def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, p
     np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
 
 
+def test_compiled_lstm_steps_refuse_shapes_that_do_not_fit():
+    # The kernels index raw memory: a bad shape is a ValueError before they run, not a crash.
+    pytest.importorskip("numba")
+    xg, h0, c0, w_hh = (tensor.tensor(a) for a in _float32_lstm_arrays(proj=False))
+    with pytest.raises(ValueError, match=r"w_hh \(20, 4\)"):
+        recurrent_layers.lstm_layer(xg, h0, c0, w_hh[:, :4])
+
+
 @pytest.mark.slow  # a fresh interpreter that imports numba: 2-5 s
 def test_numba_loads_with_the_first_float32_lstm_layer_only():
     pytest.importorskip("numba")
