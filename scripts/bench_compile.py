@@ -57,10 +57,16 @@ print(json.dumps([first, both, min(steady)]))
 
 def _first_call(framework: str, cache_dir: str) -> list:
     """[first call, first two calls, fastest of the next three calls] in seconds, in a fresh process."""
-    env = dict(os.environ, TENSOR_COMPILE_CACHE=cache_dir, TORCHINDUCTOR_CACHE_DIR=cache_dir,
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", _first_call_script(framework)], env=env, capture_output=True,
-                         text=True, timeout=1800)
+    env = dict(
+        os.environ,
+        TENSOR_COMPILE_CACHE=cache_dir,
+        TORCHINDUCTOR_CACHE_DIR=cache_dir,
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _first_call_script(framework)], env=env, capture_output=True, text=True, timeout=1800
+    )
     if out.returncode != 0:  # report it and show n/a, rather than lose the group's other rows
         print(f"first-call run of {framework} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
         return [None, None, None]
@@ -76,8 +82,15 @@ def _kmeans_rows(repeat, paired_times, have_torch):
     ours(X, means)
     ours(X, means)
     one, numpy_time = paired_times(lambda: ours(X, means), lambda: kmeans(X, means), repeat, warmup=1)
-    rows = [(f"k-means {POINTS // 10**6}M x 2 float64, 1 thread (ms)", one * 1e3, numpy_time * 1e3, "numpy",
-             "<= 0.111x (9x faster)")]
+    rows = [
+        (
+            f"k-means {POINTS // 10**6}M x 2 float64, 1 thread (ms)",
+            one * 1e3,
+            numpy_time * 1e3,
+            "numpy",
+            "<= 0.111x (9x faster)",
+        )
+    ]
     if have_torch:
         import torch  # noqa: PLC0415
 
@@ -98,8 +111,10 @@ def _latency_rows(have_torch):
     with tempfile.TemporaryDirectory() as ours_dir, tempfile.TemporaryDirectory() as torch_dir:
         ours_first = _first_call("ours", ours_dir)
         torch_first = _first_call("torch", torch_dir) if have_torch else [None, None, None]
-        rows = [("k-means first call, cold caches (s)", ours_first[0], torch_first[0], "torch", "<= 1.0x"),
-                ("k-means first two calls, cold caches (s)", ours_first[1], torch_first[1], "torch", "<= 1.0x")]
+        rows = [
+            ("k-means first call, cold caches (s)", ours_first[0], torch_first[0], "torch", "<= 1.0x"),
+            ("k-means first two calls, cold caches (s)", ours_first[1], torch_first[1], "torch", "<= 1.0x"),
+        ]
         warm = _first_call("ours", ours_dir)
         if warm[0] is not None:
             rows.append(("k-means first call, second process, warm cache (s)", warm[0], warm[2], "steady", "info"))
