@@ -36,6 +36,18 @@ def test_eig_gradient_matches_torch(torch):
                 )
 
 
+def test_eig_gradient_on_every_device(device, torch):
+    a, w = random(2, 4, 4), random(2, 4)
+    ours = tensor.tensor(a, device=device, requires_grad=True)
+    theirs = torch.tensor(a, requires_grad=True)
+    values, vectors = tensor.linalg.eig(ours)
+    ((values.real * tensor.tensor(w, device=device)).sum() + vectors.abs().sum()).backward()
+    tvalues, tvectors = torch.linalg.eig(theirs)
+    ((tvalues.real * torch.tensor(w)).sum() + tvectors.abs().sum()).backward()
+    assert ours.grad.device == ours.device
+    assert_close(ours.grad, theirs.grad.numpy(), atol=1e-10, rtol=1e-8)
+
+
 def test_eig_gradcheck_and_phase_error():
     x = tensor.tensor(random(3, 3), requires_grad=True)
     assert autograd.gradcheck(lambda m: tensor.linalg.eigvals(m).real, (x,))
