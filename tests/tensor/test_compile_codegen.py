@@ -177,6 +177,38 @@ def test_a_second_process_loads_the_kernel_from_the_disk_cache(tmp_path):
     assert runs[1]["out"] == [58.0, 70.0, 82.0]  # (3 * x + 1).sum(0)
 
 
+def _raise_runtime_error(*args):
+    raise RuntimeError("not this numba")
+
+
+def test_load_cached_installs_the_disk_cached_kernel_and_leaves_failures_to_numba(tmp_path, monkeypatch):
+    from tensor._compile import codegen_numba
+
+    monkeypatch.setattr(tensor.compile.config, "cache_dir", str(tmp_path))
+    source = "@njit(cache=True)\ndef kernel(out, sz, a0):\n    for i in range(sz[0]):\n        out[i] = a0[i] * 2.0\n"
+
+    def fresh():  # a new dispatcher over the same file, as another process would have
+        monkeypatch.setattr(codegen_numba, "_LOADED", {})
+        return codegen_numba.load_kernel(source)
+
+    a, sz, out = np.arange(5.0), np.array([5]), np.zeros(5)
+    fresh()(out, sz, a)  # compiles and writes numba's cache
+    loaded = fresh()
+    assert codegen_numba.load_cached(loaded, (out, sz, a)) and len(loaded.overloads) == 1
+    out[:] = 0
+    loaded(out, sz, a)
+    np.testing.assert_array_equal(out, 2 * a)
+    assert sum(loaded.stats.cache_misses.values()) == 0
+    broken = fresh()
+    with monkeypatch.context() as m:
+        m.setattr(type(broken._cache), "_load_overload", _raise_runtime_error)  # numba internals changed
+        assert not codegen_numba.load_cached(broken, (out, sz, a)) and not broken.overloads
+    out[:] = 0
+    broken(out, sz, a)  # numba's own path: refresh, then load from disk
+    np.testing.assert_array_equal(out, 2 * a)
+    assert sum(broken.stats.cache_hits.values()) == 1
+
+
 def test_a_new_size_reuses_the_compiled_kernels():
     from tensor._compile import codegen_numba
 
