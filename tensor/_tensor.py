@@ -571,6 +571,9 @@ class Tensor:
     det, slogdet, logdet, inverse, cholesky, qr = (
         ops.det, ops.slogdet, ops.logdet, ops.inverse, ops.cholesky, ops.qr)
     svd = ops.decomp.torch_svd
+    lu, lu_solve = ops.lu.torch_lu, ops.lu.lu_solve
+    geqrf, orgqr, ormqr = ops.householder.geqrf, ops.householder.orgqr, ops.householder.ormqr
+    stft, istft = ops.spectral.stft, ops.spectral.istft
     conj, conj_physical, angle = ops.conj, ops.conj_physical, ops.angle
     absolute, divide, multiply, subtract, negative, positive = (
         ops.absolute, ops.divide, ops.multiply, ops.subtract, ops.negative, ops.positive)
