@@ -156,3 +156,17 @@ def test_lu_errors():
         tensor.lu_unpack(LU, pivots.double())
     with pytest.raises(RuntimeError, match="same dtype"):
         tensor.linalg.solve_triangular(tensor.eye(2), tensor.ones(2, 1, dtype=tensor.float64), upper=True)
+
+
+def test_tensor_methods_are_the_functions():
+    A, b = tensor.tensor(random(3, 3)), tensor.tensor(random(3, 2))
+    LU, pivots = A.lu()
+    assert_close(LU, tensor.lu(A)[0].numpy(), atol=0)
+    assert_close(b.lu_solve(LU, pivots), tensor.lu_solve(b, LU, pivots).numpy(), atol=0)
+    a, tau = A.geqrf()
+    assert_close(a.orgqr(tau), tensor.orgqr(a, tau).numpy(), atol=0)
+    assert_close(a.ormqr(tau, b), tensor.ormqr(a, tau, b).numpy(), atol=0)
+    signal = tensor.tensor(random(40))
+    spectrum = signal.stft(8, return_complex=True)
+    assert_close(spectrum, tensor.stft(signal, 8, return_complex=True).numpy(), atol=0)
+    assert_close(spectrum.istft(8), tensor.istft(spectrum, 8).numpy(), atol=0)
