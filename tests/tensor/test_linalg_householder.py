@@ -51,6 +51,8 @@ def test_householder_gradients(torch):
             )
     inputs = (tensor.tensor(random(4, 3), requires_grad=True), tensor.tensor(random(3), requires_grad=True))
     assert autograd.gradcheck(tensor.linalg.householder_product, inputs)
+    other = tensor.tensor(random(4, 2), requires_grad=True)
+    assert autograd.gradcheck(lambda a, t, c: tensor.ormqr(a, t, c, True, True), (inputs[0], inputs[1], other))
 
 
 def test_householder_errors():

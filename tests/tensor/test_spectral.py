@@ -103,6 +103,9 @@ def test_stft_istft_gradients(torch):
         assert_close(ours.grad, theirs.grad.numpy(), atol=1e-10)
     signal = tensor.tensor(_signal((20,), False), requires_grad=True)
     assert autograd.gradcheck(lambda s: tensor.view_as_real(tensor.stft(s, 8, return_complex=True)), (signal,))
+    spectrum = tensor.stft(signal.detach(), 8, return_complex=True)
+    as_real = tensor.view_as_real(spectrum).contiguous().detach().requires_grad_()
+    assert autograd.gradcheck(lambda r: tensor.istft(tensor.view_as_complex(r), 8, length=20), (as_real,))
 
 
 def test_stft_errors():
