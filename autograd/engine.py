@@ -33,8 +33,7 @@ def queue_callback(callback) -> None:
     """
     queued = getattr(_callbacks, "queue", None)
     if queued is None:
-        raise RuntimeError("queue_callback can only be called during the backward pass "
-                           "(e.g. from a tensor hook)")
+        raise RuntimeError("queue_callback can only be called during the backward pass (e.g. from a tensor hook)")
     queued.append(callback)
 
 
@@ -44,9 +43,7 @@ def _make_root_grads(outputs, grad_outputs):
         if not _dispatch.is_tensor(out):
             raise TypeError(f"expected a Tensor as output {i}, got {type(out).__name__}")
         if not out._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn"
-            )
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if out._grad_version is not None and out._grad_version != out._version_box[0]:
             refresh_view(out)  # a view whose base was modified in place since it was made
         if g is None:
@@ -249,7 +246,8 @@ def _run_node(node, grads, buffers, finish, capture):
     Raises:
         RuntimeError: if the derivative returns the wrong number of gradients.
     """
-    _before_derivative(node, grads, finish, capture)
+    if node.pre_hooks or node.retained is not None or capture is not None:
+        _before_derivative(node, grads, finish, capture)
     upstream = grads[0] if node.n_outputs == 1 else tuple(grads)
     fns = node.next_fns
     if upstream is None:
@@ -266,7 +264,11 @@ def _run_node(node, grads, buffers, finish, capture):
             continue
         if type(target) is Node:
             if g is not None:
-                _accumulate(buffers, target, nr, target.n_outputs, _fit(g, target.out_meta[nr]))
+                meta = target.out_meta[nr]
+                data = g._data
+                if data.shape != meta[0] or data.dtype != meta[1]:
+                    g = _fit(g, meta)
+                _accumulate(buffers, target, nr, target.n_outputs, g)
         else:
             finish.add(target, None if g is None else _fit(g, (target._data.shape, target._data.dtype)))
 
@@ -306,15 +308,21 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
     inputs = [inputs] if _dispatch.is_tensor(inputs) else list(inputs)
     if not inputs:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    captured = grad(outputs, inputs, [g for _, g in roots], retain_graph, create_graph,
-                    allow_unused=True)
+    captured = grad(outputs, inputs, [g for _, g in roots], retain_graph, create_graph, allow_unused=True)
     for leaf, g in zip(inputs, captured):
         if g is not None:
             _accumulate_into_leaf(leaf, g, create_graph)
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    allow_unused=None,
+    materialize_grads=False,
+):
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     Raises:

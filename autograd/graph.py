@@ -14,13 +14,25 @@ its own output tensor), so reference counting frees it, with no help from the cy
 collector (tests/autograd/test_graph_gc.py). But every node still has to be *tracked* by
 that collector (a Python object with references always is), and a long chain of recorded
 ops that stays alive is traversed by each full collection, which CPython starts whenever
-the tracked objects grew by 25%. So a node keeps as few tracked containers as it can:
-its edges are two tuples, the nodes/leaves and their output numbers; the numbers, the
-saved versions and ``out_meta`` hold only atomic values, and the collector stops tracking
-such tuples the first time it sees them. Measured on a live chain of ``y = y * c``:
-tracked objects per op after full collections went from 7 to 5 (the output tensor, its
-version counter, the node, its inputs and its saved tensors). Fewer would need a
-C extension (a Python object that holds references is always tracked).
+the tracked objects grew by 25% (and every full collection traverses the whole heap, so
+each tracked object left per op costs time in proportion to everything else alive). So a
+live graph leaves few tracked objects behind:
+
+* A saved input is kept as ``(array, version counter, version)``, not as its Tensor:
+  ``Node.saved`` rebuilds the tensors (a leaf that requires grad is returned itself, and a
+  non-leaf gets its history back from the node's edge to it). The intermediate tensors of
+  a chain are then freed as soon as the user drops them, as in PyTorch.
+* A version counter is a ``{0: version}`` dict, which the collector does not track (a dict
+  holding only atomic values never is), where a ``[version]`` list always was.
+* The output numbers are a shared all-zero tuple unless an input is a later output of a
+  multi-output node; ``out_meta`` holds only atomic values, so the collector stops tracking
+  it the first time it sees it.
+
+Measured on a live chain of ``y = y * c`` (tests/autograd/test_graph_gc.py): tracked
+objects per op after full collections went from 7 to 5 to 3 (the node, its ``next_fns``
+and its saved inputs, a tuple that holds a dict). Fewer would need a node type the
+collector does not track, i.e. a C extension: an instance of a Python class, and a tuple
+holding one, always are tracked.
 """
 
 from __future__ import annotations
@@ -31,10 +43,20 @@ import weakref
 from tensor import Tensor, _dispatch
 from tensor.ops.shape import replay_view, view_scatter
 
-__all__ = ["Node", "record", "rebase_history", "register_hook",
-           "register_post_accumulate_grad_hook", "retain_grad", "RemovableHandle"]
+__all__ = [
+    "Node",
+    "record",
+    "rebase_history",
+    "register_hook",
+    "register_post_accumulate_grad_hook",
+    "retain_grad",
+    "RemovableHandle",
+]
 
 _sequence = itertools.count()
+_new = object.__new__
+# The output numbers of a node's inputs are almost always all 0: one shared tuple per arity.
+_ZERO_NRS = {n: (0,) * n for n in range(8)}
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
     "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -47,49 +69,26 @@ _FREED_MESSAGE = (
 class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
-    __slots__ = ("op", "params", "_saved", "_saved_versions", "_out", "next_fns", "next_nrs",
-                 "out_meta", "seq", "n_outputs", "pre_hooks", "retained", "freed", "ctx", "__weakref__")
+    __slots__ = (
+        "op",
+        "params",
+        "_saved",
+        "_device",
+        "_out",
+        "next_fns",
+        "next_nrs",
+        "out_meta",
+        "seq",
+        "n_outputs",
+        "pre_hooks",
+        "retained",
+        "freed",
+        "ctx",
+        "__weakref__",
+    )
 
     def __init__(self, op, params, inputs, n_outputs=1):
-        # This runs for every recorded op, so it is written for speed (one pass over the
-        # inputs), and it keeps only tuples: see Note [Graphs and the cyclic GC].
-        self.op = op
-        self.params = params
-        self.n_outputs = n_outputs
-        self.pre_hooks = self.retained = self._out = self.ctx = None
-        self.freed = False
-        saves = op.saves
-        fns = []
-        nrs = []
-        versions = []  # of every input, when the op saves some
-        for t in inputs:
-            if isinstance(t, Tensor):
-                if saves != ():
-                    versions.append(t._version_box[0])
-                if t._requires_grad:
-                    if t._grad_version is not None and t._grad_version != t._version_box[0]:
-                        refresh_view(t)
-                    fn = t._grad_fn
-                    fns.append(t if fn is None else fn)
-                    nrs.append(0 if fn is None else t._output_nr)
-                    continue
-            elif saves != ():
-                versions.append(None)
-            fns.append(None)
-            nrs.append(0)
-        self.next_fns = tuple(fns)
-        self.next_nrs = tuple(nrs)
-        # Numbered after refresh_view() above may have made nodes for the inputs: a node
-        # must come after every node it points to (the engine runs them in this order).
-        self.seq = next(_sequence)
-        if saves is None or len(saves) == len(inputs):  # every input, in order
-            self._saved = tuple(inputs)
-            self._saved_versions = tuple(versions)
-        elif saves:
-            self._saved = tuple([inputs[i] for i in saves])
-            self._saved_versions = tuple([versions[i] for i in saves])
-        else:
-            self._saved = self._saved_versions = ()
+        _link(self, op, params, inputs, n_outputs)
 
     @property
     def next_edges(self) -> tuple:
@@ -121,15 +120,32 @@ class Node:
         """
         if self.freed:
             raise RuntimeError(_FREED_MESSAGE)
-        for i, (t, version) in enumerate(zip(self._saved, self._saved_versions)):
-            if version is not None and t._version_box[0] != version:
+        saved = self._saved
+        tensors = []
+        for k in range(0, len(saved), 3):
+            item, box, version = saved[k], saved[k + 1], saved[k + 2]
+            if box is not None and box[0] != version:
+                t = item if isinstance(item, Tensor) else _dispatch.make(item, self._device, box)
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {i} "
-                    f"saved by {self.name()}, is at version {t._version_box[0]}; expected version "
-                    f"{version} instead. Hint: clone() the tensor before modifying it in place."
+                    f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {k // 3} "
+                    f"saved by {self.name()}, is at version {box[0]}; expected version {version} "
+                    "instead. Hint: clone() the tensor before modifying it in place."
                 )
-        return self._saved
+            if box is not None and not isinstance(item, Tensor):
+                # An intermediate kept as its array: a Tensor again, with its history (from the
+                # edge to it), for derivatives that are differentiated again.
+                saves = self.op.saves
+                position = k // 3 if saves is None else saves[k // 3]
+                t = _new(Tensor)
+                t._data, t._device, t._version_box = item, self._device, box
+                t._grad_fn, t._requires_grad = self.next_fns[position], True
+                nr = self.next_nrs[position]
+                if nr:
+                    t._output_nr = nr
+                item = t
+            tensors.append(item)
+        return tuple(tensors)
 
     @property
     def output(self):
@@ -171,6 +187,69 @@ class Node:
         return f"<{self.name()}>"
 
 
+def _link(node, op, params, inputs, n_outputs) -> None:
+    """Fill in a new ``node``: its edges to the inputs' nodes and what its derivative reads."""
+    # This runs for every recorded op, so it is written for speed (one pass over the inputs
+    # when the op saves all of them), and it keeps few tracked objects: see Note [Graphs and
+    # the cyclic GC]. A saved input is (item, version counter, version): the item is the array
+    # of an intermediate tensor (not the Tensor), or the tensor (leaf, or needs no gradient),
+    # or the value of a non-tensor with None, None.
+    node.op = op
+    node.params = params
+    node.n_outputs = n_outputs
+    node.pre_hooks = node.retained = node._out = node.ctx = None
+    node.freed = False
+    saves = op.saves
+    save_all = saves is None or len(saves) == len(inputs)
+    device = None
+    fns = []
+    numbered = False  # whether an input is a node's output other than its first
+    saved = ()
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            fns.append(None)
+            if save_all:
+                saved += (t, None, None)
+            continue
+        device = t._device
+        item = t
+        if t._requires_grad:
+            if t._grad_version is not None and t._grad_version != t._version_box[0]:
+                refresh_view(t)
+            fn = t._grad_fn
+            if fn is None:  # a leaf: its gradient accumulates into .grad
+                fns.append(t)
+            else:
+                fns.append(fn)
+                numbered = numbered or t._output_nr != 0
+                item = t._data
+        else:
+            fns.append(None)
+        if save_all:
+            box = t._version_box
+            saved += (item, box, box[0])
+    if not save_all:  # some inputs, in increasing order
+        for i in saves:
+            t = inputs[i]
+            if isinstance(t, Tensor):
+                box = t._version_box
+                saved += (t._data if type(fns[i]) is Node else t, box, box[0])
+            else:
+                saved += (t, None, None)
+    node._device = device
+    node._saved = saved
+    node.next_fns = tuple(fns)
+    node.next_nrs = _output_nrs(inputs) if numbered else _ZERO_NRS.get(len(fns)) or (0,) * len(fns)
+    # Numbered after refresh_view() above may have made nodes for the inputs: a node
+    # must come after every node it points to (the engine runs them in this order).
+    node.seq = next(_sequence)
+
+
+def _output_nrs(inputs) -> tuple:
+    """The output number of each input in the node that made it (0 for leaves and non-tensors)."""
+    return tuple([t._output_nr if isinstance(t, Tensor) and t._grad_fn is not None else 0 for t in inputs])
+
+
 class RemovableHandle:
     """Returned by hook registration; ``remove()`` unregisters the hook."""
 
@@ -197,7 +276,8 @@ def edge_meta(edge) -> tuple:
 
 def record(op, out, inputs, params) -> Node:
     """Attach a node for ``op`` to ``out``; called by the dispatcher when recording."""
-    node = Node(op, params, inputs)
+    node = _new(Node)  # without Node.__init__'s extra frame: this runs for every recorded op
+    _link(node, op, params, inputs, 1)
     data = out._data
     node.out_meta = ((data.shape, data.dtype),)
     if op.is_view:

@@ -29,7 +29,7 @@ def make(array, device, version=None) -> _tensor.Tensor:
     t = _new(_tensor.Tensor)
     t._data = array
     t._device = device
-    t._version_box = [0] if version is None else version
+    t._version_box = {0: 0} if version is None else version  # untracked by the GC: Note [Graphs and the cyclic GC]
     return t
 
 
@@ -209,8 +209,7 @@ def _retry_binary(op, xp, ad, bd, exc):
         if sa != sb and sa != 1 and sb != 1:
             dim = max(len(a_shape), len(b_shape)) - i
             raise RuntimeError(
-                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) "
-                f"at non-singleton dimension {dim}"
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at non-singleton dimension {dim}"
             ) from None
     if isinstance(exc, OverflowError) and type(bd) is int and ad.dtype.kind in "iu":
         wrapped = xp.asarray(bd & 0xFFFFFFFFFFFFFFFF, dtype="uint64").astype(ad.dtype)
@@ -224,6 +223,5 @@ def _check_scalar(op, value):
     if hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:  # numpy scalar
         return value.item()
     raise TypeError(
-        f"{op.name}(): expected a Tensor or a Python number as the second operand, "
-        f"got {type(value).__name__}"
+        f"{op.name}(): expected a Tensor or a Python number as the second operand, got {type(value).__name__}"
     )

@@ -74,23 +74,32 @@ def test_retained_graph_is_freed_without_the_cyclic_collector(no_gc):
     assert_close(grad, x.grad)
 
 
-def _tracked_containers(node) -> list:
-    return [o for o in gc.get_referents(node)
-            if gc.is_tracked(o) and isinstance(o, (tuple, list, dict, set))]
+def _tracked_per_live_op(step, ops: int = 300) -> float:
+    """The objects the cyclic collector tracks per op of a live chain ``y = step(y)``, once
+    full collections have untracked what they can."""
+    y = tensor.ones(4, requires_grad=True)
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(ops):
+        y = step(y)
+    gc.collect()
+    gc.collect()  # a tuple is untracked only once the tuples inside it were
+    tracked = len(gc.get_objects()) - before
+    del y
+    return tracked / ops
 
 
-def test_a_node_keeps_at_most_three_tracked_containers():
-    x = tensor.ones(4, requires_grad=True)
+def test_a_live_graph_leaves_at_most_three_tracked_objects_per_op():
+    # Note [Graphs and the cyclic GC]: the node, its edges and its saved inputs; not the
+    # intermediate tensors, their version counters or the node's bookkeeping.
     c = tensor.full((4,), 0.5)
-    y = x
-    nodes = []
-    for _ in range(10):
-        y = y * c
-        nodes.append(y.grad_fn)
-        y = (y * 2.0).exp()
-        nodes.append(y.grad_fn)
-    gc.collect()  # untracks the tuples that hold only atomic values
-    for node in nodes:
-        assert not gc.is_tracked(node.next_nrs) and not gc.is_tracked(node._saved_versions)
-        # next_fns, _saved, and out_meta until a later collection sees its inner tuple untracked
-        assert len(_tracked_containers(node)) <= 3, _tracked_containers(node)
+    for name, step, most in [
+        ("y * c", lambda y: y * c, 3),
+        ("y * 0.5", lambda y: y * 0.5, 3),
+        ("y.exp()", lambda y: y.exp(), 3),
+        ("y.sum(0, keepdim=True)", lambda y: y.sum(0, keepdim=True), 3),
+        # The mask needs no gradient: it is saved as itself, one more Tensor per op.
+        ("where(y > 0, y, c)", lambda y: tensor.where(y > 0, y, c), 4),
+    ]:
+        per_op = _tracked_per_live_op(step)
+        assert per_op <= most + 0.25, f"{name}: {per_op:.2f} tracked objects per op"
