@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
+import numpy as np
+
 from .graph import Ref
 
 __all__ = ["classify", "plan", "Step", "live_after"]
@@ -93,10 +95,15 @@ REDUCTIONS = frozenset({"sum", "amax", "amin", "prod", "argmax", "argmin", "all"
 ROWWISE = frozenset({"softmax", "log_softmax"})
 
 
-def classify(node) -> str | None:
-    """``pointwise``, ``view``, ``reduce`` or None (a library call); see the module docstring."""
+def classify(node, nodes=()) -> str | None:
+    """``pointwise``, ``view``, ``reduce``, ``rowwise`` or None (a library call); see the module
+    docstring. With the graph's ``nodes``, a CPU node reading or making float16 is a library
+    call: numba has no float16 arrays."""
     if node.kind != "call" or node.device is None or not node.device.backend.fused_codegen:
         return None
+    if node.device.backend.fused_codegen == "numba" and nodes:
+        if any(n.dtype == np.float16 for n in (node, *(nodes[a] for a in node.args))):
+            return None
     name = node.op.name
     if name in POINTWISE:
         return "pointwise" if node.dtype.kind != "c" else None
@@ -155,7 +162,7 @@ def _refs(value):
 def plan(graph, start: int, stop: int) -> list[Step]:
     """The steps of segment ``[start, stop)`` in order (see Note [Fusion by inlining])."""
     nodes = graph.nodes
-    kinds = {i: classify(nodes[i]) for i in range(start, stop)}
+    kinds = {i: classify(nodes[i], nodes) for i in range(start, stop)}
     consumers: dict = {i: [] for i in range(start, stop)}
     for i in range(start, stop):
         for a in set(nodes[i].args) | set(_refs(nodes[i].params)):
@@ -165,7 +172,7 @@ def plan(graph, start: int, stop: int) -> list[Step]:
     if stop < len(nodes):  # the forward of a joint graph: the backward reads what recomputing needs
         later = recomputed(graph, stop)
         live = {n for n in live if n not in later} | {a for r in later for a in nodes[r].args if a not in later}
-    kinds.update((r, classify(nodes[r])) for r in recomputed(graph, start) if start)
+    kinds.update((r, classify(nodes[r], nodes)) for r in recomputed(graph, start) if start)
     roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
     roots |= _shared_costly(roots, kinds, consumers, nodes)
     steps = []
@@ -197,7 +204,7 @@ def recomputed(graph, boundary: int) -> set:
     nodes = graph.nodes
     if boundary <= 0 or boundary >= len(nodes) or graph.breaks or graph.mutations:
         return set()
-    kinds = [classify(node) for node in nodes]
+    kinds = [classify(node, nodes) for node in nodes]
     consumers: dict = {}
     for node in nodes:
         for a in node.args:

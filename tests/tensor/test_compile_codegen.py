@@ -444,3 +444,19 @@ def test_the_backward_recomputes_cheap_forward_values_instead_of_storing_them():
     stored = [n.op.name for n in forward if n.shape == (6, 8)]
     assert stored == ["softmax"], stored  # x - mean and the affine result are recomputed, not stored
     assert {"sub", "mul", "add"} <= {joint.nodes[r].op.name for r in fusion.recomputed(joint, end)}
+
+
+def test_float16_stays_out_of_cpu_kernels():
+    # numba has no float16 arrays: such nodes are library calls, and a cast from float16 too.
+    def f(x):
+        return F.softmax(x * 2 + 1, -1), (x.float() * 2).amax(1)
+
+    x = tensor.tensor(RNG.standard_normal((4, 6)), dtype=tensor.float16)
+    compiled = tensor.compile(f)
+    for _ in range(2):
+        for got, expected in zip(compiled(x), f(x), strict=True):
+            assert_close(got, expected)
+    graph = tensor.compile.explain(f)(x).graph
+    steps = fusion.plan(graph, 0, len(graph.nodes))
+    (kernel,) = [s for s in steps if s.kind == "kernel"]  # the float32 multiply and row max
+    assert all(graph.nodes[m].dtype == np.float32 for m in kernel.members)

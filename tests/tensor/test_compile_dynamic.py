@@ -174,8 +174,10 @@ def test_a_count_less_one_follows_the_batch_size():
     assert "s0-1" in str(generic.graph)
 
 
-def test_a_slice_that_clips_at_a_new_size_is_a_guard_not_a_formula():
+def test_a_slice_that_clips_at_a_new_size_is_a_guard_not_a_formula(tmp_path, monkeypatch):
     # x[:8] has n rows at n = 3 and 5, so two captures agree on "s0"; at 64 it has 8 (min(n, 8)).
+    monkeypatch.setattr(tensor.compile.config, "cache_dir", str(tmp_path))  # no graphs of earlier runs
+
     def head(x):
         return x[:8] * 2 + x[-3:].sum()
 
@@ -186,8 +188,10 @@ def test_a_slice_that_clips_at_a_new_size_is_a_guard_not_a_formula():
     assert compiled.captures == 3  # 64 failed the slice guard and was captured; 4 replays the 3/5 graph
 
 
-def test_a_proxy_capture_does_not_take_a_clipped_slice_for_the_whole_dim():
+def test_a_proxy_capture_does_not_take_a_clipped_slice_for_the_whole_dim(tmp_path, monkeypatch):
     # Captured on proxies of 17 and 19 elements, x[:100] looks like x (Note [Proxy capture]).
+    monkeypatch.setattr(tensor.compile.config, "cache_dir", str(tmp_path))
+
     def head(x):
         return x[:100] + 1
 
