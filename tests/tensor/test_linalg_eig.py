@@ -52,8 +52,9 @@ def test_eig_gradcheck_and_phase_error():
     x = tensor.tensor(random(3, 3), requires_grad=True)
     assert autograd.gradcheck(lambda m: tensor.linalg.eigvals(m).real, (x,))
     assert autograd.gradcheck(lambda m: tensor.linalg.eig(m).eigenvectors.abs(), (x,))
+    rotation = tensor.tensor([[1.0, -2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.5, 3.0]], requires_grad=True)  # 1 +- 2i
     with pytest.raises(RuntimeError, match="specified up to multiplication by e\\^\\{i phi\\}"):
-        tensor.linalg.eig(x).eigenvectors.real.sum().backward()
+        tensor.linalg.eig(rotation).eigenvectors.real.sum().backward()
 
 
 def test_eig_double_backward():
