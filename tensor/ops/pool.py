@@ -16,6 +16,12 @@ the gather and the scatter are then ``K`` whole-array ufunc calls. When ``take_w
 reads the argmax of its own input (``max_pool`` does) the element at the argmax *is* the
 window's maximum, so it takes the running maximum instead of a masked gather.
 
+Note [Low-precision pooling]: a bfloat16 (or float8) input is widened to float32 first
+(exact) and every kernel here runs in float32, rounding its result back once: ml_dtypes'
+per-element ufuncs cost ~8x float32's. The maximum, the argmax and the gather are exact in
+any width, so their results are bit-identical to computing in the type itself; where windows
+overlap, ``put_windows`` sums in float32 and rounds once, as PyTorch's CPU kernels do.
+
 Geometry arguments are as in ``tensor.ops.window``; the input is padded with the lowest
 value of its dtype (so padding never wins) and ``padding`` holds ``(before, after)`` pairs.
 """
@@ -71,6 +77,7 @@ def _scan(xp, views, nan_aware, best, arg):
 
 @defop("window_argmax", differentiable=False)
 def _window_argmax(xp, a, kernel, dilation, padding, stride):
+    a = _backend.widen(a)  # comparisons are exact in any width (Note [Low-precision pooling])
     views = _offset_views(xp, a, kernel, dilation, padding, stride, _lowest(xp, a.dtype))
     order = _memory_order(views[0])
     best = _alloc(xp, views[0].shape, a.dtype, order)  # stored like the input
@@ -96,18 +103,19 @@ def window_argmax(input, kernel_size, dilation, padding, stride):
 
 @defop("take_windows", saves=(1,))
 def _take_windows(xp, a, arg, kernel, dilation, padding, stride, is_argmax, layout):
+    low, a = a.dtype, _backend.widen(a)  # Note [Low-precision pooling]
     if is_argmax:  # Note [Max pool by offset]
         views = _offset_views(xp, a, kernel, dilation, padding, stride, _lowest(xp, a.dtype))
         out = views[0].copy(order="K")
         for value in views[1:]:
             xp.maximum(out, value, out=out)
-        return out
+        return out.astype(low, copy=False)
     views = _offset_views(xp, a, kernel, dilation, padding, stride, 0)
     out = xp.zeros(arg.shape, dtype=a.dtype)
     zero = xp.zeros((), dtype=a.dtype)
     for k, value in enumerate(views):
         out += xp.where(arg == k, value, zero)
-    return out
+    return out.astype(low, copy=False)
 
 
 @_take_windows.derivative
@@ -133,6 +141,7 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     layout = layout or _memory_order(g)
     if _memory_order(g) != _memory_order(arg):  # walk g, arg and the result in one order
         g = _copy(xp, g, _memory_order(arg))
+    low, g = g.dtype, _backend.widen(g)  # Note [Low-precision pooling]
     lead = g.shape[:g.ndim - nd]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
     out_shape = g.shape[g.ndim - nd:]
@@ -159,7 +168,7 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     over_lead_blocks(xp, _memory_order(g), lead, out.size, scatter)
     if padded != tuple(spatial):
         out = out[keep + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
-    return out
+    return out.astype(low, copy=False)
 
 
 @_put_windows.derivative

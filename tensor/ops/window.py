@@ -170,8 +170,11 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
     # Sum into a buffer stored like the windows (e.g. batch innermost for im2col's gradient),
     # so that each slice-add walks source and target in the same long runs.
+    # A bfloat16 (or float8) sum accumulates in float32 and is rounded once, as PyTorch's CPU
+    # col2im does: the slice-adds read the narrow windows straight into the float32 buffer.
     cols_order = _memory_order(cols, tuple(range(n_lead)) + tuple(range(n_lead + nd, n_lead + 2 * nd)))
-    out = _alloc(xp, lead + padded, cols.dtype, tuple(i if i < n_lead else i - nd for i in cols_order), 0)
+    out_order = tuple(i if i < n_lead else i - nd for i in cols_order)
+    out = _alloc(xp, lead + padded, _backend.wide_dtype(cols.dtype), out_order, 0)
     keep = (slice(None),) * n_lead
 
     def add_windows(index):
@@ -182,7 +185,7 @@ def _fold(xp, cols, spatial, kernel, dilation, padding, stride):
     over_lead_blocks(xp, cols_order, lead, cols.size, add_windows)
     if padded != tuple(spatial):
         out = out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
-    return out
+    return out.astype(cols.dtype, copy=False)
 
 
 @_fold.derivative
