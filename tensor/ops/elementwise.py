@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .registry import defop, public
 
 __all__ = [
@@ -17,9 +17,11 @@ __all__ = [
 # ---------------------------------------------------------------- binary arithmetic
 
 
+# The arithmetic and comparison kernels run bfloat16 (ml_dtypes kind "V") operands through
+# float32 (tensor/_backend.py ``in_float32``); other dtypes pay one attribute test.
 @defop("add")
 def _add(xp, a, b):
-    return xp.add(a, b)
+    return xp.add(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.add, a, b)
 
 
 @_add.derivative
@@ -29,7 +31,7 @@ def _(node, g):
 
 @defop("sub")
 def _sub(xp, a, b):
-    return xp.subtract(a, b)
+    return xp.subtract(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.subtract, a, b)
 
 
 @_sub.derivative
@@ -39,7 +41,7 @@ def _(node, g):
 
 @defop("mul", saves=(0, 1))
 def _mul(xp, a, b):
-    return xp.multiply(a, b)
+    return xp.multiply(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.multiply, a, b)
 
 
 def conj_if_complex(t):
@@ -64,7 +66,7 @@ def _(node, g):
 
 @defop("div", saves=(0, 1))
 def _div(xp, a, b):
-    return xp.true_divide(a, b)
+    return xp.true_divide(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.true_divide, a, b)
 
 
 @_div.derivative
@@ -326,7 +328,11 @@ def clamp(input, min=None, max=None):
 def _no_grad_binary(name, ufunc_name, result):
     """The public function ``name``: the xp ufunc ``ufunc_name`` on two broadcast inputs, as a
     non-differentiable op whose output is ``result`` (said in its docstring)."""
-    op = defop(name, differentiable=False)(lambda xp, a, b: getattr(xp, ufunc_name)(a, b))
+    def kernel(xp, a, b):
+        ufunc = getattr(xp, ufunc_name)
+        return ufunc(a, b) if a.dtype.kind != "V" else _backend.in_float32(ufunc, a, b)
+
+    op = defop(name, differentiable=False)(kernel)
 
     def run(input, other):
         return _dispatch.apply_binary(op, input, other)

@@ -70,3 +70,29 @@ def test_conv_backward_in_bfloat16_matches_float32_rounded_once(torch):
     tx = torch.from_numpy(x).to(torch.bfloat16).requires_grad_()
     torch.nn.functional.conv2d(tx, torch.from_numpy(w).to(torch.bfloat16), padding=1).sum().backward()
     np.testing.assert_allclose(grads[0], tx.grad.float().numpy(), rtol=2**-7, atol=1e-2)
+
+
+def test_bfloat16_arithmetic_and_comparisons_bit_identical_to_ml_dtypes():
+    # add/sub/mul/div and the comparisons run bfloat16 through float32 (tensor/_backend.py
+    # in_float32): the same bits as ml_dtypes' per-element loops, specials included.
+    rng = np.random.default_rng(2)
+    a = np.concatenate([rng.standard_normal(500) * 100, [np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38]]).astype(BF16)
+    b = np.concatenate([rng.standard_normal(500), [1.0, np.inf, 2.0, -0.0, 0.0, 3e38]]).astype(BF16)
+    ta, tb = tensor.from_numpy(a), tensor.from_numpy(b)
+    for name, ufunc in [
+        ("add", np.add),
+        ("sub", np.subtract),
+        ("mul", np.multiply),
+        ("div", np.true_divide),
+        ("eq", np.equal),
+        ("lt", np.less),
+        ("ge", np.greater_equal),
+    ]:
+        ours = getattr(tensor, name)(ta, tb).numpy()
+        expected = ufunc(a, b)
+        assert ours.dtype == expected.dtype, name
+        np.testing.assert_array_equal(
+            ours.view(np.uint16) if ours.dtype == BF16 else ours,
+            expected.view(np.uint16) if expected.dtype == BF16 else expected,
+            err_msg=name,
+        )
