@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from . import _cuda_memory, _device_asserts, _dtype, _threads
+from . import _cuda_memory, _device_asserts, _dtype, _lapack, _threads
 
 __all__ = ["Backend", "cpu_backend", "cuda_backend", "check_cuda_available"]
 
@@ -576,6 +576,13 @@ def on_host(xp, kernel, *arrays):
     if xp is np:
         return kernel(np, *arrays)
     return xp.asarray(kernel(np, *(xp.asnumpy(a) if isinstance(a, xp.ndarray) else a for a in arrays)))
+
+
+def lapack(xp):
+    """``tensor/_lapack.py`` (LAPACK's getrf/sytrf/sytrs through numpy's bundled OpenBLAS) when
+    ``xp`` is numpy and the library has them, else None: the LU and LDL kernels then keep their
+    numpy code (a GPU, another numpy build, ``DISTRIB_NO_LAPACK=1``)."""
+    return _lapack if xp is np and _lapack.available() else None
 
 
 def matmul(xp, a, b):

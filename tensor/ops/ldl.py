@@ -9,7 +9,9 @@ interchanges that apply only to the trailing matrix (``L`` is a product of permu
 which ``ldl_solve`` undoes step by step as ``?sytrs``). Each step's pivot choice depends on
 the previous one, so matrices of a batch are factored one after another (the steps themselves
 are vectorised over the trailing matrix), on the host (``_backend.on_host``: on a GPU that is one
-copy each way instead of a sync per step).
+copy each way instead of a sync per step). Where numpy's bundled OpenBLAS has LAPACK, the host
+calls its ``?sytrf``/``?hetrf`` and ``?sytrs``/``?hetrs`` instead (Note [LAPACK through ctypes]
+in tensor/_lapack.py); the code here is the fallback.
 """
 
 from __future__ import annotations
@@ -136,6 +138,11 @@ def _sytrf(xp, a, hermitian):
     n = a.shape[-1]
     flat = a.reshape((math.prod(a.shape[:-2]), n, n))
     out = xp.zeros((flat.shape[0], n + 2, n), dtype=a.dtype)
+    lapack = _backend.lapack(xp)
+    factored = lapack.sytrf(flat, hermitian) if lapack is not None and n else None
+    if factored is not None:
+        out[:, :n], out[:, n], out[:, n + 1, 0] = factored
+        return out.reshape(a.shape[:-2] + (n + 2, n))
     for i in range(flat.shape[0]):
         factor = _Factor(xp, flat[i].copy(), hermitian).run()
         out[i, :n] = xp.tril(factor.a)
@@ -238,6 +245,10 @@ def _batched_sytrs(xp, ld, pivots, b, hermitian):
     pivots = np.broadcast_to(pivots, batch + (n,)).reshape((count, n)).astype(np.int64)
     b = xp.broadcast_to(b, batch + b.shape[-2:]).reshape((count,) + b.shape[-2:])
     hermitian = hermitian and xp.iscomplexobj(ld)
+    lapack = _backend.lapack(xp)
+    solved = lapack.sytrs(ld, pivots, b, hermitian) if lapack is not None and count and n else None
+    if solved is not None:
+        return solved.reshape(batch + b.shape[-2:])
     with np.errstate(divide="ignore", invalid="ignore"):  # a singular D gives inf/nan, as LAPACK
         out = xp.stack([_sytrs(xp, ld[i], pivots[i], b[i], hermitian) for i in range(count)]) if count else b.copy()
     return out.reshape(batch + b.shape[-2:])

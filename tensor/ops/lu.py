@@ -1,8 +1,9 @@
 """Triangular solves and the LU family: ``solve_triangular``, ``lu_factor(_ex)``, ``lu``,
 ``lu_unpack``, ``lu_solve``, with derivatives.
 
-numpy has no LAPACK ``getrf``, so the factorisation is written here (Note [Blocked LU]). Its
-results follow LAPACK's conventions, as torch's do: ``LU`` holds ``L``'s strict lower triangle
+numpy has no LAPACK ``getrf``: on the CPU it is called in numpy's bundled OpenBLAS (Note [LAPACK
+through ctypes] in tensor/_lapack.py); elsewhere the factorisation is written here (Note [Blocked
+LU]). Its results follow LAPACK's conventions, as torch's do: ``LU`` holds ``L``'s strict lower triangle
 (unit diagonal implied) and ``U``; ``pivots`` are 1-based int32 row swaps, applied in order.
 
 Note [Blocked LU]: right-looking LU with partial pivoting, vectorised over the batch. A panel
@@ -20,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _creation, _dispatch, _dtype
+from .. import _backend, _creation, _dispatch, _dtype
 from .decomp import LinAlgError
 from .layout import tril, triu
 from .registry import defop
@@ -66,10 +67,16 @@ def _unit_lower(xp, block):
 
 
 def _getrf(xp, a, pivot):
-    """LU of ``a`` (..., m, n) as LAPACK's getrf (Note [Blocked LU]): ``(LU, pivots)`` (1-based)."""
+    """LU of ``a`` (..., m, n) as LAPACK's getrf: ``(LU, pivots)`` (1-based), by LAPACK itself
+    on the CPU (Note [LAPACK through ctypes] in tensor/_lapack.py), else Note [Blocked LU]."""
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = a.reshape((math.prod(a.shape[:-2]), m, n)).copy()
+    batch = a.shape[:-2]
+    lapack = _backend.lapack(xp)
+    factored = lapack.getrf(a.reshape((math.prod(batch), m, n))) if lapack is not None and pivot else None
+    if factored is not None:
+        return factored[0].reshape(a.shape), factored[1].reshape(batch + (k,))
+    lu = a.reshape((math.prod(batch), m, n)).copy()
     rows = xp.arange(lu.shape[0])
     pivots = xp.broadcast_to(xp.arange(1, k + 1, dtype=np.int32), (lu.shape[0], k)).copy()
     for j0 in range(0, k, _BLOCK):
@@ -88,7 +95,6 @@ def _getrf(xp, a, pivot):
         if j1 < n:
             lu[:, j0:j1, j1:] = xp.linalg.solve(_unit_lower(xp, lu[:, j0:j1, j0:j1]), lu[:, j0:j1, j1:])
             lu[:, j1:, j1:] -= lu[:, j1:, j0:j1] @ lu[:, j0:j1, j1:]
-    batch = a.shape[:-2]
     return lu.reshape(batch + (m, n)), pivots.reshape(batch + (k,))
 
 
