@@ -26,6 +26,8 @@ def _torch_cases(rng):
     rhs = rng.standard_normal((256, 16))
     sym = rng.standard_normal((64, 64))
     sym = sym + sym.T
+    small, syms = rng.standard_normal((128, 128)), rng.standard_normal((16, 64, 64))
+    syms = syms + syms.swapaxes(-1, -2)
     reflectors, tau = rng.standard_normal((128, 64)), rng.standard_normal(64)
     general = rng.standard_normal((64, 64))
     q, _ = np.linalg.qr(rng.standard_normal((200, 200)))
@@ -46,6 +48,7 @@ def _torch_cases(rng):
 
     return [
         ("linalg.lu_factor 256x256 float64", *both(lambda lib, m: lib.linalg.lu_factor(m), a)),
+        ("linalg.lu_factor 128x128 float64", *both(lambda lib, m: lib.linalg.lu_factor(m), small)),
         ("linalg.lu_factor 64 x 32x32 float64", *both(lambda lib, m: lib.linalg.lu_factor(m), batch)),
         (
             "linalg.lu_solve 256x256, 16 rhs",
@@ -53,6 +56,7 @@ def _torch_cases(rng):
             lambda: torch.linalg.lu_solve(*theirs_lu, torch.from_numpy(rhs)),
         ),
         ("linalg.ldl_factor 64x64 float64", *both(lambda lib, m: lib.linalg.ldl_factor(m), sym)),
+        ("linalg.ldl_factor 16 x 64x64 float64", *both(lambda lib, m: lib.linalg.ldl_factor(m), syms)),
         (
             "linalg.householder_product 128x64",
             *both(lambda lib, m, t: lib.linalg.householder_product(m, t), reflectors, tau),
