@@ -43,7 +43,7 @@ def _run_multi(op, input, params=()):
 
 @defop("nonzero", differentiable=False)
 def _nonzero(xp, a):
-    return xp.argwhere(a).astype("int64")
+    return xp.argwhere(a).astype("int64", copy=False)  # already int64 on 64-bit numpy and CuPy
 
 
 def nonzero(input, *, as_tuple: bool = False):
