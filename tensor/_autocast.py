@@ -258,6 +258,13 @@ def _widest(inputs) -> _dtype.dtype | None:
     return widest
 
 
+def _to(t, target):
+    # ``t.to(target)`` without parsing ``to``'s arguments: a recorded ``to_dtype`` op.
+    from ._conversion import _to_dtype  # noqa: PLC0415 - _conversion imports the dispatcher
+
+    return _dispatch.apply_unary(_to_dtype, t, (target.numpy, t.dtype))
+
+
 def _cast(t, target, policy, state):
     if not _eligible(t) or t.dtype is target or target is None:
         return t
@@ -272,11 +279,11 @@ def _cast(t, target, policy, state):
         and t._base is None
     )
     if not cacheable:
-        return t.to(target)
+        return _to(t, target)
     hit = state.cache.get(id(t))
     if hit is not None and hit[0] is t and hit[1].dtype is target:
         return hit[1]
-    cast = t.to(target)
+    cast = _to(t, target)
     state.cache[id(t)] = (t, cast)  # holds t: its id cannot be reused while the entry lives
     return cast
 
