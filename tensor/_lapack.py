@@ -1,4 +1,5 @@
-"""LAPACK's LU and Bunch-Kaufman routines on numpy arrays, through the bundled OpenBLAS.
+"""LAPACK's LU and Bunch-Kaufman routines (and BLAS's triangular solve) on numpy arrays, through
+the bundled OpenBLAS.
 
 Note [LAPACK through ctypes]: numpy has no ``getrf``/``sytrf``, and the numpy versions in
 ``tensor/ops/lu.py`` and ``ldl.py`` take a Python step per column (a 128x128 ``lu_factor`` in
@@ -7,6 +8,8 @@ transpose made contiguous), each matrix goes to the routine by one ctypes call, 
 is transposed back: a Python loop over matrices, not over columns. The routines are found by
 ``tensor/_openblas.py``; ``_backend.lapack(xp)`` hands this module to the op kernels on the CPU
 only, and they keep their numpy code for GPUs and for numpy builds without the library.
+``solve_triangular`` (so ``lu_solve`` and the LU derivative) calls BLAS's ``trsm`` the same way:
+its numpy version is ``linalg.solve``, a full LU of the triangular matrix.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ import numpy as np
 
 from . import _openblas
 
-__all__ = ["available", "getrf", "sytrf", "sytrs"]
+__all__ = ["available", "getrf", "sytrf", "sytrs", "trsm"]
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c"}
 _PREFIX[np.dtype(np.complex128)] = "z"
-_LOWER = ctypes.c_char_p(b"L")
+_LOWER, _UPPER, _RIGHT = ctypes.c_char_p(b"L"), ctypes.c_char_p(b"U"), ctypes.c_char_p(b"R")
+_NO, _UNIT = ctypes.c_char_p(b"N"), ctypes.c_char_p(b"U")
 _ONE_CHAR = ctypes.c_size_t(1)  # gfortran's hidden length of the ``uplo`` string
 
 
@@ -108,3 +112,28 @@ def sytrs(ld, pivots, b, hermitian: bool):
         routine.fn(_LOWER, ctypes.byref(N), ctypes.byref(K), mat, ctypes.byref(lda), p, rhs, ctypes.byref(lda),
                    ctypes.byref(info), _ONE_CHAR)  # fmt: skip
     return _c_order(out)
+
+
+def trsm(t, b, upper: bool, unitriangular: bool):
+    """The solutions of ``T X = B`` (count, n, k) for triangular ``t`` (count, n, n), reading only
+    its ``upper`` or lower triangle (a unit diagonal with ``unitriangular``), by BLAS's ``?trsm``,
+    or None for a dtype BLAS lacks. A zero on the diagonal gives inf/nan.
+
+    No Fortran copies: a C-order matrix is its transpose in Fortran order, so the C buffers hold
+    ``T^T`` and ``B^T``, and ``X^T`` is the right-side solve ``X^T T^T = B^T`` in place of ``B^T``.
+    """
+    routine = _routine("trsm", t.dtype)
+    if routine is None:
+        return None
+    count, n, k = b.shape
+    t = np.ascontiguousarray(t)
+    out = np.array(b, order="C")
+    alpha = np.ones(1, dtype=t.dtype)
+    N, K = routine.int_type(n), routine.int_type(k)
+    ldt, ldb = routine.int_type(max(1, n)), routine.int_type(max(1, k))
+    uplo, diag = _LOWER if upper else _UPPER, _UNIT if unitriangular else _NO  # T^T flips the triangle
+    alpha_ptr = ctypes.c_void_p(alpha.ctypes.data)
+    for mat, rhs in zip(_pointers(t), _pointers(out), strict=True):
+        routine.fn(_RIGHT, uplo, _NO, diag, ctypes.byref(K), ctypes.byref(N), alpha_ptr, mat, ctypes.byref(ldt), rhs,
+                   ctypes.byref(ldb), _ONE_CHAR, _ONE_CHAR, _ONE_CHAR, _ONE_CHAR)  # fmt: skip
+    return out

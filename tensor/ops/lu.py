@@ -268,6 +268,12 @@ def _substitute(xp, t, b, upper):
 
 @defop("solve_triangular", saves=(0,), saves_output=True)
 def _solve_triangular(xp, t, b, upper, unitriangular):
+    lapack = _backend.lapack(xp)
+    n, k = b.shape[-2:]
+    count = math.prod(b.shape[:-2])
+    solved = lapack.trsm(t.reshape((count, n, n)), b.reshape((count, n, k)), upper, unitriangular) if lapack else None
+    if solved is not None:
+        return solved.reshape(b.shape)
     t = xp.triu(t) if upper else xp.tril(t)
     if unitriangular:
         n = t.shape[-1]

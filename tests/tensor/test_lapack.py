@@ -80,3 +80,17 @@ def test_ldl_matches_torch(path, torch):
     LD, pivots, info = tensor.linalg.ldl_factor_ex(tensor.zeros(2, 3, 3, dtype=tensor.float64))
     assert info.tolist() == [1, 1] and pivots.tolist() == [[1, 2, 3]] * 2
     assert np.isinf(tensor.linalg.ldl_solve(LD, pivots, tensor.ones(2, 3, 1, dtype=tensor.float64)).numpy()).any()
+
+
+def test_solve_triangular_matches_torch(path, torch):
+    for dtype, tol in DTYPES.items():
+        complex_ = np.dtype(dtype).kind == "c"
+        a = (random(2, 5, 5, complex_=complex_) + 4 * np.eye(5)).astype(dtype)
+        b = random(2, 5, 3, complex_=complex_).astype(dtype)
+        for upper, unit in [(True, False), (False, True)]:
+            ours = tensor.linalg.solve_triangular(tensor.tensor(a), tensor.tensor(b), upper=upper, unitriangular=unit)
+            theirs = torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(b), upper=upper, unitriangular=unit)
+            assert ours.is_contiguous()
+            assert_close(ours, theirs.numpy(), atol=10 * tol, rtol=10 * tol)
+    x = tensor.linalg.solve_triangular(tensor.zeros(1, 1), tensor.ones(1, 2), upper=True)
+    assert np.isinf(x.numpy()).all()  # a zero on the diagonal: inf, as LAPACK's trsm
