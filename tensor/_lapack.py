@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _openblas
 
-__all__ = ["available", "getrf", "sytrf", "sytrs", "trsm"]
+__all__ = ["available", "getrf", "row_permutation", "sytrf", "sytrs", "trsm"]
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c"}
 _PREFIX[np.dtype(np.complex128)] = "z"
@@ -94,13 +94,43 @@ def sytrf(a, hermitian: bool):
     return np.tril(_c_order(buf)), pivots.astype(np.int32), info.astype(np.int32)
 
 
+def _bunch_kaufman_pivots(pivots) -> bool:
+    """True if every row of ``pivots`` (count, n) is in ``1..n`` in magnitude and its negative
+    entries (2x2 blocks) come in runs of even length, as ``sytrf`` makes them."""
+    n = pivots.shape[-1]
+    if not pivots.size:
+        return True
+    if np.abs(pivots).min() < 1 or np.abs(pivots).max() > n:
+        return False
+    edges = np.diff(np.pad(pivots < 0, ((0, 0), (1, 1))).astype(np.int8), axis=-1).ravel()
+    return not ((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)) % 2).any()
+
+
+def row_permutation(pivots, m: int):
+    """The rows of ``P`` (count, m) int64 as LAPACK's row interchanges ``pivots`` (count, k)
+    (1-based) leave ``0..m-1``, by ``?laswp``; None if a pivot is outside ``1..m``."""
+    routine = _openblas.lapack("dlaswp")
+    if routine is None or (pivots.size and (pivots.min() < 1 or pivots.max() > m)):
+        return None
+    count, k = pivots.shape
+    rows = np.tile(np.arange(m, dtype=np.float64), (count, 1))
+    piv = np.ascontiguousarray(pivots, dtype=routine.int_type)
+    one, lda = routine.int_type(1), routine.int_type(max(1, m))
+    last = routine.int_type(k)
+    for mat, p in zip(_pointers(rows), _pointers(piv), strict=True):
+        routine.fn(ctypes.byref(one), mat, ctypes.byref(lda), ctypes.byref(one), ctypes.byref(last), p,
+                   ctypes.byref(one))  # fmt: skip
+    return rows.astype(np.int64)
+
+
 def sytrs(ld, pivots, b, hermitian: bool):
     """The solutions of ``A X = B`` (count, n, k) from ``sytrf``'s ``LD`` (count, n, n) and
-    ``pivots`` by ``?sytrs``/``?hetrs`` (``uplo='L'``), or None for a dtype LAPACK lacks. A zero
-    block of ``D`` gives inf/nan, as LAPACK's."""
+    ``pivots`` by ``?sytrs``/``?hetrs`` (``uplo='L'``), or None for a dtype LAPACK lacks or
+    pivots that ``sytrf`` cannot have made (LAPACK would index outside the matrix: the numpy
+    code then reports them). A zero block of ``D`` gives inf/nan, as LAPACK's."""
     kind = "hetrs" if hermitian and np.iscomplexobj(ld) else "sytrs"
     routine = _routine(kind, ld.dtype)
-    if routine is None:
+    if routine is None or not _bunch_kaufman_pivots(pivots):
         return None
     count, n, k = b.shape
     lds = _fortran(ld)

@@ -193,19 +193,28 @@ def lu_factor(A, *, pivot: bool = True):
     return _factor_result(LU, pivots)
 
 
-@defop("lu_permutation", differentiable=False)
-def _lu_permutation(xp, pivots, like, m):
-    k = pivots.shape[-1]
-    batch = pivots.shape[:-1]
-    swaps = pivots.reshape(math.prod(batch), k).astype(np.int64) - 1
+def _swap_rows(xp, pivots, m):
+    """The rows ``0..m-1`` after the interchanges ``pivots`` (count, k), 1-based: (count, m)."""
+    swaps = pivots.astype(np.int64) - 1
     perm = xp.broadcast_to(xp.arange(m), (swaps.shape[0], m)).copy()
     rows = xp.arange(swaps.shape[0])
-    for i in range(k):
+    for i in range(swaps.shape[1]):
         p = swaps[:, i]
         first = perm[:, i].copy()
         perm[:, i] = perm[rows, p]
         perm[rows, p] = first
-    P = xp.zeros((swaps.shape[0], m, m), dtype=like.dtype)
+    return perm
+
+
+@defop("lu_permutation", differentiable=False)
+def _lu_permutation(xp, pivots, like, m):
+    batch = pivots.shape[:-1]
+    pivots = pivots.reshape((math.prod(batch), pivots.shape[-1]))
+    lapack = _backend.lapack(xp)
+    perm = lapack.row_permutation(pivots, m) if lapack is not None else None
+    perm = _swap_rows(xp, pivots, m) if perm is None else perm
+    rows = xp.arange(pivots.shape[0])
+    P = xp.zeros((pivots.shape[0], m, m), dtype=like.dtype)
     P[rows[:, None], perm, xp.arange(m)] = 1
     return P.reshape(batch + (m, m))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tensor
-from tensor import _backend, _openblas
+from tensor import _backend, _lapack, _openblas
 from tests.helpers import assert_close
 from tests.tensor._linalg_oracle import random
 
@@ -94,3 +94,22 @@ def test_solve_triangular_matches_torch(path, torch):
             assert_close(ours, theirs.numpy(), atol=10 * tol, rtol=10 * tol)
     x = tensor.linalg.solve_triangular(tensor.zeros(1, 1), tensor.ones(1, 2), upper=True)
     assert np.isinf(x.numpy()).all()  # a zero on the diagonal: inf, as LAPACK's trsm
+
+
+def test_lapack_refuses_pivots_it_would_index_outside_with():
+    if _backend.lapack(np) is None:
+        pytest.skip("this numpy bundles no LAPACK")
+    valid = np.array([[-2, -2, 3], [1, -3, -3]], dtype=np.int32)
+    assert _lapack._bunch_kaufman_pivots(valid) and _lapack._bunch_kaufman_pivots(valid[:0])
+    for bad in ([[1, 2, -3]], [[-1, 2, 3]], [[-2, -2, -3]], [[1, 4, 3]], [[0, 2, 3]]):
+        assert not _lapack._bunch_kaufman_pivots(np.array(bad, dtype=np.int32))
+        assert _lapack.sytrs(np.eye(3)[None], np.array(bad), np.ones((1, 3, 1)), False) is None
+    assert _lapack.row_permutation(np.array([[2, 3, 3]]), 3).tolist() == [[1, 2, 0]]
+    assert _lapack.row_permutation(np.array([[4, 3, 3]]), 3) is None
+    assert _lapack.row_permutation(np.array([[0, 3, 3]]), 3) is None
+
+
+def test_lu_unpack_matches_torch(path, torch):
+    a = random(3, 6, 4)
+    for ours, theirs in zip(tensor.linalg.lu(tensor.tensor(a)), torch.linalg.lu(torch.tensor(a)), strict=True):
+        assert_close(ours, theirs.numpy(), atol=1e-12, rtol=1e-10)
