@@ -47,10 +47,14 @@ bool_ = dtype("bool", np.bool_, _BOOL)
 complex64 = dtype("complex64", np.complex64, _COMPLEX)
 complex128 = dtype("complex128", np.complex128, _COMPLEX)
 # Note [Low-precision floats]: numpy has no bfloat16 or float8; the ml_dtypes package adds them as
-# numpy dtypes (kind "V"), so CPU tensors of these types are plain numpy arrays. Elementwise ufuncs
-# run in the type itself; GEMMs and reductions run in float32 and round back (tensor/_backend.py
-# ``low_precision_*``), as PyTorch's CPU kernels accumulate bfloat16 in float32. The float8 types are
-# storage types, as in PyTorch: conversions and printing, no promotion with other dtypes.
+# numpy dtypes (kind "V"), so CPU tensors of these types are plain numpy arrays. GEMMs and reductions
+# run in float32 and round back (tensor/_backend.py ``matmul``, ``accumulate``), as PyTorch's CPU
+# kernels accumulate bfloat16 in float32; so do pooling and col2im (Note [Low-precision pooling] in
+# tensor/ops/pool.py). ml_dtypes' own ufuncs compute each element in float32 and round, ~8x slower
+# than float32's: add/sub/mul/div and the comparisons take the same float32 route in whole-array
+# passes (``_backend.in_float32``, bit-identical); other elementwise ufuncs run in the type itself.
+# The float8 types are storage types, as in PyTorch: conversions and printing, no promotion with
+# other dtypes.
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, _FLOAT)
 float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT)
 float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT)
