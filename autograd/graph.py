@@ -21,7 +21,8 @@ live graph leaves few tracked objects behind:
 * A saved input is kept as ``(array, version counter, version)``, not as its Tensor:
   ``Node.saved`` rebuilds the tensors (a leaf that requires grad is returned itself, and a
   non-leaf gets its history back from the node's edge to it). The intermediate tensors of
-  a chain are then freed as soon as the user drops them, as in PyTorch.
+  a chain are then freed as soon as the user drops them, as in PyTorch. A tensor whose
+  owner swaps its array (FSDP's full parameters) opts out with ``save_by_reference``.
 * A version counter is a ``{0: version}`` dict, which the collector does not track (a dict
   holding only atomic values never is), where a ``[version]`` list always was.
 * The output numbers are a shared all-zero tuple unless an input is a later output of a
@@ -51,6 +52,7 @@ __all__ = [
     "register_post_accumulate_grad_hook",
     "retain_grad",
     "RemovableHandle",
+    "save_by_reference",
 ]
 
 _sequence = itertools.count()
@@ -187,6 +189,19 @@ class Node:
         return f"<{self.name()}>"
 
 
+def save_by_reference(t: Tensor) -> None:
+    """Make ops recorded from now on save ``t`` itself, not its array, when their derivative
+    reads it (Note [Graphs and the cyclic GC] explains why intermediates are saved as arrays).
+
+    For tensors whose owner replaces their array while a graph holds them: FSDP frees a
+    unit's full parameters after its forward by swapping in an empty array and gives them
+    their values back before the backward (Note [FSDP unit lifecycle] in
+    distrib/fsdp/_fully_shard.py). A saved array would keep the freed memory alive, as a
+    saved tensor sharing its storage does not in PyTorch.
+    """
+    t._saved_by_reference = True
+
+
 def _link(node, op, params, inputs, n_outputs) -> None:
     """Fill in a new ``node``: its edges to the inputs' nodes and what its derivative reads."""
     # This runs for every recorded op, so it is written for speed (one pass over the inputs
@@ -222,7 +237,8 @@ def _link(node, op, params, inputs, n_outputs) -> None:
             else:
                 fns.append(fn)
                 numbered = numbered or t._output_nr != 0
-                item = t._data
+                if not t._saved_by_reference:
+                    item = t._data
         else:
             fns.append(None)
         if save_all:
@@ -233,7 +249,8 @@ def _link(node, op, params, inputs, n_outputs) -> None:
             t = inputs[i]
             if isinstance(t, Tensor):
                 box = t._version_box
-                saved += (t._data if type(fns[i]) is Node else t, box, box[0])
+                by_array = type(fns[i]) is Node and not t._saved_by_reference
+                saved += (t._data if by_array else t, box, box[0])
             else:
                 saved += (t, None, None)
     node._device = device

@@ -35,6 +35,7 @@ class Tensor:
     _post_accumulate_hooks = None
     _retains_grad = False
     _is_inference = False
+    _saved_by_reference = False  # autograd.graph.save_by_reference
     grad = None
 
     def __init__(self, data=(), *, device=None) -> None:

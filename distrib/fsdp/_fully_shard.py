@@ -49,6 +49,7 @@ from typing import Any
 
 import tensor
 from autograd import Function
+from autograd.graph import save_by_reference
 from nn import Module, Parameter
 from tensor import Tensor
 
@@ -199,6 +200,8 @@ class _UnitState:
     def unshard(self) -> None:
         """Gather the full parameters (for a forward)."""
         self.full = list(_Unshard.apply(self, *self.sharded_params()))
+        for full in self.full:  # reshard() swaps their arrays: graphs must not keep the old ones
+            save_by_reference(full)
         self.resharded = False
 
     def regather(self) -> None:

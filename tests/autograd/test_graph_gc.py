@@ -10,11 +10,13 @@ from __future__ import annotations
 import gc
 import weakref
 
+import numpy as np
 import pytest
 
 import autograd
 import tensor
 from autograd.function import Function
+from autograd.graph import save_by_reference
 from tests.helpers import assert_close
 
 
@@ -103,3 +105,17 @@ def test_a_live_graph_leaves_at_most_three_tracked_objects_per_op():
     ]:
         per_op = _tracked_per_live_op(step)
         assert per_op <= most + 0.25, f"{name}: {per_op:.2f} tracked objects per op"
+
+
+def test_a_tensor_saved_by_reference_is_read_at_backward_time():
+    # FSDP swaps the arrays of its full parameters between forward and backward; a graph that
+    # saved them by reference reads the array they hold when the derivative runs.
+    for by_reference, expected in ((True, 2 * 5.0), (False, 2 * 3.0)):
+        x = tensor.tensor([1.5], requires_grad=True)
+        y = x * 2  # an intermediate: saved as its array unless marked
+        if by_reference:
+            save_by_reference(y)
+        z = y * y
+        y._data = np.array([5.0], dtype=y._data.dtype)
+        (gy,) = autograd.grad(z.sum(), [y])
+        assert gy.item() == expected, (by_reference, gy.item())
