@@ -1,10 +1,10 @@
 """``autograd.detect_anomaly`` and ``autograd.set_detect_anomaly``, as torch.autograd's (issue 16).
 
 They set the anomaly-mode flags of ``tensor`` (``tensor.is_anomaly_enabled``,
-``tensor.is_anomaly_check_nan_enabled``), so ported programs that turn anomaly detection on run
-unchanged. This engine makes no anomaly checks: it neither records forward stack traces nor looks
-for NaN in gradients, and says so when the mode is switched on (Note [Flags without a kernel
-switch] in tensor/_runtime_flags.py).
+``tensor.is_anomaly_check_nan_enabled``). With both on, the engine checks every gradient a
+node's derivative returns and raises PyTorch's ``RuntimeError: Function 'MulBackward0' returned
+nan values in its 0th output.`` (``autograd/engine.py``). Unlike PyTorch, no forward stack
+trace is recorded per op: the error names the op's backward, not the forward line.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import tensor
 
 __all__ = ["detect_anomaly", "set_detect_anomaly"]
 
-_NO_CHECKS = (
-    "Anomaly mode is on, but this autograd engine makes no anomaly checks (no forward traces, no NaN "
-    "checks in backward): the flag is only recorded (tensor.is_anomaly_enabled())."
+_ENABLED = (
+    "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+    "enabled for debugging (gradients are checked for NaN; no forward traces are recorded)."
 )
 
 
@@ -25,13 +25,13 @@ class set_detect_anomaly:  # noqa: N801 - PyTorch's name
     """Turn anomaly mode on or off now; as a context manager, restore the previous mode on exit.
 
     Warns:
-        UserWarning: when the mode is turned on (no checks are made here).
+        UserWarning: when the mode is turned on, as PyTorch does.
     """
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         self.previous = (tensor.is_anomaly_enabled(), tensor.is_anomaly_check_nan_enabled())
         if mode:
-            warnings.warn(_NO_CHECKS, UserWarning, stacklevel=2)
+            warnings.warn(_ENABLED, UserWarning, stacklevel=2)
         tensor.set_anomaly_enabled(mode, check_nan)
 
     def __enter__(self) -> None:
@@ -45,7 +45,7 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
     """A context manager that turns anomaly mode on inside it.
 
     Warns:
-        UserWarning: on entry (no checks are made here).
+        UserWarning: on entry, as PyTorch does.
     """
 
     def __init__(self, check_nan: bool = True) -> None:
@@ -54,7 +54,7 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
 
     def __enter__(self) -> None:
         self.previous = (tensor.is_anomaly_enabled(), tensor.is_anomaly_check_nan_enabled())
-        warnings.warn(_NO_CHECKS, UserWarning, stacklevel=2)
+        warnings.warn(_ENABLED, UserWarning, stacklevel=2)
         tensor.set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *exc) -> None:

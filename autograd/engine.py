@@ -174,6 +174,9 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
     outer_queue, _callbacks.queue = getattr(_callbacks, "queue", None), []
+    run_node = _run_node
+    if tensor.is_anomaly_enabled() and tensor.is_anomaly_check_nan_enabled():
+        run_node = _run_node_checking_nan
     try:
         for node in order:
             grads = buffers.pop(node, None)
@@ -181,9 +184,9 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
                 finish.skip(node)  # no gradient reached this node
                 continue
             if _dispatch.profiler is None:
-                _run_node(node, grads, buffers, finish, capture)
+                run_node(node, grads, buffers, finish, capture)
             else:  # tensor.profiler times the node and links it to its forward op
-                _dispatch.profiler.run_node(_run_node, node, grads, buffers, finish, capture)
+                _dispatch.profiler.run_node(run_node, node, grads, buffers, finish, capture)
             if not retain_graph:
                 node.release()
         finish.remaining()
@@ -239,12 +242,13 @@ class _LeafFinisher:
             _accumulate_into_leaf(leaf, g, self.create_graph, self.claimed)
 
 
-def _run_node(node, grads, buffers, finish, capture):
+def _run_node(node, grads, buffers, finish, capture, check_nan=False):
     """Apply ``node``'s derivative to ``grads`` (one per output) and pass each input's gradient
     on: into the buffer of the node that made the input, or to the leaf.
 
     Raises:
-        RuntimeError: if the derivative returns the wrong number of gradients.
+        RuntimeError: if the derivative returns the wrong number of gradients, or (``check_nan``,
+            anomaly mode) a gradient holding NaN.
     """
     if node.pre_hooks or node.retained is not None or capture is not None:
         _before_derivative(node, grads, finish, capture)
@@ -259,6 +263,8 @@ def _run_node(node, grads, buffers, finish, capture):
             f"function {node.name()} returned an incorrect number of gradients "
             f"(expected {len(fns)}, got {len(input_grads)})"
         )
+    if check_nan:
+        _check_no_nan(node, input_grads)
     for target, nr, g in zip(fns, node.next_nrs, input_grads):
         if target is None:
             continue
@@ -271,6 +277,19 @@ def _run_node(node, grads, buffers, finish, capture):
                 _accumulate(buffers, target, nr, target.n_outputs, g)
         else:
             finish.add(target, None if g is None else _fit(g, (target._data.shape, target._data.dtype)))
+
+
+def _run_node_checking_nan(node, grads, buffers, finish, capture):
+    """``_run_node`` in anomaly mode (``autograd.detect_anomaly``)."""
+    _run_node(node, grads, buffers, finish, capture, check_nan=True)
+
+
+def _check_no_nan(node, input_grads) -> None:
+    """Raise RuntimeError, as PyTorch's anomaly mode does, if a gradient ``node`` returned holds NaN
+    (one host sync per gradient: anomaly mode is for debugging)."""
+    for i, g in enumerate(input_grads):
+        if g is not None and (g.is_floating_point() or g.is_complex()) and bool(g.isnan().any().item()):
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
 def _before_derivative(node, grads, finish, capture) -> None:

@@ -107,7 +107,8 @@ def get_deterministic_debug_mode() -> int:
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Set the anomaly-mode flags (``torch.set_anomaly_enabled``); read back by ``is_anomaly_enabled``
-    and ``is_anomaly_check_nan_enabled``. The backward pass does not consult them here.
+    and ``is_anomaly_check_nan_enabled``. With both on, backward raises on a NaN gradient
+    (``autograd.detect_anomaly``).
 
     Raises:
         TypeError: if ``enabled`` or ``check_nan`` is not a bool.

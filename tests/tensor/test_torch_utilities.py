@@ -342,12 +342,28 @@ def test_memory_format_layouts_match_torch(torch, device):
 
 
 def test_autograd_anomaly_mode_sets_the_flags(restore_flags):
-    with pytest.warns(UserWarning, match="no anomaly checks"), autograd.detect_anomaly(check_nan=False):
+    enabled = "Anomaly Detection has been enabled"
+    with pytest.warns(UserWarning, match=enabled), autograd.detect_anomaly(check_nan=False):
         assert tensor.is_anomaly_enabled() and not tensor.is_anomaly_check_nan_enabled()
     assert not tensor.is_anomaly_enabled() and tensor.is_anomaly_check_nan_enabled()
-    with pytest.warns(UserWarning, match="no anomaly checks"):
+    with pytest.warns(UserWarning, match=enabled):
         autograd.set_detect_anomaly(True)
     assert tensor.is_anomaly_enabled()
     with autograd.set_detect_anomaly(False):
         assert not tensor.is_anomaly_enabled()
     assert tensor.is_anomaly_enabled()
+
+
+@pytest.mark.filterwarnings("ignore:Anomaly Detection")
+def test_anomaly_mode_raises_on_a_nan_gradient_naming_the_backward(restore_flags):
+    def backward_of_sqrt_at_minus_one():
+        x = tensor.tensor([-1.0, 4.0], requires_grad=True)
+        x.sqrt().sum().backward()
+        return x.grad
+
+    assert backward_of_sqrt_at_minus_one().isnan().tolist() == [True, False]  # off: NaN flows on
+    with autograd.detect_anomaly(check_nan=False):
+        backward_of_sqrt_at_minus_one()
+    with autograd.detect_anomaly(), pytest.raises(RuntimeError) as error:
+        backward_of_sqrt_at_minus_one()
+    assert str(error.value) == "Function 'SqrtBackward0' returned nan values in its 0th output."
