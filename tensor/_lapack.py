@@ -10,9 +10,15 @@ is transposed back: a Python loop over matrices, not over columns. The routines 
 only, and they keep their numpy code for GPUs and for numpy builds without the library.
 ``solve_triangular`` (so ``lu_solve`` and the LU derivative) calls BLAS's ``trsm`` the same way
 (its numpy version is ``linalg.solve``, a full LU of the triangular matrix), and ``lu_unpack``'s
-permutation is ``laswp`` on ``0..m-1`` (not a numpy step per pivot). Pivots from the user are
-checked first: LAPACK would read and write outside the matrix for invalid ones. Measured in
-BENCHMARKS.md (issue 16, LU / LDL): a 128x128 ``lu_factor`` 14x faster than the numpy code.
+permutation is ``laswp`` on ``0..m-1`` (not a numpy step per pivot). A call costs ~11 us even
+on a 4x4 matrix (ctypes and OpenBLAS's own set-up), so large batches of tiny matrices stay with
+the numpy code, one vectorised step per column: ``getrf``, ``trsm`` and ``laswp`` are called for
+at most 16 matrices or for 16x16 and larger (1000 4x4 LUs: 13.5 ms by LAPACK, 1.6 ms by numpy;
+256 8x8: 3.5 against 1.7 ms; 128 16x16: 2.2 against 2.7 ms; 512 32x32: 18 against 34 ms; load
+~2-4). The LDL code steps per matrix anyway, so ``sytrf``/``sytrs`` are always called. Pivots
+from the user are checked first: LAPACK would read and write outside the matrix for invalid
+ones. Measured in BENCHMARKS.md (issue 16, LU / LDL): a 128x128 ``lu_factor`` 14x faster than
+the numpy code.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ _PREFIX[np.dtype(np.complex128)] = "z"
 _LOWER, _UPPER, _RIGHT = ctypes.c_char_p(b"L"), ctypes.c_char_p(b"U"), ctypes.c_char_p(b"R")
 _NO, _UNIT = ctypes.c_char_p(b"N"), ctypes.c_char_p(b"U")
 _ONE_CHAR = ctypes.c_size_t(1)  # gfortran's hidden length of the ``uplo`` string
+_FEW = 16  # see _worth_calling
 
 
 def available() -> bool:
@@ -40,6 +47,12 @@ def available() -> bool:
 def _routine(kind: str, dtype) -> _openblas.Routine | None:
     prefix = _PREFIX.get(np.dtype(dtype))
     return None if prefix is None else _openblas.lapack(prefix + kind)
+
+
+def _worth_calling(count: int, n: int) -> bool:
+    """Whether ``count`` calls on n x n matrices beat the numpy code vectorised over the batch
+    (Note [LAPACK through ctypes]: ~11 us a call, whatever the size)."""
+    return count <= _FEW or n >= _FEW
 
 
 def _fortran(a):
@@ -63,9 +76,9 @@ def getrf(a):
     ``pivots`` (count, min(m, n)) int32, 1-based. (``info``, the first zero on ``U``'s diagonal,
     is read off ``LU``.)"""
     routine = _routine("getrf", a.dtype)
-    if routine is None:
-        return None
     count, m, n = a.shape
+    if routine is None or not _worth_calling(count, min(m, n)):
+        return None
     buf = _fortran(a)
     pivots = np.zeros((count, min(m, n)), dtype=routine.int_type)
     info = np.zeros(count, dtype=routine.int_type)
@@ -113,9 +126,9 @@ def row_permutation(pivots, m: int):
     """The rows of ``P`` (count, m) int64 as LAPACK's row interchanges ``pivots`` (count, k)
     (1-based) leave ``0..m-1``, by ``?laswp``; None if a pivot is outside ``1..m``."""
     routine = _openblas.lapack("dlaswp")
-    if routine is None or (pivots.size and (pivots.min() < 1 or pivots.max() > m)):
-        return None
     count, k = pivots.shape
+    if routine is None or not _worth_calling(count, m) or (pivots.size and (pivots.min() < 1 or pivots.max() > m)):
+        return None
     rows = np.tile(np.arange(m, dtype=np.float64), (count, 1))
     piv = np.ascontiguousarray(pivots, dtype=routine.int_type)
     one, lda = routine.int_type(1), routine.int_type(max(1, m))
@@ -156,9 +169,9 @@ def trsm(t, b, upper: bool, unitriangular: bool):
     ``T^T`` and ``B^T``, and ``X^T`` is the right-side solve ``X^T T^T = B^T`` in place of ``B^T``.
     """
     routine = _routine("trsm", t.dtype)
-    if routine is None:
-        return None
     count, n, k = b.shape
+    if routine is None or not _worth_calling(count, n):
+        return None
     t = np.ascontiguousarray(t)
     out = np.array(b, order="C")
     alpha = np.ones(1, dtype=t.dtype)

@@ -113,3 +113,13 @@ def test_lu_unpack_matches_torch(path, torch):
     a = random(3, 6, 4)
     for ours, theirs in zip(tensor.linalg.lu(tensor.tensor(a)), torch.linalg.lu(torch.tensor(a)), strict=True):
         assert_close(ours, theirs.numpy(), atol=1e-12, rtol=1e-10)
+
+
+def test_large_batches_of_tiny_matrices_stay_with_numpy():
+    if _backend.lapack(np) is None:
+        pytest.skip("this numpy bundles no LAPACK")
+    assert (
+        _lapack.getrf(np.ones((17, 4, 4))) is None
+        and _lapack.trsm(np.ones((17, 4, 4)), np.ones((17, 4, 1)), True, False) is None
+    )
+    assert _lapack.getrf(np.ones((16, 4, 4))) is not None and _lapack.getrf(np.ones((17, 16, 16))) is not None
