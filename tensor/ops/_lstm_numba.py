@@ -23,12 +23,11 @@ machine code in ``__pycache__``: a process after the first loads it instead of c
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 
 import numpy as np
 from numba import njit
 
+from .. import _openblas
 from .._compile.codegen_numba import load_cached
 from .._compile.vecmath import tanh_f32
 
@@ -102,26 +101,21 @@ def _backward_step(dxg, dc, t, grad, out, dh, c_prev):
 # load ~9). numba has no matrix product of its own without SciPy, so the kernels call the
 # float32 GEMM of the OpenBLAS that numpy's wheel bundles, through a ctypes function passed as
 # an argument (numba then caches the kernel on disk; a pointer baked in as a global could not
-# be). Without that library (another numpy build) ``gemm()`` is None and the layer takes the
-# numpy composition.
+# be), found by tensor/_openblas.py (Note [Bundled OpenBLAS]). Without that library (another numpy
+# build, or DISTRIB_NO_LAPACK=1) ``gemm()`` is None and the layer takes the numpy composition.
 _CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS = 101, 111
-_SGEMM_NAMES = (("scipy_cblas_sgemm64_", ctypes.c_int64), ("cblas_sgemm64_", ctypes.c_int64),
-                ("scipy_cblas_sgemm", ctypes.c_int32), ("cblas_sgemm", ctypes.c_int32))  # fmt: skip
 
 
 def _find_sgemm():
-    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs", "*openblas*")
-    for path in sorted(glob.glob(libs)):
-        lib = ctypes.CDLL(path)
-        for name, blas_int in _SGEMM_NAMES:
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                address, order_type = ctypes.c_int64, ctypes.c_int  # pointers passed as addresses
-                fn.argtypes = [order_type] * 3 + [blas_int] * 3 + [ctypes.c_float, address, blas_int, address]
-                fn.argtypes += [blas_int, ctypes.c_float, address, blas_int]
-                fn.restype = None
-                return fn
-    return None
+    routine = _openblas.cblas("sgemm")
+    if routine is None:
+        return None
+    fn, blas_int = routine
+    address, order_type = ctypes.c_int64, ctypes.c_int  # pointers passed as addresses
+    fn.argtypes = [order_type] * 3 + [blas_int] * 3 + [ctypes.c_float, address, blas_int, address]
+    fn.argtypes += [blas_int, ctypes.c_float, address, blas_int]
+    fn.restype = None
+    return fn
 
 
 _SGEMM = _find_sgemm()
