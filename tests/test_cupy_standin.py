@@ -126,3 +126,32 @@ def test_elementwise_kernels_run_their_c_subset_and_are_counted(cupy):
     with pytest.raises(ValueError, match="different from the current device"):
         with cupy.cuda.Device(1):
             kernel(x, 1.0, y)
+
+
+def test_copies_read_memory_after_the_streams_pending_work(cupy):
+    # A copy is a kernel (or cudaMemcpyAsync) on the current stream: it sees what work queued
+    # before it on that stream (an NCCL all_gather, say) writes. The pending work here writes its
+    # value only when waited for, so a copy that read without waiting would see the old one.
+    from cupy.cuda import stream as _stream
+
+    class WritesWhenWaitedFor(_stream.Work):
+        def __init__(self, array) -> None:
+            super().__init__()
+            self.array = array
+
+        def wait(self) -> None:
+            if not self.done:
+                self.array._a[...] = 7.0
+                self.finish()
+
+    copies = {
+        "copy": lambda a: a.copy(),
+        "reshape of a strided view": lambda a: a[:, ::2].reshape(-1),
+        "ravel of a strided view": lambda a: a[:, ::2].ravel(),
+        "astype": lambda a: a.astype(np.float32),
+    }
+    for name, copy in copies.items():
+        a = cupy.zeros((2, 4))
+        _stream.enqueue(cupy.cuda.get_current_stream().ptr, WritesWhenWaitedFor(a))
+        assert float(copy(a).get().min()) == 7.0, name
+        cupy.cuda.get_current_stream().synchronize()

@@ -72,12 +72,15 @@ def view_of(parent: _ndarray.ndarray, a: np.ndarray) -> _ndarray.ndarray:
     return _ndarray._make(a, parent._mem, parent._dev, parent._base if parent._base is not None else parent)
 
 
-def maybe_view(parent: _ndarray.ndarray, a: np.ndarray) -> _ndarray.ndarray:
-    """A view if numpy made one, else a copy (a kernel, so it must run on ``parent``'s device)."""
+def maybe_view(parent: _ndarray.ndarray, make) -> _ndarray.ndarray:
+    """``make(host view of parent)`` as a view if numpy made one, else as a copy: a kernel, so it
+    must run on ``parent``'s device and read the memory only after the current stream's pending
+    work (the copy is made again after that wait; the first one may have read stale memory)."""
+    a = make(parent._a)
     if np.may_share_memory(a, parent._a):
         return view_of(parent, a)
     launch((parent,))
-    return fresh(a)
+    return fresh(make(parent._a))
 
 
 def wrap(result, inputs: list, out=None):

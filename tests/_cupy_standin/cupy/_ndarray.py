@@ -236,11 +236,11 @@ class ndarray:
     def reshape(self, *shape, order="C"):
         """A view with a new shape, or a copy (a kernel) when the strides do not allow one."""
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return _kernels.maybe_view(self, np.reshape(self._a, shape, order=order))
+        return _kernels.maybe_view(self, lambda a: np.reshape(a, shape, order=order))
 
     def ravel(self, order="C"):
         """A flat view, or a flat copy (a kernel) of a non-contiguous array."""
-        return _kernels.maybe_view(self, np.ravel(self._a, order))
+        return _kernels.maybe_view(self, lambda a: np.ravel(a, order))
 
     def transpose(self, *axes):
         """A view with the axes permuted (reversed by default)."""
@@ -272,6 +272,7 @@ class ndarray:
         from .cuda import Device
 
         with Device(self._dev):
+            _kernels.launch((self,))  # a copy is ordered after the stream's pending work
             out = _kernels.fresh(np.array(self._a, order=order, copy=True))
         return out if out._dev == _state.get_device() else _kernels.to_current_device(out)
 
