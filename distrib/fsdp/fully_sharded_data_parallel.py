@@ -19,7 +19,7 @@ from .._procs import host_id
 from ..init_api import get_rank, get_world_size
 from ..object_collectives import all_gather_object
 from ..parallel import DistributedDataParallel
-from ..process_group import new_group
+from ..process_group import GroupMember, new_group
 from ._fully_shard import CPUOffloadPolicy, FSDPModule, fully_shard
 from ._state_dict import get_full_state_dict, set_full_state_dict
 
@@ -131,6 +131,14 @@ def _hybrid_mesh(process_group) -> tuple:
     return replicate_groups[per_host[host].index(me)], shard_groups[host]
 
 
+def _no_shard_mesh(process_group) -> tuple:
+    """``(replicate_group, shard_group)`` for NO_SHARD with CPU offload: each rank is a shard group
+    of its own (it holds whole parameters), replicated across ``process_group`` (the world by
+    default), so gradients are all-reduced as DDP's and the parameters can live on the CPU."""
+    singles = [new_group([rank]) for rank in range(get_world_size())]  # every rank creates every group, in order
+    return (GroupMember.WORLD if process_group is None else process_group), singles[get_rank()]
+
+
 class FullyShardedDataParallel(Module):
     """Shards ``module`` over ``process_group`` (the world by default) with ``sharding_strategy``;
     the submodules ``auto_wrap_policy`` picks become units of their own, the rest belongs to the
@@ -143,8 +151,9 @@ class FullyShardedDataParallel(Module):
     forward starts gathering the unit that ran next in the previous forward (Note [FSDP unit
     lifecycle]).
 
-    Raises:
-        NotImplementedError: for ``cpu_offload=CPUOffload(offload_params=True)`` with NO_SHARD.
+    NO_SHARD is ``DistributedDataParallel`` around the module; with CPU offload it is FSDP with a
+    one-rank shard group per rank replicated across the group, so the whole parameters can live
+    on the CPU.
     """
 
     def __init__(
@@ -161,15 +170,17 @@ class FullyShardedDataParallel(Module):
         super().__init__()
         strategy = sharding_strategy or ShardingStrategy.FULL_SHARD
         offload = cpu_offload is not None and cpu_offload.offload_params
-        if offload and strategy is ShardingStrategy.NO_SHARD:
-            raise NotImplementedError("FullyShardedDataParallel: cpu_offload with ShardingStrategy.NO_SHARD")
         self.sharding_strategy = strategy
         self._state_dict_type = StateDictType.FULL_STATE_DICT
-        if strategy is ShardingStrategy.NO_SHARD:
+        if strategy is ShardingStrategy.NO_SHARD and not offload:
             self._fsdp_wrapped_module = DistributedDataParallel(module, process_group=process_group)
             return
         reshard = strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD)
-        mesh = _hybrid_mesh(process_group) if strategy is ShardingStrategy.HYBRID_SHARD else process_group
+        mesh = process_group
+        if strategy is ShardingStrategy.HYBRID_SHARD:
+            mesh = _hybrid_mesh(process_group)
+        elif strategy is ShardingStrategy.NO_SHARD:
+            mesh = _no_shard_mesh(process_group)
 
         when = {BackwardPrefetch.BACKWARD_PRE: "pre", BackwardPrefetch.BACKWARD_POST: "post", None: None}
 
@@ -229,7 +240,7 @@ class FullyShardedDataParallel(Module):
         call it on every rank) or this rank's pieces (SHARDED_STATE_DICT)."""
         if (
             self._state_dict_type is StateDictType.FULL_STATE_DICT
-            and self.sharding_strategy is not ShardingStrategy.NO_SHARD
+            and not isinstance(self._fsdp_wrapped_module, DistributedDataParallel)
         ):
             state = get_full_state_dict(self.module)
         else:
@@ -243,7 +254,7 @@ class FullyShardedDataParallel(Module):
         """Load a state of the current ``state_dict_type``."""
         if (
             self._state_dict_type is StateDictType.FULL_STATE_DICT
-            and self.sharding_strategy is not ShardingStrategy.NO_SHARD
+            and not isinstance(self._fsdp_wrapped_module, DistributedDataParallel)
         ):
             return set_full_state_dict(self.module, state_dict, strict)
         return self.module.load_state_dict(state_dict, strict, assign)

@@ -277,6 +277,9 @@ FSDP_VARIANTS = {
         forward_prefetch=True,
     ),
     "no_shard": lambda m: FullyShardedDataParallel(m, sharding_strategy=ShardingStrategy.NO_SHARD),
+    "no_shard_offload": lambda m: FullyShardedDataParallel(
+        m, sharding_strategy=ShardingStrategy.NO_SHARD, cpu_offload=CPUOffload(offload_params=True)
+    ),
     "hybrid_shard_by_host": lambda m: FullyShardedDataParallel(
         m, sharding_strategy=ShardingStrategy.HYBRID_SHARD, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential})
     ),

@@ -12,12 +12,9 @@ import distrib as dist
 import nn
 import tensor
 from distrib.fsdp import (
-    CPUOffload,
     CPUOffloadPolicy,
     FSDPModule,
-    FullyShardedDataParallel,
     ModuleWrapPolicy,
-    ShardingStrategy,
     fully_shard,
     size_based_auto_wrap_policy,
 )
@@ -173,8 +170,6 @@ def test_auto_wrap_policies_pick_submodules(world_of_one):
     # Children first: each Linear(8, 8) (72 parameters) is a unit, which leaves its Sequential 0;
     # Linear(5, 8) (48) and Linear(8, 3) (27) stay with the root.
     assert picked == [model[2][0], model[3][0], model[4][0]]
-    with pytest.raises(NotImplementedError, match="cpu_offload with ShardingStrategy.NO_SHARD"):
-        FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.NO_SHARD, cpu_offload=CPUOffload(True))
 
 
 @pytest.mark.parametrize("offload", [False, True], ids=["on_device", "cpu_offload"])
