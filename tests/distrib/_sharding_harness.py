@@ -10,7 +10,7 @@ from tests.conftest import CUDA_SKIP_REASON
 from tests.distrib._harness import TRANSPORTS, rank_results
 from tests.distrib._mpi_harness import mpi_rank_results, skip_reason
 
-CONFIGS = [("zmq-shm", 2), ("zmq-shm", 3), ("mpi", 2)]
+CONFIGS = [("zmq-shm", 2), ("zmq-shm", 3), ("mpi", 2), ("mpi", 3)]
 CONFIG_IDS = [f"{c}-{n}" for c, n in CONFIGS]
 TIGHT = 1e-12  # float64, summed in a different order
 
