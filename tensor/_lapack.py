@@ -56,8 +56,10 @@ def _worth_calling(count: int, n: int) -> bool:
 
 
 def _fortran(a):
-    """``a`` (count, m, n) as a C-contiguous (count, n, m): each matrix in Fortran order."""
-    return np.ascontiguousarray(a.swapaxes(-1, -2))
+    """A copy of ``a`` (count, m, n) as a C-contiguous (count, n, m): each matrix in Fortran order.
+    Always a copy: LAPACK factors it in place, and for an input already in Fortran order
+    ``ascontiguousarray`` would hand back the input's own memory (the op's input, overwritten)."""
+    return np.array(a.swapaxes(-1, -2), order="C", copy=True)
 
 
 def _c_order(buf):

@@ -123,3 +123,15 @@ def test_large_batches_of_tiny_matrices_stay_with_numpy():
         and _lapack.trsm(np.ones((17, 4, 4)), np.ones((17, 4, 1)), True, False) is None
     )
     assert _lapack.getrf(np.ones((16, 4, 4))) is not None and _lapack.getrf(np.ones((17, 16, 16))) is not None
+
+
+def test_factoring_leaves_a_fortran_ordered_input_unchanged(path):
+    # LAPACK factors in place: an input already in Fortran order (a transposed view, as autograd
+    # passes) must be copied, not handed to getrf/sytrf as its own memory.
+    for factor in (tensor.linalg.lu_factor, tensor.linalg.ldl_factor):
+        a = np.asfortranarray(random(6, 6) + 6 * np.eye(6))
+        a = a + a.T  # symmetric, for ldl
+        a = np.asfortranarray(a)
+        before = a.copy()
+        factor(tensor.from_numpy(a))
+        assert np.array_equal(a, before), factor.__name__
