@@ -81,23 +81,14 @@ def _dense(mode, x, h0, c0, params, has_biases, num_layers, dropout, train, bidi
 
 
 def _packed(mode, data, batch_sizes, h0, c0, args):
-    """The packed overload: each run of sequences of equal length (the batch is sorted longest
-    first) is one dense batch of exactly that many steps."""
+    """The packed overload (``recurrent_layers.over_packed_runs``)."""
     sizes = [int(b) for b in batch_sizes.tolist()]
     offsets = [sum(sizes[:t]) for t in range(len(sizes))]
-    lengths = [sum(1 for b in sizes if b > i) for i in range(sizes[0] if sizes else 0)]
-    groups, h_n, c_n, start = [], [], [], 0
-    while start < len(lengths):
-        length = lengths[start]
-        end = start + lengths.count(length)
-        x = stack([data[offsets[t] + start : offsets[t] + end] for t in range(length)])
-        out, h, c = _dense(mode, x, h0[:, start:end], None if c0 is None else c0[:, start:end], *args)
-        groups.append((length, out))
-        h_n.append(h)
-        c_n.append(c)
-        start = end
-    steps = [out[t] for t in range(len(sizes)) for length, out in groups if length > t]
-    return cat(steps, 0), cat(h_n, 1), (None if c0 is None else cat(c_n, 1))
+
+    def take(length, start, end):
+        return stack([data[offsets[t] + start : offsets[t] + end] for t in range(length)])
+
+    return recurrent_layers.over_packed_runs(sizes, take, lambda x, h, c: _dense(mode, x, h, c, *args), h0, c0)
 
 
 def _run(mode: str, name: str, input: Tensor, second, rest: tuple):

@@ -226,23 +226,16 @@ class RNNBase(Module):
                 h0 = h0.index_select(1, sorted_indices)
                 c0 = None if c0 is None else c0.index_select(1, sorted_indices)
         padded, _ = pad_packed_sequence(PackedSequence(data, batch_sizes))  # (steps, batch, *), sorted
-        lengths = [sum(1 for b in sizes if b > i) for i in range(batch)]
-        groups, h_n, c_n, start = [], [], [], 0
-        while start < batch:
-            length = lengths[start]
-            end = start + lengths.count(length)
-            x = padded[:length, start:end]
-            out, h, c = self._run(
-                x.transpose(0, 1) if self.batch_first else x, h0[:, start:end], None if c0 is None else c0[:, start:end]
-            )
-            groups.append((length, out.transpose(0, 1) if self.batch_first else out))
-            h_n.append(h)
-            c_n.append(c)
-            start = end
-        steps = [out[t] for t in range(len(sizes)) for length, out in groups if length > t]
-        output = PackedSequence(tensor.cat(steps, 0), batch_sizes, sorted_indices, unsorted_indices)
-        h_n = tensor.cat(h_n, 1)
-        c_n = tensor.cat(c_n, 1) if lstm else None
+
+        def run(x, h, c):
+            out, h, c = self._run(x.transpose(0, 1) if self.batch_first else x, h, c)
+            return (out.transpose(0, 1) if self.batch_first else out), h, c
+
+        def take(length, start, end):
+            return padded[:length, start:end]
+
+        steps, h_n, c_n = recurrent_layers.over_packed_runs(sizes, take, run, h0, c0)
+        output = PackedSequence(steps, batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)

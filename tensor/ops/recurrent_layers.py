@@ -40,7 +40,7 @@ from .recurrent import gru_grads, lstm_grads, sigmoid_
 from .registry import defop
 from .shape import cat, stack
 
-__all__ = ["lstm_layer", "gru_layer", "rnn_layer"]
+__all__ = ["lstm_layer", "gru_layer", "rnn_layer", "over_packed_runs"]
 
 
 def _order(steps: int, reverse: bool):
@@ -501,3 +501,23 @@ def rnn_layer(xg, h0, w_hh, nonlinearity: str = "tanh", reverse: bool = False):
     first."""
     out = _dispatch.apply(_rnn_layer, (xg, h0, w_hh), (nonlinearity, reverse))
     return out, out[0 if reverse else xg.shape[0] - 1]
+
+
+def over_packed_runs(batch_sizes: list[int], take, run, h0, c0):
+    """A recurrence over packed sequences (``batch_sizes`` per step, the batch sorted longest
+    first), as one dense run per group of sequences of equal length, so that no step sees
+    padding and each sequence's final state is its own: ``take(length, start, end)`` gives the
+    group's time-major input, ``run(x, h, c)`` its ``(output, h_n, c_n)`` (time-major; ``c`` None
+    but for LSTM). Returns the packed output's data, ``h_n`` and ``c_n`` (None without ``c0``)."""
+    lengths = [sum(1 for b in batch_sizes if b > i) for i in range(batch_sizes[0] if batch_sizes else 0)]
+    groups, h_n, c_n, start = [], [], [], 0
+    while start < len(lengths):
+        length = lengths[start]
+        end = start + lengths.count(length)
+        out, h, c = run(take(length, start, end), h0[:, start:end], None if c0 is None else c0[:, start:end])
+        groups.append((length, out))
+        h_n.append(h)
+        c_n.append(c)
+        start = end
+    steps = [out[t] for t in range(len(batch_sizes)) for length, out in groups if length > t]
+    return cat(steps, 0), cat(h_n, 1), (None if c0 is None else cat(c_n, 1))
