@@ -21,26 +21,28 @@ import shutil
 import subprocess
 import sys
 
-CHAINS = ("nograd", "tensor", "scalar", "pair", "fb")
+CHAINS = ("nograd", "tensor", "scalar", "pair", "fb", "fb_cgrad", "fb_scalar", "fb_pair")
 
 
 def _child(chain: str, runs: int, steps: int) -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import tensor  # noqa: PLC0415 - the child only
 
+    # "fb*": forward and backward of a chain ("fb_cgrad": c requires grad too).
     x = tensor.ones(4, requires_grad=True)
-    c = tensor.full((4,), 1.0001)
+    c = tensor.full((4,), 1.0001, requires_grad=chain == "fb_cgrad")
+    step = chain.removeprefix("fb_")
 
     def run(_acc=None, _i=None):
         y = x.detach() if chain == "nograd" else x
         for _ in range(steps):
-            if chain == "scalar":
+            if step == "scalar":
                 y = y * 1.0001
-            elif chain == "pair":
+            elif step == "pair":
                 y = (y * 0.5).exp()
             else:
                 y = y * c
-        if chain == "fb":
+        if chain.startswith("fb"):
             y.sum().backward()
 
     subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], capture_output=True, check=True)
