@@ -126,6 +126,8 @@ class FusedKernel:
         node = graph.nodes[root]
         self.root, self.shape, self.dtype, self.device = root, node.shape, node.dtype, node.device
         self.source = self.spec.source
+        order = self.spec.out_order
+        self._unpermute = None if order is None else tuple(order.index(d) for d in range(len(order)))
         self._kernel = None
 
     def __call__(self, env) -> None:
@@ -135,10 +137,14 @@ class FusedKernel:
             self._kernel = load_kernel(self.source)
         _use_threads()
         arrays = [_as_operand(env[i]._data) for i in self.spec.inputs]
+        for k, order in self.spec.in_orders.items():  # Note [Eager layouts]: C-contiguous when eager-stored
+            arrays[k] = arrays[k].transpose(order)
         out = np.empty(self.spec.out_shape, self.dtype)
         if not self._kernel.overloads:
             load_cached(self._kernel, (out, self.spec.sizes, *arrays))
         self._kernel(out, self.spec.sizes, *arrays)
+        if self._unpermute is not None:  # ``out`` holds the axes in their eager memory order
+            out = out.transpose(self._unpermute)
         env[self.root] = _dispatch.make(out.reshape(self.shape), self.device)
 
 

@@ -23,9 +23,11 @@ __all__ = ["emit_kernel", "Kernel", "column_reduction"]
 class Kernel:
     """The source of one fused group and what to call it with."""
 
-    def __init__(self, source, inputs, sizes, root, out_shape) -> None:
+    def __init__(self, source, inputs, sizes, root, out_shape, out_order=None, in_orders=None) -> None:
         self.source, self.inputs, self.sizes, self.root = source, inputs, sizes, root
         self.out_shape = out_shape  # the shape ``out`` is allocated with (the root's, or its reduction's)
+        self.out_order = out_order  # the root's axes in ``out``'s memory order; None: C order
+        self.in_orders = in_orders or {}  # input position -> the axes order it is passed transposed by
 
 
 class _Emitter:
@@ -40,6 +42,10 @@ class _Emitter:
         self.scopes: list[dict] = [{}]
         self.count = 0
         self.canon = _common_subexpressions(graph.nodes, members)
+        self.reassoc = False  # a running sum, product, max or min over a runtime extent: Note [Fast-math flags]
+        self.layouts = graph.layouts  # Note [Eager layouts] (layout.py)
+        self.out_order = None  # set when ``out`` is written in an eager memory order
+        self.in_orders: dict[int, tuple] = {}  # inputs passed with their axes in eager memory order
 
     # ------------------------------------------------------------ helpers
     def line(self, text: str) -> None:
@@ -86,7 +92,13 @@ class _Emitter:
     def _load(self, n, idx):
         if n not in self.inputs:
             self.inputs.append(n)
-        name = f"a{self.inputs.index(n)}"
+        k = self.inputs.index(n)
+        name = f"a{k}"
+        order = self.layouts.get(n)
+        if order is not None and list(order) != sorted(order):
+            # passed as ``array.transpose(order)``: C-contiguous, which numba indexes fastest
+            self.in_orders[k] = order
+            idx = tuple(idx[d] for d in order)
         var = self.fresh("x")
         self.line(f"{var} = {name}[{', '.join(idx) if idx else '0'}]")
         return var, self.nodes[n].dtype
@@ -121,10 +133,13 @@ class _Emitter:
             self.line(f"{acc}_i = 0")
         template = getattr(source, "template", source).shape  # Sym where the size is dynamic
         dims = sorted(_reduce_dims(node, len(source.shape))[0]) if source.shape else []  # 0-d: no loop
+        loops, dims = _in_memory_order(loops, dims, self.layouts.get(node.args[0]))
         for (var, size), d in zip(loops, dims, strict=True):
             extent = self.extent(size)
             if size <= SMALL_EXTENT and not isinstance(template[d], Sym):
                 extent = str(size)  # Note [Small reductions]
+            else:
+                self.reassoc = self.reassoc or name in _REASSOCIATED
             self.line(f"for {var} in range({extent}):")
             self.depth += 1
         self.scopes.append({})
@@ -184,12 +199,34 @@ def reduction_loops(node, source_shape, idx, fresh):
     return loops, in_idx
 
 
+def _in_memory_order(loops, dims, order):
+    """A reduction's ``loops`` (one per reduced dim in ``dims``) sorted by the source's eager
+    memory ``order`` (Note [Eager layouts]), the innermost on the smallest stride."""
+    if order is None or len(dims) < 2:
+        return loops, dims
+    pairs = sorted(zip(loops, dims, strict=True), key=lambda pair: order.index(pair[1]))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
 def _reduce_dims(node, ndim):
     if node.op.name in ("argmin", "argmax"):
         dim, keepdim = node.params
         return {dim % max(ndim, 1)}, keepdim
     dims, keepdim = node.params[0], node.params[1]
     return {d % max(ndim, 1) for d in dims}, keepdim
+
+
+# Note [Fast-math flags]: a kernel is compiled with numba's ``fastmath={"reassoc"}`` only when it
+# accumulates a sum, product, maximum or minimum over a runtime extent (a long row sum, the row
+# sum of a softmax): reassociation is what lets LLVM keep several partial sums in vector lanes,
+# and numpy's own sums there are pairwise, in another order than the loop's anyway. Elsewhere
+# no flag: every operation rounds as numpy's does, so that comparisons give numpy's answers on
+# ties (the k-means step's argmin over distances). Contraction into fused multiply-adds is never
+# enabled: ``fma(d1, d1, d0 * d0)`` and ``fma(d0, d0, d1 * d1)`` differ where numpy's two
+# distances ``d0 * d0 + d1 * d1`` are equal, which moved the argmin of 7.7% of points placed
+# at equal distance from two means. numpy's error model (x / 0 is inf, as in numpy) keeps the
+# division-by-zero branch that would stop the loop vectoriser out of the loop body.
+_REASSOCIATED = frozenset({"sum", "prod", "amax", "amin"})
 
 
 def _acc_dtype(node, source_dtype):
@@ -436,14 +473,12 @@ def emit_kernel(graph, root: int, members) -> Kernel:
     parallel = prod(s for k, s in enumerate(em.sizes) if k not in em.numbers) >= PARALLEL_WORK
     body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
     args = ", ".join(["out", "sz"] + [f"a{k}" for k in range(len(em.inputs))])
-    # Reassociation lets LLVM vectorise the accumulations of reductions (numpy's own sums are
-    # pairwise and vectorised) and contraction fuses multiply-adds; NaN and infinity semantics
-    # stay exact. numpy's error model (x / 0 is inf, as in numpy) keeps the division-by-zero
-    # branch that would stop the loop vectoriser out of the loop body.
-    flags = 'fastmath={"reassoc", "contract"}, error_model="numpy", cache=True'
+    fastmath = 'fastmath={"reassoc"}, ' if em.reassoc else ""  # Note [Fast-math flags]
+    flags = f'{fastmath}error_model="numpy", cache=True'
     decorator = f"@njit(parallel=True, {flags})" if parallel else f"@njit({flags})"
     header = [f"# {node.describe()}", decorator, f"def kernel({args}):"]
-    return Kernel("\n".join(header + body) + "\n", em.inputs, tuple(em.sizes), root, out_shape or (1,))
+    source = "\n".join(header + body) + "\n"
+    return Kernel(source, em.inputs, tuple(em.sizes), root, out_shape or (1,), em.out_order, em.in_orders)
 
 
 def _unreshaped(graph, root: int, members) -> int:
@@ -463,10 +498,17 @@ def _emit_elements(em, node, root) -> tuple:
     Note [Transposed writes]: when ``node`` permutes a value the kernel computes (a conv
     gradient brought to channels-first), looping in the permuted order would read every
     input of that value across its rows, a cache line per element. The loops follow the
-    value's own order instead, and the permutation moves to the writes into ``out``."""
+    value's own order instead, and the permutation moves to the writes into ``out``.
+
+    A value whose eager memory order is known (Note [Eager layouts]) is looped in that order
+    and ``out`` is allocated in it: ``out`` holds the axes in that order, C-contiguous."""
     shape = node.shape or (1,)
     order = list(range(len(shape)))
-    if node.op.name == "permute" and node.args[0] in em.members and em.nodes[node.args[0]].kind == "call":
+    eager = em.layouts.get(root)
+    if eager is not None:
+        order = list(eager)
+        em.out_order = None if order == sorted(order) else tuple(order)
+    elif node.op.name == "permute" and node.args[0] in em.members and em.nodes[node.args[0]].kind == "call":
         dims = [d % len(shape) for d in node.params[0]]
         order = [dims.index(k) for k in range(len(shape))]  # out dim looped at each depth
     idx, looped = ["0"] * len(shape), 0
@@ -479,8 +521,11 @@ def _emit_elements(em, node, root) -> tuple:
         looped += 1
         idx[j] = var
     value, _ = em.emit(root, tuple(idx) if node.shape else ())
-    em.line(f"out[{', '.join(idx)}] = {value}")
-    return shape
+    if em.out_order is None:
+        em.line(f"out[{', '.join(idx)}] = {value}")
+        return shape
+    em.line(f"out[{', '.join(idx[j] for j in order)}] = {value}")
+    return tuple(shape[j] for j in order)
 
 
 # Note [Row-wise ops]: softmax and log_softmax are the root of one kernel with the pointwise
@@ -515,6 +560,7 @@ def _emit_rowwise(em, node, root) -> tuple:
     em.line("m = fmaximum(m, v)")
     em.depth -= 1
     em.line(f"s = np.{dtype.name}(0)")
+    em.reassoc = True
     em.line(f"for r in range({n}):")
     shifted = scalar_code.exp(dtype, f"{at} - m")
     if node.op.name == "softmax":

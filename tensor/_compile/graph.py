@@ -101,6 +101,7 @@ class Graph:
     breaks: list = field(default_factory=list)
     outputs: object = None     # the return value, with tensors replaced by Ref
     mutations: list = field(default_factory=list)  # (tensor node id, final value node id)
+    layouts: dict = field(default_factory=dict)  # node id -> eager memory order (layout.py)
 
     def add(self, **fields) -> Node:
         """Append a node with the next id; returns it."""

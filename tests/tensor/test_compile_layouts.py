@@ -1,0 +1,70 @@
+"""tensor.compile keeps eager's memory layouts in a compiled training step (Note [Eager layouts]
+in tensor/_compile/layout.py): a small CNN's fused kernels write their values with the strides
+eager code gives them (the batch dim innermost after a convolution) and its gradients match
+eager's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nn
+import nn.functional as F
+import tensor
+from tensor._compile.layout import memory_order
+from tests.helpers import assert_close
+
+pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
+
+
+def _cnn():
+    tensor.manual_seed(3)
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(4, 6, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(24, 5),
+    ).double()
+
+
+def _grads(model, x, y):
+    model.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.slow  # ~6.5 s with a cold kernel cache (eight numba kernels), 0.3 s warm
+def test_a_compiled_cnn_step_keeps_eager_layouts_and_gradients():
+    rng = np.random.default_rng(0)
+    model = _cnn()
+    compiled = tensor.compile(model)
+    for _ in range(3):
+        x = tensor.tensor(rng.standard_normal((6, 1, 14, 14)))
+        y = tensor.tensor(rng.integers(0, 5, 6))
+        for got, want in zip(_grads(compiled, x, y), _grads(model, x, y), strict=True):
+            assert_close(got, want, rtol=1e-10, atol=1e-12)
+    segment = next(iter(compiled._compiled.cache.values())).paths[0]._runners[(0, True)]
+    assert segment.fallback is None  # trained through the fused joint graph
+    joint, layouts = segment.joint, segment.joint.layouts
+    # Rerun the lowered forward and backward and compare every value's memory order with the
+    # eager run's: the ReLU after each convolution (a fused bias + ReLU kernel) is among them,
+    # stored with the batch innermost as eager stores it.
+    tensors = segment._tensors([x])
+    env = [None] * len(joint.nodes)
+    segment.forward(env, tensors + [None])
+    out = env[segment.out_node]
+    env[segment.grad_node] = tensor.ones_like(out).double()
+    segment.backward_fused(env, [])
+    relus = [n.id for n in joint.nodes if n.kind == "call" and n.op.name == "relu"]
+    assert len(relus) == 2 and all(layouts[r][-1] == 0 for r in relus)  # batch innermost
+    checked = 0
+    for node_id, order in layouts.items():
+        value = env[node_id]
+        if value is not None and value._data.ndim >= 2 and all(s > 1 for s in value.shape):
+            assert memory_order(value._data) == order, joint.nodes[node_id].describe()
+            checked += 1
+    assert checked >= 10
