@@ -56,11 +56,15 @@ class CompiledFunction:
         spec = guards.flatten((args, kwargs), leaves)
         numpy_program = any(isinstance(x, np.ndarray) for x in leaves)
         tensors = [host_to_tensor(x) if isinstance(x, np.ndarray) else x for x in leaves]
-        key, sizeless, size_only, marked = self._key(spec, leaves)
+        values = guards.captured_values(self.fn)
+        key = guards.guard_key(spec, leaves, values, {})
+        entry = self.cache.get(key)
+        sizeless = size_only = marked = None  # only a miss or a dynamic graph needs these
+        if entry is None or self.dynamic_graphs:
+            sizeless, size_only, marked = self._sizes(spec, leaves, values)
         result = self._replay_dynamic(sizeless, tensors) if self.dynamic_graphs else None
         if result is not None:
             return _to_numpy(result) if numpy_program else result
-        entry = self.cache.get(key)
         if entry is not None:
             entry.prune()
             result = entry.run(tensors)
@@ -74,6 +78,8 @@ class CompiledFunction:
                 result = entry.run(tensors)
                 if result is not None and result is not EAGER:
                     return _to_numpy(result) if numpy_program else result
+        if sizeless is None:
+            sizeless, size_only, marked = self._sizes(spec, leaves, values)
         return self._capture(key, spec, tensors, entry, numpy_program, (args, kwargs), (sizeless, size_only, marked))
 
     def _load_from_disk(self, key, entry) -> bool:
@@ -85,9 +91,9 @@ class CompiledFunction:
         return True
 
     # ------------------------------------------------------------ guards
-    def _key(self, spec, leaves):
-        """The guard key, the key without sizes, and whether only sizes differ from a key
-        already captured.
+    def _sizes(self, spec, leaves, values):
+        """The guard key without sizes, whether only sizes differ from a key already
+        captured, and the dims marked dynamic.
 
         Kernels take their loop extents as arguments (``emitter.py``), so a capture for a new
         size reuses every compiled kernel. With ``dynamic`` True or None (PyTorch's default,
@@ -96,13 +102,11 @@ class CompiledFunction:
         later sizes replay it without capturing (Note [Dynamic sizes] in ``symbolic.py``).
         With ``dynamic=False`` neither happens, except for dims marked by ``mark_dynamic``.
         """
-        values = guards.captured_values(self.fn)
-        key = guards.guard_key(spec, leaves, values, {})
         sizeless = guards.guard_key(spec, leaves, values, {i: range(x.ndim) for i, x in enumerate(leaves)})
         seen = sizeless in self.sizeless_seen
         self.sizeless_seen.add(sizeless)
         marked = guards.marked_dims(leaves)
-        return key, sizeless, seen and (self.dynamic is not False or bool(marked)), marked
+        return sizeless, seen and (self.dynamic is not False or bool(marked)), marked
 
     def _replay_dynamic(self, sizeless, tensors):
         """The result of the generalised graph for this call's sizes, or None (Note [Dynamic sizes])."""

@@ -87,7 +87,9 @@ def unflatten(spec, leaves: list):
 
 def _meta(t, dynamic_dims) -> tuple:
     data = t._data if isinstance(t, _tensor.Tensor) else t
-    shape = tuple(None if (i in dynamic_dims) else s for i, s in enumerate(data.shape))
+    shape = data.shape
+    if dynamic_dims:
+        shape = tuple(None if (i in dynamic_dims) else s for i, s in enumerate(shape))
     # Contiguity is guarded: a captured ``view`` of a contiguous input fails on a strided one.
     contiguous = data.flags.c_contiguous
     if isinstance(t, _tensor.Tensor):

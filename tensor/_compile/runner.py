@@ -14,7 +14,7 @@ from .. import _dispatch, _inplace
 from .capture import read_value
 from .graph import Ref
 
-__all__ = ["run_node", "eager_segment", "resolve", "values_equal", "write_back", "Mismatch"]
+__all__ = ["run_node", "eager_segment", "resolve", "has_ref", "values_equal", "write_back", "Mismatch"]
 
 
 class Mismatch(Exception):
@@ -28,6 +28,11 @@ def resolve(param, env):
     if isinstance(param, tuple):
         return tuple(resolve(p, env) for p in param)
     return param
+
+
+def has_ref(param) -> bool:
+    """Whether ``resolve`` would replace anything in ``param``."""
+    return isinstance(param, Ref) or (isinstance(param, tuple) and any(has_ref(p) for p in param))
 
 
 def run_node(node, env, leaves) -> None:
@@ -54,17 +59,24 @@ def run_node(node, env, leaves) -> None:
 
 def eager_segment(nodes):
     """A segment runner that runs ``nodes`` one by one."""
+
     def run(env, leaves):
         for node in nodes:
             run_node(node, env, leaves)
+
     return run
 
 
 def values_equal(a, b) -> bool:
     """Whether two values read from tensors (numbers or host arrays) are the same."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape \
-            and a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=True))
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a, b, equal_nan=True))
+        )
     return type(a) is type(b) and (a == b or (a != a and b != b))
 
 

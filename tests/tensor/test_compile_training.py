@@ -163,9 +163,47 @@ def test_fused_gradients_match_eager(layout):
 def test_an_output_without_gradient_replays_plainly():
     def predict(x):
         return (x @ W).argmax(1)
+
     compiled = tensor.compile(predict)
     for _ in range(2):
         x = _f64(5, 4, grad=False)
         out = compiled(x)
         assert not out.requires_grad
         assert_close(out, predict(x))
+
+
+def test_library_calls_skip_the_dispatcher_unless_a_hook_is_on(monkeypatch):
+    # Note [Library calls] (tensor/_compile/lowering.py): inside a compiled segment a matmul or
+    # a view runs its kernel on the arrays; a profiler still sees every op; a returned view
+    # keeps eager's view bookkeeping.
+    from tensor import _dispatch
+    from tensor.profiler import profile
+
+    def step(x):
+        return ((x @ W).relu().reshape(-1) * 2).sum()
+
+    def predict(x):
+        return x.T, (x @ W).sum()
+
+    compiled, inference = tensor.compile(step), tensor.compile(predict)
+    x = _f64(5, 4)
+    for _ in range(2):  # the capture, then the joint graph's build
+        compiled(x).backward()
+        with tensor.no_grad():  # W requires grad: only without grad mode is this segment not differentiable
+            inference(x.detach())
+    calls = []
+    real = _dispatch.apply
+    monkeypatch.setattr(_dispatch, "apply", lambda op, *rest: calls.append(op.name) or real(op, *rest))
+    x.grad = None
+    compiled(x).backward()
+    got = x.grad
+    plain = x.detach()
+    with tensor.no_grad():
+        view, _ = inference(plain)
+    assert "matmul" not in calls and view._base is plain
+    x.grad = None
+    step(x).backward()
+    assert_close(got, x.grad, rtol=1e-12, atol=1e-12)
+    with profile() as prof:
+        compiled(x).backward()
+    assert "matmul" in prof.key_averages().table()
