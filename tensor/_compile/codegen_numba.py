@@ -31,7 +31,7 @@ with open(_VECMATH, "rb") as _f:
     _VECMATH_DIGEST = hashlib.sha256(_f.read()).hexdigest()[:16]
 _PRELUDE = (
     f"import math\n\nimport numpy as np\nfrom numba import njit, prange\n\n"
-    f"from {__package__}.vecmath import exp_f32, exp_f64, fmaximum, fminimum, tanh_f32"
+    f"from {__package__}.vecmath import assume_equal, exp_f32, exp_f64, fmaximum, fminimum, tanh_f32"
     f"  # vecmath.py {_VECMATH_DIGEST}\n\n\n"
 )
 _LOADED: dict = {}

@@ -471,7 +471,7 @@ def emit_kernel(graph, root: int, members) -> Kernel:
         out_shape = emit(em, graph.nodes[body], body)
     node = graph.nodes[root]
     parallel = prod(s for k, s in enumerate(em.sizes) if k not in em.numbers) >= PARALLEL_WORK
-    body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in em.lines]
+    body = [line.replace("@LOOP@", "prange" if parallel else "range") for line in _with_static_sizes(em)]
     args = ", ".join(["out", "sz"] + [f"a{k}" for k in range(len(em.inputs))])
     fastmath = 'fastmath={"reassoc"}, ' if em.reassoc else ""  # Note [Fast-math flags]
     flags = f'{fastmath}error_model="numpy", cache=True'
@@ -479,6 +479,25 @@ def emit_kernel(graph, root: int, members) -> Kernel:
     header = [f"# {node.describe()}", decorator, f"def kernel({args}):"]
     source = "\n".join(header + body) + "\n"
     return Kernel(source, em.inputs, tuple(em.sizes), root, out_shape or (1,), em.out_order, em.in_orders)
+
+
+def _with_static_sizes(em) -> list[str]:
+    """The kernel's lines with each input's static sizes stated (``assume_equal``, Note [Static
+    shapes] in vecmath.py) first thing in the outer loop's body: numba outlines a ``prange``'s
+    body into a function of its own, which knows nothing stated outside it. Dim 0 is left out
+    (numba's address of an element of a C-contiguous array does not use it), and so are
+    dynamic dims."""
+    states = []
+    for k, n in enumerate(em.inputs):
+        node = em.nodes[n]
+        sizes = list(zip(node.shape, getattr(node, "template", node).shape, strict=True))
+        order = em.in_orders.get(k)  # passed transposed: its dims in that order
+        for d, (size, template) in enumerate(sizes if order is None else [sizes[j] for j in order]):
+            if d and not isinstance(template, Sym):
+                states.append(f"assume_equal(a{k}.shape[{d}], {size})")
+    at = next((j + 1 for j, line in enumerate(em.lines) if "@LOOP@(" in line), 0)
+    indent = len(em.lines[at - 1]) - len(em.lines[at - 1].lstrip()) + 4 if at else 4
+    return em.lines[:at] + [" " * indent + text for text in states] + em.lines[at:]
 
 
 def _unreshaped(graph, root: int, members) -> int:

@@ -5,9 +5,9 @@ loop vectoriser can widen. ``tanh_f32`` is a clamped rational approximation in p
 arithmetic (the odd degree-13 / even degree-6 minimax fit Eigen uses for float32): within
 4 ulp of the correctly rounded result, exactly +-1 for ``|x| > 7.9``, NaN in gives NaN, and with ``error_model="numpy"``
 the loop around it becomes SIMD code. ``exp_f32`` and ``exp_f64`` replace libm's ``exp``
-the same way (Note [Vector exp]), and ``fmaximum``/``fminimum`` running maxima and minima
-(Note [Vector max]). Imported by the generated kernels only, so numba loads
-with the first kernel.
+the same way (Note [Vector exp]), ``fmaximum``/``fminimum`` running maxima and minima
+(Note [Vector max]), and ``assume_equal`` states an input's static sizes (Note [Static
+shapes]). Imported by the generated kernels only, so numba loads with the first kernel.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["exp_f32", "exp_f64", "fmaximum", "fminimum", "tanh_f32"]
+__all__ = ["assume_equal", "exp_f32", "exp_f64", "fmaximum", "fminimum", "tanh_f32"]
 
 _CLAMP = np.float32(7.90531110763549805)  # beyond it the result is +-1 (within 4 ulp of tanh)
 _ONE = np.float32(1.0)
@@ -140,3 +140,26 @@ def _nan_propagating(name):
 
 fmaximum = _nan_propagating("llvm.maximum")
 fminimum = _nan_propagating("llvm.minimum")
+
+
+# Note [Static shapes]: numba indexes a C-contiguous array through its runtime shape, so LLVM
+# sees ``a[i, r]`` of an ``(n, 2)`` array as ``a[i * s + r]`` with ``s`` unknown: it vectorises
+# the loop over ``i`` only in a copy guarded by ``s == 1`` (a unit stride) and runs the scalar
+# copy otherwise. The 20M-point k-means kernel ran scalar that way, at ~1 s. A generated kernel
+# states each input's static sizes, ``assume_equal(a0.shape[1], 2)``, at the top of its outer
+# loop's body (the function numba's ``prange`` outlines), and LLVM substitutes the constant:
+# the loop then reads both coordinates of four points with two vector loads (4.7x faster).
+@intrinsic
+def assume_equal(typingctx, value, size):
+    """Tells LLVM that the integer ``value`` equals ``size`` (``llvm.assume``), which it must:
+    LLVM may compile code that is wrong for any other value (Note [Static shapes])."""
+    if not (isinstance(value, types.Integer) and isinstance(size, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        size_ = context.cast(builder, args[1], signature.args[1], signature.args[0])
+        assume = builder.module.declare_intrinsic("llvm.assume", fnty=ir.FunctionType(ir.VoidType(), [ir.IntType(1)]))
+        builder.call(assume, [builder.icmp_signed("==", args[0], size_)])
+        return context.get_dummy_value()
+
+    return types.none(value, size), codegen

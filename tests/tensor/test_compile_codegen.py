@@ -139,6 +139,37 @@ def test_kmeans_is_one_parallel_fused_kernel(kmeans_run):
     assert "prange" in kernel.source and "parallel=True" in kernel.source
     assert kernel.source.count("a0[") == 1  # X is read once per (point, mean, coordinate)
     assert "range(5)" in kernel.source and "range(2)" in kernel.source  # Note [Small reductions]
+    assert "assume_equal(a0.shape[1], 2)" in kernel.source  # Note [Static shapes]: vectorised over points
+    assert "fastmath" not in kernel.source  # Note [Fast-math flags]: distances rounded as numpy rounds them
+
+
+def test_kmeans_argmin_is_numpys_on_ties_nan_and_inf(kmeans_run):
+    compiled, X, means, _ = kmeans_run  # the same shapes: its kernel, no recompile
+    t = RNG.standard_normal(len(X))
+    X = np.stack([t, t], 1)  # on the diagonal: equally far from (a, b) and (b, a)
+    X[::97, 0], X[1::89, 1], X[2::83] = np.nan, np.inf, -np.inf
+    a, b = RNG.standard_normal(2)
+    means = np.array([[a, b], [b, a], [a, b], [9.0, 9.0], [9.0, 9.0]])  # exact ties; first index wins
+    want = kmeans(X, means)
+    assert (want == 0).mean() > 0.9
+    np.testing.assert_array_equal(compiled(X, means), want)
+    means[2] = np.nan, 0.0  # a NaN distance wins over every later or smaller one, as in numpy
+    means[4] = np.inf, 0.0
+    want = kmeans(X, means)
+    assert set(np.unique(want)) == {0, 2}  # 2 for every point with a finite or infinite distance
+    np.testing.assert_array_equal(compiled(X, means), want)
+
+
+def test_only_long_accumulations_reassociate():
+    # Note [Fast-math flags]: reassociation for a row sum over a runtime extent, no flag for a
+    # sum over 3 elements (rounded in numpy's order) nor for an argmax; contraction never.
+    def f(x, y):
+        return x.sum(1), (y * y).sum(1), y.argmax(1)
+
+    graph = tensor.compile.explain(f)(tensor.ones(4, 40), tensor.ones(4, 3)).graph
+    sources = [k.source for k in lowering.kernels_of(graph, 0, len(graph.nodes))]
+    assert len(sources) == 3
+    assert [("fastmath" in s, "contract" in s) for s in sources] == [(True, False), (False, False), (False, False)]
 
 
 def test_output_code_prints_the_generated_kernel(kmeans_run, capsys, monkeypatch):
