@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from tensor import Tensor, is_autocast_enabled
+from tensor import Tensor, autocast, float32, get_autocast_dtype, is_autocast_enabled
+from tensor.ops.precision import round_to_dtype
 from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -143,7 +144,7 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
     stride, dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
     _check_common(input, weight, bias, stride, dilation, groups, nd, name)
     x, unbatched = check_input_dims(input, nd, name)
-    out_channels, in_per_group = weight.shape[0], weight.shape[1]
+    in_per_group = weight.shape[1]
     kernel = tuple(weight.shape[2:])
     _check_weight_groups(weight, groups)
     if x.shape[1] != in_per_group * groups:
@@ -160,6 +161,19 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
             f"Calculated padded input size per channel: {_fmt(padded)}. Kernel size: {_fmt(effective)}. "
             "Kernel size can't be greater than actual input size"
         )
+    geometry = (kernel, dilation, pads, stride, groups)
+    low = _float32_gemm_dtype(x, weight, bias)
+    if low is None:
+        out = _conv_gemm(x, weight, bias, *geometry)
+    else:  # Note [Autocast convolution]
+        x, weight, bias = (None if t is None else _rounded(t, low) for t in (x, weight, bias))
+        with autocast(x.device.type, enabled=False):
+            out = _conv_gemm(x, weight, bias, *geometry).to(low)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_gemm(x, weight, bias, kernel, dilation, pads, stride, groups):
+    out_channels, in_per_group, nd = weight.shape[0], weight.shape[1], len(kernel)
     out_shape = window_output_shape(x.shape[2:], kernel, dilation, pads, stride)
     n, k_numel, positions = x.shape[0], math.prod(kernel), math.prod(out_shape)
     # One GEMM (per group) over the whole batch: (O, C*K) @ (C*K, L*N). The result is stored
@@ -174,7 +188,36 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
     out = out.reshape((out_channels,) + out_shape + (n,)).movedim(-1, 0)
     if bias is not None:
         out = out + _bias_as(bias, out).reshape((1, out_channels) + (1,) * nd)
-    return out.squeeze(0) if unbatched else out
+    return out
+
+
+# Note [Autocast convolution]: numpy has no bfloat16 GEMM, so under CPU autocast the GEMM of a
+# convolution runs as sgemm on float32 operands whatever dtype they are stored in (Note
+# [Low-precision floats] in tensor/_dtype.py). Composed from autocast's casts, that means the
+# im2col matrix rounded to bfloat16 and widened back in forward and again in backward, the
+# product rounded before the bias is added (in float32, and rounded again), and the im2col
+# gradient rounded to bfloat16 before col2im widens it. Here instead the input (before im2col:
+# fewer elements), weight and bias are rounded to the region's dtype once, staying float32
+# (``round_to_dtype``; a bfloat16 input is widened, exactly); the GEMM and bias run in float32
+# with autocast off, and the result is rounded once to the region's dtype, which it keeps, as
+# PyTorch's. That is the arithmetic of a bfloat16 convolution accumulating in float32, as
+# PyTorch's CPU kernels do; its backward, like PyTorch's fused one, keeps the im2col gradient in
+# float32, and float32 parameters get float32 gradients.
+def _float32_gemm_dtype(x, weight, bias):
+    """Autocast's dtype when a convolution of these tensors takes Note [Autocast convolution]'s
+    route (autocast on, a device without low-precision GEMMs, inputs float32 or that dtype)."""
+    device_type = x.device.type
+    if not is_autocast_enabled(device_type) or x.device.backend.native_low_precision_gemm:
+        return None
+    low = get_autocast_dtype(device_type)
+    if any(t is not None and t.dtype is not float32 and t.dtype is not low for t in (x, weight, bias)):
+        return None
+    return low
+
+
+def _rounded(t, low):
+    """``t``'s values in ``low`` precision, as float32 (exact for a ``low`` tensor)."""
+    return round_to_dtype(t, low) if t.dtype is float32 else t.to(float32)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOrTuple = 1,

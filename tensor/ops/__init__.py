@@ -1,7 +1,7 @@
 """The op library: primitives with their derivatives (see ``registry``) and compositions."""
 
 # modules without star exports: importing them registers their ops (for nn, Tensor methods, tensor)
-from . import activation, householder, ldl, lu, pool, recurrent, recurrent_layers, spectral  # noqa: F401
+from . import activation, householder, ldl, lu, pool, precision, recurrent, recurrent_layers, spectral  # noqa: F401
 from .complex_ops import *  # noqa: F401,F403
 from .decomp import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
