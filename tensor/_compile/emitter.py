@@ -13,7 +13,7 @@ from math import prod
 
 import numpy as np
 
-from . import scalar_code
+from . import scalar_code, window_code
 from .fusion import REDUCTIONS, ROWWISE
 from .symbolic import Sym
 
@@ -84,6 +84,8 @@ class _Emitter:
             result = self._reduce(node, idx)
         elif node.op.name in _VIEW_INDEX:
             return self.emit(node.args[0], _VIEW_INDEX[node.op.name](self, node, idx))
+        elif node.op.name in window_code.GATHERS:
+            result = window_code.emit(self, node, idx)
         else:
             result = self._pointwise(node, idx)
         self.scopes[-1][key] = result

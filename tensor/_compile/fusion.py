@@ -28,6 +28,7 @@ from math import prod
 
 import numpy as np
 
+from . import window_code
 from .graph import Ref
 
 __all__ = ["classify", "plan", "Step", "live_after"]
@@ -107,6 +108,8 @@ def classify(node, nodes=()) -> str | None:
     name = node.op.name
     if name in POINTWISE:
         return "pointwise" if node.dtype.kind != "c" else None
+    if name in window_code.GATHERS:  # Note [Pooling scatter as a gather]; the CUDA emitter has none
+        return "pointwise" if node.device.backend.fused_codegen == "numba" and window_code.fusable(node) else None
     if name in VIEWS:
         if name == "getitem_view" and not _basic_index(node.params[0]):
             return None
@@ -225,7 +228,8 @@ def recomputed(graph, boundary: int) -> set:
             continue
         seen.add(n)
         node = nodes[n]
-        cheap = kinds[n] in ("pointwise", "view") and node.op.name not in _COSTLY
+        # a window scan is stored (its int8 offsets are cheaper to read than to recompute)
+        cheap = kinds[n] in ("pointwise", "view") and node.op.name not in _COSTLY | window_code.GATHERS
         if cheap and not any(_refs(node.params)) and not read_as_array(n):
             chosen.add(n)
             wanted.extend(node.args)

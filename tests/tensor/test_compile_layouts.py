@@ -1,7 +1,8 @@
 """tensor.compile keeps eager's memory layouts in a compiled training step (Note [Eager layouts]
 in tensor/_compile/layout.py): a small CNN's fused kernels write their values with the strides
 eager code gives them (the batch dim innermost after a convolution) and its gradients match
-eager's."""
+eager's. Max pooling's window scans and gradient scatter as fused loop code
+(tensor/_compile/window_code.py) give eager's values on ties and NaN."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import nn
 import nn.functional as F
 import tensor
+from tensor._compile import fusion
 from tensor._compile.layout import memory_order
 from tests.helpers import assert_close
 
@@ -68,3 +70,36 @@ def test_a_compiled_cnn_step_keeps_eager_layouts_and_gradients():
             assert memory_order(value._data) == order, joint.nodes[node_id].describe()
             checked += 1
     assert checked >= 10
+
+
+def _pool_block(x):
+    return F.max_pool2d(F.relu(x), 2) * 3
+
+
+def _library_calls(segment) -> set:
+    """The ops of a compiled segment's joint graph that run through the dispatcher, not fused."""
+    nodes = segment.joint.nodes
+    return {n.op.name for n in nodes if n.kind == "call" and fusion.classify(n, nodes) is None}
+
+
+@pytest.mark.parametrize("plane", [(4, 6), (5, 5)])
+def test_fused_max_pool_matches_eager_on_ties_and_nan(plane):
+    rng = np.random.default_rng(1)
+    data = rng.integers(-2, 3, (2, 3, *plane)).astype(np.float64)  # ReLU zeros and equal integers tie
+    data[0, 1, 1, 0] = np.nan
+    compiled = tensor.compile(_pool_block)
+    for _ in range(2):
+        x, ref = (tensor.tensor(data, requires_grad=True) for _ in range(2))
+        g = tensor.tensor(rng.standard_normal((2, 3, plane[0] // 2, plane[1] // 2)))
+        out = compiled(x)
+        out.backward(g)
+        want = _pool_block(ref)
+        want.backward(g)
+        assert_close(out, want, rtol=0, atol=0)
+        assert_close(x.grad, ref.grad, rtol=0, atol=0)
+    segment = next(iter(compiled.cache.values())).paths[0]._runners[(0, True)]
+    assert segment.fallback is None
+    # the windows tile a 4x6 plane, so the scatter is a gather too; a 5x5 plane keeps it a library call
+    fused = {"window_argmax", "take_windows"} | ({"put_windows"} if plane == (4, 6) else set())
+    assert not fused & _library_calls(segment)
+    assert plane == (4, 6) or "put_windows" in _library_calls(segment)
