@@ -8,6 +8,8 @@ into it has run; ``autograd.grad`` captures instead.
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 
 import tensor
@@ -65,30 +67,40 @@ def _collect(root_nodes):
     """Every node reachable from the roots, in execution order, and the number of
     edges that lead to each leaf (so a leaf is finished as soon as its last one ran)."""
     nodes = set(root_nodes)
+    found = list(nodes)
     leaf_edges: dict = {}
     stack = list(nodes)
     while stack:
         for target in stack.pop().next_fns:
-            if target is not None:
-                if type(target) is Node:
-                    if target not in nodes:
-                        nodes.add(target)
-                        stack.append(target)
-                else:
-                    leaf_edges[target] = leaf_edges.get(target, 0) + 1
+            if type(target) is Node:
+                if target not in nodes:
+                    nodes.add(target)
+                    found.append(target)
+                    stack.append(target)
+            elif target is not None:
+                leaf_edges[target] = leaf_edges.get(target, 0) + 1
     # A node is always created after its inputs' nodes, so decreasing creation order
-    # runs every node after all of its consumers, as PyTorch's engine does.
-    return sorted(nodes, key=_creation_order, reverse=True), leaf_edges
+    # runs every node after all of its consumers, as PyTorch's engine does. The depth-first
+    # walk finds them mostly in that order already (a chain exactly), which the sort
+    # detects: linear time where sorting the set's arbitrary order was n log n.
+    found.sort(key=_creation_order, reverse=True)
+    return found, leaf_edges
 
 
-def _creation_order(node):
-    return node.seq
+_creation_order = operator.attrgetter("seq")
 
 
-def _accumulate(buffers, key, nr, n_outputs, g):
-    slot = buffers.get(key)
+def _accumulate(buffers, node, nr, g):
+    """Add ``g`` to the gradient of output ``nr`` of ``node`` in ``buffers``: a single-output
+    node's (most nodes) is the gradient itself, a multi-output node's a list, one per output."""
+    n_outputs = node.n_outputs
+    if n_outputs == 1:
+        previous = buffers.get(node)
+        buffers[node] = g if previous is None else _sum(previous, g)
+        return
+    slot = buffers.get(node)
     if slot is None:
-        slot = buffers[key] = [None] * n_outputs
+        slot = buffers[node] = [None] * n_outputs
     slot[nr] = g if slot[nr] is None else _sum(slot[nr], g)
 
 
@@ -103,10 +115,9 @@ def _sum(a, b):
     return _dispatch.make(total, a._device)
 
 
-def _fit(g, meta):
+def _fit(g, shape, dtype):
     # Gradients arrive in the shape and dtype of the op's computation; the input may
     # have been broadcast or promoted. Most need no change: this returns them as they are.
-    shape, dtype = meta
     data = g._data
     if data.shape != shape:
         g = g.sum_to_size(shape)
@@ -166,7 +177,7 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             previous = leaf_grads.get(out)
             leaf_grads[out] = g if previous is None else previous + g
         else:
-            _accumulate(buffers, out._grad_fn, out._output_nr, out._grad_fn.n_outputs, g)
+            _accumulate(buffers, out._grad_fn, out._output_nr, g)
             root_nodes.append(out._grad_fn)
     order, leaf_edges = _collect(root_nodes)
     finish = _LeafFinisher(leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph)
@@ -177,16 +188,15 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
     run_node = _run_node
     if tensor.is_anomaly_enabled() and tensor.is_anomaly_check_nan_enabled():
         run_node = _run_node_checking_nan
+    if _dispatch.profiler is not None:  # tensor.profiler times each node and links it to its forward op
+        run_node = functools.partial(_dispatch.profiler.run_node, run_node)
     try:
         for node in order:
             grads = buffers.pop(node, None)
             if grads is None:
                 finish.skip(node)  # no gradient reached this node
                 continue
-            if _dispatch.profiler is None:
-                run_node(node, grads, buffers, finish, capture)
-            else:  # tensor.profiler times the node and links it to its forward op
-                _dispatch.profiler.run_node(run_node, node, grads, buffers, finish, capture)
+            run_node(node, grads, buffers, finish, capture)
             if not retain_graph:
                 node.release()
         finish.remaining()
@@ -243,21 +253,21 @@ class _LeafFinisher:
 
 
 def _run_node(node, grads, buffers, finish, capture, check_nan=False):
-    """Apply ``node``'s derivative to ``grads`` (one per output) and pass each input's gradient
-    on: into the buffer of the node that made the input, or to the leaf.
+    """Apply ``node``'s derivative to ``grads`` (its output's gradient, or a list with one per
+    output: see ``_accumulate``) and pass each input's gradient on: into the buffer of the node
+    that made the input, or to the leaf.
 
     Raises:
         RuntimeError: if the derivative returns the wrong number of gradients, or (``check_nan``,
             anomaly mode) a gradient holding NaN.
     """
+    single = node.n_outputs == 1
     if node.pre_hooks or node.retained is not None or capture is not None:
+        grads = [grads] if single else grads
         _before_derivative(node, grads, finish, capture)
-    upstream = grads[0] if node.n_outputs == 1 else tuple(grads)
+        grads = grads[0] if single else grads
     fns = node.next_fns
-    if upstream is None:
-        input_grads = (None,) * len(fns)
-    else:
-        input_grads = node.op.backward(node, upstream)
+    input_grads = node.op.backward(node, grads if single else tuple(grads))
     if len(input_grads) != len(fns):
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients "
@@ -270,13 +280,13 @@ def _run_node(node, grads, buffers, finish, capture, check_nan=False):
             continue
         if type(target) is Node:
             if g is not None:
-                meta = target.out_meta[nr]
+                shape, dtype = target.out_meta[nr]
                 data = g._data
-                if data.shape != meta[0] or data.dtype != meta[1]:
-                    g = _fit(g, meta)
-                _accumulate(buffers, target, nr, target.n_outputs, g)
+                if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
+                    g = _fit(g, shape, dtype)
+                _accumulate(buffers, target, nr, g)
         else:
-            finish.add(target, None if g is None else _fit(g, (target._data.shape, target._data.dtype)))
+            finish.add(target, None if g is None else _fit(g, target._data.shape, target._data.dtype))
 
 
 def _run_node_checking_nan(node, grads, buffers, finish, capture):

@@ -60,8 +60,8 @@ def _conj_saved(node, g):
 @_mul.derivative
 def _(node, g):
     a, b = _conj_saved(node, g)
-    needs_a, needs_b = node.needs_input_grad
-    return (g * b if needs_a else None), (g * a if needs_b else None)
+    to_a, to_b = node.next_fns  # None where no gradient is needed (node.needs_input_grad, without its list)
+    return (None if to_a is None else g * b), (None if to_b is None else g * a)
 
 
 @defop("div", saves=(0, 1))
