@@ -75,7 +75,8 @@ class AotSegment:
         self.graph = graph
         self.lower_range = lower_range
         self.joint = None
-        self.fallback = None     # the op-by-op runner, when the joint graph cannot be captured
+        self.fallback = None  # the op-by-op runner, when the joint graph cannot be captured
+        self.consts = [n.value for n in graph.nodes if n.kind == "const"]
 
     def __call__(self, env, leaves) -> None:
         tensors = self._tensors(leaves)
@@ -96,7 +97,7 @@ class AotSegment:
 
     def _tensors(self, leaves) -> list:
         """The joint graph's placeholders: the call's tensor arguments, then the outside tensors."""
-        return list(leaves) + [n.value for n in self.graph.nodes if n.kind == "const"]
+        return list(leaves) + self.consts
 
     def _build(self, tensors) -> None:
         fresh = [_alias(t) for t in tensors]
@@ -149,7 +150,7 @@ class AotSegment:
 
     def _eager_forward(self, fresh, tracer=None):
         """Run the captured forward through the dispatcher on the placeholders ``fresh``."""
-        env, consts = [None] * len(self.graph.nodes), iter(fresh[self._n_leaves():])
+        env, consts = [None] * len(self.graph.nodes), iter(fresh[self._n_leaves() :])
         for node in self.graph.nodes:
             if node.kind == "const":
                 env[node.id] = next(consts)

@@ -29,12 +29,22 @@ class Path:
         self.options = options
         self.consts = consts
         self.const_metas = guards.const_metas(consts)
+        self._checked = self._storage()
         self.segments = graph.segments()
         self._runners: dict = {}
 
     def consts_ok(self) -> bool:
         """Whether the outside tensors still have the shapes, dtypes and flags seen at capture."""
-        return guards.const_metas(self.consts) == self.const_metas
+        if all(t._data is data and t._requires_grad is flag for t, (data, flag) in zip(self.consts, self._checked)):
+            return True  # the same arrays (an optimizer updates them in place): no guarded fact can differ
+        if guards.const_metas(self.consts) != self.const_metas:
+            return False
+        self._checked = self._storage()
+        return True
+
+    def _storage(self) -> list:
+        """Each outside tensor's array and ``requires_grad``: the guarded metadata is a function of them."""
+        return [(t._data, t._requires_grad) for t in self.consts]
 
     def runner(self, k: int, differentiable: bool):
         """The callable that computes segment ``k`` (built once per mode)."""
@@ -64,8 +74,7 @@ class Entry:
         path = self.paths[0]
         if path.unreplayable is not None:
             return EAGER
-        differentiable = _autograd_hooks.grad_mode.enabled and any(
-            t._requires_grad for t in leaves + path.consts)
+        differentiable = _autograd_hooks.grad_mode.enabled and any(t._requires_grad for t in leaves + path.consts)
         env = [None] * len(path.graph.nodes)
         k = 0
         while True:

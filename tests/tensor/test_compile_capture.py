@@ -162,6 +162,24 @@ def test_outside_tensors_are_read_live():
     assert_close(compiled(x), x * 3.0)
 
 
+def test_an_outside_tensor_given_new_storage_or_flags_recompiles():
+    # Path.consts_ok skips its metadata check while each outside tensor keeps its array and flag.
+    weight = tensor.ones(3)
+    compiled = tensor.compile(lambda x: x * weight)
+    x = _t(3)
+    for _ in range(2):
+        assert_close(compiled(x), x)
+    weight.data = tensor.full((3,), 2.0)  # same metadata, new array: replayed, read live
+    assert_close(compiled(x), x * 2.0)
+    assert compiled.captures == 1
+    weight.data = tensor.ones(2, 3)
+    assert_close(compiled(x), x * tensor.ones(2, 3))
+    weight.requires_grad_()
+    compiled(x).sum().backward()
+    assert_close(weight.grad, x.expand(2, 3))
+    assert compiled.captures == 3
+
+
 def test_bad_backend_and_mode_are_refused():
     with pytest.raises(ValueError, match="backend"):
         tensor.compile(lambda x: x, backend="nope")
