@@ -445,73 +445,13 @@ def astype(xp, array, np_dtype):
     if np_dtype == _dtype.float8_e4m3fn.numpy and array.dtype.kind in "fV" and array.dtype != np_dtype:
         wide = array.astype(np.float32)
         return xp.clip(wide, -_E4M3_MAX, _E4M3_MAX, out=wide).astype(np_dtype)
-    return convert(array, np_dtype) if xp is np else array.astype(np_dtype)
-
-
-# Note [bfloat16 conversions]: ml_dtypes converts one element at a time (~0.5 ns per element down
-# to bfloat16, ~0.15 up, in cache). With numba installed (the ``compile`` extra) a float32 <->
-# bfloat16 conversion of at least ``_FAST_CONVERT_MIN`` elements runs as a numba kernel on the
-# bits instead (tensor/_bfloat16_numba.py: branch-free, vectorised, bit-identical to ml_dtypes,
-# NaNs included); so does ``round_to``, which rounds float32 to bfloat16 precision and stays
-# float32, in one pass (the CPU autocast convolution, Note [Autocast convolution] in
-# nn/functional/conv.py). Below that size, for other dtypes, for arrays with gaps (not dense in
-# any dim order), without numba or with ``TENSOR_BF16_JIT=0``, ml_dtypes' cast runs. On one
-# thread: the autocast CNN step of scripts/bench_amp.py (CPU time, one process, interleaved, load
-# 6) took 1.11x the float32 step with the kernels and 1.22x with ml_dtypes' casts. Split across
-# the 2 intra-op threads the kernels made it slower (1.30x): these passes are bound by memory
-# and by the page faults of their fresh output arrays, not by arithmetic, so they stay on one.
-# The target dtype is compared as a ``numpy.dtype`` (``_F32``, ``dtype.numpy``): a scalar type
-# such as ``np.float32`` takes ml_dtypes' cast.
-_FAST_CONVERT_MIN = 1 << 14
-_FAST_CONVERT = os.environ.get("TENSOR_BF16_JIT", "1") != "0"
-_F32, _BF16 = np.dtype(np.float32), _dtype.bfloat16.numpy
-_FAST_KERNELS = {(_F32, _BF16): "narrow", (_BF16, _F32): "widen"}
-_fast_module: list = []  # [tensor._bfloat16_numba] once numba is found, [None] when it is not
-
-
-def convert(array, np_dtype):
-    """``array.astype(np_dtype)`` for a numpy ``array``, in the same memory order; float32 <->
-    bfloat16 of a large dense array by the numba kernels (Note [bfloat16 conversions])."""
-    kernel = _fast_kernel(_FAST_KERNELS.get((array.dtype, np_dtype)), array)
-    out = None if kernel is None else _map_dense(kernel, array, np_dtype)
-    return array.astype(np_dtype) if out is None else out
+    return array.astype(np_dtype)
 
 
 def round_to(a, np_dtype):
-    """Float32 ``a`` with each element rounded to ``np_dtype`` (bfloat16, float16), as float32:
-    ``a.astype(np_dtype).astype(np.float32)`` in one pass where the numba kernel applies."""
-    kernel = _fast_kernel("round_to" if np_dtype == _BF16 and a.dtype == _F32 else None, a)
-    out = None if kernel is None else _map_dense(kernel, a, _F32)
-    return a.astype(np_dtype).astype(a.dtype) if out is None else out
-
-
-def _fast_kernel(name, array):
-    if name is None or array.size < _FAST_CONVERT_MIN or not isinstance(array, np.ndarray):
-        return None
-    if not _fast_module:
-        found = _FAST_CONVERT and importlib.util.find_spec("numba") is not None
-        _fast_module.append(importlib.import_module(f"{__package__}._bfloat16_numba") if found else None)
-    return getattr(_fast_module[0], name, None)
-
-
-def _map_dense(kernel, array, np_dtype):
-    """``kernel(src, dst)`` over the elements of a dense ``array`` into a new array of
-    ``np_dtype`` in the same memory order; None when ``array`` has gaps."""
-    # A dense array in any dim order (F order, a movedim of a C-ordered one) is C-ordered with
-    # its dims sorted by stride: map that view and give the result back the same dim order.
-    order = None if array.flags.c_contiguous else sorted(range(array.ndim), key=lambda d: -array.strides[d])
-    src = array if order is None else array.transpose(order)
-    if not src.flags.c_contiguous:
-        return None
-    out = np.empty(src.shape, np_dtype)
-    kernel(src.reshape(-1), out.reshape(-1))
-    return out if order is None else out.transpose(sorted(range(out.ndim), key=order.__getitem__))
-
-
-def narrow(a, np_dtype):
-    """``a`` itself when of ``np_dtype``, else ``a`` rounded to it: kernels that compute a
-    low-precision result in float32 (``widen``) round it back with this."""
-    return a if a.dtype == np_dtype else convert(a, np_dtype) if isinstance(a, np.ndarray) else a.astype(np_dtype)
+    """Float32 ``a`` with each element rounded to ``np_dtype`` (bfloat16, float16), still float32
+    (Note [Autocast convolution] in nn/functional/conv.py)."""
+    return a.astype(np_dtype).astype(a.dtype)
 
 
 def _check_cuda_dtype(np_dtype) -> None:
@@ -667,7 +607,7 @@ def matmul(xp, a, b):
     if a.dtype in _dtype.LOW_PRECISION_NUMPY or b.dtype in _dtype.LOW_PRECISION_NUMPY:
         low = a.dtype if a.dtype in _dtype.LOW_PRECISION_NUMPY else b.dtype
         _dtype.check_not_float8(low, "matmul")
-        return convert(matmul(xp, widen(a), widen(b)), low)
+        return matmul(xp, a.astype(np.float32), b.astype(np.float32)).astype(low)
     if xp is np:
         return _threads.matmul(a, b)
     return xp.matmul(a, b)
@@ -681,8 +621,8 @@ def accumulate(reduce, a, **kwargs):
     if a.dtype not in _dtype.LOW_PRECISION_NUMPY:
         return reduce(a, **kwargs)
     _dtype.check_not_float8(a.dtype, reduce.__name__)
-    out = reduce(widen(a), **kwargs)
-    return narrow(out, a.dtype) if kwargs.get("dtype") is None else out
+    out = reduce(a.astype(np.float32), **kwargs)
+    return out.astype(a.dtype) if kwargs.get("dtype") is None else out
 
 
 def widen(a):
@@ -690,18 +630,24 @@ def widen(a):
     add, compare or scatter many elements of a low-precision array run on this copy and round
     the result back once: ml_dtypes' ufuncs take ~2 ns per element against float32's ~0.25, and
     the casts ~0.15 (up) and ~0.75 (down) (Note [Low-precision floats] in tensor/_dtype.py)."""
-    return convert(a, _F32) if a.dtype in _dtype.LOW_PRECISION_NUMPY else a
+    return a.astype(np.float32) if a.dtype in _dtype.LOW_PRECISION_NUMPY else a
+
+
+_EXACT_INT = 1 << 24  # ints a float32 holds exactly: converting one to a.dtype rounds it once
 
 
 def in_float32(ufunc, a, b):
     """``ufunc(a, b)`` for a bfloat16 or float8 array ``a``: when ``b`` has ``a``'s dtype both are
     widened to float32 and a float result is rounded back to that dtype. Bit-identical to
     ml_dtypes' own loops (which compute each element in float32 and round) for the arithmetic
-    and comparison ufuncs, and 1.5x (add, mul) to 8x (comparisons) faster."""
+    and comparison ufuncs, and 1.5x (add, mul) to 8x (comparisons) faster. A Python int ``b``
+    (ReLU's backward compares with 0) takes ``a``'s dtype first, as numpy's weak scalars do."""
+    if type(b) is int and -_EXACT_INT <= b <= _EXACT_INT:
+        b = a.dtype.type(b)
     if getattr(b, "dtype", None) != a.dtype:
         return ufunc(a, b)
-    out = ufunc(widen(a), widen(b))
-    return convert(out, a.dtype) if out.dtype == np.float32 else out
+    out = ufunc(a.astype(np.float32), b.astype(np.float32))
+    return out.astype(a.dtype) if out.dtype == np.float32 else out
 
 
 def wide_dtype(np_dtype):

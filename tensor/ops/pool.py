@@ -109,13 +109,13 @@ def _take_windows(xp, a, arg, kernel, dilation, padding, stride, is_argmax, layo
         out = views[0].copy(order="K")
         for value in views[1:]:
             xp.maximum(out, value, out=out)
-        return _backend.narrow(out, low)
+        return out.astype(low, copy=False)
     views = _offset_views(xp, a, kernel, dilation, padding, stride, 0)
     out = xp.zeros(arg.shape, dtype=a.dtype)
     zero = xp.zeros((), dtype=a.dtype)
     for k, value in enumerate(views):
         out += xp.where(arg == k, value, zero)
-    return _backend.narrow(out, low)
+    return out.astype(low, copy=False)
 
 
 @_take_windows.derivative
@@ -168,7 +168,7 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     over_lead_blocks(xp, _memory_order(g), lead, out.size, scatter)
     if padded != tuple(spatial):
         out = out[keep + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
-    return _backend.narrow(out, low)
+    return out.astype(low, copy=False)
 
 
 @_put_windows.derivative
