@@ -44,6 +44,11 @@ import weakref
 from tensor import Tensor, _dispatch
 from tensor.ops.shape import replay_view, view_scatter
 
+try:
+    import cython
+except ImportError:  # plain Python without Cython installed
+    from tensor import _cython_shim as cython
+
 __all__ = [
     "Node",
     "record",
@@ -176,6 +181,7 @@ class Node:
         """Run ``hook(grad)`` on the gradient of output ``output_nr`` before the derivative."""
         if self.pre_hooks is None:
             self.pre_hooks = {}
+            _track(self)
         return RemovableHandle(self.pre_hooks.setdefault(output_nr, {}), hook)
 
     def release(self) -> None:
@@ -202,8 +208,12 @@ def save_by_reference(t: Tensor) -> None:
     t._saved_by_reference = True
 
 
-def _link(node, op, params, inputs, n_outputs) -> None:
-    """Fill in a new ``node``: its edges to the inputs' nodes and what its derivative reads."""
+def _link(node, op, params, inputs, n_outputs) -> bool:
+    """Fill in a new ``node``: its edges to the inputs' nodes and what its derivative reads.
+
+    Returns whether the node may leave the cyclic GC's tracking: it refers to no tensor that
+    requires grad (a leaf, or an intermediate saved by reference), only to older nodes.
+    """
     # This runs for every recorded op, so it is written for speed (one pass over the inputs
     # when the op saves all of them), and it keeps few tracked objects: see Note [Graphs and
     # the cyclic GC]. A saved input is (item, version counter, version): the item is the array
@@ -219,6 +229,7 @@ def _link(node, op, params, inputs, n_outputs) -> None:
     device = None
     fns = []
     numbered = False  # whether an input is a node's output other than its first
+    untrackable = True
     saved = ()
     for t in inputs:
         if not isinstance(t, Tensor):
@@ -234,10 +245,13 @@ def _link(node, op, params, inputs, n_outputs) -> None:
             fn = t._grad_fn
             if fn is None:  # a leaf: its gradient accumulates into .grad
                 fns.append(t)
+                untrackable = False
             else:
                 fns.append(fn)
                 numbered = numbered or t._output_nr != 0
-                if not t._saved_by_reference:
+                if t._saved_by_reference:
+                    untrackable = False
+                else:
                     item = t._data
         else:
             fns.append(None)
@@ -260,6 +274,26 @@ def _link(node, op, params, inputs, n_outputs) -> None:
     # Numbered after refresh_view() above may have made nodes for the inputs: a node
     # must come after every node it points to (the engine runs them in this order).
     node.seq = next(_sequence)
+    return untrackable
+
+
+def _untrack(node) -> None:
+    """Take a compiled ``node`` and its tuples out of the cyclic GC's tracking (Note [Graphs and
+    the cyclic GC]); only for a node whose ``_link`` said so, before it has hooks or a ctx."""
+    PyObject_GC_UnTrack(node)  # noqa: F821 (declared in graph.pxd)
+    PyObject_GC_UnTrack(node.next_fns)  # noqa: F821
+    PyObject_GC_UnTrack(node._saved)  # noqa: F821
+    if node._out is not None:
+        PyObject_GC_UnTrack(node._out)  # noqa: F821
+    PyObject_GC_UnTrack(node.out_meta)  # noqa: F821
+    PyObject_GC_UnTrack(node.out_meta[0])  # noqa: F821
+
+
+def _track(node) -> None:
+    """Give a node back to the cyclic GC's tracking: from now on it may hold objects (hooks, a
+    retained tensor's weak reference) that close a reference cycle through it."""
+    if cython.compiled and not PyObject_GC_IsTracked(node):  # noqa: F821
+        PyObject_GC_Track(node)  # noqa: F821
 
 
 def _output_nrs(inputs) -> tuple:
@@ -293,14 +327,16 @@ def edge_meta(edge) -> tuple:
 
 def record(op, out, inputs, params) -> Node:
     """Attach a node for ``op`` to ``out``; called by the dispatcher when recording."""
-    node = _new(Node)  # without Node.__init__'s extra frame: this runs for every recorded op
-    _link(node, op, params, inputs, 1)
+    node = Node.__new__(Node)  # without Node.__init__'s extra frame: this runs for every recorded op
+    untrackable = _link(node, op, params, inputs, 1)
     data = out._data
     node.out_meta = ((data.shape, data.dtype),)
     if op.is_view:
         out._grad_version = out._version_box[0]
     if op.saves_output:
         node._out = (out._data, out._device, out._version_box, out._version_box[0])
+    if cython.compiled and untrackable:
+        _untrack(node)
     out._grad_fn = node
     out._requires_grad = True
     return node
@@ -383,4 +419,5 @@ def retain_grad(tensor) -> None:
         fn = tensor._grad_fn
         if fn.retained is None:
             fn.retained = {}
+            _track(fn)
         fn.retained[tensor._output_nr] = weakref.ref(tensor)

@@ -8,7 +8,8 @@
             [2., 2., 2.]])
 """
 
-from ._tensor import Tensor  # noqa: I001 - first: the modules below build on the class
+from ._accelerator import accelerated as _accelerated  # noqa: I001 - first: loads the .py sources if DISTRIB_PURE_PYTHON=1
+from ._tensor import Tensor  # the modules below build on the class
 from . import _higher_layers, _torch_aliases, cuda
 from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,

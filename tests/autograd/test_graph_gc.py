@@ -119,3 +119,59 @@ def test_a_tensor_saved_by_reference_is_read_at_backward_time():
         y._data = np.array([5.0], dtype=y._data.dtype)
         (gy,) = autograd.grad(z.sum(), [y])
         assert gy.item() == expected, (by_reference, gy.item())
+
+
+def test_a_compiled_live_graph_leaves_no_tracked_object_per_op():
+    # Note [Compiled dispatch and graph]: the compiled Node, its edges and its saved inputs are
+    # out of the collector's tracking, so a live chain costs a full collection nothing per op.
+    if "autograd.graph" not in tensor._accelerated():
+        pytest.skip("autograd.graph runs as plain Python (not built, or DISTRIB_PURE_PYTHON=1)")
+    c = tensor.full((4,), 0.5)
+    for name, step in [("y * c", lambda y: y * c), ("y * 0.5", lambda y: y * 0.5), ("y.exp()", lambda y: y.exp())]:
+        per_op = _tracked_per_live_op(step)
+        assert per_op <= 0.05, f"{name}: {per_op:.2f} tracked objects per op"
+
+
+class _KeepsOutputInCtx(Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x * 2
+        ctx.out = y  # a cycle: y -> its node -> ctx -> y
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_cycles_through_hooks_retain_grad_and_ctx_are_collected():
+    # An untracked node must not hide such a cycle from the collector: a node with hooks, a
+    # retained gradient or a ctx stays (or becomes again) tracked.
+    def hook_on_itself(x):
+        y = x * 2 + 1
+        y.register_hook(lambda g: g * y.shape[0])
+        return y
+
+    def retained(x):
+        y = x.exp() * 3
+        y.retain_grad()
+        y.keep = y  # Tensor has a __dict__: any attribute may close the cycle
+        return y
+
+    def leaf_hook(x):
+        y = x * 3
+        x.register_hook(lambda g: g + y.sum())
+        return y
+
+    for name, make in [
+        ("hook", hook_on_itself),
+        ("retain_grad", retained),
+        ("leaf hook", leaf_hook),
+        ("ctx", lambda x: _KeepsOutputInCtx.apply(x * 1.5)),
+    ]:
+        x = tensor.ones(3, requires_grad=True)
+        y = make(x)
+        refs = weakref.ref(y), weakref.ref(y.grad_fn)
+        del y, x
+        gc.collect()
+        assert refs[0]() is None and refs[1]() is None, f"{name}: the cycle was not collected"

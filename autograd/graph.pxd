@@ -1,0 +1,21 @@
+# Cython declarations that compile autograd/graph.py unchanged (Note [Compiled dispatch and
+# graph] in tensor/_accelerator.py): Node becomes an extension type, which record() takes out
+# of the cyclic GC's tracking (Note [Graphs and the cyclic GC] in graph.py).
+
+cdef extern from "Python.h":
+    void PyObject_GC_Track(object op)
+    void PyObject_GC_UnTrack(object op)
+    int PyObject_GC_IsTracked(object op)
+
+
+cdef class Node:
+    cdef public object op, params, _saved, _device, _out, next_fns, next_nrs, out_meta
+    cdef public object seq, n_outputs, pre_hooks, retained, freed, ctx
+    cdef object __weakref__
+
+
+cdef void _untrack(Node node)
+cdef void _track(Node node)
+cdef bint _link(Node node, object op, object params, object inputs, object n_outputs) except -1
+cdef tuple _output_nrs(object inputs)
+cpdef Node record(object op, object out, object inputs, object params)

@@ -1,0 +1,50 @@
+"""The optional compiled accelerator (Note [Compiled dispatch and graph] in tensor/_accelerator.py).
+
+Everything else about the package is in pyproject.toml. This file only declares the Cython
+extensions, built from the same ``.py`` sources, as optional: without Cython, without a working
+C compiler, or with ``DISTRIB_PURE_PYTHON=1`` set, the install succeeds with the pure-Python
+package and says so once.
+"""
+
+import os
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+# As tensor/_accelerator.py's ACCELERATED (not imported from there: the package is not
+# importable before its dependencies are installed).
+ACCELERATED = ("tensor._dispatch", "autograd.graph")
+DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
+
+
+def _pure_python(reason: str) -> list:
+    print(f"distrib: {reason}: installing the pure-Python package (no compiled accelerator)")
+    return []
+
+
+def _extensions() -> list:
+    if os.environ.get("DISTRIB_PURE_PYTHON", "") == "1":
+        return _pure_python("DISTRIB_PURE_PYTHON=1")
+    try:
+        from Cython.Build import cythonize  # noqa: PLC0415 - optional: without it, plain Python
+    except ImportError:
+        return _pure_python("Cython is not installed")
+    sources = [Extension(name, [name.replace(".", "/") + ".py"], optional=True) for name in ACCELERATED]
+    try:
+        # The generated C goes under build/, out of the source tree.
+        return cythonize(sources, build_dir="build/cython", compiler_directives=DIRECTIVES, quiet=True)
+    except Exception as exc:  # a Cython compile error: the sources still run as Python
+        return _pure_python(f"Cython failed ({exc})")
+
+
+class _OptionalBuildExt(build_ext):
+    """build_ext that reports a failed optional extension once, in one line."""
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            print(f"distrib: building {ext.name} failed ({exc}): it runs as plain Python")
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})

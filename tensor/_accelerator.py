@@ -1,0 +1,80 @@
+"""The optional compiled accelerator: which modules run compiled, and the opt-out.
+
+Note [Compiled dispatch and graph]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The dispatcher (``tensor/_dispatch.py``) and the recorder (``autograd/graph.py``) run for every
+op, and a recorded op costs what Python's interpreter spends in them. ``setup.py`` compiles these
+same ``.py`` files with Cython 3 in its pure-Python mode: the ``.py`` files stay the only source
+and run unchanged as plain Python, and ``.pxd`` files beside them add the C declarations
+(``autograd/graph.pxd`` makes ``Node`` an extension type). ``cython.compiled`` is True only in the
+compiled module (``tensor/_cython_shim.py`` stands in for Cython where it is not installed), so
+code that needs the C API (taking a node out of the cyclic GC's tracking, Note [Graphs and the
+cyclic GC]) runs only there.
+
+The extensions are optional: ``pip install -e .`` builds them when Cython (a build requirement in
+pyproject.toml) and a C compiler work, and installs the pure-Python package, saying so, when they
+do not or when ``DISTRIB_PURE_PYTHON=1`` is set at install time. At run time
+``DISTRIB_PURE_PYTHON=1`` makes ``import tensor`` load the ``.py`` sources even where the
+compiled modules exist: ``install_source_finder`` puts a finder for exactly these modules ahead
+of Python's, which otherwise prefers an extension module to a source file. ``tensor._accelerated()``
+says which modules are compiled in this process; scripts/test prints it.
+
+Why Cython rather than mypyc: mypyc compiles only fully type-annotated code to its own classes,
+and its native classes cannot be left out of the cyclic GC's tracking; Cython compiles these
+modules as they are, and its extension types can be.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+# The modules setup.py compiles (dotted names; each is the .py file of that name).
+ACCELERATED = ("tensor._dispatch", "autograd.graph")
+
+
+def pure_python_requested() -> bool:
+    """Whether ``DISTRIB_PURE_PYTHON=1`` asks for the plain-Python modules."""
+    return os.environ.get("DISTRIB_PURE_PYTHON", "") == "1"
+
+
+class _SourceFinder:
+    """A meta-path finder that loads the accelerated modules from their ``.py`` files."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name not in ACCELERATED or not path:
+            return None
+        leaf = name.rpartition(".")[2] + ".py"
+        for entry in path:
+            source = os.path.join(entry, leaf)
+            if os.path.isfile(source):
+                loader = importlib.machinery.SourceFileLoader(name, source)
+                return importlib.util.spec_from_file_location(name, source, loader=loader)
+        return None
+
+
+def install_source_finder() -> None:
+    """With ``DISTRIB_PURE_PYTHON=1``, make the accelerated modules import from their sources."""
+    if pure_python_requested() and not any(f is _SourceFinder for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFinder)
+
+
+def accelerated() -> tuple[str, ...]:
+    """The names of the accelerated modules imported as compiled extensions in this process.
+
+    Empty when the package was installed without them or ``DISTRIB_PURE_PYTHON=1`` is set.
+
+    >>> import tensor
+    >>> set(tensor._accelerated()) <= {"tensor._dispatch", "autograd.graph"}
+    True
+    """
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    # import_module: autograd.graph is above tensor's layer and may not be imported yet.
+    return tuple(name for name in ACCELERATED if importlib.import_module(name).__file__.endswith(suffixes))
+
+
+install_source_finder()  # at import: tensor/__init__.py imports this module first

@@ -1,0 +1,82 @@
+"""The optional compiled accelerator (Note [Compiled dispatch and graph] in tensor/_accelerator.py).
+
+Whether the compiled modules are the ones running, the run-time opt-out, and that the
+dispatcher's module attributes set from other modules (the compile tracer, the profiler,
+autocast) are seen by the compiled code. The rest of the suite checks the semantics, and
+scripts/test runs its core again with DISTRIB_PURE_PYTHON=1.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import tensor
+from tensor import _accelerator, _dispatch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _built() -> bool:
+    """Whether every accelerated module has a compiled extension beside its source."""
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    for name in _accelerator.ACCELERATED:
+        stem = ROOT / name.replace(".", "/")
+        if not any(stem.with_name(stem.name + s).exists() for s in suffixes):
+            return False
+    return True
+
+
+def test_the_compiled_modules_run_when_built():
+    if _accelerator.pure_python_requested():
+        pytest.skip("DISTRIB_PURE_PYTHON=1: the pure-Python pass")
+    if not _built():
+        pytest.skip("installed without the compiled accelerator (no Cython or C compiler at install time)")
+    assert tensor._accelerated() == _accelerator.ACCELERATED
+    from autograd.graph import Node
+
+    assert not Node.__flags__ & (1 << 9), "Node is a Python class"  # Py_TPFLAGS_HEAPTYPE: not an extension type
+
+
+def test_pure_python_opt_out_loads_the_sources():
+    code = "import tensor, autograd.graph as g; print(tensor._accelerated(), g.__file__.endswith('.py'))"
+    env = dict(os.environ, DISTRIB_PURE_PYTHON="1")
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.split() == ["()", "True"], out.stdout + out.stderr
+
+
+class _Recorder:
+    """Stands in for the tracer, the profiler and autocast: notes each op it is shown."""
+
+    def __init__(self) -> None:
+        self.ops = []
+
+    def record(self, op, via, *args) -> None:
+        self.ops.append((op.name, via))
+
+    def enter(self, op, first, inputs) -> bool:
+        self.ops.append((op.name, "enter"))
+        return False
+
+    def __call__(self, op, inputs):
+        self.ops.append((op.name, "autocast"))
+        return inputs
+
+
+@pytest.mark.parametrize("hook", ["tracer", "profiler", "autocast"])
+def test_dispatcher_hooks_set_from_other_modules_are_seen(hook):
+    recorder = _Recorder()
+    x = tensor.ones(3, requires_grad=True)
+    setattr(_dispatch, hook, recorder)
+    try:
+        (x * 2.0).exp().sum()
+    finally:
+        setattr(_dispatch, hook, None)
+    assert [name for name, _ in recorder.ops] == ["mul", "exp", "sum"], recorder.ops
