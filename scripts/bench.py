@@ -69,12 +69,12 @@ def _small_op_chain(lib, steps=100):
     return run
 
 
-def _recorded_chain(lib, steps: int, step: str, backward: bool = False):
+def _recorded_chain(lib, steps: int, step: str, backward: bool = False, c_grad: bool = False):
     """A run() of issue 19's chains on a 4-element tensor that requires grad: ``steps`` times
-    ``y = y * c`` (step 'tensor'), ``y = y * 1.0001`` ('scalar') or ``y = (y * 0.5).exp()``
-    ('pair'); then backward through it, with ``backward``."""
+    ``y = y * c`` (step 'tensor'; ``c_grad``: c requires grad too), ``y = y * 1.0001`` ('scalar')
+    or ``y = (y * 0.5).exp()`` ('pair'); then backward through it, with ``backward``."""
     x = lib.ones(4, requires_grad=True)
-    c = lib.full((4,), 1.0001)
+    c = lib.full((4,), 1.0001, requires_grad=c_grad)
     apply = {"tensor": lambda y: y * c, "scalar": lambda y: y * 1.0001,
              "pair": lambda y: (y * 0.5).exp()}[step]
 
@@ -87,22 +87,56 @@ def _recorded_chain(lib, steps: int, step: str, backward: bool = False):
     return run
 
 
+def _backward_time(steps: int, repeat: int) -> float:
+    """Median time (s) of our backward alone through a chain of ``steps`` recorded ``y = y * c``."""
+    x = tensor.ones(4, requires_grad=True)
+    c = tensor.full((4,), 1.0001)
+    times = []
+    for _ in range(repeat):
+        y = x
+        for _ in range(steps):
+            y = y * c
+        times.append(_timed(y.sum().backward))
+    return statistics.median(times)
+
+
+# Issue 19's chains of 100 recorded ops: (label, step, backward, c requires grad).
+EAGER_CHAINS = [
+    ("y*c", "tensor", False, False),
+    ("y*1.0001", "scalar", False, False),
+    ("(y*0.5).exp() per pair", "pair", False, False),
+    ("y*c fwd+bwd", "tensor", True, False),
+    ("y*c fwd+bwd, c requires grad", "tensor", True, True),
+    ("y*1.0001 fwd+bwd", "scalar", True, False),
+    ("(y*0.5).exp() fwd+bwd per pair", "pair", True, False),
+]
+
+
 def _eager_rows(repeat: int) -> list:
-    """Issue 19: recorded small ops vs torch, and the per-op cost of long live chains."""
+    """Issue 19: recorded small ops in chains of 100 vs torch, on 1 and 2 threads; the per-op
+    cost of long live chains (forward) and of backward through them, against ours on 100."""
     rows = []
-    for label, step, backward in [("y = y * c", "tensor", False), ("y = y * 1.0001", "scalar", False),
-                                  ("y = (y * 0.5).exp(), per pair", "pair", False),
-                                  ("y = y * c, fwd+bwd", "tensor", True),
-                                  ("y = y * 1.0001, fwd+bwd", "scalar", True)]:
-        ours, peer = paired_times(_recorded_chain(tensor, 100, step, backward),
-                                  _recorded_chain(torch, 100, step, backward) if torch else None, repeat)
-        rows.append((f"recorded {label}, chain of 100 (us/op)", ours / 100 * 1e6,
-                     peer / 100 * 1e6 if peer else None, "torch", "<= 1.0x"))
+    threads_before = tensor.get_num_threads(), torch.get_num_threads() if torch else None
+    for threads in (1, 2):
+        tensor.set_num_threads(threads)
+        if torch:
+            torch.set_num_threads(threads)
+        for label, step, backward, c_grad in EAGER_CHAINS:
+            ours, peer = paired_times(_recorded_chain(tensor, 100, step, backward, c_grad),
+                                      _recorded_chain(torch, 100, step, backward, c_grad) if torch else None, repeat)
+            rows.append((f"recorded {label}, {threads} thr (us/op)", ours / 100 * 1e6,
+                         peer / 100 * 1e6 if peer else None, "torch", "<= 1.0x"))
+    tensor.set_num_threads(threads_before[0])
+    if torch:
+        torch.set_num_threads(threads_before[1])
     short, _ = paired_times(_recorded_chain(tensor, 100, "tensor"), None, repeat)
+    short_backward = _backward_time(100, repeat)
     for steps in (10_000, 100_000):
         long, _ = paired_times(_recorded_chain(tensor, steps, "tensor"), None, 2, warmup=1)
         rows.append((f"recorded y = y * c, chain of {steps:,}, GC on (us/op)", long / steps * 1e6,
                      short / 100 * 1e6, "ours@100", "<= 1.1x"))
+        rows.append((f"backward of that chain of {steps:,} (us/op)", _backward_time(steps, 2) / steps * 1e6,
+                     short_backward / 100 * 1e6, "ours@100", "<= 1.1x"))
     return rows
 
 
