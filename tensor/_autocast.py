@@ -16,7 +16,10 @@ Our ops are primitives, so ``conv2d`` is covered through the GEMM its im2col run
 and ``F.linear`` through ``linear``; a composite whose own name is on PyTorch's list but whose
 primitives are not (``cross_entropy`` on the cpu list) is covered through its parts
 (``nll_loss``). A conv's bias is added after its GEMM, cast to the GEMM's dtype
-(``nn/functional/conv.py``), so a conv with a bias returns the region's dtype, as PyTorch's.
+(``nn/functional/conv.py``), so a conv with a bias returns the region's dtype, as PyTorch's. On a
+device without low-precision GEMMs (the CPU) a convolution instead rounds its input, weight and
+bias to the region's dtype itself and runs its GEMM in float32 with autocast off, rounding the
+result once (Note [Autocast convolution] in nn/functional/conv.py): the same values, fewer casts.
 
 Casts are ordinary ``to_dtype`` ops, recorded by autograd: gradients reach float32 master weights
 in float32. With ``cache_enabled`` the cast of a float32 leaf that requires grad (a weight) is
