@@ -16,8 +16,10 @@ pyproject.toml) and a C compiler work, and installs the pure-Python package, say
 do not or when ``DISTRIB_PURE_PYTHON=1`` is set at install time. At run time
 ``DISTRIB_PURE_PYTHON=1`` makes ``import tensor`` load the ``.py`` sources even where the
 compiled modules exist: ``install_source_finder`` puts a finder for exactly these modules ahead
-of Python's, which otherwise prefers an extension module to a source file. ``tensor._accelerated()``
-says which modules are compiled in this process; scripts/test prints it.
+of Python's, which otherwise prefers an extension module to a source file. The same finder loads
+the source, with a warning, when it is newer than its compiled module (edited since the last
+``pip install -e .``), so that an edit is never silently shadowed by a stale build.
+``tensor._accelerated()`` says which modules are compiled in this process; scripts/test prints it.
 
 Why Cython rather than mypyc: mypyc compiles only fully type-annotated code to its own classes,
 and its native classes cannot be left out of the cyclic GC's tracking; Cython compiles these
@@ -31,6 +33,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import warnings
 
 # The modules setup.py compiles (dotted names; each is the .py file of that name).
 ACCELERATED = ("tensor._dispatch", "autograd.graph")
@@ -41,25 +44,45 @@ def pure_python_requested() -> bool:
     return os.environ.get("DISTRIB_PURE_PYTHON", "") == "1"
 
 
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 class _SourceFinder:
-    """A meta-path finder that loads the accelerated modules from their ``.py`` files."""
+    """A meta-path finder that loads an accelerated module from its ``.py`` file when asked to
+    (``DISTRIB_PURE_PYTHON=1``) or when its compiled module is older than the source."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name not in ACCELERATED or not path:
             return None
-        leaf = name.rpartition(".")[2] + ".py"
+        stem = name.rpartition(".")[2]
         for entry in path:
-            source = os.path.join(entry, leaf)
-            if os.path.isfile(source):
-                loader = importlib.machinery.SourceFileLoader(name, source)
-                return importlib.util.spec_from_file_location(name, source, loader=loader)
+            source = os.path.join(entry, stem + ".py")
+            if not os.path.isfile(source):
+                continue
+            if not pure_python_requested():
+                built = [_mtime(os.path.join(entry, stem + s)) for s in importlib.machinery.EXTENSION_SUFFIXES]
+                if not any(built):
+                    return None  # not compiled: Python's own finder loads the source
+                if max(built) >= max(_mtime(source), _mtime(os.path.join(entry, stem + ".pxd"))):
+                    return None  # the compiled module is up to date
+                warnings.warn(
+                    f"{name}: the compiled module is older than {source}; running the source "
+                    "(rebuild with `pip install -e .`)",
+                    stacklevel=2,
+                )
+            loader = importlib.machinery.SourceFileLoader(name, source)
+            return importlib.util.spec_from_file_location(name, source, loader=loader)
         return None
 
 
 def install_source_finder() -> None:
-    """With ``DISTRIB_PURE_PYTHON=1``, make the accelerated modules import from their sources."""
-    if pure_python_requested() and not any(f is _SourceFinder for f in sys.meta_path):
+    """Make the accelerated modules import from their sources where asked or where their build is stale."""
+    if not any(f is _SourceFinder for f in sys.meta_path):
         sys.meta_path.insert(0, _SourceFinder)
 
 

@@ -80,3 +80,21 @@ def test_dispatcher_hooks_set_from_other_modules_are_seen(hook):
     finally:
         setattr(_dispatch, hook, None)
     assert [name for name, _ in recorder.ops] == ["mul", "exp", "sum"], recorder.ops
+
+
+def test_a_compiled_module_older_than_its_source_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.delenv("DISTRIB_PURE_PYTHON", raising=False)
+    source = tmp_path / "_dispatch.py"
+    built = tmp_path / ("_dispatch" + importlib.machinery.EXTENSION_SUFFIXES[0])
+    source.write_text("")
+    built.write_bytes(b"")
+    os.utime(source, (1000, 1000))
+    os.utime(built, (2000, 2000))
+    assert _accelerator._SourceFinder.find_spec("tensor._dispatch", [str(tmp_path)]) is None  # up to date
+    os.utime(source, (3000, 3000))  # edited after the build
+    with pytest.warns(UserWarning, match="older than"):
+        spec = _accelerator._SourceFinder.find_spec("tensor._dispatch", [str(tmp_path)])
+    assert spec.origin == str(source)
+    monkeypatch.setenv("DISTRIB_PURE_PYTHON", "1")
+    os.utime(source, (1000, 1000))
+    assert _accelerator._SourceFinder.find_spec("tensor._dispatch", [str(tmp_path)]).origin == str(source)
