@@ -20,7 +20,10 @@ Note [Low-precision pooling]: a bfloat16 (or float8) input is widened to float32
 (exact) and every kernel here runs in float32, rounding its result back once: ml_dtypes'
 per-element ufuncs cost ~8x float32's. The maximum, the argmax and the gather are exact in
 any width, so their results are bit-identical to computing in the type itself; where windows
-overlap, ``put_windows`` sums in float32 and rounds once, as PyTorch's CPU kernels do.
+overlap, ``put_windows`` sums in float32 and rounds once, as PyTorch's CPU kernels do. Where they
+do not, it only picks each gradient element or zero, and does so on the bits (unsigned integers
+times the 0/1 mask: the gradient's bits or +0.0, as PyTorch's scatter into zeros gives), without
+widening the gradient or rounding the result.
 
 Geometry arguments are as in ``tensor.ops.window``; the input is padded with the lowest
 value of its dtype (so padding never wins) and ``padding`` holds ``(before, after)`` pairs.
@@ -141,11 +144,13 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     layout = layout or _memory_order(g)
     if _memory_order(g) != _memory_order(arg):  # walk g, arg and the result in one order
         g = _copy(xp, g, _memory_order(arg))
-    low, g = g.dtype, _backend.widen(g)  # Note [Low-precision pooling]
+    low = g.dtype
+    overlap = any(t < d * (k - 1) + 1 for k, d, t in zip(kernel, dilation, stride))
+    # Note [Low-precision pooling]: without overlaps the scatter only picks elements, on the bits.
+    g = g.view(f"u{low.itemsize}") if low.kind == "V" and not overlap else _backend.widen(g)
     lead = g.shape[:g.ndim - nd]
     padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
     out_shape = g.shape[g.ndim - nd:]
-    overlap = any(t < d * (k - 1) + 1 for k, d, t in zip(kernel, dilation, stride))
     covered = all(t == k and d == 1 and t * n == s
                   for k, d, t, n, s in zip(kernel, dilation, stride, out_shape, padded))
     # g * mask is exact for finite g; otherwise pick with where (inf * 0 would be NaN). A GPU
@@ -168,7 +173,7 @@ def _put_windows(xp, g, arg, spatial, kernel, dilation, padding, stride, layout)
     over_lead_blocks(xp, _memory_order(g), lead, out.size, scatter)
     if padded != tuple(spatial):
         out = out[keep + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
-    return out.astype(low, copy=False)
+    return out.view(low) if g.dtype.kind == "u" and low.kind == "V" else out.astype(low, copy=False)
 
 
 @_put_windows.derivative

@@ -44,6 +44,24 @@ def test_max_pool_in_bfloat16_matches_float32_and_torch(torch):
     np.testing.assert_array_equal(grad, tx.grad.float().numpy())
 
 
+def test_max_pool_gradient_without_overlap_picks_bfloat16_bits_as_torch(torch):
+    # Non-overlapping windows: put_windows picks on the bits (Note [Low-precision pooling]), so
+    # infinities, NaNs and negative gradients arrive unchanged and every other element is +0.0.
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    for specials in (False, True):
+        g = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+        if specials:
+            g[0, 0, 0, :3] = [np.inf, -np.inf, np.nan]
+        xt = tensor.from_numpy(x).to(tensor.bfloat16).requires_grad_()
+        F.max_pool2d(xt, 2).backward(tensor.from_numpy(g).to(tensor.bfloat16))
+        tx = torch.from_numpy(x).to(torch.bfloat16).requires_grad_()
+        torch.nn.functional.max_pool2d(tx, 2).backward(torch.from_numpy(g).to(torch.bfloat16))
+        assert xt.grad.dtype is tensor.bfloat16
+        ours, theirs = xt.grad.numpy().view(np.uint16), tx.grad.view(torch.int16).numpy().view(np.uint16)
+        np.testing.assert_array_equal(ours, theirs, err_msg=f"specials={specials}")
+
+
 def test_fold_in_bfloat16_accumulates_in_float32():
     # Three windows (kernel 3, stride 1) overlap on output element 2, adding 256, then 1, then 1
     # (kernel offsets in order): a bfloat16 running sum stays 256 (256 + 1 rounds to even), a
