@@ -4,9 +4,11 @@ ours and torch's, on the CPU.
 Used by ``scripts/bench.py --only amp``. The CNN is ``bench_nn``'s (two convs, max pooling, a
 linear head) on a batch of 64 28x28 images; a step is forward (in the autocast region), cross
 entropy, scaled backward, ``scaler.step`` (the on-device inf check, one sync) and ``update``,
-with SGD and momentum. Our GEMMs under bfloat16 autocast take bfloat16 operands, which the
-backend seam upcasts to float32 for BLAS and rounds back (Note [Low-precision floats] in
-tensor/_dtype.py): numpy has no bfloat16 GEMM.
+with SGD and momentum. numpy has no bfloat16 GEMM, so every GEMM under bfloat16 autocast runs as
+float32 sgemm: the linear layer's on bfloat16 operands widened by the backend seam, its product
+rounded back (Note [Low-precision floats] in tensor/_dtype.py); each convolution on its input,
+weight and bias rounded to bfloat16 once and kept in float32, its output rounded once, its
+backward in float32 (Note [Autocast convolution] in nn/functional/conv.py).
 """
 
 from __future__ import annotations
