@@ -109,7 +109,8 @@ def classify(node, nodes=()) -> str | None:
     if name in POINTWISE:
         return "pointwise" if node.dtype.kind != "c" else None
     if name in window_code.GATHERS:  # Note [Pooling scatter as a gather]; the CUDA emitter has none
-        return "pointwise" if node.device.backend.fused_codegen == "numba" and window_code.fusable(node) else None
+        numba = node.device.backend.fused_codegen == "numba"
+        return "pointwise" if numba and window_code.fusable(node, nodes) else None
     if name in VIEWS:
         if name == "getitem_view" and not _basic_index(node.params[0]):
             return None

@@ -41,22 +41,28 @@ from . import scalar_code
 __all__ = ["GATHERS", "fusable", "emit"]
 
 GATHERS = frozenset({"put_windows", "window_argmax", "take_windows"})
+# A window scan is unrolled over its offsets; larger windows (a global pooling) stay library calls.
+MAX_OFFSETS = 27
 
 
-def fusable(node) -> bool:
-    """Whether window op ``node`` can be emitted as loop code (Notes [Pooling scatter as a
-    gather], [Fused window scans])."""
-    if node.op.name == "window_argmax":
-        kernel, _, padding, _ = node.params
-        return all(tuple(p) == (0, 0) for p in padding) and len(node.shape) > len(kernel)
-    if node.op.name == "take_windows":
-        padding, is_argmax = node.params[2], node.params[4]
-        return is_argmax and node.dtype in (np.float32, np.float64) and all(tuple(p) == (0, 0) for p in padding)
+_FLOATS = (np.float32, np.float64)
+
+
+def fusable(node, nodes=()) -> bool:
+    """Whether window op ``node`` of the graph's ``nodes`` can be emitted as loop code (Notes
+    [Pooling scatter as a gather], [Fused window scans]); without ``nodes``, scans are not."""
+    if node.op.name in ("window_argmax", "take_windows"):
+        kernel, padding = node.params[0], node.params[2]
+        scan = prod(kernel) <= MAX_OFFSETS and all(tuple(p) == (0, 0) for p in padding)
+        scan = scan and bool(nodes) and nodes[node.args[0]].dtype in _FLOATS  # a NaN-propagating float max
+        if node.op.name == "window_argmax":
+            return scan and len(node.shape) > len(kernel)
+        return scan and node.params[4]  # is_argmax: a running maximum
     spatial, kernel, dilation, padding, stride, _ = node.params
     nd = len(kernel)
     template = getattr(node, "template", None) or node  # Sym where the size is dynamic
     return (
-        node.dtype in (np.float32, np.float64)
+        node.dtype in _FLOATS
         and all(isinstance(s, int) for s in template.shape[len(node.shape) - nd :])
         and tuple(stride) == tuple(kernel)
         and all(d == 1 for d in dilation)

@@ -103,3 +103,20 @@ def test_fused_max_pool_matches_eager_on_ties_and_nan(plane):
     fused = {"window_argmax", "take_windows"} | ({"put_windows"} if plane == (4, 6) else set())
     assert not fused & _library_calls(segment)
     assert plane == (4, 6) or "put_windows" in _library_calls(segment)
+
+
+def test_max_pool_scans_that_stay_library_calls():
+    """Integer inputs (no NaN-propagating float max) and windows too large to unroll."""
+    cases = [
+        (lambda x: F.max_pool2d(x, 2), np.arange(36).reshape(1, 1, 6, 6) % 7),
+        (lambda x: F.max_pool2d(x, 6), None),
+    ]
+    for fn, data in cases:
+        data = np.random.default_rng(2).standard_normal((1, 2, 6, 6)) if data is None else data
+        x = tensor.tensor(data)
+        compiled = tensor.compile(fn)
+        for _ in range(2):
+            assert_close(compiled(x), fn(x), rtol=0, atol=0)
+        graph = next(iter(compiled.cache.values())).paths[0].graph
+        calls = [n for n in graph.nodes if n.kind == "call" and n.op.name in ("window_argmax", "take_windows")]
+        assert calls and all(fusion.classify(n, graph.nodes) is None for n in calls)
