@@ -2,8 +2,8 @@
 
 The CPU autocast convolution (Note [Autocast convolution] in nn/functional/conv.py) rounds its
 input, weight and bias to the region's dtype once and runs its GEMM in float32 on those values,
-which is what a bfloat16 GEMM accumulating in float32 computes, without materialising the
-bfloat16 arrays or converting them back up in forward and backward.
+which is what a bfloat16 GEMM accumulating in float32 computes, without keeping bfloat16 copies
+that each GEMM would widen again in forward and in backward.
 """
 
 from __future__ import annotations
