@@ -179,6 +179,7 @@ def plan(graph, start: int, stop: int) -> list[Step]:
     kinds.update((r, classify(nodes[r], nodes)) for r in recomputed(graph, start) if start)
     roots = {i for i in range(start, stop) if kinds[i] and _must_exist(i, kinds, consumers, live, nodes)}
     roots |= _shared_costly(roots, kinds, consumers, nodes)
+    roots |= _stored_under_views(roots, kinds, nodes, graph.layouts)
     steps = []
     for i in range(start, stop):
         if nodes[i].kind != "call":
@@ -276,6 +277,24 @@ def _shared_costly(roots, kinds, consumers, nodes) -> set:
         if not costly:
             return added
         added |= {m for m in costly if not any(c in costly for c in _through_views(m, kinds, consumers))}
+
+
+# Note [Views of stored values]: a root that only re-indexes a computed value (a conv gradient
+# permuted and reshaped for the weight-gradient matmul) while another kernel inlines that value
+# too (the bias gradient's sum) makes the second kernel compute it again. Where eager's memory
+# order of the value is known (Note [Eager layouts]), the value is stored instead, in that
+# order: the views over it are then zero-copy, as they were eagerly, and the other kernel reads it.
+def _stored_under_views(roots, kinds, nodes, layouts) -> set:
+    """Values under view-only roots to store instead (Note [Views of stored values])."""
+    inlined = {m for r in roots for m in _members(r, kinds, roots, nodes) if m != r}
+    added = set()
+    for root in roots:
+        n = root
+        while kinds.get(n) == "view":  # a view has one tensor argument
+            n = nodes[n].args[0]
+        if n != root and kinds.get(n) == "pointwise" and n in layouts and n in inlined:
+            added.add(n)
+    return added
 
 
 def _through_views(i, kinds, consumers):
