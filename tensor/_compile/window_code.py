@@ -25,9 +25,10 @@ Note [Fused window scans]
     over the kernel's offsets per output element, which the planner treats as pointwise:
     the ReLU (and the convolution's bias) before them is inlined into both, so ``x`` is
     never stored and the backward recomputes its mask from the convolution's matmul
-    (Note [Recomputation]). The maximum is NaN-propagating (``fmaximum``, as
-    ``np.maximum``); the offset follows ``_scan`` in ``tensor/ops/pool.py``: a later
-    offset wins when it is greater or NaN.
+    (Note [Recomputation]); the offsets themselves are stored, never recomputed there (one
+    int8 per window is cheaper to read than a window to rescan). The maximum is
+    NaN-propagating (``fmaximum``, as ``np.maximum``); the offset follows ``_scan`` in
+    ``tensor/ops/pool.py``: a later offset wins when it is greater or NaN.
 """
 
 from __future__ import annotations
@@ -43,8 +44,6 @@ __all__ = ["GATHERS", "fusable", "emit"]
 GATHERS = frozenset({"put_windows", "window_argmax", "take_windows"})
 # A window scan is unrolled over its offsets; larger windows (a global pooling) stay library calls.
 MAX_OFFSETS = 27
-
-
 _FLOATS = (np.float32, np.float64)
 
 
