@@ -289,8 +289,34 @@ def _sigmoid_kernel(xp, a):
 
 sigmoid = _unary("sigmoid", _sigmoid_kernel,
                  lambda n, g: (g * n.output * (1 - n.output),), saves_output=True)
-relu = _unary("relu", lambda xp, a: xp.maximum(a, 0),
-              lambda n, g: (g * (n.output > 0),), saves_output=True, floats_only=False)
+
+
+def _relu(xp, a):
+    return xp.maximum(a, 0) if a.dtype.kind != "V" else _backend.in_float32(xp.maximum, a, 0)
+
+
+relu = _unary("relu", _relu, lambda n, g: (_relu_grad(g, n.output),), saves_output=True, floats_only=False)
+
+
+def _relu_grad(g, output):
+    # bfloat16/float8 (kind "V"): ml_dtypes' ufuncs are ~8x float32's, and the gradient is only
+    # picked or zeroed, so a low-precision one is selected on its bits (``_relu_grad_low``).
+    if g.dtype is output.dtype and output._data.dtype.kind == "V":
+        return _dispatch.apply(_relu_grad_low, (g, output))
+    return g * (output > 0)
+
+
+@defop("relu_grad_low", saves=(1,))
+def _relu_grad_low(xp, g, output):
+    """+0.0 where ``output <= 0``, else ``g`` (PyTorch's threshold_backward), for low-precision
+    ``g``: its bits times the 0/1 mask, without widening or rounding (issue 16's amp step)."""
+    keep = ~_backend.in_float32(xp.less_equal, output, 0)
+    return (g.view(f"u{g.dtype.itemsize}") * keep).view(g.dtype)
+
+
+@_relu_grad_low.derivative
+def _(node, gg):
+    return _relu_grad(gg, node.saved[0]), None
 
 
 @defop("clamp", saves=(0,))

@@ -1,11 +1,14 @@
-"""The backend seam's bfloat16 helpers against ml_dtypes' bits: ``round_to`` (the CPU autocast
-convolution's rounding, Note [Autocast convolution]) and ``in_float32`` with Python int operands."""
+"""bfloat16 helpers against ml_dtypes' and torch's bits: the seam's ``round_to`` (the CPU autocast
+convolution's rounding, Note [Autocast convolution]) and ``in_float32`` with Python int operands,
+and ``relu``'s float32 forward and bit-picking backward."""
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
+import autograd
+import tensor
 from tensor import _backend
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -47,3 +50,31 @@ def test_python_int_operands_run_in_float32_with_ml_dtypes_bits():
             np.testing.assert_array_equal(_bits(ours) if ours.itemsize == 2 else ours,
                                           _bits(expected) if expected.itemsize == 2 else expected,
                                           err_msg=f"{ufunc.__name__} {b}")  # fmt: skip
+
+
+def test_relu_in_bfloat16_gives_torch_bits_forward_and_backward(torch):
+    # relu runs through float32 and its gradient is picked on the bits (+0.0 where the output is
+    # not positive, as torch's threshold_backward), NaN, inf and signed zeros included.
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.standard_normal(200), [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40]]).astype(np.float32)
+    g = np.concatenate([rng.standard_normal(200), [1.0, np.nan, np.inf, -2.0, -3.0, -1.0]]).astype(np.float32)
+    ours = tensor.from_numpy(x).to(tensor.bfloat16).requires_grad_()
+    our_g = tensor.from_numpy(g).to(tensor.bfloat16).requires_grad_()
+    out = ours.relu()
+    (grad,) = autograd.grad(out, ours, our_g, create_graph=True)
+    theirs = torch.from_numpy(x).to(torch.bfloat16).requires_grad_()
+    tout = theirs.relu()
+    (tgrad,) = torch.autograd.grad(tout, theirs, torch.from_numpy(g).to(torch.bfloat16))
+    assert out.dtype is grad.dtype is tensor.bfloat16
+    # forward: ml_dtypes' own maximum bit for bit (relu(-0.0) is +0.0 there), torch's values
+    np.testing.assert_array_equal(out.detach().numpy().view(np.uint16), np.maximum(x.astype(BF16), 0).view(np.uint16))
+    np.testing.assert_array_equal(out.detach().float().numpy(), tout.detach().float().numpy())
+    # backward: torch's values (a NaN output passes its gradient), and its zeros are +0.0 bits
+    ours_grad = grad.detach().numpy()
+    np.testing.assert_array_equal(ours_grad.astype(np.float32), tgrad.float().numpy())
+    assert not ours_grad.view(np.uint16)[tgrad.float().numpy() == 0].any()
+    # double backward: the gradient is linear in g, through the same mask
+    (mask,) = autograd.grad(grad.float().sum(), our_g)
+    with np.errstate(invalid="ignore"):  # NaN <= 0
+        passes = ~(x.astype(BF16) <= 0)
+    np.testing.assert_array_equal(mask.float().numpy(), passes.astype(np.float32))
