@@ -52,8 +52,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if _dispatch.tracer is not None or self.eager_reason is not None:
             return self.fn(*args, **kwargs)  # inlined into an outer capture, or given up
-        leaves: list = []
-        spec = guards.flatten((args, kwargs), leaves)
+        spec, leaves = guards.flatten_call(args, kwargs)
         numpy_program = any(isinstance(x, np.ndarray) for x in leaves)
         tensors = [host_to_tensor(x) if isinstance(x, np.ndarray) else x for x in leaves]
         values = guards.captured_values(self.fn)

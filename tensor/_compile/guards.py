@@ -18,6 +18,7 @@ from .. import _autograd_hooks, _device, _dtype, _tensor
 
 __all__ = [
     "flatten",
+    "flatten_call",
     "unflatten",
     "guard_key",
     "const_metas",
@@ -70,6 +71,21 @@ def flatten(value, leaves: list):
             "pass tensors, numbers, strings or containers of them"
         ) from None
     return value
+
+
+_POSITIONAL: dict = {}  # n -> flatten's spec of a call with n tensor arguments and no keywords
+
+
+def flatten_call(args: tuple, kwargs: dict) -> tuple:
+    """``(spec, leaves)`` of ``flatten((args, kwargs), leaves)``; a call with only tensor arguments
+    (a model's forward) reuses the spec of its arity. Raises what ``flatten`` raises."""
+    if not kwargs and all(isinstance(a, _tensor.Tensor) for a in args):
+        spec = _POSITIONAL.get(len(args))
+        if spec is None:
+            spec = _POSITIONAL[len(args)] = flatten((args, kwargs), [])
+        return spec, list(args)
+    leaves: list = []
+    return flatten((args, kwargs), leaves), leaves
 
 
 def unflatten(spec, leaves: list):

@@ -180,6 +180,18 @@ def test_an_outside_tensor_given_new_storage_or_flags_recompiles():
     assert compiled.captures == 3
 
 
+def test_flatten_call_gives_flattens_spec_and_leaves():
+    from tensor._compile import guards
+
+    a, b = _t(2), _t(3)
+    for _ in range(2):  # the second call of each arity reuses its spec
+        for args, kwargs in (((a, b), {}), ((a,), {"k": b}), ((a, 2.0), {}), ((), {})):
+            leaves: list = []
+            spec = guards.flatten((args, kwargs), leaves)
+            got_spec, got_leaves = guards.flatten_call(args, kwargs)
+            assert got_spec == spec and [id(t) for t in got_leaves] == [id(t) for t in leaves]
+
+
 def test_bad_backend_and_mode_are_refused():
     with pytest.raises(ValueError, match="backend"):
         tensor.compile(lambda x: x, backend="nope")
