@@ -69,20 +69,18 @@ def _collect(root_nodes):
     nodes = set(root_nodes)
     found = list(nodes)
     leaf_edges: dict = {}
-    stack = list(nodes)
-    while stack:
-        for target in stack.pop().next_fns:
+    for node in found:  # breadth-first: the loop reaches the nodes appended while it runs
+        for target in node.next_fns:
             if type(target) is Node:
                 if target not in nodes:
                     nodes.add(target)
-                    found.append(target)
-                    stack.append(target)
+                    found.append(target)  # noqa: B909 - the loop is meant to reach it
             elif target is not None:
                 leaf_edges[target] = leaf_edges.get(target, 0) + 1
     # A node is always created after its inputs' nodes, so decreasing creation order
-    # runs every node after all of its consumers, as PyTorch's engine does. The depth-first
-    # walk finds them mostly in that order already (a chain exactly), which the sort
-    # detects: linear time where sorting the set's arbitrary order was n log n.
+    # runs every node after all of its consumers, as PyTorch's engine does. The walk finds
+    # them mostly in that order already (a chain exactly), which the sort detects: linear
+    # time where sorting a set's arbitrary order was n log n.
     found.sort(key=_creation_order, reverse=True)
     return found, leaf_edges
 
