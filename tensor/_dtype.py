@@ -52,7 +52,8 @@ complex128 = dtype("complex128", np.complex128, _COMPLEX)
 # kernels accumulate bfloat16 in float32; so do pooling and col2im (Note [Low-precision pooling] in
 # tensor/ops/pool.py). ml_dtypes' own ufuncs compute each element in float32 and round, ~8x slower
 # than float32's: add/sub/mul/div and the comparisons take the same float32 route in whole-array
-# passes (``_backend.in_float32``, bit-identical); other elementwise ufuncs run in the type itself.
+# passes (``_backend.in_float32``, bit-identical), as do relu and its backward's mask (the
+# gradient itself is picked on its bits); other elementwise ufuncs run in the type itself.
 # Under CPU autocast a convolution rounds its operands to bfloat16 and keeps them in float32 for
 # its GEMM and backward, rounding only its result (Note [Autocast convolution] in
 # nn/functional/conv.py).
