@@ -31,9 +31,18 @@ live graph leaves few tracked objects behind:
 
 Measured on a live chain of ``y = y * c`` (tests/autograd/test_graph_gc.py): tracked
 objects per op after full collections went from 7 to 5 to 3 (the node, its ``next_fns``
-and its saved inputs, a tuple that holds a dict). Fewer would need a node type the
-collector does not track, i.e. a C extension: an instance of a Python class, and a tuple
-holding one, always are tracked.
+and its saved inputs, a tuple that holds a dict). An instance of a Python class, and a
+tuple holding one, always are tracked, so plain Python stops there.
+
+Compiled (Note [Compiled dispatch and graph] in tensor/_accelerator.py), ``Node`` is an
+extension type and ``record`` untracks the node and its tuples (``_untrack``): 0 tracked
+objects per op. That is safe only while no reference cycle can close through the node, so
+it keeps a node tracked when it refers to a tensor that requires grad (a leaf, whose hooks
+could refer back, or an intermediate saved by reference), and ``_track`` gives a node back
+to the collector when it gets hooks or a retained gradient; a custom Function's node (its
+ctx holds anything) is never untracked. What remains uncollected: a cycle closed by a hook
+or ctx on one node that holds a tensor computed later from it, through untracked nodes
+between them (README, "The compiled accelerator").
 """
 
 from __future__ import annotations
@@ -237,7 +246,8 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
             if save_all:
                 saved += (t, None, None)
             continue
-        device = t._device
+        if device is None:
+            device = t._device
         item = t
         if t._requires_grad:
             if t._grad_version is not None and t._grad_version != t._version_box[0]:
