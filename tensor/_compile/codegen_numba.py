@@ -144,8 +144,10 @@ class FusedKernel:
             load_cached(self._kernel, (out, self.spec.sizes, *arrays))
         self._kernel(out, self.spec.sizes, *arrays)
         if self._unpermute is not None:  # ``out`` holds the axes in their eager memory order
-            out = out.transpose(self._unpermute)
-        env[self.root] = _dispatch.make(out.reshape(self.shape), self.device)
+            out = out.transpose(self._unpermute).reshape(self.shape)
+        else:  # in place, so ``out`` stays its own base: the engine adopts a gradient as .grad uncopied
+            out.shape = self.shape
+        env[self.root] = _dispatch.make(out, self.device)
 
 
 def _as_operand(array):
