@@ -245,6 +245,8 @@ def main(argv=None) -> int:
     from tensor import _threads  # noqa: PLC0415 - a private helper, for the header only
 
     print(f"numpy BLAS: {_threads.describe()}", file=sys.stderr)
+    compiled = tensor._accelerated()  # issue 19's rows depend on it (Note [Compiled dispatch and graph])
+    print(f"compiled accelerator: {', '.join(compiled) if compiled else 'none (pure Python)'}", file=sys.stderr)
     if torch is None:
         print("note: torch is not installed; torch columns show n/a", file=sys.stderr)
     else:
