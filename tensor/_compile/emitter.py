@@ -102,7 +102,7 @@ class _Emitter:
             self.in_orders[k] = order
             idx = tuple(idx[d] for d in order)
         var = self.fresh("x")
-        self.line(f"{var} = {name}[{', '.join(idx) if idx else '0'}]")
+        self.line(f"{var} = {name}[{', '.join(_unsigned(i) for i in idx) if idx else '0'}]")
         return var, self.nodes[n].dtype
 
     def _pointwise(self, node, idx):
@@ -153,6 +153,17 @@ class _Emitter:
         if name in ("argmin", "argmax"):
             return f"{acc}_i", np.dtype(np.int64)
         return scalar_code.cast(acc, node.dtype), node.dtype
+
+
+# Note [Unsigned indices]: numba wraps a negative index around (``a[-1]``), so every signed
+# index costs a sign test, which LLVM removes for a bare loop variable but not for a computed
+# one (``a[c, h * 1536 + w * 64 + n]``, a reshape's or a pooling window's index map): the test
+# stopped the loop vectoriser, and a max pooling's window scan ran 5.5x slower (0.44 vs 0.079 ms
+# for 64x16x12x12 windows, one process). The emitter's indices are never negative, so computed
+# ones are passed as ``np.uint64``, which numba does not wrap.
+def _unsigned(index: str) -> str:
+    """A computed index expression as an unsigned one (Note [Unsigned indices])."""
+    return index if index.isidentifier() or index.isdigit() else f"np.uint64({index})"
 
 
 def _common_subexpressions(nodes, members) -> dict:

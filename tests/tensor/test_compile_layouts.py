@@ -12,7 +12,7 @@ import pytest
 import nn
 import nn.functional as F
 import tensor
-from tensor._compile import fusion
+from tensor._compile import fusion, lowering
 from tensor._compile.layout import memory_order
 from tests.helpers import assert_close
 
@@ -111,6 +111,9 @@ def test_fused_max_pool_matches_eager_on_ties_and_nan(plane):
     fused = {"window_argmax", "take_windows"} | ({"put_windows"} if plane == (4, 6) else set())
     assert not fused & _library_calls(segment)
     assert plane == (4, 6) or "put_windows" in _library_calls(segment)
+    # a window's element is a computed index: read unsigned, so numba does not wrap it (Note [Unsigned indices])
+    sources = [k.source for k in lowering.kernels_of(segment.joint, 0, segment.out_node + 1)]
+    assert any("window_argmax" in src and "np.uint64(" in src for src in sources)
 
 
 def test_max_pool_scans_that_stay_library_calls():
