@@ -36,7 +36,7 @@ def _sub(xp, a, b):
 
 @_sub.derivative
 def _(node, g):
-    return g, -g
+    return g, (None if node.next_fns[1] is None else -g)  # no negation for a constant subtrahend
 
 
 @defop("mul", saves=(0, 1))
@@ -72,8 +72,8 @@ def _div(xp, a, b):
 @_div.derivative
 def _(node, g):
     a, b = _conj_saved(node, g)
-    needs_a, needs_b = node.needs_input_grad
-    return (g / b if needs_a else None), (-g * a / (b * b) if needs_b else None)
+    to_a, to_b = node.next_fns  # as in mul's rule
+    return (None if to_a is None else g / b), (None if to_b is None else -g * a / (b * b))
 
 
 @defop("pow", saves=(0, 1), saves_output=True)
