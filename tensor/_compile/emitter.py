@@ -129,7 +129,6 @@ class _Emitter:
         source = self.nodes[node.args[0]]
         loops, in_idx = reduction_loops(node, source.shape, idx, self.fresh)
         acc = self.fresh("acc")
-        first = " and ".join(f"{v} == 0" for v, _ in loops) or "True"
         self.line(f"{acc} = {_INIT[name](node, source.dtype)}  # {node.describe()}")
         if name in ("argmin", "argmax"):
             self.line(f"{acc}_i = 0")
@@ -146,7 +145,7 @@ class _Emitter:
             self.depth += 1
         self.scopes.append({})
         value, dtype = self.emit(node.args[0], tuple(in_idx))
-        for text in _UPDATE[name](acc, value, loops[0][0] if loops else "0", first, dtype):
+        for text in _UPDATE[name](acc, value, loops[0][0] if loops else "0", dtype):
             self.line(text)
         self.scopes.pop()
         self.depth -= len(loops)
@@ -272,10 +271,14 @@ _INIT = {
 }
 
 
+# Note [First index]: an argmin/argmax starts from the dtype's extreme and index 0, and takes a
+# later element only if it is strictly better or the first NaN, so the first element needs no
+# test of its own: one equal to the extreme keeps index 0, as numpy's does. A ``r == 0 or``
+# clause cost the vectorised k-means loop its blends (20.3 -> 12.4 ms on 2M points).
 def _arg_update(op):
-    def update(acc, v, r, first, dtype):
+    def update(acc, v, r, dtype):
         return [
-            f"if {first} or {v} {op} {acc} or ({v} != {v} and {acc} == {acc}):",
+            f"if {v} {op} {acc} or ({v} != {v} and {acc} == {acc}):",
             f"    {acc} = {v}",
             f"    {acc}_i = {r}",
         ]
@@ -284,7 +287,7 @@ def _arg_update(op):
 
 
 def _extreme_update(op, vector):
-    def update(acc, v, r, first, dtype):
+    def update(acc, v, r, dtype):
         if dtype is not None and dtype.name in ("float32", "float64"):  # vectorises (Note [Vector max] in vecmath.py)
             return [f"{acc} = {vector}({acc}, {v})"]
         return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
@@ -293,14 +296,14 @@ def _extreme_update(op, vector):
 
 
 _UPDATE = {
-    "sum": lambda acc, v, r, first, d: [f"{acc} += {v}"],
-    "prod": lambda acc, v, r, first, d: [f"{acc} *= {v}"],
+    "sum": lambda acc, v, r, d: [f"{acc} += {v}"],
+    "prod": lambda acc, v, r, d: [f"{acc} *= {v}"],
     "amax": _extreme_update(">", "fmaximum"),
     "amin": _extreme_update("<", "fminimum"),
     "argmax": _arg_update(">"),
     "argmin": _arg_update("<"),
-    "all": lambda acc, v, r, first, d: [f"{acc} = {acc} and ({v} != 0)"],
-    "any": lambda acc, v, r, first, d: [f"{acc} = {acc} or ({v} != 0)"],
+    "all": lambda acc, v, r, d: [f"{acc} = {acc} and ({v} != 0)"],
+    "any": lambda acc, v, r, d: [f"{acc} = {acc} or ({v} != 0)"],
 }
 
 
@@ -457,7 +460,7 @@ def _emit_column(em, node) -> None:
     em.depth += 1
     em.scopes.append({})
     value, dtype = em.emit(node.args[0], tuple(idx[d] for d in range(ndim)))
-    for text in _UPDATE[name](acc, value, "0", "True", dtype):
+    for text in _UPDATE[name](acc, value, "0", dtype):
         em.line(text)
     em.scopes.pop()
     em.depth -= 2 + len(reduced[1:]) + (1 if chunked else 0)
@@ -466,7 +469,7 @@ def _emit_column(em, node) -> None:
     if chunked:
         em.line("a = parts[0, c]")
         em.line(f"for t in range(1, {COLUMN_CHUNKS}):")
-        em.lines.extend("    " * (em.depth + 1) + text for text in _UPDATE[name]("a", "parts[t, c]", "0", "True", None))
+        em.lines.extend("    " * (em.depth + 1) + text for text in _UPDATE[name]("a", "parts[t, c]", "0", None))
         acc = "a"
     em.line(f"out[{out_idx}] = {scalar_code.cast(acc, node.dtype)}")
 
