@@ -47,4 +47,9 @@ class _OptionalBuildExt(build_ext):
             print(f"distrib: building {ext.name} failed ({exc}): it runs as plain Python")
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": _OptionalBuildExt})
+# The .pxd files travel with the sources (an sdist's build compiles them with their declarations).
+setup(
+    ext_modules=_extensions(),
+    cmdclass={"build_ext": _OptionalBuildExt},
+    package_data={"tensor": ["*.pxd"], "autograd": ["*.pxd"]},
+)
