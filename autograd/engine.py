@@ -217,12 +217,20 @@ class _LeafFinisher:
         self.accumulate_leaves = accumulate_leaves
         self.create_graph = create_graph
         self.claimed: dict = {}
+        self.summed: set = set()  # leaves whose gradient so far is a sum made here, seen by nobody
 
     def add(self, leaf, g) -> None:
         """One edge into ``leaf`` ran, carrying ``g`` (possibly None)."""
         if g is not None:
             previous = self.grads.get(leaf)
-            self.grads[leaf] = g if previous is None else _sum(previous, g)
+            if previous is None:
+                self.grads[leaf] = g
+            elif leaf in self.summed:  # our own array: add in place (a leaf used by every op of a chain)
+                previous._data += g._data
+            else:
+                self.grads[leaf] = _sum(previous, g)
+                if not self.create_graph:
+                    self.summed.add(leaf)
         left = self.pending[leaf] - 1
         self.pending[leaf] = left
         if left == 0:
