@@ -53,10 +53,9 @@ import weakref
 from tensor import Tensor, _dispatch
 from tensor.ops.shape import replay_view, view_scatter
 
-try:
-    import cython
-except ImportError:  # plain Python without Cython installed
-    from tensor import _cython_shim as cython
+# Whether this is the module setup.py compiled (Note [Compiled dispatch and graph]); not Cython's
+# ``cython.compiled``, whose ``import cython`` would load Cython's shadow module in plain Python.
+_COMPILED = not __file__.endswith(".py")
 
 __all__ = [
     "Node",
@@ -302,7 +301,7 @@ def _untrack(node) -> None:
 def _track(node) -> None:
     """Give a node back to the cyclic GC's tracking: from now on it may hold objects (hooks, a
     retained tensor's weak reference) that close a reference cycle through it."""
-    if cython.compiled and not PyObject_GC_IsTracked(node):  # noqa: F821
+    if _COMPILED and not PyObject_GC_IsTracked(node):  # noqa: F821
         PyObject_GC_Track(node)  # noqa: F821
 
 
@@ -345,7 +344,7 @@ def record(op, out, inputs, params) -> Node:
         out._grad_version = out._version_box[0]
     if op.saves_output:
         node._out = (out._data, out._device, out._version_box, out._version_box[0])
-    if cython.compiled and untrackable:
+    if _COMPILED and untrackable:
         _untrack(node)
     out._grad_fn = node
     out._requires_grad = True

@@ -6,10 +6,11 @@ The dispatcher (``tensor/_dispatch.py``) and the recorder (``autograd/graph.py``
 op, and a recorded op costs what Python's interpreter spends in them. ``setup.py`` compiles these
 same ``.py`` files with Cython 3 in its pure-Python mode: the ``.py`` files stay the only source
 and run unchanged as plain Python, and ``.pxd`` files beside them add the C declarations
-(``autograd/graph.pxd`` makes ``Node`` an extension type). ``cython.compiled`` is True only in the
-compiled module (``tensor/_cython_shim.py`` stands in for Cython where it is not installed), so
-code that needs the C API (taking a node out of the cyclic GC's tracking, Note [Graphs and the
-cyclic GC]) runs only there.
+(``autograd/graph.pxd`` makes ``Node`` an extension type). ``_COMPILED`` in graph.py (its
+``__file__`` is not a ``.py``) is True only in the compiled module, so code that needs the C API
+(taking a node out of the cyclic GC's tracking, Note [Graphs and the cyclic GC]) runs only there;
+the sources never import Cython (its shadow module, loaded in plain Python, moved the peak of a
+tracemalloc-measured FSDP step over its bound in tests/distrib/test_fsdp.py).
 
 The extensions are optional: ``pip install -e .`` builds them when Cython (a build requirement in
 pyproject.toml) and a C compiler work, and installs the pure-Python package, saying so, when they
