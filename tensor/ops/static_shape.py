@@ -41,6 +41,8 @@ def _hash_tensor(xp, a, dims, keepdim):
     # ``dims``, moved last and flattened into one axis
     wide = a.astype(xp.float64 if a.dtype.kind in "fV" else xp.int64, copy=False)
     bits = (wide if wide.flags.c_contiguous else wide.copy()).view(xp.int64)
+    if len(dims) == a.ndim and not keepdim:  # the whole tensor: one flat reduction
+        return _backend.xor_reduce_last(xp, bits.reshape(-1))
     kept = [d for d in range(a.ndim) if d not in dims]
     flat = xp.transpose(bits, kept + list(dims)).reshape(
         [a.shape[d] for d in kept] + [math.prod(a.shape[d] for d in dims)]
