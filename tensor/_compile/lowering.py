@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import importlib
 
-import numpy as np
-
 from .. import _dispatch
 from . import aot, fusion
 from .aot import AotSegment
@@ -128,5 +126,6 @@ def _same_or_reshape(node_id, source, shape, env, leaves) -> None:
 
 
 def _call_kernel(node_id, kernel, device, args, params, env, leaves) -> None:
-    out = kernel(np, *[env[a]._data for a in args], *params)
-    env[node_id] = _dispatch.make(out if type(out) is np.ndarray else np.asarray(out), device)
+    backend = device._backend or device.backend  # as the dispatcher's plain call for an unindexed device
+    out = kernel(backend.xp, *[env[a]._data for a in args], *params)
+    env[node_id] = _dispatch.make(out if type(out) is backend.array_type else backend.xp.asarray(out), device)
