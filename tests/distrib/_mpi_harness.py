@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.distrib._harness import ROOT, free_port, shm_entries
+from tests.distrib._harness import ROOT, free_port, leaked_shm, mapped_shm, shm_entries
 from tests.helpers import child_pythonpath, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -100,20 +100,6 @@ def _mpich_segments() -> set[str]:
     return {name for name in os.listdir("/dev/shm") if name.startswith("mpich_shm_")}
 
 
-def _mapped_shm() -> set[str]:
-    """The /dev/shm files that some process maps."""
-    names = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/maps") as f:
-                names.update(line.split("/dev/shm/", 1)[1].split()[0] for line in f if "/dev/shm/" in line)
-        except OSError:
-            pass
-    return names
-
-
 def _remove_left_mpich_segments(names: set[str]) -> None:
     """Remove the segments among ``names`` that nothing maps once they are SHM_SETTLE_SECONDS old.
 
@@ -130,7 +116,7 @@ def _remove_left_mpich_segments(names: set[str]) -> None:
     if not ages:
         return
     time.sleep(max(0.0, SHM_SETTLE_SECONDS - min(ages.values())))
-    for name in set(ages) - _mapped_shm():
+    for name in set(ages) - mapped_shm():
         try:
             os.unlink(os.path.join("/dev/shm", name))
         except FileNotFoundError:
@@ -228,7 +214,7 @@ def run_mpi(scenario: str, n: int, out_dir, args=(), env=None, timeout: float = 
         out = _rank_output(logs, n, "stdout") + out
         err = _rank_output(logs, n, "stderr") + err
     _remove_left_mpich_segments(_mpich_segments() - mpich_before)
-    assert shm_entries() - distrib_before - _mapped_shm() == set(), "the ranks left distrib /dev/shm segments behind"
+    assert not leaked_shm(distrib_before), "the ranks left distrib /dev/shm segments behind"
     results = {}
     for r in range(n):
         path = os.path.join(str(out_dir), f"rank{r}.json")

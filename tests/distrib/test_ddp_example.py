@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tensor
-from tests.distrib._harness import ROOT, shm_entries
+from tests.distrib._harness import ROOT, leaked_shm, shm_entries
 from tests.helpers import child_pythonpath
 
 SCRIPT = os.path.join(ROOT, "examples", "ddp_train.py")
@@ -73,7 +73,7 @@ def test_two_processes_under_the_launcher_reach_97_percent(tmp_path):
     assert "2 rank(s) x batch 16" in result.stdout
     assert "[rank1]:" not in result.stdout, "only the master process prints"
     assert (tmp_path / "training_summary.txt").exists() or (tmp_path / "training_curve.png").exists()
-    assert shm_entries() - before == set(), "the job left /dev/shm segments behind"
+    assert not leaked_shm(before), "the job left /dev/shm segments behind"
 
 
 def test_single_process_run_and_resume_match_an_uninterrupted_run(tmp_path):
