@@ -179,14 +179,17 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             root_nodes.append(out._grad_fn)
     order, leaf_edges = _collect(root_nodes)
     finish = _LeafFinisher(leaf_grads, leaf_edges, capture, accumulate_leaves, create_graph)
-    finish.claimed.update((id(g), g) for _, g in roots)
+    for _, g in roots:
+        finish.claimed[id(g)] = g
     previous_mode = grad_mode.enabled
     grad_mode.enabled = create_graph
     outer_queue, _callbacks.queue = getattr(_callbacks, "queue", None), []
-    run_node = _run_node
+    run_node = None  # the plain _run_node, called directly (a C call in the compiled engine)
     if tensor.is_anomaly_enabled() and tensor.is_anomaly_check_nan_enabled():
         run_node = _run_node_checking_nan
     if _dispatch.profiler is not None:  # tensor.profiler times each node and links it to its forward op
+        if run_node is None:
+            run_node = _run_node
         run_node = functools.partial(_dispatch.profiler.run_node, run_node)
     try:
         for node in order:
@@ -194,7 +197,10 @@ def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=
             if grads is None:
                 finish.skip(node)  # no gradient reached this node
                 continue
-            run_node(node, grads, buffers, finish, capture)
+            if run_node is None:
+                _run_node(node, grads, buffers, finish, capture)
+            else:
+                run_node(node, grads, buffers, finish, capture)
             if not retain_graph:
                 node.release()
         finish.remaining()
@@ -281,16 +287,21 @@ def _run_node(node, grads, buffers, finish, capture, check_nan=False):
         )
     if check_nan:
         _check_no_nan(node, input_grads)
-    for target, nr, g in zip(fns, node.next_nrs, input_grads):
+    nrs = node.next_nrs
+    for i in range(len(fns)):  # indexed, not zipped: the compiled engine reads the tuples directly
+        target = fns[i]
         if target is None:
             continue
+        g = input_grads[i]
         if type(target) is Node:
             if g is not None:
-                shape, dtype = target.out_meta[nr]
+                producer = target  # typed Node in the compiled engine (engine.pxd)
+                nr = nrs[i]
+                shape, dtype = producer.out_meta[nr]
                 data = g._data
                 if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
                     g = _fit(g, shape, dtype)
-                _accumulate(buffers, target, nr, g)
+                _accumulate(buffers, producer, nr, g)
         else:
             finish.add(target, None if g is None else _fit(g, target._data.shape, target._data.dtype))
 

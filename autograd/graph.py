@@ -140,13 +140,7 @@ class Node:
         for k in range(0, len(saved), 3):
             item, box, version = saved[k], saved[k + 1], saved[k + 2]
             if box is not None and box[0] != version:
-                t = item if isinstance(item, Tensor) else _dispatch.make(item, self._device, box)
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {k // 3} "
-                    f"saved by {self.name()}, is at version {box[0]}; expected version {version} "
-                    "instead. Hint: clone() the tensor before modifying it in place."
-                )
+                raise self._modified_input(k)
             if box is not None and not isinstance(item, Tensor):
                 # An intermediate kept as its array: a Tensor again, with its history (from the
                 # edge to it), for derivatives that are differentiated again.
@@ -165,19 +159,64 @@ class Node:
     @property
     def output(self):
         """The op's output, as a tensor that carries this node as its history."""
+        data = self.output_data
+        out = _dispatch.make(data, self._out[1], self._out[2])
+        out._grad_fn = self
+        out._requires_grad = True
+        return out
+
+    @property
+    def saved_data(self) -> tuple:
+        """``saved`` as arrays (a non-tensor input as itself), checked the same way but without
+        making Tensors: for derivatives that compute on arrays when nothing is recorded (a
+        backward without ``create_graph``).
+
+        Raises:
+            RuntimeError: as ``saved``.
+        """
         if self.freed:
             raise RuntimeError(_FREED_MESSAGE)
-        data, device, box, version = self._out
+        saved = self._saved
+        arrays = []
+        for k in range(0, len(saved), 3):
+            item, box = saved[k], saved[k + 1]
+            if box is not None:
+                if box[0] != saved[k + 2]:
+                    raise self._modified_input(k)
+                if isinstance(item, Tensor):
+                    item = item._data
+            arrays.append(item)
+        return tuple(arrays)
+
+    @property
+    def output_data(self):
+        """``output``'s array, checked the same way (see ``saved_data``).
+
+        Raises:
+            RuntimeError: as ``output``.
+        """
+        if self.freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        data, _, box, version = self._out
         if box[0] != version:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: output 0 of {self.name()} is at version {box[0]}; expected "
                 f"version {version} instead. Hint: clone() the tensor before modifying it in place."
             )
-        out = _dispatch.make(data, device, box)
-        out._grad_fn = self
-        out._requires_grad = True
-        return out
+        return data
+
+    def _modified_input(self, k) -> RuntimeError:
+        """The error for saved item ``k`` (of ``_saved``'s triples) modified in place since it was saved."""
+        saved = self._saved
+        item, box, version = saved[k], saved[k + 1], saved[k + 2]
+        t = item if isinstance(item, Tensor) else _dispatch.make(item, self._device, box)
+        return RuntimeError(
+            "one of the variables needed for gradient computation has been modified by "
+            f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {k // 3} "
+            f"saved by {self.name()}, is at version {box[0]}; expected version {version} "
+            "instead. Hint: clone() the tensor before modifying it in place."
+        )
 
     def name(self) -> str:
         """PyTorch-style name, e.g. ``MulBackward0``."""

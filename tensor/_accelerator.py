@@ -19,7 +19,9 @@ do not or when ``DISTRIB_PURE_PYTHON=1`` is set at install time. At run time
 compiled modules exist: ``install_source_finder`` puts a finder for exactly these modules ahead
 of Python's, which otherwise prefers an extension module to a source file. The same finder loads
 the source, with a warning, when it is newer than its compiled module (edited since the last
-``pip install -e .``), so that an edit is never silently shadowed by a stale build.
+``pip install -e .``), so that an edit is never silently shadowed by a stale build; then every
+accelerated module runs from its source, as a compiled module reads the extension types it
+``cimport``s from another (``autograd/engine.pxd`` the ``Node`` of ``graph.pxd``) as C structs.
 ``tensor._accelerated()`` says which modules are compiled in this process; scripts/test prints it.
 
 Why Cython rather than mypyc: mypyc compiles only fully type-annotated code to its own classes,
@@ -37,7 +39,7 @@ import sys
 import warnings
 
 # The modules setup.py compiles (dotted names; each is the .py file of that name).
-ACCELERATED = ("tensor._dispatch", "autograd.graph")
+ACCELERATED = ("tensor._dispatch", "autograd.graph", "autograd.engine")
 
 
 def pure_python_requested() -> bool:
@@ -52,9 +54,16 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
+def _stale(stem: str) -> bool:
+    """Whether the compiled module at ``stem`` (its path without a suffix) is older than its
+    ``.py`` or ``.pxd`` (False where it is not compiled)."""
+    built = [_mtime(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
+    return any(built) and max(built) < max(_mtime(stem + ".py"), _mtime(stem + ".pxd"))
+
+
 class _SourceFinder:
     """A meta-path finder that loads an accelerated module from its ``.py`` file when asked to
-    (``DISTRIB_PURE_PYTHON=1``) or when its compiled module is older than the source."""
+    (``DISTRIB_PURE_PYTHON=1``) or when its compiled module, or another one's, is older than the source."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
@@ -66,14 +75,18 @@ class _SourceFinder:
             if not os.path.isfile(source):
                 continue
             if not pure_python_requested():
-                built = [_mtime(os.path.join(entry, stem + s)) for s in importlib.machinery.EXTENSION_SUFFIXES]
-                if not any(built):
+                if not any(_mtime(os.path.join(entry, stem + s)) for s in importlib.machinery.EXTENSION_SUFFIXES):
                     return None  # not compiled: Python's own finder loads the source
-                if max(built) >= max(_mtime(source), _mtime(os.path.join(entry, stem + ".pxd"))):
-                    return None  # the compiled module is up to date
+                # One stale module sends every one to its source: a compiled module reads the
+                # extension types it cimports (graph's Node, ...) as C structs, which a class
+                # loaded from its source is not.
+                root = os.path.dirname(entry)
+                stale = [other for other in ACCELERATED if _stale(os.path.join(root, *other.split(".")))]
+                if not stale and not _stale(os.path.join(entry, stem)):
+                    return None  # the compiled modules are up to date
                 warnings.warn(
-                    f"{name}: the compiled module is older than {source}; running the source "
-                    "(rebuild with `pip install -e .`)",
+                    f"{name}: running {source}, not its compiled module: {', '.join(stale or [name])} "
+                    "is older than its source (rebuild with `pip install -e .`)",
                     stacklevel=2,
                 )
             loader = importlib.machinery.SourceFileLoader(name, source)
@@ -93,7 +106,7 @@ def accelerated() -> tuple[str, ...]:
     Empty when the package was installed without them or ``DISTRIB_PURE_PYTHON=1`` is set.
 
     >>> import tensor
-    >>> set(tensor._accelerated()) <= {"tensor._dispatch", "autograd.graph"}
+    >>> set(tensor._accelerated()) <= set(tensor._accelerator.ACCELERATED)
     True
     """
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _backend, _dispatch, _dtype
+from .._autograd_hooks import grad_mode
 from .registry import defop, public
 
 __all__ = [
@@ -57,10 +58,48 @@ def _conj_saved(node, g):
     return tuple(conj_if_complex(t) for t in node.saved)
 
 
+def _on_arrays(g) -> bool:
+    """Whether a derivative may multiply ``g`` on arrays (``_product``): nothing is recorded (grad
+    mode is off: a backward without ``create_graph``), nothing watches the dispatcher (no
+    ``tensor.compile`` tracer, profiler or autocast region), and ``g`` is real floating point (no
+    conjugation; bfloat16 and float8, kind "V", take the dispatcher's float32 detour)."""
+    return (
+        not grad_mode.enabled
+        and _dispatch.tracer is None
+        and _dispatch.profiler is None
+        and _dispatch.autocast is None
+        and g._data.dtype.kind == "f"
+    )
+
+
+def _product(g, b):
+    """``g * b`` for a derivative under ``_on_arrays``, with ``b`` an array on ``g``'s device (from
+    ``node.saved_data`` or ``node.output_data``) or a Python number: the kernel runs on the arrays
+    and the result has no history. An array of another dtype goes through the dispatcher, which
+    promotes as the forward did."""
+    device = g._device
+    backend = device._backend or device.backend
+    gd = g._data
+    if isinstance(b, (int, float)):
+        b = backend.scalar_operand(b, gd.dtype)
+    elif b.dtype is not gd.dtype and b.dtype != gd.dtype:
+        return g * _dispatch.make(b, device)
+    if device.index is None:  # as in the dispatcher: on the CPU, launch is the plain call
+        out = gd * b
+    else:
+        out = backend.launch(device.index, backend.xp.multiply, gd, b)
+    if type(out) is not backend.array_type:  # numpy makes the product of 0-d arrays a scalar
+        out = backend.xp.asarray(out)
+    return _dispatch.make(out, device)
+
+
 @_mul.derivative
 def _(node, g):
-    a, b = _conj_saved(node, g)
     to_a, to_b = node.next_fns  # None where no gradient is needed (node.needs_input_grad, without its list)
+    if _on_arrays(g):
+        a, b = node.saved_data  # no Tensors rebuilt, no dispatch
+        return (None if to_a is None else _product(g, b)), (None if to_b is None else _product(g, a))
+    a, b = _conj_saved(node, g)
     return (None if to_a is None else g * b), (None if to_b is None else g * a)
 
 
@@ -99,6 +138,11 @@ def _(node, g):
     if needs_b:
         gb = where((a == 0) & (b >= 0), 0.0, g * node.output * log(a))
     return ga, gb
+
+
+def _times_output(node, g):
+    """``g * node.output``, on arrays where ``_on_arrays`` allows (exp's derivative)."""
+    return _product(g, node.output_data) if _on_arrays(g) else g * node.output
 
 
 def zeros_like_grad(g):
@@ -256,7 +300,7 @@ def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_o
 neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: (-g,), floats_only=False)
 abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: (g * sign(n.saved[0]),),
              saves=(0,), floats_only=False)
-exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: (g * n.output,), saves_output=True)
+exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: (_times_output(n, g),), saves_output=True)
 log = _unary("log", lambda xp, a: xp.log(a), lambda n, g: (g / n.saved[0],), saves=(0,))
 sqrt = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda n, g: (g / (2 * n.output),),
               saves_output=True)
