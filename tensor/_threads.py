@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["matmul", "parallel_for", "set_num_threads", "get_num_threads"]
+__all__ = ["matmul", "matmul_pair", "parallel_for", "set_num_threads", "get_num_threads"]
 
 # Below this many multiply-adds a product is faster on one thread than the hand-off costs.
 _MIN_SPLIT_MACS = 4 << 20
@@ -166,6 +166,24 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if not jobs or not _run_parallel([functools.partial(np.matmul, x, y, out=dst) for x, y, dst in jobs]):
         return np.matmul(a, b)
     return out
+
+
+def matmul_pair(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> tuple | None:
+    """``(a1 @ b1, a2 @ b2)``, two independent products each whole on its own thread, or None
+    (nothing computed) where that does not apply: fewer than two threads, BLAS threading
+    itself, a product too small to split, or the pool busy. Two mid-sized products run side by
+    side this way need one hand-off instead of two and keep BLAS's blocks whole (Note [Paired
+    products] in tensor/_compile/lowering.py). Raises what ``numpy.matmul`` raises."""
+    if _num_threads < 2 or not _splitting or min(a1.size * b1.shape[-1], a2.size * b2.shape[-1]) < _MIN_SPLIT_MACS:
+        return None
+    out = [None, None]
+
+    def product(k, a, b):
+        out[k] = np.matmul(a, b)
+
+    if not _run_parallel([functools.partial(product, 0, a1, b1), functools.partial(product, 1, a2, b2)]):
+        return None
+    return out[0], out[1]
 
 
 def parallel_for(size: int, work: int, body: Callable[[slice], object]) -> None:

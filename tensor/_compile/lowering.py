@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from .. import _dispatch
+from .. import _dispatch, _threads
 from . import aot, fusion
 from .aot import AotSegment
 from .runner import eager_segment, has_ref, run_node
@@ -55,16 +55,20 @@ def kernels_of(graph, start: int, stop: int) -> list:
 def _fused_segment(graph, start, stop):
     outputs = fusion.live_after(graph, len(graph.nodes))  # returned, read at a break, or written back
     checked, direct = [], []  # the steps through the dispatcher, and through Note [Library calls]
+    reads = []  # per step: the node ids it reads from env (None: not known), for _pair_products
     for step in fusion.plan(graph, start, stop):
         if step.kind == "kernel":
             kernel = functools.partial(_run_kernel, _fused_kernel(graph, step))
             checked.append(kernel)
             direct.append(kernel)
+            reads.append(_kernel_reads(graph, step))
         else:
             node = graph.nodes[step.node]
             slow = functools.partial(_run_one, node)
             checked.append(slow)
             direct.append(_library_call(node, step.node in outputs) or slow)
+            reads.append(None if has_ref(node.params) else set(node.args))
+    direct = _pair_products(graph, fusion.plan(graph, start, stop), direct, reads)
 
     def run(env, leaves):
         hooked = _dispatch.profiler is not None or _dispatch.autocast is not None
@@ -72,6 +76,88 @@ def _fused_segment(graph, start, stop):
             step(env, leaves)
 
     return run
+
+
+# Note [Paired products]
+#     A training step's backward computes, for each linear layer, the gradient of its input
+#     (g @ W) and of its weight (g.T @ x): two independent products of the same size. Eager
+#     code splits each one across the intra-op threads (Note [Intra-op matmul] in
+#     tensor/_threads.py), two hand-offs and four half-size BLAS calls; the compiled segment
+#     knows both products ahead, so it runs them side by side, each whole on its own thread
+#     (``_threads.matmul_pair``): one hand-off, and BLAS's blocks stay whole. A matmul is
+#     paired with the next one in the segment when that one does not depend on it; the steps
+#     between that do not depend on the first (views, mostly) move before the pair, the others
+#     after it. Where the pair does not apply (one thread, small products, a busy pool) both
+#     run as single library calls.
+def _pair_products(graph, plan, runners: list, reads: list) -> list:
+    """``runners`` reordered so that independent large CPU matmuls run in pairs (Note
+    [Paired products]); ``reads[k]`` is the set of node ids step ``k`` reads, or None."""
+    order = list(range(len(plan)))
+    pos = 0
+    while pos < len(order):
+        first = order[pos]
+        if not _pairable(graph, plan[first]):
+            pos += 1
+            continue
+        depends, before, after = {plan[first].node}, [], []
+        for q in range(pos + 1, len(order)):
+            k = order[q]
+            read = reads[k]
+            if read is not None and not read & depends and _pairable(graph, plan[k]):
+                order[pos : q + 1] = [*before, (first, k), *after]
+                pos += len(before) + 1
+                break
+            if read is None or read & depends:
+                depends.add(plan[k].node)
+                after.append(k)
+            else:
+                before.append(k)
+        else:
+            pos += 1
+    return [
+        functools.partial(
+            _run_pair, *(_pair_args(graph.nodes[plan[k].node]) for k in step), runners[step[0]], runners[step[1]]
+        )
+        if isinstance(step, tuple)
+        else runners[step]
+        for step in order
+    ]
+
+
+def _kernel_reads(graph, step):
+    """The node ids a fused step reads from outside its group (None where a parameter refers to one)."""
+    members = set(step.members) | {step.node}
+    nodes = [graph.nodes[m] for m in members]
+    if any(has_ref(n.params) for n in nodes):
+        return None
+    return {a for n in nodes for a in n.args} - members
+
+
+def _pairable(graph, step) -> bool:
+    """Whether ``step`` is a plain 2-D float matmul on the CPU, large enough to split."""
+    if step.kind == "kernel":
+        return False
+    node = graph.nodes[step.node]
+    if node.kind != "call" or node.via != "apply" or node.op.name != "matmul" or node.device is None:
+        return False
+    if node.device.type != "cpu" or node.device.index is not None or node.dtype.name not in ("float32", "float64"):
+        return False
+    return all(len(graph.nodes[a].shape) == 2 and graph.nodes[a].dtype == node.dtype for a in node.args)
+
+
+def _pair_args(node) -> tuple:
+    return node.id, node.args[0], node.args[1], node.device
+
+
+def _run_pair(first, second, run_first, run_second, env, leaves) -> None:
+    (out1, a1, b1, device1), (out2, a2, b2, device2) = first, second
+    products = _threads.matmul_pair(env[a1]._data, env[b1]._data, env[a2]._data, env[b2]._data)
+    if products is None:
+        run_first(env, leaves)
+        run_second(env, leaves)
+        return
+    env[out1] = _dispatch.make(products[0], device1)
+    env[out2] = _dispatch.make(products[1], device2)
 
 
 def _run_one(node, env, leaves) -> None:

@@ -207,3 +207,42 @@ def test_library_calls_skip_the_dispatcher_unless_a_hook_is_on(monkeypatch):
     with profile() as prof:
         compiled(x).backward()
     assert "matmul" in prof.key_averages().table()
+
+
+def test_independent_products_run_as_pairs(monkeypatch):
+    # Note [Paired products] (tensor/_compile/lowering.py): the backward's input and weight
+    # gradients of the middle layer are independent products, computed side by side; the
+    # gradients match eager's, and match the unpaired segment's where the pair does not apply.
+    from tensor import _threads
+
+    threads = tensor.get_num_threads()
+    tensor.set_num_threads(2)
+    try:
+        w1, w2, w3 = (_f64(n, m) for n, m in ((256, 64), (256, 256), (8, 256)))
+
+        def loss(x):
+            return ((x @ w1.T).relu() @ w2.T).relu().matmul(w3.T).square().sum()
+
+        pairs = []
+        real = _threads.matmul_pair
+        monkeypatch.setattr(_threads, "matmul_pair", lambda *arrays: pairs.append(real(*arrays)) or pairs[-1])
+        compiled = tensor.compile(loss)
+        x = _f64(128, 64, grad=False)
+        grads = []
+        for pair_on in (True, True, True, False):  # the capture, the joint graph's build, two replays
+            if not pair_on:
+                monkeypatch.setattr(_threads, "matmul_pair", lambda *arrays: None)
+            for w in (w1, w2, w3):
+                w.grad = None
+            compiled(x).backward()
+            grads.append([w.grad for w in (w1, w2, w3)])
+        for w in (w1, w2, w3):
+            w.grad = None
+        loss(x).backward()
+        for got in grads[2:]:
+            for g, w in zip(got, (w1, w2, w3)):
+                assert_close(g, w.grad, rtol=1e-12, atol=1e-12)
+        # The middle layer's two 128x256x256 products pair on two threads (the last layer's are too small).
+        assert any(p is not None for p in pairs) == _threads._splitting
+    finally:
+        tensor.set_num_threads(threads)
