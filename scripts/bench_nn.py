@@ -167,13 +167,13 @@ def median_step_ms(frameworks, model_name: str, rounds: int, steps: int) -> dict
 
 # Note [Interleaved compiled rows]: issue 14's compiled-vs-eager rows compare two steps of our
 # own framework, so nothing forces them into separate processes (Note [Separate processes] is
-# about torch's threads). Measured in separate processes, alternating, the MLP row swung
-# 0.87-1.03x over four runs on a quiet machine while the same steps interleaved in one process
-# agreed run to run: each process draws its own heap layout, its own GEMM buffer alignment and
-# its own pool-thread placement, a few percent of the step either way, and a row of ~6
-# processes per side keeps that spread. So each of ``rounds`` child processes builds every
-# step and runs them in turn, one step each, and a row pools the per-step times of all rounds;
-# the spread of the per-process ratios is printed beside the target.
+# about torch's threads). Measured in separate processes, alternating (6 per side), the MLP
+# row swung 0.87-1.03x over four runs on a quiet machine: a compiled process and the eager one
+# after it saw different conditions (the load, and whatever differs from one process to the
+# next), and a 1-2 ms step has no margin for that. So each of ``rounds`` child processes builds
+# every step and runs them in turn, one step each, so that each compiled step has an eager
+# step beside it under the same conditions; a row pools the per-step times of all rounds, and
+# the spread of the per-process ratios is printed beside the target (BENCHMARKS.md, issue 14).
 def interleaved_step_times(names, model_name: str, steps: int, warmup: int = 10) -> dict:
     """Wall times (s) of ``steps`` train steps per name in ``names`` (frameworks of ``make_step``
     or 'floor': ``mlp_floor_step``), the steps taking turns in this process (run in the child)."""
@@ -230,7 +230,7 @@ def compiled_rows(model_name: str, rounds: int, steps: int, floor: bool = False)
 
 def mlp_floor_step():
     """The MLP step's floor under ``tensor.compile``: its eight matmuls (the shapes and
-    transposed views of the step's forward and backward, through the matmul both paths call)
+    transposed views of the step's forward and backward, through the matmuls the compiled step calls)
     plus what runs outside the compiled model (``zero_grad``, the cross-entropy and its
     backward, the SGD-momentum update). A compiled step whose own elementwise work and
     bookkeeping were free would take this long."""
@@ -253,8 +253,12 @@ def mlp_floor_step():
 
     def floor():
         opt.zero_grad()
-        for a, b in ((x, w1.T), (h1, w2.T), (h2, w3.T), (g3, w3), (g3.T, h2), (g2, w2), (g2.T, h1), (g1.T, x)):
+        for a, b in ((x, w1.T), (h1, w2.T), (h2, w3.T), (g3, w3), (g3.T, h2), (g1.T, x)):
             matmul(a, b)
+        # the middle layer's two gradient products, side by side as the compiled step runs them
+        if _threads.matmul_pair(g2, w2, g2.T, h1) is None:  # Note [Paired products]
+            matmul(g2, w2)
+            matmul(g2.T, h1)
         logits.grad = None
         F.cross_entropy(logits, y).backward()
         for p, g in zip(params, grads):
