@@ -253,6 +253,16 @@ GROUPS.update({
 })
 
 
+def bench_rnn(repeat: int) -> list:
+    """Issue 19's LSTM/GRU rows alone (the same rows as in the nn group), in a minute or two."""
+    import bench_nn  # noqa: PLC0415 - as the module groups, loaded when run
+
+    return bench_nn.recurrent_rows(None, 3, max(2 * repeat, 10), torch is not None)
+
+
+GROUPS["rnn"] = bench_rnn
+
+
 def print_table(rows) -> None:
     """Print rows of (workload, ours, peer, peer name, target) with the ratio ours/peer."""
     header = f"{'workload':<52} {'ours':>10} {'peer':>10} {'peer is':>8} {'ratio':>7}  target"

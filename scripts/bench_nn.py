@@ -281,18 +281,19 @@ def bench(repeat: int, paired_times, have_torch: bool):
         rows.append((f"{label} train step, threads={threads} (ms)", medians["ours"], peer_ms, "torch", target))
         rows += compiled_rows(model_name, rounds, steps)
         rows.append((f"{label} train step, tensor.compile (ms)", medians["ours-compiled"], peer_ms, "torch", "info"))
-    rows += recurrent_rows(list(_RECURRENT), 3, steps, have_torch)
+    rows += recurrent_rows(None, 3, steps, have_torch)  # also alone: bench.py --only rnn
     ours_rss = _peak_rss_child("ours", 20)
     peer_rss = _peak_rss_child("torch", 20) if have_torch else None
     rows.append(("MLP benchmark peak RSS (MiB)", ours_rss, peer_rss, "torch", "<= 1.5x"))
     return rows
 
 
-def recurrent_rows(models: list, rounds: int, steps: int, have_torch: bool, clock: str = "perf_counter") -> list:
-    """Issue 19's rows for ``models`` (keys of ``_RECURRENT``): median step times, ours and
-    torch's processes alternating for ``rounds`` rounds (see Note [Separate processes])."""
+def recurrent_rows(models: list | None, rounds: int, steps: int, have_torch: bool, clock: str = "perf_counter") -> list:
+    """Issue 19's rows for ``models`` (keys of ``_RECURRENT``; None: all of them): median step
+    times, ours and torch's processes alternating for ``rounds`` rounds (see Note [Separate
+    processes])."""
     rows = []
-    for model_name in models:
+    for model_name in models or list(_RECURRENT):
         cls, options = _RECURRENT[model_name]
         ours, peer = [], []
         for _ in range(rounds):
