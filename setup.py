@@ -13,7 +13,7 @@ from setuptools.command.build_ext import build_ext
 
 # As tensor/_accelerator.py's ACCELERATED (not imported from there: the package is not
 # importable before its dependencies are installed).
-ACCELERATED = ("tensor._dispatch", "autograd.graph", "autograd.engine")
+ACCELERATED = ("tensor._tensor_base", "tensor._dispatch", "autograd.graph", "autograd.engine")
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 
 

@@ -1,6 +1,12 @@
 # Cython declarations that compile autograd/graph.py unchanged (Note [Compiled dispatch and
 # graph] in tensor/_accelerator.py): Node becomes an extension type, which record() takes out
-# of the cyclic GC's tracking (Note [Graphs and the cyclic GC] in graph.py).
+# of the cyclic GC's tracking (Note [Graphs and the cyclic GC] in graph.py), and tensors declared
+# TensorBase have their fields read as C struct fields (Note [Compiled Tensor fields] in
+# tensor/_tensor_base.py).
+
+cimport cython
+
+from tensor._tensor_base cimport TensorBase
 
 cdef extern from "Python.h":
     void PyObject_GC_Track(object op)
@@ -16,6 +22,7 @@ cdef class Node:
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)
+@cython.locals(t=TensorBase)
 cdef bint _link(Node node, object op, object params, object inputs, object n_outputs) except -1
 cdef tuple _output_nrs(object inputs)
-cpdef Node record(object op, object out, object inputs, object params)
+cpdef Node record(object op, TensorBase out, object inputs, object params)

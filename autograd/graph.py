@@ -51,6 +51,7 @@ import itertools
 import weakref
 
 from tensor import Tensor, _dispatch
+from tensor._tensor_base import TensorBase
 from tensor.ops.shape import replay_view, view_scatter
 
 # Whether this is the module setup.py compiled (Note [Compiled dispatch and graph]); not Cython's
@@ -69,7 +70,6 @@ __all__ = [
 ]
 
 _sequence = itertools.count()
-_new = object.__new__
 # The output numbers of a node's inputs are almost always all 0: one shared tuple per arity.
 _ZERO_NRS = {n: (0,) * n for n in range(8)}
 _FREED_MESSAGE = (
@@ -146,8 +146,7 @@ class Node:
                 # edge to it), for derivatives that are differentiated again.
                 saves = self.op.saves
                 position = k // 3 if saves is None else saves[k // 3]
-                t = _new(Tensor)
-                t._data, t._device, t._version_box = item, self._device, box
+                t = _dispatch.make(item, self._device, box)
                 t._grad_fn, t._requires_grad = self.next_fns[position], True
                 nr = self.next_nrs[position]
                 if nr:
@@ -278,12 +277,13 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
     numbered = False  # whether an input is a node's output other than its first
     untrackable = True
     saved = ()
-    for t in inputs:
-        if not isinstance(t, Tensor):
+    for x in inputs:
+        if not isinstance(x, TensorBase):  # TensorBase: a C type check when compiled
             fns.append(None)
             if save_all:
-                saved += (t, None, None)
+                saved += (x, None, None)
             continue
+        t = x
         if device is None:
             device = t._device
         item = t
@@ -308,13 +308,14 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
             saved += (item, box, box[0])
     if not save_all:  # some inputs, in increasing order
         for i in saves:
-            t = inputs[i]
-            if isinstance(t, Tensor):
+            x = inputs[i]
+            if isinstance(x, TensorBase):
+                t = x
                 box = t._version_box
                 by_array = type(fns[i]) is Node and not t._saved_by_reference
                 saved += (t._data if by_array else t, box, box[0])
             else:
-                saved += (t, None, None)
+                saved += (x, None, None)
     node._device = device
     node._saved = saved
     node.next_fns = tuple(fns)

@@ -1,9 +1,22 @@
 # Cython declarations that compile tensor/_dispatch.py unchanged (Note [Compiled dispatch and
-# graph] in tensor/_accelerator.py): the helpers the hot path calls become direct C calls.
-# tracer, profiler and autocast stay ordinary module attributes, set from other modules.
+# graph] in tensor/_accelerator.py): the helpers the hot path calls become direct C calls, and
+# tensors declared TensorBase have their fields read as C struct fields (Note [Compiled Tensor
+# fields] in tensor/_tensor_base.py). tracer, profiler and autocast stay ordinary module
+# attributes, set from other modules.
 
-cpdef object make(object array, object device, object version=*)
-cpdef object make_view(object array, object parent, object op, object params)
+cimport cython
+
+from tensor._tensor_base cimport TensorBase, new_tensor
+
+cdef bint _COMPILED
+
+
+@cython.locals(t=TensorBase)
+cpdef TensorBase make(object array, object device, object version=*)
+@cython.locals(t=TensorBase)
+cpdef TensorBase make_view(object array, TensorBase parent, object op, object params)
 cpdef object check_same_device(object op_name, object tensors)
-cpdef object _binary_kernel(object op, object backend, object a, object b, object float_result)
+@cython.locals(b_grad=bint)
+cpdef object apply_binary(object op, TensorBase a, object b, object float_result=*)
+cpdef object _binary_kernel(object op, object backend, TensorBase a, object b, object float_result)
 cpdef object _check_scalar(object op, object value)

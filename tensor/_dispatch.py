@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from . import _autograd_hooks as hooks
 from . import _dtype, _tensor
+from ._tensor_base import TensorBase
 
+_COMPILED = not __file__.endswith(".py")  # as in autograd/graph.py
 _grad_mode = hooks.grad_mode
 _api = hooks.api
 _new = object.__new__
+# tensor/_tensor.py sets this to its Tensor (this module is imported before it is defined).
+Tensor = None
 # While tensor.compile captures a function, its Tracer (tensor/_compile/capture.py): every op
 # run here is reported to it.
 tracer = None
@@ -26,7 +30,10 @@ autocast = None
 
 def make(array, device, version=None) -> _tensor.Tensor:
     """Wrap an array (already on ``device``) in a fresh Tensor without copying."""
-    t = _new(_tensor.Tensor)
+    if _COMPILED:  # a C call to TensorBase's tp_new (Note [Compiled Tensor fields])
+        t = new_tensor(Tensor)  # noqa: F821 (C, in tensor/_tensor_base.pxd)
+    else:
+        t = _new(Tensor)  # without Tensor.__init__
     t._data = array
     t._device = device
     t._version_box = {0: 0} if version is None else version  # untracked by the GC: Note [Graphs and the cyclic GC]
@@ -138,7 +145,7 @@ def apply_binary(op, a, b, float_result=False):
     if autocast is not None:
         a, b = autocast(op, (a, b))
     device = a._device
-    if isinstance(b, _tensor.Tensor):
+    if isinstance(b, TensorBase):
         if b._device is not device:
             check_same_device(op.name, (a, b))
         b_grad = b._requires_grad
@@ -155,7 +162,7 @@ def apply_binary(op, a, b, float_result=False):
     if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
         _api.record(op, result, (a, b), ())
     if tracer is not None:
-        if isinstance(b, _tensor.Tensor):
+        if isinstance(b, TensorBase):
             tracer.record(op, "binary", (a, b), (), result, None, float_result)
         else:
             tracer.record(op, "binary", (a,), (), result, b, float_result)
@@ -165,7 +172,7 @@ def apply_binary(op, a, b, float_result=False):
 def _binary_kernel(op, backend, a, b, float_result):
     """The arrays of ``apply_binary``: promotion casts, the kernel and its retry."""
     ad = a._data
-    if isinstance(b, _tensor.Tensor):
+    if isinstance(b, TensorBase):
         bd = b._data
         if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
             target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)

@@ -12,31 +12,21 @@ from . import _autograd_hooks as hooks
 from . import _conversion, _creation, _dispatch, _dtype, _format, _inplace, _legacy_types, _random, _shared, ops
 from . import _memory_format as _formats
 from ._device import device as _device_cls
+from ._tensor_base import TensorBase
 
 __all__ = ["Tensor"]
 
 
-class Tensor:
+class Tensor(TensorBase):
     """A multi-dimensional array on a device, with autograd support.
 
     Create tensors with ``tensor.tensor(data)``, ``tensor.zeros(...)`` and friends;
     ``Tensor(data)`` also works and gives the default float dtype, as in PyTorch.
     """
 
-    # Class-level defaults keep tensor creation cheap: a new tensor sets only
-    # _data, _device and _version_box.
-    _requires_grad = False
-    _grad_fn = None
-    _output_nr = 0
-    _base = None
-    _view_src = None
-    _grad_version = None  # for a recorded view: the version its _grad_fn was derived at
-    _hooks = None
-    _post_accumulate_hooks = None
-    _retains_grad = False
-    _is_inference = False
-    _saved_by_reference = False  # autograd.graph.save_by_reference
-    grad = None
+    # The fields (_data, _device, _version_box, _requires_grad, _grad_fn, ..., grad) and their
+    # defaults are TensorBase's (Note [Compiled Tensor fields] in tensor/_tensor_base.py): a
+    # class attribute of the same name here would hide them.
 
     def __init__(self, data=(), *, device=None) -> None:
         t = _creation.tensor(data, dtype=_dtype.get_default_dtype(), device=device)
@@ -665,3 +655,6 @@ class Tensor:
     uniform_, normal_ = _random.uniform_, _random.normal_
     # ``w -= lr * w.grad`` must update ``w`` itself (a leaf stays a leaf), as in PyTorch.
     __iadd__, __isub__, __imul__, __itruediv__, __ipow__ = add_, sub_, mul_, div_, pow_
+
+
+_dispatch.Tensor = Tensor  # the class _dispatch.make creates

@@ -41,6 +41,35 @@ def test_the_compiled_modules_run_when_built():
     from autograd.graph import Node
 
     assert not Node.__flags__ & (1 << 9), "Node is a Python class"  # Py_TPFLAGS_HEAPTYPE: not an extension type
+    from tensor._tensor_base import FIELDS, TensorBase
+
+    assert not TensorBase.__flags__ & (1 << 9), "TensorBase is a Python class"
+    # Member descriptors, which the interpreter reads as fast as a __dict__; not Cython's properties.
+    assert {type(vars(TensorBase)[name]).__name__ for name, _ in FIELDS} == {"member_descriptor"}
+
+
+def test_tensor_fields_defaults_and_other_attributes():
+    """TensorBase's fields (Note [Compiled Tensor fields]) read and write as attributes, with their
+    defaults; other attributes, weak references, subclasses and __class__ assignment still work."""
+    import copy
+    import weakref
+
+    from nn.parameter import Parameter
+    from tensor._tensor_base import FIELDS
+
+    t = _dispatch.make(tensor.ones(2)._data, tensor.device("cpu"))
+    for name, default in FIELDS[3:]:
+        value = getattr(t, name)
+        assert value is default or (default == 0 and type(value) is int and value == 0), name
+    for name, _ in FIELDS:
+        marker = object()
+        setattr(t, name, marker)
+        assert getattr(t, name) is marker, name
+    u = tensor.ones(3)
+    u.note = "kept"
+    assert vars(u).get("note") == "kept" and weakref.ref(u)() is u
+    p = copy.deepcopy(Parameter(u))  # deepcopy assigns __class__
+    assert type(p) is Parameter and p.requires_grad and p.grad is None
 
 
 def test_pure_python_opt_out_loads_the_sources():

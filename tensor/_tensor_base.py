@@ -1,0 +1,66 @@
+# cython: auto_pickle=False
+"""TensorBase: the fields every Tensor has, C struct fields when compiled.
+
+Note [Compiled Tensor fields]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+``Tensor`` (tensor/_tensor.py) derives from ``TensorBase``. Plain Python, ``TensorBase`` is an
+ordinary class and ``FIELDS``' defaults are its class attributes, as they were Tensor's: a new
+tensor sets only ``_data``, ``_device`` and ``_version_box`` in its ``__dict__``. Compiled (Note
+[Compiled dispatch and graph] in tensor/_accelerator.py), ``_tensor_base.pxd`` makes it an
+extension type whose fields are C struct fields: the dispatcher and the recorder, which declare
+their tensors as ``TensorBase``, read and write them as C struct accesses instead of attribute
+lookups. Everything else reads them as attributes: ``_member_slots`` replaces the
+properties Cython would generate by member descriptors (what ``__slots__`` makes), which
+CPython's specialising interpreter reads and writes as fast as an instance's ``__dict__``
+(a property would cost a call). The ``__dict__`` stays for any other attribute (a Buffer's
+``persistent``, a user's attributes), and ``__weakref__`` for weak references, so subclasses
+(Parameter, Buffer, users'), pickling, ``copy`` and ``__class__`` assignment work as before.
+
+What differs compiled: a tensor made without ``Tensor.__new__`` must come from
+``TensorBase.__new__(cls)`` (an extension type refuses ``object.__new__``); a subclass must not
+give a field a class attribute (it would hide the field); ``_data``, ``_device`` and
+``_version_box`` read None, not AttributeError, on a tensor that never set them; and a field
+must not be deleted (``del t.grad``), since compiled code reads fields without a NULL check.
+"""
+
+_COMPILED = not __file__.endswith(".py")
+
+# Every field in the order of _tensor_base.pxd's declaration, with its default.
+FIELDS = (
+    ("_data", None),
+    ("_device", None),
+    ("_version_box", None),  # {0: version} (or [version]), shared by views of one storage
+    ("_requires_grad", False),
+    ("_grad_fn", None),
+    ("_output_nr", 0),
+    ("_base", None),
+    ("_view_src", None),
+    ("_grad_version", None),  # for a recorded view: the version its _grad_fn was derived at
+    ("_hooks", None),
+    ("_post_accumulate_hooks", None),
+    ("_retains_grad", False),
+    ("_is_inference", False),
+    ("_saved_by_reference", False),  # autograd.graph.save_by_reference
+    ("grad", None),
+)
+
+
+class TensorBase:
+    """The fields of a Tensor (Note [Compiled Tensor fields]); not used on its own."""
+
+    def __cinit__(self, *args, **kwargs):
+        # Compiled only: C fields start as None, so the other defaults are set here (plain
+        # Python never calls __cinit__; its defaults are class attributes).
+        self._requires_grad = False
+        self._output_nr = 0
+        self._retains_grad = False
+        self._is_inference = False
+        self._saved_by_reference = False
+
+
+if _COMPILED:
+    _member_slots(TensorBase, tuple([name for name, _ in FIELDS]))  # noqa: F821 (C, in _tensor_base.pxd)
+    _check_fields(tuple([name for name, _ in FIELDS]))  # noqa: F821
+else:
+    for _name, _default in FIELDS[3:]:  # no default for the three fields every tensor sets
+        setattr(TensorBase, _name, _default)
