@@ -27,7 +27,7 @@ import ctypes
 import numpy as np
 from numba import njit
 
-from .. import _openblas
+from .. import _openblas, _threads
 from .._compile.codegen_numba import load_cached
 from .._compile.vecmath import tanh_f32
 
@@ -54,17 +54,19 @@ def _sigmoid(x):
 
 
 @njit(**_JIT)
-def _forward_step(out, t, xg, hg, c_prev):
-    """Step ``t``: ``out[t]`` (blocks h, c, i, f, o, g, tanh(c)) from ``xg[t] + hg`` (gates
-    i, f, g, o) and the previous cell state."""
-    batch, hidden = c_prev.shape
+def _forward_step(out, t, xg, hg, c_prev, b0, b1):
+    """Step ``t`` for the batch rows ``b0:b1``: ``out[t]`` (blocks h, c, i, f, o, g, tanh(c))
+    from ``xg[t] + hg`` (gates i, f, g, o; ``hg`` holds those rows alone) and the previous cell
+    state."""
+    hidden = c_prev.shape[1]
     row = np.empty((7, hidden), np.float32)  # Note [Row buffers]
-    for b in range(batch):
+    for b in range(b0, b1):
+        r = b - b0
         for j in range(hidden):
-            i = _sigmoid(xg[t, b, j] + hg[b, j])
-            f = _sigmoid(xg[t, b, hidden + j] + hg[b, hidden + j])
-            g = tanh_f32(xg[t, b, 2 * hidden + j] + hg[b, 2 * hidden + j])
-            o = _sigmoid(xg[t, b, 3 * hidden + j] + hg[b, 3 * hidden + j])
+            i = _sigmoid(xg[t, b, j] + hg[r, j])
+            f = _sigmoid(xg[t, b, hidden + j] + hg[r, hidden + j])
+            g = tanh_f32(xg[t, b, 2 * hidden + j] + hg[r, 2 * hidden + j])
+            o = _sigmoid(xg[t, b, 3 * hidden + j] + hg[r, 3 * hidden + j])
             c = f * c_prev[b, j] + i * g
             tc = tanh_f32(c)
             row[0, j], row[1, j], row[2, j], row[3, j] = o * tc, c, i, f
@@ -74,12 +76,13 @@ def _forward_step(out, t, xg, hg, c_prev):
 
 
 @njit(**_JIT)
-def _backward_step(dxg, dc, t, grad, out, dh, c_prev):
-    """Step ``t`` of ``_lstm_layer_backward``: ``dxg[t]`` from the gradients of ``out[t]``,
-    the carried gradient of ``h`` (``dh``) and of ``c`` (``dc``, updated in place)."""
-    batch, hidden = dc.shape
+def _backward_step(dxg, dc, t, grad, out, dh, c_prev, b0, b1):
+    """Step ``t`` of ``_lstm_layer_backward`` for the batch rows ``b0:b1``: ``dxg[t]`` from the
+    gradients of ``out[t]``, the carried gradient of ``h`` (``dh``) and of ``c`` (``dc``,
+    updated in place)."""
+    hidden = dc.shape[1]
     row = np.empty((5, hidden), np.float32)  # Note [Row buffers]
-    for b in range(batch):
+    for b in range(b0, b1):
         for j in range(hidden):
             gh = grad[t, 0, b, j] + dh[b, j]
             i, f, o = out[t, 2, b, j], out[t, 3, b, j], out[t, 4, b, j]
@@ -104,6 +107,7 @@ def _backward_step(dxg, dc, t, grad, out, dh, c_prev):
 # be), found by tensor/_openblas.py (Note [Bundled OpenBLAS]). Without that library (another numpy
 # build, or DISTRIB_NO_LAPACK=1) ``gemm()`` is None and the layer takes the numpy composition.
 _CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS = 101, 111
+_FLOAT_BYTES = 4
 
 
 def _find_sgemm():
@@ -133,51 +137,69 @@ def _matmul(gemm, a, lda, b, ldb, c, ldc, m, n, k):
 
 
 @njit(**_JIT)
-def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order):
-    """The layer's steps in ``order``; ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T`` or
-    (0, 0) without a projection."""
-    batch, hidden = c0.shape
+def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order, b0, b1):
+    """The layer's steps in ``order`` for the batch rows ``b0:b1`` (Note [Batch halves]);
+    ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T`` or (0, 0) without a projection."""
+    hidden = c0.shape[1]
     size, gates = w_t.shape
     proj = w_hr_t.shape[1]
-    hg = np.empty((batch, gates), np.float32)
-    h_prev, h_stride, c_prev = h0.ctypes.data, size, c0
+    rows, skip = b1 - b0, b0 * hidden * _FLOAT_BYTES  # skip: to row b0 of an (batch, hidden) block
+    hg = np.empty((rows, gates), np.float32)
+    h_prev, h_stride, c_prev = h0.ctypes.data + b0 * size * _FLOAT_BYTES, size, c0
     for t in order:
-        _matmul(gemm, h_prev, h_stride, w_t.ctypes.data, gates, hg.ctypes.data, gates, batch, gates, size)
-        _forward_step(out, t, xg, hg, c_prev)
+        _matmul(gemm, h_prev, h_stride, w_t.ctypes.data, gates, hg.ctypes.data, gates, rows, gates, size)
+        _forward_step(out, t, xg, hg, c_prev, b0, b1)
         c_prev = out[t, 1]
-        h_prev, h_stride = out[t, 0].ctypes.data, hidden
+        h_prev, h_stride = out[t, 0].ctypes.data + skip, hidden
         if proj:  # h = (o * tanh(c)) @ w_hr.T, in the first proj columns of block 7
-            _matmul(gemm, h_prev, hidden, w_hr_t.ctypes.data, proj, out[t, 7].ctypes.data, hidden, batch, proj, hidden)
-            h_prev = out[t, 7].ctypes.data
+            h_out = out[t, 7].ctypes.data + skip
+            _matmul(gemm, h_prev, hidden, w_hr_t.ctypes.data, proj, h_out, hidden, rows, proj, hidden)
+            h_prev = h_out
 
 
 @njit(**_JIT)
-def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr):
-    """Back through the steps (``order``: last step first), writing ``dxg``, ``dh``, ``dc``
-    and, with a projection (``w_hr`` not (0, 0)), ``dhr``."""
+def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0, b1):
+    """Back through the steps (``order``: last step first) for the batch rows ``b0:b1``,
+    writing those rows of ``dxg``, ``dh``, ``dc`` and, with a projection (``w_hr`` not (0, 0)),
+    ``dhr``."""
     batch, hidden = dc.shape
     gates, size = w_hh.shape
     proj = w_hr.shape[0]
-    dh[:] = 0
-    dc[:] = 0
+    rows, f = b1 - b0, _FLOAT_BYTES
+    dh[b0:b1] = 0
+    dc[b0:b1] = 0
     carried = np.zeros((batch, hidden), np.float32) if proj else dh  # reaching o * tanh(c)
     for k in range(order.shape[0]):
         t = order[k]
         c_prev = out[order[k + 1], 1] if k + 1 < order.shape[0] else c0
         if proj:
-            for b in range(batch):
+            for b in range(b0, b1):
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
-            _matmul(gemm, dhr[t].ctypes.data, proj, w_hr.ctypes.data, hidden, carried.ctypes.data, hidden,
-                    batch, hidden, proj)  # fmt: skip
-        _backward_step(dxg, dc, t, grad, out, carried, c_prev)
-        _matmul(gemm, dxg[t].ctypes.data, gates, w_hh.ctypes.data, size, dh.ctypes.data, size, batch, size, gates)
+            _matmul(gemm, dhr[t].ctypes.data + b0 * proj * f, proj, w_hr.ctypes.data, hidden,
+                    carried.ctypes.data + b0 * hidden * f, hidden, rows, hidden, proj)  # fmt: skip
+        _backward_step(dxg, dc, t, grad, out, carried, c_prev, b0, b1)
+        _matmul(gemm, dxg[t].ctypes.data + b0 * gates * f, gates, w_hh.ctypes.data, size,
+                dh.ctypes.data + b0 * size * f, size, rows, size, gates)  # fmt: skip
 
 
-def _call(kernel, *args) -> None:
+# Note [Batch halves]: the sequences of a batch are independent until the weight gradients,
+# which are products after the loop, so a layer's loop runs as one kernel call per block of
+# batch rows, each on its own intra-op thread (tensor/_threads.py; the kernels release the
+# GIL), with no synchronisation between the steps. A block of 8 rows costs ~62% of the whole
+# 16-row loop on one thread (the GEMM's packing of the weight does not shrink with the rows),
+# so two threads take the issue 19 layer's loops from ~1 to ~0.62 of their time. Batches of
+# fewer than _MIN_SPLIT_ROWS rows per thread stay whole.
+_MIN_SPLIT_ROWS = 4
+
+
+def _call(kernel, batch: int, work: int, *args) -> None:
+    """``kernel(*args, b0, b1)`` over the batch rows, in blocks on the intra-op threads when
+    ``work`` (elements the loop produces) is worth it (Note [Batch halves])."""
     if not kernel.overloads:
-        load_cached(kernel, args)  # from disk without numba's full start-up (Note [Warm start])
-    kernel(*args)
+        load_cached(kernel, (*args, 0, batch))  # from disk without numba's full start-up (Note [Warm start])
+    work = work if batch >= 2 * _MIN_SPLIT_ROWS else 0
+    _threads.parallel_for(batch, work, lambda rows: kernel(*args, rows.start, rows.stop))
 
 
 _NO_PROJECTION = np.empty((0, 0), np.float32)
@@ -205,7 +227,7 @@ def lstm_forward(out, xg, h0, c0, w_hh, w_hr, order) -> None:
     _check_shapes(xg, h0, c0, w_hh, w_hr)
     w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
     order = np.asarray(order, np.int64)
-    _call(_forward_layer, _SGEMM, out, xg, h0, c0, np.ascontiguousarray(w_hh.T), w_hr_t, order)
+    _call(_forward_layer, c0.shape[0], xg.size, _SGEMM, out, xg, h0, c0, np.ascontiguousarray(w_hh.T), w_hr_t, order)
 
 
 def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
@@ -215,4 +237,5 @@ def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
     w_hr = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr)
     dhr = np.empty((0, 0, 0), np.float32) if dhr is None else dhr
     order = np.asarray(order, np.int64)
-    _call(_backward_layer, _SGEMM, grad, out, c0, np.ascontiguousarray(w_hh), w_hr, order, dxg, dh, dc, dhr)
+    w_hh = np.ascontiguousarray(w_hh)
+    _call(_backward_layer, dc.shape[0], dxg.size, _SGEMM, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr)

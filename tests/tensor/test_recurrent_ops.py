@@ -13,7 +13,7 @@ import pytest
 import autograd
 import tensor
 from autograd import gradcheck, gradgradcheck
-from tensor import _dispatch
+from tensor import _dispatch, _threads
 from tensor.ops import recurrent, recurrent_layers
 from tests.helpers import assert_close
 
@@ -209,20 +209,33 @@ def _float32_lstm_arrays(proj: bool, steps: int = 4, batch: int = 3, hidden: int
 @pytest.mark.parametrize("reverse, proj", [(False, False), (True, True)])
 def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, proj):
     # Note [Compiled LSTM steps]: the numba kernels against the numpy definition, forward and
-    # the array backward with weights on every block of the packed output.
+    # the array backward with weights on every block of the packed output; the kernels run on
+    # two threads, over batch rows 0:4 and 4:9 (Note [Batch halves]).
     pytest.importorskip("numba")
-    arrays = _float32_lstm_arrays(proj)
+    arrays = _float32_lstm_arrays(proj, batch=9)
     forward = recurrent_layers._lstm_proj_layer if proj else recurrent_layers._lstm_layer
     backward = recurrent_layers._lstm_proj_layer_backward if proj else recurrent_layers._lstm_layer_backward
     assert recurrent_layers._compiled_steps(*arrays) is not None
     assert recurrent_layers._compiled_steps(*(a.astype(np.float64) for a in arrays)) is None
-    weights = np.random.default_rng(5).standard_normal((4, 8 if proj else 7, 3, 5)).astype(np.float32)
-    results = []
+    weights = np.random.default_rng(5).standard_normal((4, 8 if proj else 7, 9, 5)).astype(np.float32)
+    blocks, parallel_for = [], _threads.parallel_for
+
+    def recorded(size, work, body):
+        parallel_for(size, work, lambda rows: (blocks.append((rows.start, rows.stop)), body(rows)))
+
+    monkeypatch.setattr(_threads, "parallel_for", recorded)
+    monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
+    results, threads = [], _threads.get_num_threads()
     for compiled in (True, False):
         monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
         assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
-        out = forward.kernel(np, *arrays, reverse)
-        results.append((out, backward.kernel(np, weights, out, *arrays[1:], reverse)))
+        _threads.set_num_threads(2)
+        try:
+            out = forward.kernel(np, *arrays, reverse)
+            results.append((out, backward.kernel(np, weights, out, *arrays[1:], reverse)))
+        finally:
+            _threads.set_num_threads(threads)
+    assert sorted(blocks) == [(0, 4), (0, 4), (4, 9), (4, 9)]  # forward and backward, two blocks each
     (out, grads), (expected_out, expected_grads) = results
     np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
