@@ -164,10 +164,10 @@ def _eager_rows(repeat: int) -> list:
             if lib is None:
                 continue
             make, make_short, backward, backward_short = _long_chain_times(lib, steps, rounds)
-            label = f"{name}: recorded y = y * c, chain of {steps:,}, GC on (us/op)"
-            rows.append((label, make * 1e6, make_short * 1e6, f"{name}@100", target))
-            label = f"{name}: backward of that chain of {steps:,} (us/op)"
-            rows.append((label, backward * 1e6, backward_short * 1e6, f"{name}@100", target))
+            label = f"{name} y = y * c, live chain of {steps:,}, GC on (us/op)"
+            rows.append((label, make * 1e6, make_short * 1e6, "100-op", target))
+            label = f"{name} backward of that chain of {steps:,} (us/op)"
+            rows.append((label, backward * 1e6, backward_short * 1e6, "100-op", target))
     return rows
 
 
