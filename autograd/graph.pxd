@@ -20,6 +20,8 @@ cdef class Node:
     cdef object __weakref__
 
 
+cdef dict _ZERO_NRS  # a C global: its .get() a direct dict lookup
+
 cdef void _untrack(Node node)
 cdef void _track(Node node)
 @cython.locals(t=TensorBase)
