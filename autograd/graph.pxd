@@ -19,12 +19,14 @@ cdef class Node:
     cdef public object seq, n_outputs, pre_hooks, retained, freed, ctx
     cdef object __weakref__
 
+    cpdef object release(self)
 
-cdef dict _ZERO_NRS  # a C global: its .get() a direct dict lookup
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)
 @cython.locals(t=TensorBase)
 cdef bint _link(Node node, object op, object params, object inputs, object n_outputs) except -1
 cdef tuple _output_nrs(object inputs)
+@cython.locals(k=Py_ssize_t, saved=tuple, arrays=list)
+cdef tuple _saved_arrays(Node node)
 cpdef Node record(object op, TensorBase out, object inputs, object params)

@@ -173,19 +173,7 @@ class Node:
         Raises:
             RuntimeError: as ``saved``.
         """
-        if self.freed:
-            raise RuntimeError(_FREED_MESSAGE)
-        saved = self._saved
-        arrays = []
-        for k in range(0, len(saved), 3):
-            item, box = saved[k], saved[k + 1]
-            if box is not None:
-                if box[0] != saved[k + 2]:
-                    raise self._modified_input(k)
-                if isinstance(item, Tensor):
-                    item = item._data
-            arrays.append(item)
-        return tuple(arrays)
+        return _saved_arrays(self)
 
     @property
     def output_data(self):
@@ -239,6 +227,23 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
+
+
+def _saved_arrays(node) -> tuple:
+    """``node.saved_data`` (a C function with a C loop when compiled)."""
+    if node.freed:
+        raise RuntimeError(_FREED_MESSAGE)
+    saved = node._saved
+    arrays = []
+    for k in range(0, len(saved), 3):
+        item, box = saved[k], saved[k + 1]
+        if box is not None:
+            if box[0] != saved[k + 2]:
+                raise node._modified_input(k)
+            if isinstance(item, TensorBase):
+                item = item._data
+        arrays.append(item)
+    return tuple(arrays)
 
 
 def save_by_reference(t: Tensor) -> None:
