@@ -9,6 +9,7 @@ cimport cython
 from tensor._tensor_base cimport TensorBase, new_tensor
 
 cdef bint _COMPILED
+cdef dict _VERSION_0
 
 
 @cython.locals(t=TensorBase)

@@ -17,6 +17,9 @@ _api = hooks.api
 _new = object.__new__
 # tensor/_tensor.py sets this to its Tensor (this module is imported before it is defined).
 Tensor = None
+# A new tensor's version counter is a copy (compiled, one C call; a dict literal is two), which
+# the GC does not track, as it does not track this dict: Note [Graphs and the cyclic GC].
+_VERSION_0 = {0: 0}
 # While tensor.compile captures a function, its Tracer (tensor/_compile/capture.py): every op
 # run here is reported to it.
 tracer = None
@@ -36,7 +39,7 @@ def make(array, device, version=None) -> _tensor.Tensor:
         t = _new(Tensor)  # without Tensor.__init__
     t._data = array
     t._device = device
-    t._version_box = {0: 0} if version is None else version  # untracked by the GC: Note [Graphs and the cyclic GC]
+    t._version_box = _VERSION_0.copy() if version is None else version
     return t
 
 
