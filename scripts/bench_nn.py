@@ -54,11 +54,28 @@ def _recurrent_step(lib, nn_mod, model_name: str):
     return step
 
 
+def _one_thread() -> None:
+    import tensor  # noqa: PLC0415 - in the child only
+
+    tensor.set_num_threads(1)
+
+
+def _whole_batch_loops() -> None:
+    from tensor.ops import _lstm_numba  # noqa: PLC0415 - in the child only
+
+    _lstm_numba._MIN_SPLIT_ROWS = 1 << 30  # Note [Batch halves] off: each LSTM loop on one thread
+
+
+# Issue 19's open question (BENCHMARKS.md): what the one-layer LSTM gains from the second thread.
+_OURS_THREADING = {"ours-1-thread": _one_thread, "ours-whole-loops": _whole_batch_loops}
+
+
 def make_step(framework: str, model_name: str):
     """A closure running one train step of ``model_name`` ('mlp', 'cnn' or a key of
     ``_RECURRENT``, forward and backward only) in ``framework`` ('ours', 'ours-compiled': the
     model under ``tensor.compile``, 'ours-compiled-loss': the model and the loss compiled as one
-    function, Note [Compiled loss], or 'torch')."""
+    function, Note [Compiled loss], 'ours-1-thread' and 'ours-whole-loops' for a recurrent
+    model: ours on one intra-op thread, or with each LSTM loop whole, or 'torch')."""
     # Imported here so that a child process measuring one framework's memory loads only that one.
     if framework.startswith("ours"):
         import nn as nn_mod  # noqa: PLC0415
@@ -72,6 +89,7 @@ def make_step(framework: str, model_name: str):
         optim = lib.optim
     lib.manual_seed(0)
     if model_name in _RECURRENT:
+        _OURS_THREADING.get(framework, lambda: None)()
         return _recurrent_step(lib, nn_mod, model_name)
     rng = np.random.default_rng(0)
     if model_name == "mlp":
@@ -305,6 +323,16 @@ def recurrent_rows(models: list | None, rounds: int, steps: int, have_torch: boo
         peer_ms = statistics.median(peer) * 1e3 if peer else None
         rows.append((f"{label} (ms)", statistics.median(ours) * 1e3, peer_ms, "torch", "<= 1.0x"))
     return rows
+
+
+def lstm_threading_rows(rounds: int, steps: int) -> list:
+    """Info rows: the one-layer LSTM step of ours on one intra-op thread and with each LSTM
+    loop whole (Note [Batch halves] in tensor/ops/_lstm_numba.py off), as ratios to ours at the
+    default threads; the three in separate processes, alternating."""
+    variants = ("ours", *_OURS_THREADING)
+    medians = median_step_ms(variants, "lstm", rounds, steps)
+    return [(f"LSTM(64,128) fwd+bwd, ours {name[5:]} (ms)", medians[name], medians["ours"], "ours", "info")
+            for name in variants[1:]]  # fmt: skip
 
 
 def main(argv=None) -> int:
