@@ -255,10 +255,12 @@ GROUPS.update({
 
 
 def bench_rnn(repeat: int) -> list:
-    """Issue 19's LSTM/GRU rows alone (the same rows as in the nn group), in a minute or two."""
+    """Issue 19's LSTM/GRU rows alone (the same rows as in the nn group), and info rows for
+    the one-layer LSTM's threading, in a minute or two."""
     import bench_nn  # noqa: PLC0415 - as the module groups, loaded when run
 
-    return bench_nn.recurrent_rows(None, 3, max(2 * repeat, 10), torch is not None)
+    steps = max(2 * repeat, 10)
+    return bench_nn.recurrent_rows(None, 3, steps, torch is not None) + bench_nn.lstm_threading_rows(3, steps)
 
 
 GROUPS["rnn"] = bench_rnn
