@@ -105,6 +105,7 @@ class _FunctionOp:
 
     saves = ()
     saves_output = False
+    saved_for = None
 
     def __init__(self, cls) -> None:
         self.cls = cls

@@ -24,7 +24,7 @@ cdef class Node:
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)
-@cython.locals(t=TensorBase)
+@cython.locals(t=TensorBase, k=Py_ssize_t)
 cdef bint _link(Node node, object op, object params, object inputs, object n_outputs) except -1
 cdef tuple _output_nrs(object inputs)
 @cython.locals(k=Py_ssize_t, saved=tuple, arrays=list)

@@ -276,7 +276,8 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
     node.pre_hooks = node.retained = node._out = node.ctx = None
     node.freed = False
     saves = op.saves
-    save_all = saves is None or len(saves) == len(inputs)
+    saved_for = op.saved_for
+    save_all = (saves is None or len(saves) == len(inputs)) and saved_for is None
     device = None
     fns = []
     numbered = False  # whether an input is a node's output other than its first
@@ -312,9 +313,12 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
             box = t._version_box
             saved += (item, box, box[0])
     if not save_all:  # some inputs, in increasing order
-        for i in saves:
+        for k in range(len(saves)):
+            i = saves[k]
             x = inputs[i]
-            if isinstance(x, TensorBase):
+            if saved_for is not None and saved_for[k] is not None and fns[saved_for[k]] is None:
+                saved += (None, None, None)  # only a gradient nobody needs reads it
+            elif isinstance(x, TensorBase):
                 t = x
                 box = t._version_box
                 by_array = type(fns[i]) is Node and not t._saved_by_reference

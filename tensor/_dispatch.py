@@ -196,7 +196,11 @@ def _binary_kernel(op, backend, a, b, float_result):
                 ad = ad.astype("int64")
         bd = backend.scalar_operand(b, ad.dtype)
     try:
-        out = op.kernel(backend.xp, ad, bd)
+        operator = op.operator
+        if operator is not None and ad.dtype.kind != "V":  # no Python frame for the kernel
+            out = operator(ad, bd)
+        else:
+            out = op.kernel(backend.xp, ad, bd)
     except (ValueError, OverflowError) as exc:
         # Off the hot path: only reached when numpy refuses the operands.
         out = _retry_binary(op, backend.xp, ad, bd, exc)

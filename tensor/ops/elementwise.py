@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from .. import _backend, _dispatch, _dtype
 from .._autograd_hooks import grad_mode
 from .registry import defop, public
@@ -20,7 +22,7 @@ __all__ = [
 
 # The arithmetic and comparison kernels run bfloat16 (ml_dtypes kind "V") operands through
 # float32 (tensor/_backend.py ``in_float32``); other dtypes pay one attribute test.
-@defop("add")
+@defop("add", operator=operator.add)
 def _add(xp, a, b):
     return xp.add(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.add, a, b)
 
@@ -30,7 +32,7 @@ def _(node, g):
     return g, g
 
 
-@defop("sub")
+@defop("sub", operator=operator.sub)
 def _sub(xp, a, b):
     return xp.subtract(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.subtract, a, b)
 
@@ -40,7 +42,7 @@ def _(node, g):
     return g, (None if node.next_fns[1] is None else -g)  # no negation for a constant subtrahend
 
 
-@defop("mul", saves=(0, 1))
+@defop("mul", saves=(0, 1), saved_for=(1, 0), operator=operator.mul)
 def _mul(xp, a, b):
     return xp.multiply(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.multiply, a, b)
 
@@ -103,7 +105,7 @@ def _(node, g):
     return (None if to_a is None else g * b), (None if to_b is None else g * a)
 
 
-@defop("div", saves=(0, 1))
+@defop("div", saves=(0, 1), saved_for=(1, None), operator=operator.truediv)
 def _div(xp, a, b):
     return xp.true_divide(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.true_divide, a, b)
 

@@ -37,9 +37,19 @@ OPS: dict[str, OpDef] = {}
 class OpDef:
     """One primitive op: its name, kernel and derivative rule."""
 
-    __slots__ = ("name", "kernel", "backward", "saves", "saves_output", "differentiable", "is_view")
+    __slots__ = (
+        "name",
+        "kernel",
+        "backward",
+        "saves",
+        "saves_output",
+        "differentiable",
+        "is_view",
+        "saved_for",
+        "operator",
+    )
 
-    def __init__(self, name, kernel, saves, saves_output, differentiable, is_view):
+    def __init__(self, name, kernel, saves, saves_output, differentiable, is_view, saved_for=None, operator=None):
         self.name = name
         self.kernel = kernel
         self.backward = None
@@ -47,6 +57,8 @@ class OpDef:
         self.saves_output = saves_output
         self.differentiable = differentiable
         self.is_view = is_view
+        self.saved_for = saved_for
+        self.operator = operator
 
     def derivative(self, fn: Callable) -> Callable:
         """Register ``fn(node, grad) -> tuple of input grads`` as this op's derivative."""
@@ -57,17 +69,41 @@ class OpDef:
         return f"<op {self.name}>"
 
 
-def defop(name: str, *, saves: tuple = (), saves_output: bool = False,
-          differentiable: bool = True, is_view: bool = False) -> Callable[[Callable], OpDef]:
-    """Register a kernel under ``name``; use the returned OpDef's ``.derivative`` for its rule."""
+def defop(
+    name: str,
+    *,
+    saves: tuple = (),
+    saves_output: bool = False,
+    differentiable: bool = True,
+    is_view: bool = False,
+    saved_for: tuple | None = None,
+    operator: Callable | None = None,
+) -> Callable[[Callable], OpDef]:
+    """Register a kernel under ``name``; use the returned OpDef's ``.derivative`` for its rule.
+
+    ``saved_for``, aligned with ``saves``: for each saved input, the input position whose
+    gradient alone reads it (None: always kept). The input is then saved only when that
+    gradient is needed, as PyTorch saves ``self`` for ``mul`` only when ``other`` requires
+    grad; the derivative sees None in its place otherwise. ``operator``: a binary Python
+    operator (``operator.mul``) equal to the kernel on arrays of every backend except the
+    low-precision ml_dtypes ones; the dispatcher calls it instead of the kernel's Python frame.
+
+    Raises:
+        ValueError: for a name registered twice, ``saves`` not in increasing order, or
+            ``saved_for`` not aligned with ``saves``.
+    """
+
     def register(kernel: Callable) -> OpDef:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
         if saves is not None and list(saves) != sorted(set(saves)):  # autograd.graph.Node relies on it
             raise ValueError(f"op {name!r}: saves={saves} must be increasing input positions")
-        op = OpDef(name, kernel, saves, saves_output, differentiable, is_view)
+        if saved_for is not None and (saves is None or len(saved_for) != len(saves)):
+            raise ValueError(f"op {name!r}: saved_for={saved_for} must give one entry per saved input {saves}")
+        op = OpDef(name, kernel, saves, saves_output, differentiable, is_view, saved_for, operator)
         OPS[name] = op
         return op
+
     return register
 
 
