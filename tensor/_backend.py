@@ -121,6 +121,12 @@ class Backend:
     # autocast's convolution here rounds its operands and stays in float32 (nn/functional/conv.py).
     native_low_precision_gemm = False
 
+    def matmul_pair(self, a1, b1, a2, b2) -> tuple | None:
+        """``(a1 @ b1, a2 @ b2)``, two independent products each whole on its own intra-op thread,
+        or None (nothing computed) where that does not apply (Note [Paired products] in
+        tensor/_compile/lowering.py). Raises what ``matmul`` raises."""
+        return _threads.matmul_pair(a1, b1, a2, b2)
+
     def raw_kernel(self, source: str, name: str):
         """The kernel ``name`` of the CUDA C ``source``, called as ``kernel(grid, block, args)``
         (a ``cupy.RawKernel``, compiled once per process).
@@ -315,6 +321,10 @@ class _CupyBackend(Backend):
 
     fused_codegen = "cupy"
     native_low_precision_gemm = True
+
+    def matmul_pair(self, a1, b1, a2, b2):
+        # One device queue runs products in order, each on the whole GPU: nothing to pair.
+        return None
 
     def raw_kernel(self, source, name):
         key = ("raw", name, source)

@@ -44,6 +44,17 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* The generic set and delete that TensorBase.__delattr__ falls back to (object.__setattr__
+       refuses a type with its own tp_setattro). */
+    static inline int distrib_generic_delattr(PyObject *o, PyObject *name) {
+        return PyObject_GenericSetAttr(o, name, NULL);
+    }
+    """
+    int _generic_setattr "PyObject_GenericSetAttr" (object o, object name, object value) except -1
+    int _generic_delattr "distrib_generic_delattr" (object o, object name) except -1
+
+cdef extern from *:
+    """
     /* cls.__new__(cls) for a subclass of TensorBase, as a C call (Cython makes a method call of
        TensorBase.__new__(cls) unless cls is TensorBase itself). */
     static inline PyObject *distrib_new_tensor(PyTypeObject *cls) {

@@ -18,9 +18,12 @@ CPython's specialising interpreter reads and writes as fast as an instance's ``_
 
 What differs compiled: a tensor made without ``Tensor.__new__`` must come from
 ``TensorBase.__new__(cls)`` (an extension type refuses ``object.__new__``); a subclass must not
-give a field a class attribute (it would hide the field); ``_data``, ``_device`` and
-``_version_box`` read None, not AttributeError, on a tensor that never set them; and a field
-must not be deleted (``del t.grad``), since compiled code reads fields without a NULL check.
+give a field a class attribute (it would hide the field); and ``_data``, ``_device`` and
+``_version_box`` read None, not AttributeError, on a tensor that never set them. Deleting a field
+gives it back its default (``del t.grad`` makes grad None, as in PyTorch), through a
+``__delattr__``: compiled code reads fields without a NULL check, so none may be left empty.
+That costs interpreted code its specialised attribute stores on tensors (CPython specialises
+them only for the generic ``tp_setattro``), which are rare outside the compiled hot paths.
 """
 
 _COMPILED = not __file__.endswith(".py")
@@ -57,10 +60,19 @@ class TensorBase:
         self._is_inference = False
         self._saved_by_reference = False
 
+    def __delattr__(self, name):
+        # Compiled only (plain Python drops it below: its fields live in the __dict__ and fall
+        # back to the class defaults). A member descriptor would leave a deleted field NULL,
+        # which compiled code reads without a check: the field gets its default back instead,
+        # as PyTorch's ``del t.grad`` makes grad None.
+        _generic_setattr(self, name, _DEFAULTS[name]) if name in _DEFAULTS else _generic_delattr(self, name)  # noqa: F821
 
+
+_DEFAULTS = dict(FIELDS)
 if _COMPILED:
     _member_slots(TensorBase, tuple([name for name, _ in FIELDS]))  # noqa: F821 (C, in _tensor_base.pxd)
     _check_fields(tuple([name for name, _ in FIELDS]))  # noqa: F821
 else:
+    del TensorBase.__delattr__
     for _name, _default in FIELDS[3:]:  # no default for the three fields every tensor sets
         setattr(TensorBase, _name, _default)

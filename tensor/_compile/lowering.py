@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from .. import _dispatch, _threads
+from .. import _dispatch
 from . import aot, fusion
 from .aot import AotSegment
 from .runner import eager_segment, has_ref, run_node
@@ -134,13 +134,14 @@ def _kernel_reads(graph, step):
 
 
 def _pairable(graph, step) -> bool:
-    """Whether ``step`` is a plain 2-D float matmul on the CPU, large enough to split."""
+    """Whether ``step`` is a plain 2-D float matmul (its device's backend decides, when it runs,
+    whether the pair runs side by side: ``Backend.matmul_pair``)."""
     if step.kind == "kernel":
         return False
     node = graph.nodes[step.node]
     if node.kind != "call" or node.via != "apply" or node.op.name != "matmul" or node.device is None:
         return False
-    if node.device.type != "cpu" or node.device.index is not None or node.dtype.name not in ("float32", "float64"):
+    if node.dtype.name not in ("float32", "float64"):
         return False
     return all(len(graph.nodes[a].shape) == 2 and graph.nodes[a].dtype == node.dtype for a in node.args)
 
@@ -151,7 +152,7 @@ def _pair_args(node) -> tuple:
 
 def _run_pair(first, second, run_first, run_second, env, leaves) -> None:
     (out1, a1, b1, device1), (out2, a2, b2, device2) = first, second
-    products = _threads.matmul_pair(env[a1]._data, env[b1]._data, env[a2]._data, env[b2]._data)
+    products = device1.backend.matmul_pair(env[a1]._data, env[b1]._data, env[a2]._data, env[b2]._data)
     if products is None:
         run_first(env, leaves)
         run_second(env, leaves)

@@ -14,6 +14,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import tensor
@@ -70,6 +71,17 @@ def test_tensor_fields_defaults_and_other_attributes():
     assert vars(u).get("note") == "kept" and weakref.ref(u)() is u
     p = copy.deepcopy(Parameter(u))  # deepcopy assigns __class__
     assert type(p) is Parameter and p.requires_grad and p.grad is None
+
+
+def test_deleting_grad_sets_it_to_none_and_training_goes_on():
+    """``del x.grad`` makes grad None, as in PyTorch; compiled, the field must not be left empty
+    (compiled code reads it without a check: the next backward would crash)."""
+    x = tensor.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    del x.grad
+    assert x.grad is None
+    (x * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
 
 
 def test_pure_python_opt_out_loads_the_sources():
