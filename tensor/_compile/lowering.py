@@ -56,7 +56,8 @@ def _fused_segment(graph, start, stop):
     outputs = fusion.live_after(graph, len(graph.nodes))  # returned, read at a break, or written back
     checked, direct = [], []  # the steps through the dispatcher, and through Note [Library calls]
     reads = []  # per step: the node ids it reads from env (None: not known), for _pair_products
-    for step in fusion.plan(graph, start, stop):
+    plan = fusion.plan(graph, start, stop)
+    for step in plan:
         if step.kind == "kernel":
             kernel = functools.partial(_run_kernel, _fused_kernel(graph, step))
             checked.append(kernel)
@@ -68,7 +69,7 @@ def _fused_segment(graph, start, stop):
             checked.append(slow)
             direct.append(_library_call(node, step.node in outputs) or slow)
             reads.append(None if has_ref(node.params) else set(node.args))
-    direct = _pair_products(graph, fusion.plan(graph, start, stop), direct, reads)
+    direct = _pair_products(graph, plan, direct, reads)
 
     def run(env, leaves):
         hooked = _dispatch.profiler is not None or _dispatch.autocast is not None
