@@ -22,7 +22,8 @@ Note [Shared-memory collectives]
     it: no trailing barrier is needed. Stores of the data precede the store of the flag
     and x86 keeps stores in order (TSO); that is the memory model this relies on.
 
-    Segments live in /dev/shm with mode 0600 and are unlinked as soon as every rank has
+    Segments live in /dev/shm (``DISTRIB_SHM_DIR`` overrides it, as for shared tensors; rank
+    0's choice holds for the group) with mode 0600 and are unlinked as soon as every rank has
     mapped them, so a crash cannot leak them.
 
 Note [Slot size]
@@ -60,6 +61,8 @@ import time
 
 import numpy as np
 
+from tensor import _shared
+
 from .. import reduce_op
 from ..rendezvous import local_world_size
 
@@ -71,7 +74,6 @@ _SMALL_SLOT, _LARGE_SLOT = 256 << 10, 2 << 20  # bytes per slot (Note [Slot size
 _SHARED_BLOCK = 256 << 10  # bytes reduced, then copied to the peers, while still in cache
 _SLOTS, _SHARED = 1, 2  # how an all_reduce moves data (checked at its first barrier)
 _SPINS = int(os.environ.get("DISTRIB_SHM_SPINS", 300))  # ~20-40 us of polling before blocking
-_SHM_DIR = "/dev/shm"
 
 
 def _usable_cpus() -> int:
@@ -109,15 +111,17 @@ def _exchange_segments(store, key: str, rank: int, size: int, total: int, wake_f
     peer's, collectively over ``store`` under ``key``: ``(maps, wake_r, wake_w)``, the maps
     indexed by rank, or None (on every rank) if any rank could not."""
     if rank == 0:
+        store.set(f"{key}/dir", _shared.SHM_DIR)
         store.set(f"{key}/token", secrets.token_hex(8))
+    shm_dir = store.get(f"{key}/dir").decode()
     token = store.get(f"{key}/token").decode()
-    path = os.path.join(_SHM_DIR, f"distrib-{token}-{rank}")
+    path = os.path.join(shm_dir, f"distrib-{token}-{rank}")
     fifo = path + ".wake" if wake_fifo else None
     mm, wake_r, reason = None, None, ""
     try:
-        stat = os.statvfs(_SHM_DIR)
+        stat = os.statvfs(shm_dir)
         if stat.f_bavail * stat.f_frsize < 2 * total:
-            raise OSError(f"only {stat.f_bavail * stat.f_frsize} bytes free in {_SHM_DIR}")
+            raise OSError(f"only {stat.f_bavail * stat.f_frsize} bytes free in {shm_dir}")
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, total)
@@ -141,7 +145,7 @@ def _exchange_segments(store, key: str, rank: int, size: int, total: int, wake_f
         if p == rank:
             maps.append(mm)
             continue
-        peer_path = os.path.join(_SHM_DIR, f"distrib-{token}-{p}")
+        peer_path = os.path.join(shm_dir, f"distrib-{token}-{p}")
         fd = os.open(peer_path, os.O_RDWR)
         try:
             maps.append(mmap.mmap(fd, total))

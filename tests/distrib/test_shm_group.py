@@ -56,3 +56,26 @@ def test_both_ranks_use_one_slot_size(monkeypatch, cpus, local_env, slot, expect
 
 def test_usable_cpus_is_within_the_affinity():
     assert 1 <= _shm._usable_cpus() <= len(os.sched_getaffinity(0))
+
+
+def test_segments_go_where_distrib_shm_dir_says(monkeypatch, tmp_path):
+    """``DISTRIB_SHM_DIR`` moves the collectives' segments as it moves shared tensors'; a
+    directory that cannot hold them makes the group unusable on every rank (the backend then
+    falls back to its sockets) instead of one rank failing alone."""
+    from tensor import _shared
+
+    def setup_both():
+        store = HashStore()
+        with ThreadPoolExecutor(2) as pool:
+            return list(pool.map(lambda rank: _shm.setup(store, rank, 2, 8192), range(2)))
+
+    monkeypatch.setattr(_shared, "SHM_DIR", str(tmp_path / "missing"))
+    assert setup_both() == [None, None]
+    monkeypatch.setattr(_shared, "SHM_DIR", str(tmp_path))
+    groups = setup_both()
+    try:
+        assert all(isinstance(g, ShmGroup) for g in groups)
+        assert os.listdir(tmp_path) == []  # unlinked once every rank mapped them
+    finally:
+        for g in groups:
+            g.close()
