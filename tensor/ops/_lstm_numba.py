@@ -130,30 +130,86 @@ def gemm():
     return _SGEMM
 
 
+# Note [Small products]: OpenBLAS packs the whole weight on every call, whatever the rows, so on
+# issue 19's layer a block of 8 rows (Note [Batch halves]) cost about as much as all 16. Blocks
+# of up to _SMALL_ROWS rows instead run ``_small_matmul``, which streams the weight's rows
+# unpacked: each row of the result accumulates eight rows of the weight at a time, in a local
+# buffer (Note [Row buffers]), a loop the vectoriser widens. The forward's 8x128 @ 128x512, a
+# different ``h`` each step as in the layer: 22.5 us against OpenBLAS's 36.2 (thread CPU,
+# medians, load ~3), the forward loop of 8 rows 0.79-0.91x. For more rows it would reread the
+# weight once per block of 8, so they keep OpenBLAS (16 rows: level). The backward's
+# 8x512 @ 512x128 gained less alone (31 against 36 us) and its loop none (1.07-1.14x, noisy):
+# it keeps OpenBLAS.
+_SMALL_ROWS = 8
+
+
 @njit(**_JIT)
-def _matmul(gemm, a, lda, b, ldb, c, ldc, m, n, k):
-    """``c = a @ b`` (float32, row-major, addresses and leading dimensions): (m, k) @ (k, n)."""
-    gemm(_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_NO_TRANS, m, n, k, _ONE, a, lda, b, ldb, _ZERO, c, ldc)
+def _small_matmul(a, b, c, acc):
+    """``c[...] = a @ b`` for (m, k) @ (k, n), m <= _SMALL_ROWS, ``b`` C-contiguous; ``acc`` is
+    a scratch buffer of at least (m, n)."""
+    m, k = a.shape
+    n = b.shape[1]
+    k8 = k - k % 8
+    acc[:m, :n] = 0
+    for kk in range(0, k8, 8):
+        w0, w1, w2, w3 = b[kk], b[kk + 1], b[kk + 2], b[kk + 3]
+        w4, w5, w6, w7 = b[kk + 4], b[kk + 5], b[kk + 6], b[kk + 7]
+        for q in range(m):
+            x = a[q]
+            x0, x1, x2, x3 = x[kk], x[kk + 1], x[kk + 2], x[kk + 3]
+            x4, x5, x6, x7 = x[kk + 4], x[kk + 5], x[kk + 6], x[kk + 7]
+            row = acc[q]
+            for p in range(n):
+                row[p] += (x0 * w0[p] + x1 * w1[p] + x2 * w2[p] + x3 * w3[p]) + (
+                    x4 * w4[p] + x5 * w5[p] + x6 * w6[p] + x7 * w7[p]
+                )
+    for kk in range(k8, k):
+        w0 = b[kk]
+        for q in range(m):
+            x0, row = a[q, kk], acc[q]
+            for p in range(n):
+                row[p] += x0 * w0[p]
+    for q in range(m):
+        _copy_row(c[q], acc[q, :n])
+
+
+@njit(**_JIT)
+def _matmul(gemm, a, b, c, acc):
+    """``c[...] = a @ b`` (float32; ``a`` and ``c`` with unit inner strides, ``b`` C-contiguous):
+    ``_small_matmul`` for up to _SMALL_ROWS rows, else OpenBLAS (Note [Small products])."""
+    if a.shape[0] <= _SMALL_ROWS:
+        _small_matmul(a, b, c, acc)
+    else:
+        _blas_matmul(gemm, a, b, c)
+
+
+@njit(**_JIT)
+def _blas_matmul(gemm, a, b, c):
+    """``c[...] = a @ b`` by OpenBLAS, the arrays as for ``_matmul``."""
+    m, k = a.shape
+    n = b.shape[1]
+    lda, ldc = a.strides[0] // _FLOAT_BYTES, c.strides[0] // _FLOAT_BYTES
+    gemm(_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_NO_TRANS, m, n, k, _ONE, a.ctypes.data, lda, b.ctypes.data, n,
+         _ZERO, c.ctypes.data, ldc)  # fmt: skip
 
 
 @njit(**_JIT)
 def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order, b0, b1):
     """The layer's steps in ``order`` for the batch rows ``b0:b1`` (Note [Batch halves]);
     ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T`` or (0, 0) without a projection."""
-    hidden = c0.shape[1]
-    size, gates = w_t.shape
+    gates = w_t.shape[1]
     proj = w_hr_t.shape[1]
-    rows, skip = b1 - b0, b0 * hidden * _FLOAT_BYTES  # skip: to row b0 of an (batch, hidden) block
-    hg = np.empty((rows, gates), np.float32)
-    h_prev, h_stride, c_prev = h0.ctypes.data + b0 * size * _FLOAT_BYTES, size, c0
+    hg = np.empty((b1 - b0, gates), np.float32)
+    acc = np.empty((_SMALL_ROWS, gates), np.float32)
+    h_prev, c_prev = h0[b0:b1], c0
     for t in order:
-        _matmul(gemm, h_prev, h_stride, w_t.ctypes.data, gates, hg.ctypes.data, gates, rows, gates, size)
+        _matmul(gemm, h_prev, w_t, hg, acc)
         _forward_step(out, t, xg, hg, c_prev, b0, b1)
         c_prev = out[t, 1]
-        h_prev, h_stride = out[t, 0].ctypes.data + skip, hidden
+        h_prev = out[t, 0, b0:b1]
         if proj:  # h = (o * tanh(c)) @ w_hr.T, in the first proj columns of block 7
-            h_out = out[t, 7].ctypes.data + skip
-            _matmul(gemm, h_prev, hidden, w_hr_t.ctypes.data, proj, h_out, hidden, rows, proj, hidden)
+            h_out = out[t, 7, b0:b1, :proj]
+            _matmul(gemm, h_prev, w_hr_t, h_out, acc)
             h_prev = h_out
 
 
@@ -163,9 +219,7 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
     writing those rows of ``dxg``, ``dh``, ``dc`` and, with a projection (``w_hr`` not (0, 0)),
     ``dhr``."""
     batch, hidden = dc.shape
-    gates, size = w_hh.shape
     proj = w_hr.shape[0]
-    rows, f = b1 - b0, _FLOAT_BYTES
     dh[b0:b1] = 0
     dc[b0:b1] = 0
     carried = np.zeros((batch, hidden), np.float32) if proj else dh  # reaching o * tanh(c)
@@ -176,11 +230,9 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
             for b in range(b0, b1):
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
-            _matmul(gemm, dhr[t].ctypes.data + b0 * proj * f, proj, w_hr.ctypes.data, hidden,
-                    carried.ctypes.data + b0 * hidden * f, hidden, rows, hidden, proj)  # fmt: skip
+            _blas_matmul(gemm, dhr[t, b0:b1], w_hr, carried[b0:b1])
         _backward_step(dxg, dc, t, grad, out, carried, c_prev, b0, b1)
-        _matmul(gemm, dxg[t].ctypes.data + b0 * gates * f, gates, w_hh.ctypes.data, size,
-                dh.ctypes.data + b0 * size * f, size, rows, size, gates)  # fmt: skip
+        _blas_matmul(gemm, dxg[t, b0:b1], w_hh, dh[b0:b1])
 
 
 # Note [Batch halves]: the sequences of a batch are independent until the weight gradients,

@@ -206,18 +206,20 @@ def _float32_lstm_arrays(proj: bool, steps: int = 4, batch: int = 3, hidden: int
     return [rng.standard_normal(s).astype(np.float32) for s in shapes]
 
 
-@pytest.mark.parametrize("reverse, proj", [(False, False), (True, True)])
-def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, proj):
+@pytest.mark.parametrize("reverse, proj, batch, hidden", [(False, False, 9, 9), (True, True, 34, 5)])
+def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, proj, batch, hidden):
     # Note [Compiled LSTM steps]: the numba kernels against the numpy definition, forward and
     # the array backward with weights on every block of the packed output; the kernels run on
-    # two threads, over batch rows 0:4 and 4:9 (Note [Batch halves]).
+    # two threads, over two blocks of batch rows (Note [Batch halves]). Blocks of 4-5 rows take
+    # _small_matmul (hidden 9: its eight-row steps and the rest), of 17 rows OpenBLAS (Note
+    # [Small products]).
     pytest.importorskip("numba")
-    arrays = _float32_lstm_arrays(proj, batch=9)
+    arrays = _float32_lstm_arrays(proj, batch=batch, hidden=hidden)
     forward = recurrent_layers._lstm_proj_layer if proj else recurrent_layers._lstm_layer
     backward = recurrent_layers._lstm_proj_layer_backward if proj else recurrent_layers._lstm_layer_backward
     assert recurrent_layers._compiled_steps(*arrays) is not None
     assert recurrent_layers._compiled_steps(*(a.astype(np.float64) for a in arrays)) is None
-    weights = np.random.default_rng(5).standard_normal((4, 8 if proj else 7, 9, 5)).astype(np.float32)
+    weights = np.random.default_rng(5).standard_normal((4, 8 if proj else 7, batch, hidden)).astype(np.float32)
     blocks, parallel_for = [], _threads.parallel_for
 
     def recorded(size, work, body):
@@ -235,7 +237,8 @@ def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, p
             results.append((out, backward.kernel(np, weights, out, *arrays[1:], reverse)))
         finally:
             _threads.set_num_threads(threads)
-    assert sorted(blocks) == [(0, 4), (0, 4), (4, 9), (4, 9)]  # forward and backward, two blocks each
+    half = batch // 2
+    assert sorted(blocks) == [(0, half), (0, half), (half, batch), (half, batch)]  # forward and backward
     (out, grads), (expected_out, expected_grads) = results
     np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
