@@ -30,6 +30,8 @@ def _extensions() -> list:
     except ImportError:
         return _pure_python("Cython is not installed")
     sources = [Extension(name, [name.replace(".", "/") + ".py"], optional=True) for name in ACCELERATED]
+    # The arena cache (Note [Arena cache] in tensor/_accelerator.py): Cython only, no .py source.
+    sources.append(Extension("tensor._arena", ["tensor/_arena.pyx"], optional=True))
     try:
         # The generated C goes under build/, out of the source tree.
         return cythonize(sources, build_dir="build/cython", compiler_directives=DIRECTIVES, quiet=True)
@@ -51,5 +53,5 @@ class _OptionalBuildExt(build_ext):
 setup(
     ext_modules=_extensions(),
     cmdclass={"build_ext": _OptionalBuildExt},
-    package_data={"tensor": ["*.pxd"], "autograd": ["*.pxd"]},
+    package_data={"tensor": ["*.pxd", "*.pyx"], "autograd": ["*.pxd"]},
 )

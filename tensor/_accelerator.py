@@ -25,6 +25,40 @@ accelerated module runs from its source, as a compiled module reads the extensio
 ``cimport``s from another (``autograd/engine.pxd`` the ``Node`` of ``graph.pxd``) as C structs.
 ``tensor._accelerated()`` says which modules are compiled in this process; scripts/test prints it.
 
+Note [Arena cache]
+~~~~~~~~~~~~~~~~~~
+Python's small-object allocator (pymalloc) carves objects out of 1 MiB arenas that it maps with
+``mmap`` and unmaps as soon as one is empty. A live chain of recorded ops keeps a few hundred
+bytes per op in pymalloc (a 100,000-op chain tens of arenas): dropping it unmaps them all and
+the next chain page-faults every page in again (0.2 faults per op, ~0.9 us of a ~3-6 us op on
+this VM; BENCHMARKS.md, issue 19), where PyTorch's per-op objects live in glibc's malloc, which
+keeps freed memory. ``tensor/_arena.pyx`` (compiled only) wraps CPython's arena allocator
+(``PyObject_SetArenaAllocator``): a freed arena goes onto a free list, up to a bound, instead of
+back to the OS, and the next arena allocation takes it from there. ``install_arena_cache`` below
+installs it when ``tensor`` is imported (this module is imported first).
+
+* Correct for any arena: the cache never frees, it only delays the previous allocator's free.
+  Every block it holds was made by the previous allocator with the same size (it caches only
+  blocks of exactly pymalloc's arena size, 1 MiB, and hands them out only for that size; the
+  interpreter's frame-stack chunks, which the same allocator serves, pass through), and one
+  that does not fit goes to the previous allocator's free, the one that made it, arenas mapped
+  before the cache was installed included.
+* Thread-safe because pymalloc calls the arena allocator only from ``PyObject_Malloc`` and
+  ``PyObject_Free``, which run with the GIL held (CPython 3.11 has one GIL for all its
+  interpreters), so the free list is never touched by two threads at once. Fork-safe: ``fork``
+  runs with the GIL held, and the child gets a copy of the free list with the (private,
+  copy-on-write) arenas it points to.
+* Installed once per process: ``install`` keeps a C flag in the extension (a module imported
+  twice, or another caller, gets False).
+* The bound, ``DISTRIB_ARENA_CACHE_MB`` (default 64; 0: the allocator is left alone): at most
+  that much memory the process already had at its peak stays mapped but unused, the order of
+  what glibc keeps for PyTorch (its trim threshold grows up to 64 MiB), and enough for the
+  arenas of a 100,000-op live chain.
+* Without a compiler, with ``DISTRIB_PURE_PYTHON=1`` or with a ``_arena.pyx`` newer than its
+  build (with a warning), there is no cache: arenas go back to the OS as in plain CPython. It is
+  not one of ``ACCELERATED``: the other modules do not depend on it, so a stale cache module
+  does not send them to their sources.
+
 Why Cython rather than mypyc: mypyc compiles only fully type-annotated code to its own classes,
 and its native classes cannot be left out of the cyclic GC's tracking; Cython compiles these
 modules as they are, and its extension types can be.
@@ -57,9 +91,9 @@ def _mtime(path: str) -> float:
 
 def _stale(stem: str) -> bool:
     """Whether the compiled module at ``stem`` (its path without a suffix) is older than its
-    ``.py`` or ``.pxd`` (False where it is not compiled)."""
+    ``.py``, ``.pxd`` or ``.pyx`` (False where it is not compiled)."""
     built = [_mtime(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
-    return any(built) and max(built) < max(_mtime(stem + ".py"), _mtime(stem + ".pxd"))
+    return any(built) and max(built) < max(_mtime(stem + s) for s in (".py", ".pxd", ".pyx"))
 
 
 class _SourceFinder:
@@ -115,4 +149,38 @@ def accelerated() -> tuple[str, ...]:
     return tuple(name for name in ACCELERATED if importlib.import_module(name).__file__.endswith(suffixes))
 
 
+ARENA_CACHE_MB = 64  # DISTRIB_ARENA_CACHE_MB's default (Note [Arena cache])
+
+
+def install_arena_cache() -> bool:
+    """Install the compiled arena cache (Note [Arena cache]) unless ``DISTRIB_ARENA_CACHE_MB=0``,
+    ``DISTRIB_PURE_PYTHON=1``, or it is not built (or older than its source: with a warning).
+
+    Returns False, leaving the allocator alone, where the setting, ``DISTRIB_PURE_PYTHON`` or the
+    build rules the cache out; otherwise whether the cache is the process's arena allocator.
+
+    Raises:
+        ValueError: if ``DISTRIB_ARENA_CACHE_MB`` is not a non-negative integer.
+    """
+    text = os.environ.get("DISTRIB_ARENA_CACHE_MB", "").strip()
+    if not text.isdigit() and text:
+        raise ValueError(f"DISTRIB_ARENA_CACHE_MB must be a non-negative integer (MiB), got {text!r}")
+    megabytes = int(text) if text else ARENA_CACHE_MB
+    if megabytes == 0 or pure_python_requested():
+        return False
+    if _stale(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_arena")):
+        warnings.warn(
+            "tensor._arena is older than tensor/_arena.pyx: no arena cache (rebuild with `pip install -e .`)",
+            stacklevel=2,
+        )
+        return False
+    try:
+        from . import _arena  # noqa: PLC0415 - compiled only, optional
+    except ImportError:
+        return False
+    _arena.install(megabytes << 20)
+    return _arena.installed()
+
+
 install_source_finder()  # at import: tensor/__init__.py imports this module first
+install_arena_cache()
