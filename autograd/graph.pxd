@@ -16,11 +16,14 @@ cdef extern from "Python.h":
 
 cdef class Node:
     cdef public object op, params, _saved, _device, _out, next_fns, next_nrs, out_meta
-    cdef public object seq, n_outputs, pre_hooks, retained, freed, ctx
+    cdef public object n_outputs, pre_hooks, retained, freed, ctx
+    cdef public Py_ssize_t seq  # a C integer: no int object per live node
     cdef object __weakref__
 
     cpdef object release(self)
 
+
+cdef dict _ZERO_NRS, _OUT_META  # C globals: their .get() a direct dict lookup
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)

@@ -16,10 +16,11 @@ import pytest
 
 import tensor
 
-# Today 6.7: the ndarray with its data, the Node, its saved and next_fns tuples, out_meta's
-# tuples, the sequence number; not the input's array, which only c's gradient would read (9.6
-# when mul saved it).
-_MAX_BLOCKS_PER_OP = 7.5
+# Today 2.9 compiled, 3.9 in plain Python: the Node, its saved and next_fns tuples, and in plain
+# Python its sequence number (a C integer compiled); not the input's array, which only c's
+# gradient would read (9.6 when mul saved it), nor out_meta's tuples, shared per shape (6.7
+# blocks before).
+_MAX_BLOCKS_PER_OP = {True: 3.5, False: 4.5}
 
 
 def test_live_recorded_op_keeps_few_allocator_blocks():
@@ -36,7 +37,8 @@ def test_live_recorded_op_keeps_few_allocator_blocks():
         y = y * c
     per_op = (sys.getallocatedblocks() - before) / steps
     assert y.grad_fn is not None
-    assert per_op <= _MAX_BLOCKS_PER_OP, f"a live recorded y * c keeps {per_op:.2f} allocator blocks"
+    bound = _MAX_BLOCKS_PER_OP["autograd.graph" in tensor._accelerated()]
+    assert per_op <= bound, f"a live recorded y * c keeps {per_op:.2f} allocator blocks"
 
 
 @pytest.mark.parametrize("c_requires_grad", [False, True])
