@@ -136,10 +136,10 @@ def gemm():
 # unpacked: each row of the result accumulates eight rows of the weight at a time, in a local
 # buffer (Note [Row buffers]), a loop the vectoriser widens. The forward's 8x128 @ 128x512, a
 # different ``h`` each step as in the layer: 22.5 us against OpenBLAS's 36.2 (thread CPU,
-# medians, load ~3), the forward loop of 8 rows 0.79-0.91x. For more rows it would reread the
-# weight once per block of 8, so they keep OpenBLAS (16 rows: level). The backward's
-# 8x512 @ 512x128 gained less alone (31 against 36 us) and its loop none (1.07-1.14x, noisy):
-# it keeps OpenBLAS.
+# medians, load ~3); the backward's 8x512 @ 512x128 31 against 36 us. The layer's loops over 8
+# rows, 400-600 calls each alternating with the OpenBLAS version in one process: forward
+# 0.84-0.88x, backward 0.94-0.96x (load 2.3-3.6). For more rows it would reread the weight once
+# per block of 8, so they keep OpenBLAS (16 rows: level).
 _SMALL_ROWS = 8
 
 
@@ -223,6 +223,7 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
     dh[b0:b1] = 0
     dc[b0:b1] = 0
     carried = np.zeros((batch, hidden), np.float32) if proj else dh  # reaching o * tanh(c)
+    acc = np.empty((_SMALL_ROWS, max(hidden, dh.shape[1])), np.float32)
     for k in range(order.shape[0]):
         t = order[k]
         c_prev = out[order[k + 1], 1] if k + 1 < order.shape[0] else c0
@@ -230,9 +231,9 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
             for b in range(b0, b1):
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
-            _blas_matmul(gemm, dhr[t, b0:b1], w_hr, carried[b0:b1])
+            _matmul(gemm, dhr[t, b0:b1], w_hr, carried[b0:b1], acc)
         _backward_step(dxg, dc, t, grad, out, carried, c_prev, b0, b1)
-        _blas_matmul(gemm, dxg[t, b0:b1], w_hh, dh[b0:b1])
+        _matmul(gemm, dxg[t, b0:b1], w_hh, dh[b0:b1], acc)
 
 
 # Note [Batch halves]: the sequences of a batch are independent until the weight gradients,
