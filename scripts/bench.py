@@ -97,9 +97,10 @@ def _long_chain_times(lib, steps: int, rounds: int, short: int = 100) -> tuple[f
     hit both alike; the order alternates by round, each gets one warm-up. Timing a 0.3 ms run
     alone instead picks the quiet moments a 0.5 s run cannot. "make" includes dropping the chain,
     as for the 100-op rows; "backward" times backward alone through a fresh chain (made untimed).
-    A long chain of ours faults its memory in afresh each time (Python's allocator gives emptied
-    arenas back to the OS) and finds it cold in the caches when freed: part of its cost, as is
-    the memory each live op keeps (BENCHMARKS.md, issue 19).
+    A long chain finds its memory cold in the caches, and without the compiled arena cache (Note
+    [Arena cache] in tensor/_accelerator.py; Python's allocator gives emptied arenas back to the
+    OS) faults it in afresh each time: part of its cost, as is the memory each live op keeps
+    (BENCHMARKS.md, issue 19).
     """
     x = lib.ones(4, requires_grad=True)
     c = lib.full((4,), 1.0001)
