@@ -45,8 +45,9 @@ installs it when ``tensor`` is imported (this module is imported first).
   before the cache was installed included.
 * Thread-safe because pymalloc calls the arena allocator only from ``PyObject_Malloc`` and
   ``PyObject_Free``, which run with the GIL held (CPython 3.11 has one GIL for all its
-  interpreters), so the free list is never touched by two threads at once. Fork-safe: ``fork``
-  runs with the GIL held, and the child gets a copy of the free list with the (private,
+  interpreters), so the free list is never touched by two threads at once; a spin lock held
+  for a few stores keeps it so where interpreters have their own GIL (CPython 3.12+). Fork-safe:
+  ``fork`` runs with the GIL held, and the child gets a copy of the free list with the (private,
   copy-on-write) arenas it points to.
 * Installed once per process: ``install`` keeps a C flag in the extension (a module imported
   twice, or another caller, gets False).

@@ -18,6 +18,22 @@ cdef extern from "Python.h":
     void PyObject_SetArenaAllocator(PyObjectArenaAllocator *allocator)
 
 
+cdef extern from *:
+    """
+    /* Guards the free list where the GIL does not: interpreters with their own GIL (CPython
+       3.12+) share the one arena allocator. Held for a few loads and stores, never across a call. */
+    static char distrib_arena_lock = 0;
+    static inline void distrib_arena_acquire(void) {
+        while (__atomic_test_and_set(&distrib_arena_lock, __ATOMIC_ACQUIRE)) {}
+    }
+    static inline void distrib_arena_release(void) {
+        __atomic_clear(&distrib_arena_lock, __ATOMIC_RELEASE);
+    }
+    """
+    void distrib_arena_acquire() noexcept nogil
+    void distrib_arena_release() noexcept nogil
+
+
 # pymalloc's arena: ARENA_SIZE in CPython 3.10+'s Objects/obmalloc.c on 64-bit builds (ARENA_BITS
 # 20, with its radix tree). Only blocks of exactly this size are cached; anything else the arena
 # allocator is asked for (the interpreter's frame stack chunks, _PyObject_VirtualAlloc) passes through.
@@ -37,20 +53,29 @@ cdef bint _installed = False
 
 cdef void *_alloc(void *ctx, size_t size) noexcept nogil:
     global _count, _hits
-    if size == _ARENA_SIZE and _count:
-        _count -= 1
-        _hits += 1
-        return _slots[_count]
-    return _previous.alloc(_previous.ctx, size)
+    cdef void *ptr = NULL
+    if size == _ARENA_SIZE:
+        distrib_arena_acquire()
+        if _count:
+            _count -= 1
+            _hits += 1
+            ptr = _slots[_count]
+        distrib_arena_release()
+    return ptr if ptr != NULL else _previous.alloc(_previous.ctx, size)
 
 
 cdef void _free(void *ctx, void *ptr, size_t size) noexcept nogil:
     global _count
-    if size == _ARENA_SIZE and _count < _capacity:
-        _slots[_count] = ptr
-        _count += 1
-        return
-    _previous.free(_previous.ctx, ptr, size)
+    cdef bint kept = False
+    if size == _ARENA_SIZE:
+        distrib_arena_acquire()
+        if _count < _capacity:
+            _slots[_count] = ptr
+            _count += 1
+            kept = True
+        distrib_arena_release()
+    if not kept:
+        _previous.free(_previous.ctx, ptr, size)
 
 
 def install(size_t limit_bytes) -> bool:
