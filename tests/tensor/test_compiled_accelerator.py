@@ -47,6 +47,9 @@ def test_the_compiled_modules_run_when_built():
     assert not TensorBase.__flags__ & (1 << 9), "TensorBase is a Python class"
     # Member descriptors, which the interpreter reads as fast as a __dict__; not Cython's properties.
     assert {type(vars(TensorBase)[name]).__name__ for name, _ in FIELDS} == {"member_descriptor"}
+    from tensor import _arena  # built beside them (Note [Arena cache]); installed by `import tensor`
+
+    assert _arena.installed() or os.environ.get("DISTRIB_ARENA_CACHE_MB", "").strip() == "0"
 
 
 def test_tensor_fields_defaults_and_other_attributes():
