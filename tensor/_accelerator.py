@@ -164,7 +164,7 @@ def install_arena_cache() -> bool:
         ValueError: if ``DISTRIB_ARENA_CACHE_MB`` is not a non-negative integer.
     """
     text = os.environ.get("DISTRIB_ARENA_CACHE_MB", "").strip()
-    if not text.isdigit() and text:
+    if not text.isdecimal() and text:
         raise ValueError(f"DISTRIB_ARENA_CACHE_MB must be a non-negative integer (MiB), got {text!r}")
     megabytes = int(text) if text else ARENA_CACHE_MB
     if megabytes == 0 or pure_python_requested():
