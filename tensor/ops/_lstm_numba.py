@@ -239,12 +239,12 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
 # Note [Batch halves]: the sequences of a batch are independent until the weight gradients,
 # which are products after the loop, so a layer's loop runs as one kernel call per block of
 # batch rows, each on its own intra-op thread (tensor/_threads.py; the kernels release the
-# GIL), with no synchronisation between the steps. A block of 8 rows costs ~2/3 of the whole
-# 16-row loop on one thread (the GEMM packs the whole weight whatever the rows): on issue 19's
-# layer the slowest block's thread time is 0.68x the one-thread loop, forward and backward
-# (BENCHMARKS.md). On a loaded machine, where the second thread rarely gets a core, the split
-# is slower in wall time, as torch's threads are. Batches of fewer than _MIN_SPLIT_ROWS rows per
-# thread stay whole.
+# GIL), with no synchronisation between the steps. A block of 8 rows cost ~2/3 of the whole
+# 16-row loop on one thread while OpenBLAS packed the whole weight for each step's product
+# (0.68x, forward and backward; BENCHMARKS.md); such blocks now take Note [Small products]'s
+# kernel instead (forward 0.84-0.88x, backward 0.94-0.96x of that). On a loaded machine, where
+# the second thread rarely gets a core, the split is slower in wall time, as torch's threads
+# are. Batches of fewer than _MIN_SPLIT_ROWS rows per thread stay whole.
 _MIN_SPLIT_ROWS = 4
 
 
