@@ -137,9 +137,10 @@ def gemm():
 # buffer (Note [Row buffers]), a loop the vectoriser widens. The forward's 8x128 @ 128x512, a
 # different ``h`` each step as in the layer: 22.5 us against OpenBLAS's 36.2 (thread CPU,
 # medians, load ~3); the backward's 8x512 @ 512x128 31 against 36 us. The layer's loops over 8
-# rows, 400-600 calls each alternating with the OpenBLAS version in one process: forward
-# 0.84-0.88x, backward 0.94-0.96x (load 2.3-3.6). For more rows it would reread the weight once
-# per block of 8, so they keep OpenBLAS (16 rows: level).
+# rows, 300-600 calls each alternating with the OpenBLAS version in one process: forward
+# 0.84-0.98x, backward 0.94-1.01x (five runs at load 2.1-3.6; the gain varies with the VM's
+# state). For more rows it would reread the weight once per block of 8, so they keep OpenBLAS
+# (16 rows: level).
 _SMALL_ROWS = 8
 
 
@@ -242,7 +243,7 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
 # GIL), with no synchronisation between the steps. A block of 8 rows cost ~2/3 of the whole
 # 16-row loop on one thread while OpenBLAS packed the whole weight for each step's product
 # (0.68x, forward and backward; BENCHMARKS.md); such blocks now take Note [Small products]'s
-# kernel instead (forward 0.84-0.88x, backward 0.94-0.96x of that). On a loaded machine, where
+# kernel instead (forward 0.84-0.98x, backward 0.94-1.01x of that). On a loaded machine, where
 # the second thread rarely gets a core, the split is slower in wall time, as torch's threads
 # are. Batches of fewer than _MIN_SPLIT_ROWS rows per thread stay whole.
 _MIN_SPLIT_ROWS = 4
