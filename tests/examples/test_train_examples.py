@@ -1,7 +1,8 @@
 """The nn training examples run end to end, learn, and resume from checkpoints.
 
 Each example runs as a subprocess (as a user would run it), with small settings
-where the full run is not needed; the printed metric is checked. Also covers the
+where the full run is not needed; the printed metric is checked (the bad-argument
+checks run the scripts as ``__main__`` in the pytest process). Also covers the
 helpers they share: the progress bar (tqdm, configured in ``examples/_progress.py``) and the
 training-state checkpoints (``examples/checkpoint.py``).
 """
