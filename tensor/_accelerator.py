@@ -76,6 +76,8 @@ import warnings
 
 # The modules setup.py compiles (dotted names; each is the .py file of that name).
 ACCELERATED = ("tensor._tensor_base", "tensor._dispatch", "autograd.graph", "autograd.engine")
+# The directory holding the packages (tensor/, autograd/, ...).
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pure_python_requested() -> bool:
@@ -90,11 +92,23 @@ def _mtime(path: str) -> float:
         return 0.0
 
 
+def _built(stem: str) -> float:
+    """The modification time of the compiled module at ``stem`` (its path without a suffix), 0.0
+    where there is none."""
+    return max(_mtime(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def is_built(name: str) -> bool:
+    """Whether the module ``name`` (dotted, e.g. ``"tensor._arena"``) has a compiled extension
+    beside its source, whether or not this process uses it."""
+    return _built(os.path.join(_ROOT, *name.split("."))) > 0
+
+
 def _stale(stem: str) -> bool:
     """Whether the compiled module at ``stem`` (its path without a suffix) is older than its
     ``.py``, ``.pxd`` or ``.pyx`` (False where it is not compiled)."""
-    built = [_mtime(stem + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
-    return any(built) and max(built) < max(_mtime(stem + s) for s in (".py", ".pxd", ".pyx"))
+    built = _built(stem)
+    return 0 < built < max(_mtime(stem + s) for s in (".py", ".pxd", ".pyx"))
 
 
 class _SourceFinder:
@@ -111,7 +125,7 @@ class _SourceFinder:
             if not os.path.isfile(source):
                 continue
             if not pure_python_requested():
-                if not any(_mtime(os.path.join(entry, stem + s)) for s in importlib.machinery.EXTENSION_SUFFIXES):
+                if not _built(os.path.join(entry, stem)):
                     return None  # not compiled: Python's own finder loads the source
                 # One stale module sends every one to its source: a compiled module reads the
                 # extension types it cimports (graph's Node, ...) as C structs, which a class
@@ -169,7 +183,7 @@ def install_arena_cache() -> bool:
     megabytes = int(text) if text else ARENA_CACHE_MB
     if megabytes == 0 or pure_python_requested():
         return False
-    if _stale(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_arena")):
+    if _stale(os.path.join(_ROOT, "tensor", "_arena")):
         warnings.warn(
             "tensor._arena is older than tensor/_arena.pyx: no arena cache (rebuild with `pip install -e .`)",
             stacklevel=2,

@@ -6,7 +6,6 @@ dropping the chain gives them back to the OS and the next chain page-faults them
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import os
 import pathlib
@@ -43,9 +42,11 @@ print(json.dumps({"faults": rounds, "installed": _arena.installed(), "stats": _a
 """
 
 
-def _arena_built() -> bool:
-    stem = ROOT / "tensor" / "_arena"
-    return any(stem.with_name(stem.name + s).exists() for s in importlib.machinery.EXTENSION_SUFFIXES)
+def _skip_without_the_cache() -> None:
+    if _accelerator.pure_python_requested():
+        pytest.skip("DISTRIB_PURE_PYTHON=1: no compiled arena cache")
+    if not _accelerator.is_built("tensor._arena"):
+        pytest.skip("installed without the compiled accelerator: no arena cache")
 
 
 def _run_child(cache_mb: str | None) -> dict:
@@ -59,10 +60,7 @@ def _run_child(cache_mb: str | None) -> dict:
 
 
 def test_a_second_long_chain_reuses_the_arenas_only_with_the_cache():
-    if _accelerator.pure_python_requested():
-        pytest.skip("DISTRIB_PURE_PYTHON=1: no compiled arena cache")
-    if not _arena_built():
-        pytest.skip("installed without the compiled accelerator: no arena cache")
+    _skip_without_the_cache()
     cached = _run_child(None)  # the default: installed
     plain = _run_child("0")
     # The chain's ~11 MiB fault in ~2,800 pages in the first round either way.
@@ -76,8 +74,7 @@ def test_a_second_long_chain_reuses_the_arenas_only_with_the_cache():
 
 
 def test_installed_once_and_the_setting_checked(monkeypatch):
-    if _accelerator.pure_python_requested() or not _arena_built():
-        pytest.skip("no compiled arena cache")
+    _skip_without_the_cache()
     from tensor import _arena
 
     if os.environ.get("DISTRIB_ARENA_CACHE_MB", "") != "0":

@@ -25,12 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def _built() -> bool:
     """Whether every accelerated module has a compiled extension beside its source."""
-    suffixes = importlib.machinery.EXTENSION_SUFFIXES
-    for name in _accelerator.ACCELERATED:
-        stem = ROOT / name.replace(".", "/")
-        if not any(stem.with_name(stem.name + s).exists() for s in suffixes):
-            return False
-    return True
+    return all(_accelerator.is_built(name) for name in _accelerator.ACCELERATED)
 
 
 def test_the_compiled_modules_run_when_built():
