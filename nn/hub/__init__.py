@@ -79,7 +79,12 @@ def _add_to_sys_path(path: str):
 
 
 def _import_hubconf(hubconf_dir: str) -> ModuleType:
-    """Execute ``hubconf_dir/hubconf.py`` as a module with a name unique to its path."""
+    """Execute ``hubconf_dir/hubconf.py`` as a module with a name unique to its path.
+
+    The file is compiled from its source every time, never read from a bytecode cache: a
+    repository refetched within the same second can leave a hubconf of the same size and
+    modification time, which a cached ``.pyc`` would take for the old one.
+    """
     if not os.path.isdir(hubconf_dir):
         raise FileNotFoundError(f"The hub repository directory {hubconf_dir} does not exist")
     path = os.path.join(hubconf_dir, MODULE_HUBCONF)
@@ -91,7 +96,9 @@ def _import_hubconf(hubconf_dir: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # so that classes defined in the hubconf can be pickled
     try:
-        spec.loader.exec_module(module)
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec")
+        exec(code, module.__dict__)  # noqa: S102 - the repository was trusted by the caller
     except BaseException as exc:
         sys.modules.pop(name, None)
         exc.add_note(f"(raised while importing {path})")

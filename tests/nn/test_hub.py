@@ -28,7 +28,7 @@ def git(cwd, *args) -> str:
                           timeout=30).stdout.strip()
 
 
-def hubconf(version: str, deps=("numpy",), extra: str = "") -> str:
+def hubconf(version: str, deps=("numpy",)) -> str:
     return textwrap.dedent(f'''
         """Test hub repository."""
         dependencies = {list(deps)!r}
@@ -44,7 +44,7 @@ def hubconf(version: str, deps=("numpy",), extra: str = "") -> str:
 
         def _private():
             return None
-    ''') + textwrap.dedent(extra)
+    ''')
 
 
 class Remote:
@@ -148,20 +148,26 @@ def test_load_local_accepts_a_path_object(remote):
     assert hub.load(remote.path, "model", source="local")["version"] == "v1"
 
 
-def test_second_load_uses_the_cache_and_force_reload_refetches(remote, hub_dir, capfd):
+def test_second_load_uses_the_cache_and_force_reload_refetches(remote, hub_dir, tmp_path, capfd, monkeypatch):
+    # A bytecode cache outside the repository (PYTHONPYCACHEPREFIX) outlives the refetch.
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
     hub.load("owner/repo", "model", trust_repo=True)
+    cached = hub_dir / "owner_repo_main" / "hubconf.py"
+    first_mtime = cached.stat().st_mtime_ns
     marker = hub_dir / "owner_repo_main" / "marker"
     marker.write_text("still here")
-    # Of another length: the refetched file may have the first one's mtime (to the second), and
-    # a bytecode cache (scripts/test keeps one) tells sources apart only by mtime and size.
-    remote.commit({"hubconf.py": hubconf("v2", extra="# refetched\n")})
+    remote.commit({"hubconf.py": hubconf("v2")})  # the same size as v1's
     capfd.readouterr()
     assert hub.load("owner/repo", "model", trust_repo=True)["version"] == "v1"
     assert marker.exists()
     assert "Using cache found in" in capfd.readouterr().err
     hub.load("owner/repo", "model", trust_repo=True, verbose=False)
     assert capfd.readouterr().err == ""
-    assert hub.load("owner/repo", "model", trust_repo=True, force_reload=True)["version"] == "v2"
+    refetched = hub.list("owner/repo", trust_repo=True, force_reload=True)
+    os.utime(cached, ns=(first_mtime, first_mtime))  # as if refetched within the same second
+    assert refetched == ["helper", "model"]
+    assert hub.load("owner/repo", "model", trust_repo=True)["version"] == "v2"
     assert not marker.exists()
     assert sorted(p.name for p in hub_dir.iterdir()) == ["owner_repo_main", "trusted_list"]  # no leftovers
 
