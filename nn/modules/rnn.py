@@ -181,9 +181,11 @@ class RNNBase(Module):
                 bias = None
                 if self.bias:
                     bias = params[2] + params[3] if fold_bias else params[2]
-                projected = F.linear(layer_input, params[0], bias)  # every step: one product
-                c = c0[index] if c0 is not None else None
-                seq, h, c = self._recur(projected, h0[index], c, params, bool(direction), time_dim)
+                if self.mode == "LSTM":  # the input's projection inside the layer's op
+                    seq, h, c = self._lstm(layer_input, bias, h0[index], c0[index], params, bool(direction), time_dim)
+                else:
+                    projected = F.linear(layer_input, params[0], bias)  # every step: one product
+                    seq, h, c = self._recur(projected, h0[index], params, bool(direction), time_dim)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
@@ -241,21 +243,27 @@ class RNNBase(Module):
             c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
         return output, h_n, c_n
 
-    def _recur(self, projected: Tensor, h: Tensor, c: Tensor | None, params: list, reverse: bool, time_dim: int):
-        """One layer and direction over ``projected`` (the input projections, with the biases
-        that fold into them): (output sequence, h_n, c_n), as one op (Note [Fused layers] in
-        tensor/ops/recurrent_layers.py)."""
+    def _lstm(self, x: Tensor, bias: Tensor | None, h: Tensor, c: Tensor, params: list, reverse: bool, time_dim: int):
+        """One LSTM layer and direction over its input ``x``, projection included: (output
+        sequence, h_n, c_n), as one op (Note [Projection inside the layer] in
+        tensor/ops/_lstm_numba.py)."""
+        x = x if time_dim == 0 else x.transpose(0, 1)
+        w_hr = params[-1] if self.proj_size else None
+        out, h, c = recurrent_layers.lstm_input_layer(x, params[0], bias, h, c, params[1], reverse, w_hr=w_hr)
+        return (out if time_dim == 0 else out.transpose(0, 1)), h, c
+
+    def _recur(self, projected: Tensor, h: Tensor, params: list, reverse: bool, time_dim: int):
+        """One GRU or RNN layer and direction over ``projected`` (the input projections, with the
+        biases that fold into them): (output sequence, h_n, None), as one op (Note [Fused layers]
+        in tensor/ops/recurrent_layers.py)."""
         w_hh = params[1]
         seq = projected if time_dim == 0 else projected.transpose(0, 1)
-        if self.mode == "LSTM":
-            w_hr = params[-1] if self.proj_size else None
-            out, h, c = recurrent_layers.lstm_layer(seq, h, c, w_hh, reverse, w_hr=w_hr)
-        elif self.mode == "GRU":
+        if self.mode == "GRU":
             b_hh = params[3] if self.bias else w_hh.new_zeros(w_hh.shape[0])
             out, h = recurrent_layers.gru_layer(seq, h, w_hh, b_hh, reverse)
         else:
             out, h = recurrent_layers.rnn_layer(seq, h, w_hh, self.nonlinearity, reverse)
-        return (out if time_dim == 0 else out.transpose(0, 1)), h, c
+        return (out if time_dim == 0 else out.transpose(0, 1)), h, None
 
     def _forward_without_cell(self, input: Tensor | PackedSequence, hx: Tensor | None, name: str):
         """``forward`` of the layers without a cell state (RNN, GRU): ``(output, h_n)``."""

@@ -31,7 +31,7 @@ from .. import _openblas, _threads
 from .._compile.codegen_numba import load_cached
 from .._compile.vecmath import tanh_f32
 
-__all__ = ["lstm_forward", "lstm_backward"]
+__all__ = ["lstm_forward", "lstm_backward", "lstm_forward_from_input", "lstm_backward_from_input"]
 
 _HALF = np.float32(0.5)
 _ONE = np.float32(1.0)
@@ -54,19 +54,19 @@ def _sigmoid(x):
 
 
 @njit(**_JIT)
-def _forward_step(out, t, xg, hg, c_prev, b0, b1):
+def _forward_step(out, t, xg, x0, hg, c_prev, b0, b1):
     """Step ``t`` for the batch rows ``b0:b1``: ``out[t]`` (blocks h, c, i, f, o, g, tanh(c))
-    from ``xg[t] + hg`` (gates i, f, g, o; ``hg`` holds those rows alone) and the previous cell
-    state."""
+    from ``xg[t] + hg`` (gates i, f, g, o; ``hg`` holds those rows alone, ``xg`` the rows from
+    ``x0`` on) and the previous cell state."""
     hidden = c_prev.shape[1]
     row = np.empty((7, hidden), np.float32)  # Note [Row buffers]
     for b in range(b0, b1):
-        r = b - b0
+        r, x = b - b0, b - x0
         for j in range(hidden):
-            i = _sigmoid(xg[t, b, j] + hg[r, j])
-            f = _sigmoid(xg[t, b, hidden + j] + hg[r, hidden + j])
-            g = tanh_f32(xg[t, b, 2 * hidden + j] + hg[r, 2 * hidden + j])
-            o = _sigmoid(xg[t, b, 3 * hidden + j] + hg[r, 3 * hidden + j])
+            i = _sigmoid(xg[t, x, j] + hg[r, j])
+            f = _sigmoid(xg[t, x, hidden + j] + hg[r, hidden + j])
+            g = tanh_f32(xg[t, x, 2 * hidden + j] + hg[r, 2 * hidden + j])
+            o = _sigmoid(xg[t, x, 3 * hidden + j] + hg[r, 3 * hidden + j])
             c = f * c_prev[b, j] + i * g
             tc = tanh_f32(c)
             row[0, j], row[1, j], row[2, j], row[3, j] = o * tc, c, i, f
@@ -76,10 +76,10 @@ def _forward_step(out, t, xg, hg, c_prev, b0, b1):
 
 
 @njit(**_JIT)
-def _backward_step(dxg, dc, t, grad, out, dh, c_prev, b0, b1):
-    """Step ``t`` of ``_lstm_layer_backward`` for the batch rows ``b0:b1``: ``dxg[t]`` from the
-    gradients of ``out[t]``, the carried gradient of ``h`` (``dh``) and of ``c`` (``dc``,
-    updated in place)."""
+def _backward_step(dxg, x0, dc, t, grad, out, dh, c_prev, b0, b1):
+    """Step ``t`` of ``_lstm_layer_backward`` for the batch rows ``b0:b1``: ``dxg[t]`` (its rows
+    from ``x0`` on) from the gradients of ``out[t]``, the carried gradient of ``h`` (``dh``) and
+    of ``c`` (``dc``, updated in place)."""
     hidden = dc.shape[1]
     row = np.empty((5, hidden), np.float32)  # Note [Row buffers]
     for b in range(b0, b1):
@@ -94,7 +94,7 @@ def _backward_step(dxg, dc, t, grad, out, dh, c_prev, b0, b1):
             row[3, j] = (grad[t, 4, b, j] + gh * tc) * o * (_ONE - o)
             row[4, j] = d * f
         for k in range(4):
-            _copy_row(dxg[t, b, k * hidden : (k + 1) * hidden], row[k])
+            _copy_row(dxg[t, b - x0, k * hidden : (k + 1) * hidden], row[k])
         _copy_row(dc[b], row[4])
 
 
@@ -195,9 +195,10 @@ def _blas_matmul(gemm, a, b, c):
 
 
 @njit(**_JIT)
-def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order, b0, b1):
+def _forward_layer(gemm, out, xg, x0, h0, c0, w_t, w_hr_t, order, b0, b1):
     """The layer's steps in ``order`` for the batch rows ``b0:b1`` (Note [Batch halves]);
-    ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T`` or (0, 0) without a projection."""
+    ``xg`` holds the batch rows from ``x0`` on, ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T``
+    or (0, 0) without a projection."""
     gates = w_t.shape[1]
     proj = w_hr_t.shape[1]
     hg = np.empty((b1 - b0, gates), np.float32)
@@ -205,7 +206,7 @@ def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order, b0, b1):
     h_prev, c_prev = h0[b0:b1], c0
     for t in order:
         _matmul(gemm, h_prev, w_t, hg, acc)
-        _forward_step(out, t, xg, hg, c_prev, b0, b1)
+        _forward_step(out, t, xg, x0, hg, c_prev, b0, b1)
         c_prev = out[t, 1]
         h_prev = out[t, 0, b0:b1]
         if proj:  # h = (o * tanh(c)) @ w_hr.T, in the first proj columns of block 7
@@ -215,10 +216,10 @@ def _forward_layer(gemm, out, xg, h0, c0, w_t, w_hr_t, order, b0, b1):
 
 
 @njit(**_JIT)
-def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0, b1):
+def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, x0, dh, dc, dhr, b0, b1):
     """Back through the steps (``order``: last step first) for the batch rows ``b0:b1``,
-    writing those rows of ``dxg``, ``dh``, ``dc`` and, with a projection (``w_hr`` not (0, 0)),
-    ``dhr``."""
+    writing those rows of ``dxg`` (which holds the rows from ``x0`` on), ``dh``, ``dc`` and,
+    with a projection (``w_hr`` not (0, 0)), ``dhr``."""
     batch, hidden = dc.shape
     proj = w_hr.shape[0]
     dh[b0:b1] = 0
@@ -233,8 +234,92 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
             _matmul(gemm, dhr[t, b0:b1], w_hr, carried[b0:b1], acc)
-        _backward_step(dxg, dc, t, grad, out, carried, c_prev, b0, b1)
-        _matmul(gemm, dxg[t, b0:b1], w_hh, dh[b0:b1], acc)
+        _backward_step(dxg, x0, dc, t, grad, out, carried, c_prev, b0, b1)
+        _matmul(gemm, dxg[t, b0 - x0 : b1 - x0], w_hh, dh[b0:b1], acc)
+
+
+# Note [Projection inside the layer]: ``lstm_input_layer`` (recurrent_layers.py) takes the layer's
+# input ``x`` and ``w_ih`` instead of the projections ``xg``, so that each block of batch rows
+# (Note [Batch halves]) projects its own rows, runs its loop and, backward, makes its own share
+# of every gradient in the same hand-off to the intra-op threads: ``dx`` for its rows, and
+# ``[dW_ih | dW_hh | db]`` as one product ``dxg.T @ [x, h_prev, 1]`` over its rows, which the
+# caller sums over the blocks. That is one hand-off each way instead of two forward and four
+# backward (the projection, the loop, the three weight-gradient products: ~120 us each
+# with an idle worker), and the linear op's dispatch and graph node go too.
+_CBLAS_TRANS = 112
+
+
+@njit(**_JIT)
+def _blas_matmul_tn(gemm, a, b, c):
+    """``c[...] = a.T @ b`` by OpenBLAS for C-contiguous (k, m) ``a``, (k, n) ``b``, (m, n) ``c``."""
+    k, m = a.shape
+    n = b.shape[1]
+    gemm(_CBLAS_ROW_MAJOR, _CBLAS_TRANS, _CBLAS_NO_TRANS, m, n, k, _ONE, a.ctypes.data, m, b.ctypes.data, n,
+         _ZERO, c.ctypes.data, n)  # fmt: skip
+
+
+@njit(**_JIT)
+def _rows_of(x, b0, b1):
+    """``x[:, b0:b1]`` of a (steps, batch, size) array as a new C-contiguous array."""
+    steps, size = x.shape[0], x.shape[2]
+    rows = np.empty((steps, b1 - b0, size), np.float32)
+    for t in range(steps):
+        for b in range(b0, b1):
+            _copy_row(rows[t, b - b0], x[t, b])
+    return rows
+
+
+@njit(**_JIT)
+def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order, b0, b1):
+    """``_forward_layer`` for the batch rows ``b0:b1``, their projections ``x @ w_ih.T + bias``
+    made first (Note [Projection inside the layer]; ``w_ih_t`` is ``w_ih.T``)."""
+    steps, gates = x.shape[0], w_ih_t.shape[1]
+    rows = b1 - b0
+    xs = _rows_of(x, b0, b1)
+    xg = np.empty((steps, rows, gates), np.float32)
+    _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), w_ih_t, xg.reshape(steps * rows, gates))
+    for t in range(steps):
+        for r in range(rows):
+            row = xg[t, r]
+            for j in range(gates):
+                row[j] += bias[j]
+    _forward_layer(gemm, out, xg, b0, h0, c0, w_t, w_hr_t, order, b0, b1)
+
+
+@njit(**_JIT)
+def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr, b0, b1):
+    """``_backward_layer`` for the batch rows ``b0:b1``, then those rows of ``dx`` (unless it is
+    empty: ``x`` needs no gradient) and their share of ``[dW_ih | dW_hh | db]``, returned (Note
+    [Projection inside the layer])."""
+    steps, size = x.shape[0], x.shape[2]
+    gates, state = w_hh.shape
+    rows = b1 - b0
+    proj = w_hr.shape[0]
+    dxg = np.empty((steps, rows, gates), np.float32)
+    _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, b0, dh, dc, dhr, b0, b1)
+    inputs = np.empty((steps, rows, size + state + 1), np.float32)  # [x, h_prev, 1] per step and row
+    for k in range(steps):
+        t = order[k]
+        for b in range(b0, b1):
+            row = inputs[t, b - b0]
+            _copy_row(row[:size], x[t, b])
+            if k + 1 == steps:
+                _copy_row(row[size : size + state], h0[b])
+            elif proj:
+                _copy_row(row[size : size + state], out[order[k + 1], 7, b, :proj])
+            else:
+                _copy_row(row[size : size + state], out[order[k + 1], 0, b])
+            row[size + state] = _ONE
+    flat_dxg = dxg.reshape(steps * rows, gates)
+    part = np.empty((gates, size + state + 1), np.float32)
+    _blas_matmul_tn(gemm, flat_dxg, inputs.reshape(steps * rows, size + state + 1), part)
+    if dx.size:
+        dx_rows = np.empty((steps, rows, size), np.float32)
+        _blas_matmul(gemm, flat_dxg, w_ih, dx_rows.reshape(steps * rows, size))
+        for t in range(steps):
+            for b in range(b0, b1):
+                _copy_row(dx[t, b], dx_rows[t, b - b0])
+    return part
 
 
 # Note [Batch halves]: the sequences of a batch are independent until the weight gradients,
@@ -249,26 +334,30 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr, b0
 _MIN_SPLIT_ROWS = 4
 
 
-def _call(kernel, batch: int, work: int, *args) -> None:
+def _call(kernel, batch: int, work: int, *args) -> list:
     """``kernel(*args, b0, b1)`` over the batch rows, in blocks on the intra-op threads when
-    ``work`` (elements the loop produces) is worth it (Note [Batch halves])."""
+    ``work`` (elements the loop produces) is worth it (Note [Batch halves]); the kernel's
+    results, in the order of the blocks."""
     if not kernel.overloads:
         load_cached(kernel, (*args, 0, batch))  # from disk without numba's full start-up (Note [Warm start])
     work = work if batch >= 2 * _MIN_SPLIT_ROWS else 0
-    _threads.parallel_for(batch, work, lambda rows: kernel(*args, rows.start, rows.stop))
+    results = []
+    _threads.parallel_for(batch, work, lambda rows: results.append((rows.start, kernel(*args, rows.start, rows.stop))))
+    return [result for _, result in sorted(results, key=lambda item: item[0])]
 
 
 _NO_PROJECTION = np.empty((0, 0), np.float32)
 
 
-def _check_shapes(xg, h0, c0, w_hh, w_hr) -> None:
+def _check_shapes(xg_shape, h0, c0, w_hh, w_hr) -> None:
     batch, hidden = c0.shape
     size = h0.shape[1]
-    fits = xg.ndim == 3 and xg.shape[1:] == (batch, 4 * hidden) and h0.shape[0] == batch
+    fits = len(xg_shape) == 3 and tuple(xg_shape[1:]) == (batch, 4 * hidden) and h0.shape[0] == batch
     fits = fits and w_hh.shape == (4 * hidden, size)
     fits = fits and (size == hidden if w_hr is None else w_hr.shape == (size, hidden) and size < hidden)
     if not fits:
-        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(("xg", "h0", "c0", "w_hh"), (xg, h0, c0, w_hh)))
+        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(("h0", "c0", "w_hh"), (h0, c0, w_hh)))
+        shapes = f"xg {tuple(xg_shape)}, {shapes}"
         raise ValueError(f"lstm_layer: the shapes do not fit together: {shapes}, w_hr {getattr(w_hr, 'shape', None)}")
 
 
@@ -280,10 +369,11 @@ def lstm_forward(out, xg, h0, c0, w_hh, w_hr, order) -> None:
     Raises:
         ValueError: if the shapes do not fit together (the kernels index without checks).
     """
-    _check_shapes(xg, h0, c0, w_hh, w_hr)
+    _check_shapes(xg.shape, h0, c0, w_hh, w_hr)
     w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
     order = np.asarray(order, np.int64)
-    _call(_forward_layer, c0.shape[0], xg.size, _SGEMM, out, xg, h0, c0, np.ascontiguousarray(w_hh.T), w_hr_t, order)
+    w_t = np.ascontiguousarray(w_hh.T)
+    _call(_forward_layer, c0.shape[0], xg.size, _SGEMM, out, xg, 0, h0, c0, w_t, w_hr_t, order)
 
 
 def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
@@ -294,4 +384,47 @@ def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
     dhr = np.empty((0, 0, 0), np.float32) if dhr is None else dhr
     order = np.asarray(order, np.int64)
     w_hh = np.ascontiguousarray(w_hh)
-    _call(_backward_layer, dc.shape[0], dxg.size, _SGEMM, grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr)
+    _call(_backward_layer, dc.shape[0], dxg.size, _SGEMM, grad, out, c0, w_hh, w_hr, order, dxg, 0, dh, dc, dhr)
+
+
+def _check_input_shapes(x, w_ih, bias, c0) -> None:
+    batch, hidden = c0.shape
+    if x.ndim != 3 or x.shape[1] != batch or w_ih.shape != (4 * hidden, x.shape[2]) or bias.shape != (4 * hidden,):
+        shapes = ", ".join(f"{n} {tuple(a.shape)}" for n, a in zip(("x", "w_ih", "bias", "c0"), (x, w_ih, bias, c0)))
+        raise ValueError(f"lstm_input_layer: the shapes do not fit together: {shapes}")
+
+
+def lstm_forward_from_input(out, x, w_ih, bias, h0, c0, w_hh, w_hr, order) -> None:
+    """``lstm_forward`` from the layer's input ``x`` (steps, batch, size), ``w_ih`` (4 * hidden,
+    size) and ``bias`` (4 * hidden,) instead of their projections (Note [Projection inside the
+    layer]); ``x``, ``h0`` and ``c0`` C-contiguous float32.
+
+    Raises:
+        ValueError: if the shapes do not fit together (the kernels index without checks).
+    """
+    _check_input_shapes(x, w_ih, bias, c0)
+    _check_shapes((x.shape[0], x.shape[1], w_ih.shape[0]), h0, c0, w_hh, w_hr)
+    w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
+    w_t, w_ih_t = np.ascontiguousarray(w_hh.T), np.ascontiguousarray(w_ih.T)
+    bias = np.ascontiguousarray(bias)
+    order = np.asarray(order, np.int64)
+    work = x.shape[0] * out.shape[2] * w_ih.shape[0]
+    _call(_forward_from_input, c0.shape[0], work, _SGEMM, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order)
+
+
+def lstm_backward_from_input(grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr) -> np.ndarray:
+    """``lstm_backward`` for ``lstm_forward_from_input``: writes ``dx`` (steps, batch, size; or
+    None: not wanted), ``dh``, ``dc`` and, with ``w_hr``, ``dhr`` in place, and returns
+    ``[dW_ih | dW_hh | db]`` (4 * hidden, size + h0's size + 1); C-contiguous float32."""
+    w_hr = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr)
+    dhr = np.empty((0, 0, 0), np.float32) if dhr is None else dhr
+    dx = np.empty((0, 0, 0), np.float32) if dx is None else dx
+    order = np.asarray(order, np.int64)
+    w_hh, w_ih = np.ascontiguousarray(w_hh), np.ascontiguousarray(w_ih)
+    work = x.shape[0] * x.shape[1] * w_ih.shape[0]
+    parts = _call(_backward_from_input, dc.shape[0], work, _SGEMM, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order,
+                  dx, dh, dc, dhr)  # fmt: skip
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return total

@@ -39,8 +39,9 @@ from .. import _autograd_hooks, _backend, _dispatch
 from .recurrent import gru_grads, lstm_grads, sigmoid_
 from .registry import defop
 from .shape import cat, stack
+from .special import linear
 
-__all__ = ["lstm_layer", "gru_layer", "rnn_layer", "over_packed_runs"]
+__all__ = ["lstm_layer", "lstm_input_layer", "gru_layer", "rnn_layer", "over_packed_runs"]
 
 
 def _order(steps: int, reverse: bool):
@@ -303,6 +304,118 @@ def lstm_layer(xg, h0, c0, w_hh, reverse: bool = False, w_hr=None):
     else:
         out = _dispatch.apply(_lstm_proj_layer, (xg, h0, c0, w_hh, w_hr), (reverse,))
     last = 0 if reverse else xg.shape[0] - 1
+    seq = _projected(out, w_hr)
+    return seq, seq[last], out[last, 1]
+
+
+# The layer from its input: Note [Projection inside the layer] in _lstm_numba.py. The op's inputs
+# are (x, w_ih, bias, h0, c0, w_hh[, w_hr]); off the compiled path it is the projection's
+# matmul followed by the layer above.
+def _lstm_input_forward(xp, x, w_ih, bias, h0, c0, w_hh, w_hr, reverse):
+    weights = (w_hh,) if w_hr is None else (w_hh, w_hr)
+    compiled = _compiled_steps(x, w_ih, bias, h0, c0, *weights)
+    if compiled is None:
+        return _lstm_forward(xp, _backend.matmul(xp, x, w_ih.T) + bias, h0, c0, w_hh, w_hr, reverse)
+    steps, batch = x.shape[:2]
+    out = xp.empty((steps, 7 if w_hr is None else 8, batch, c0.shape[1]), np.float32)
+    if w_hr is not None:
+        out[:, 7] = 0  # the columns past proj_size stay 0
+    x, h0, c0 = (xp.ascontiguousarray(a) for a in (x, h0, c0))
+    compiled.lstm_forward_from_input(out, x, w_ih, bias, h0, c0, w_hh, w_hr, _order(steps, reverse))
+    return out
+
+
+@defop("lstm_input_layer", saves=(0, 1, 3, 4, 5), saves_output=True)
+def _lstm_input_layer(xp, x, w_ih, bias, h0, c0, w_hh, reverse):
+    return _lstm_input_forward(xp, x, w_ih, bias, h0, c0, w_hh, None, reverse)
+
+
+@defop("lstm_input_proj_layer", saves=(0, 1, 3, 4, 5, 6), saves_output=True)
+def _lstm_input_proj_layer(xp, x, w_ih, bias, h0, c0, w_hh, w_hr, reverse):
+    return _lstm_input_forward(xp, x, w_ih, bias, h0, c0, w_hh, w_hr, reverse)
+
+
+def _lstm_input_derivative(node, grad):
+    x, w_ih, h0, c0, w_hh, *w_hr = node.saved
+    out = node.output
+    (reverse,) = node.params
+    input_grad = node.needs_input_grad[0]
+    if _autograd_hooks.grad_mode.enabled:
+        dxg, *rest = _lstm_layer_grads(grad, out, h0, c0, w_hh, w_hr[0] if w_hr else None, reverse)
+        flat_dxg = dxg.reshape(-1, dxg.shape[-1])
+        dx = dxg @ w_ih if input_grad else None
+        return (dx, flat_dxg.T @ x.reshape(-1, x.shape[-1]), flat_dxg.sum(0), *rest)
+    backward = _lstm_input_proj_layer_backward if w_hr else _lstm_input_layer_backward
+    flat = _dispatch.apply(backward, (grad, out, *node.saved), (reverse, input_grad))
+    dx, *rest = _split(flat, _lstm_input_grad_shapes(*(tuple(t.shape) for t in node.saved), input_grad))
+    return (dx if input_grad else None, *rest)
+
+
+_lstm_input_layer.derivative(_lstm_input_derivative)
+_lstm_input_proj_layer.derivative(_lstm_input_derivative)
+
+
+def _lstm_input_grad_shapes(x_shape, w_ih_shape, *state_and_weight_shapes_and_input_grad) -> list:
+    """The shapes of ``lstm_input_layer``'s gradients (that of ``x`` empty without
+    ``input_grad``, the last argument)."""
+    *state_and_weight_shapes, input_grad = state_and_weight_shapes_and_input_grad
+    return [x_shape if input_grad else (0,), w_ih_shape, w_ih_shape[:1], *state_and_weight_shapes]
+
+
+def _lstm_input_backward_arrays(xp, grad, out, x, w_ih, h0, c0, w_hh, w_hr, reverse, input_grad):
+    """The gradients of ``lstm_input_layer``'s inputs (``_lstm_input_grad_shapes``; that of
+    ``x`` only with ``input_grad``), flattened one after another."""
+    weights = (w_hh,) if w_hr is None else (w_hh, w_hr)
+    compiled = _compiled_steps(grad, out, x, w_ih, h0, c0, *weights)
+    if compiled is None:
+        shapes = _lstm_grad_shapes(out.shape, h0.shape, c0.shape, *(w.shape for w in weights))
+        dxg, *rest = _split(_lstm_backward_arrays(xp, grad, out, h0, c0, w_hh, w_hr, reverse), shapes)
+        flat_dxg = dxg.reshape(-1, dxg.shape[-1])
+        dw_ih = _backend.matmul(xp, flat_dxg.T, x.reshape(-1, x.shape[-1]))
+        dx = _backend.matmul(xp, dxg, w_ih) if input_grad else xp.empty(0, dxg.dtype)
+        return xp.concatenate([part.reshape(-1) for part in (dx, dw_ih, flat_dxg.sum(0), *rest)])
+    weight_shapes = (w.shape for w in weights)
+    shapes = _lstm_input_grad_shapes(x.shape, w_ih.shape, h0.shape, c0.shape, *weight_shapes, input_grad)
+    flat, (dx, dw_ih, db, dh, dc, dw, *dw_hr) = _flat_parts(xp, grad.dtype, shapes)
+    dhr = None if w_hr is None else xp.empty((*out.shape[:1], out.shape[2], w_hr.shape[0]), grad.dtype)
+    grad, out, x, h0, c0 = (xp.ascontiguousarray(a) for a in (grad, out, x, h0, c0))
+    order = _order(out.shape[0], not reverse)
+    dx = dx if input_grad else None
+    part = compiled.lstm_backward_from_input(grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr)
+    size = x.shape[-1]
+    dw_ih[...] = part[:, :size]
+    dw[...] = part[:, size:-1]
+    db[...] = part[:, -1]
+    if w_hr is not None:
+        dw_hr[0][...] = _weight_grad(xp, dhr, out[:, 0])
+    return flat
+
+
+@defop("lstm_input_layer_backward", differentiable=False)
+def _lstm_input_layer_backward(xp, grad, out, x, w_ih, h0, c0, w_hh, reverse, input_grad):
+    return _lstm_input_backward_arrays(xp, grad, out, x, w_ih, h0, c0, w_hh, None, reverse, input_grad)
+
+
+@defop("lstm_input_proj_layer_backward", differentiable=False)
+def _lstm_input_proj_layer_backward(xp, grad, out, x, w_ih, h0, c0, w_hh, w_hr, reverse, input_grad):
+    return _lstm_input_backward_arrays(xp, grad, out, x, w_ih, h0, c0, w_hh, w_hr, reverse, input_grad)
+
+
+def lstm_input_layer(x, w_ih, bias, h0, c0, w_hh, reverse: bool = False, w_hr=None):
+    """``lstm_layer`` from the layer's input ``x`` (steps, batch, input_size), ``w_ih``
+    (4 * hidden, input_size) and ``bias`` (4 * hidden,: both biases, or None) instead of the
+    projections ``x @ w_ih.T + bias``, as one op (Note [Projection inside the layer] in
+    ``_lstm_numba.py``): ``(output, h_n, c_n)``. Inside an autocast region it is those two
+    steps, so that the projection's matmul is cast as ``linear`` is."""
+    if bias is None:
+        bias = w_ih.new_zeros(w_ih.shape[0])
+    if _dispatch.autocast is not None:
+        return lstm_layer(linear(x, w_ih, bias), h0, c0, w_hh, reverse, w_hr=w_hr)
+    if w_hr is None:
+        out = _dispatch.apply(_lstm_input_layer, (x, w_ih, bias, h0, c0, w_hh), (reverse,))
+    else:
+        out = _dispatch.apply(_lstm_input_proj_layer, (x, w_ih, bias, h0, c0, w_hh, w_hr), (reverse,))
+    last = 0 if reverse else x.shape[0] - 1
     seq = _projected(out, w_hr)
     return seq, seq[last], out[last, 1]
 

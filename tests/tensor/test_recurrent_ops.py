@@ -244,6 +244,42 @@ def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, p
     np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
 
 
+def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
+    # Note [Projection inside the layer]: each block of batch rows projects its own input and
+    # makes its share of dx and of [dW_ih | dW_hh | db]; against the numpy composition (the
+    # projection's matmul, then the layer), on two threads over blocks of 4-5 rows
+    # (_small_matmul) and of 17 rows (OpenBLAS), with and without a projection, in both
+    # directions, with and without dx.
+    pytest.importorskip("numba")
+    monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
+    threads = _threads.get_num_threads()
+    rng = np.random.default_rng(6)
+    for reverse, proj, batch, hidden, input_grad in [(False, False, 9, 9, True), (True, True, 34, 5, False)]:
+        size = 2 if proj else hidden
+        shapes = [(4, batch, 3), (4 * hidden, 3), (4 * hidden,), (batch, size), (batch, hidden), (4 * hidden, size)]
+        arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes + ([(size, hidden)] if proj else [])]
+        weights = rng.standard_normal((4, 8 if proj else 7, batch, hidden)).astype(np.float32)
+        forward = recurrent_layers._lstm_input_proj_layer if proj else recurrent_layers._lstm_input_layer
+        backward = (
+            recurrent_layers._lstm_input_proj_layer_backward if proj else recurrent_layers._lstm_input_layer_backward
+        )
+        results = []
+        for compiled in (True, False):
+            monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
+            assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
+            _threads.set_num_threads(2)
+            try:
+                out = forward.kernel(np, *arrays, reverse)
+                saved = arrays[:2] + arrays[3:]
+                results.append((out, backward.kernel(np, weights, out, *saved, reverse, input_grad)))
+            finally:
+                _threads.set_num_threads(threads)
+        (out, grads), (expected_out, expected_grads) = results
+        np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
+        assert grads.size == expected_grads.size == sum(a.size for a in arrays) - (0 if input_grad else arrays[0].size)
+        np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
+
+
 def test_compiled_lstm_steps_refuse_shapes_that_do_not_fit():
     # The kernels index raw memory: a bad shape is a ValueError before they run, not a crash.
     pytest.importorskip("numba")
