@@ -14,11 +14,11 @@ cdef class _LeafFinisher:
     cpdef object add(self, object leaf, object g)
 
 
-@cython.locals(node=Node, nodes=set, found=list, leaf_edges=dict)
+@cython.locals(node=Node, nodes=set, found=list, leaf_edges=dict, fns=tuple, i=Py_ssize_t)
 cdef tuple _collect(list root_nodes)
 @cython.locals(node=Node, buffers=dict, finish=_LeafFinisher)
 cpdef object _execute(object roots, object retain_graph, object create_graph, object capture=*, object accumulate_leaves=*)
-@cython.locals(single=bint, i=Py_ssize_t, fns=tuple, nrs=tuple, producer=Node)
+@cython.locals(single=bint, i=Py_ssize_t, n=Py_ssize_t, fns=tuple, nrs=tuple, producer=Node)
 cpdef object _run_node(Node node, object grads, dict buffers, _LeafFinisher finish, object capture, bint check_nan=*)
 @cython.locals(slot=list)
 cdef object _accumulate(dict buffers, Node node, object nr, object g)

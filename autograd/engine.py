@@ -70,7 +70,9 @@ def _collect(root_nodes):
     found = list(nodes)
     leaf_edges: dict = {}
     for node in found:  # breadth-first: the loop reaches the nodes appended while it runs
-        for target in node.next_fns:
+        fns = node._fns_saved  # next_fns, then the saved inputs: read without a slice
+        for i in range(len(node.next_nrs)):
+            target = fns[i]
             if type(target) is Node:
                 if target not in nodes:
                     nodes.add(target)
@@ -274,21 +276,21 @@ def _run_node(node, grads, buffers, finish, capture, check_nan=False):
             anomaly mode) a gradient holding NaN.
     """
     single = node.n_outputs == 1
-    if node.pre_hooks or node.retained is not None or capture is not None:
+    if node._extras is not None or capture is not None:  # hooks, retained gradients or a ctx
         grads = [grads] if single else grads
         _before_derivative(node, grads, finish, capture)
         grads = grads[0] if single else grads
-    fns = node.next_fns
+    fns = node._fns_saved  # next_fns, then the saved inputs
+    nrs = node.next_nrs
+    n = len(nrs)
     input_grads = node.op.backward(node, grads if single else tuple(grads))
-    if len(input_grads) != len(fns):
+    if len(input_grads) != n:
         raise RuntimeError(
-            f"function {node.name()} returned an incorrect number of gradients "
-            f"(expected {len(fns)}, got {len(input_grads)})"
+            f"function {node.name()} returned an incorrect number of gradients (expected {n}, got {len(input_grads)})"
         )
     if check_nan:
         _check_no_nan(node, input_grads)
-    nrs = node.next_nrs
-    for i in range(len(fns)):  # indexed, not zipped: the compiled engine reads the tuples directly
+    for i in range(n):  # indexed, not zipped: the compiled engine reads the tuples directly
         target = fns[i]
         if target is None:
             continue
@@ -322,12 +324,14 @@ def _check_no_nan(node, input_grads) -> None:
 def _before_derivative(node, grads, finish, capture) -> None:
     """Run ``node``'s pre-hooks on ``grads`` (replacing them in the list), then hand them to the
     tensors that retain their gradient and to ``autograd.grad``'s capture."""
-    if node.pre_hooks:
-        for nr, hooks in node.pre_hooks.items():
+    pre_hooks = node.pre_hooks
+    if pre_hooks:
+        for nr, hooks in pre_hooks.items():
             if hooks and grads[nr] is not None:
                 grads[nr] = _run_hooks(hooks, grads[nr])
-    if node.retained is not None:
-        for nr, ref in node.retained.items():
+    retained = node.retained
+    if retained is not None:
+        for nr, ref in retained.items():
             owner, g = ref(), grads[nr]
             if owner is not None and g is not None:
                 owner.grad = g if owner.grad is None else owner.grad + g

@@ -5,7 +5,8 @@ through ``next_fns``/``next_nrs`` (node and output number, or the leaf tensor an
 for a leaf that accumulates into ``.grad``; ``next_edges`` pairs them), and keeps
 only what the op's derivative rule reads: the saved inputs, and the output's
 storage when ``saves_output`` (kept as the raw array to avoid a reference cycle
-between the output and its node).
+between the output and its node). ``next_fns`` and the saved inputs are one tuple,
+``_fns_saved`` (Note [Graphs and the cyclic GC]).
 
 Note [Graphs and the cyclic GC]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -28,19 +29,29 @@ live graph leaves few tracked objects behind:
 * The output numbers are a shared all-zero tuple unless an input is a later output of a
   multi-output node; ``out_meta`` holds only atomic values, so the collector stops tracking
   it the first time it sees it, and ``record`` shares one per output shape (``_OUT_META``).
+* The edges and the saved inputs are one tuple, ``_fns_saved``: ``next_fns`` (one per input),
+  then a triple per saved input (``next_fns`` is a property slicing it; the engine and hot
+  derivative rules index it). What a node seldom has (pre-hooks, retained gradients, a custom
+  Function's ctx) lives in a ``_NodeExtras`` made on first use, behind one slot.
 
 Measured on a live chain of ``y = y * c`` (tests/autograd/test_graph_gc.py): tracked
-objects per op after full collections went from 7 to 5 to 3 (the node, its ``next_fns``
-and its saved inputs, a tuple that holds a dict). An instance of a Python class, and a
-tuple holding one, always are tracked, so plain Python stops there.
+objects per op after full collections went from 7 to 5 to 3 to 2 (the node and its
+``_fns_saved``). An instance of a Python class, and a tuple holding one, always are
+tracked, so plain Python stops there. Each op also costs memory that a long chain finds
+cold in the caches (BENCHMARKS.md, issue 19, the long chains): a live ``y * c`` keeps 2
+allocator blocks, 224 bytes, compiled (the node in the 128-byte size class, its C fields
+``seq``, ``n_outputs`` and ``freed`` sharing 16 bytes; its ``_fns_saved``) where it kept 3,
+296 bytes, and 3 blocks in plain Python (its ``seq`` an int object), tests/autograd/
+test_graph_memory.py. ``release`` after a backward drops the saved triples; compiled, it
+replaces them by None in place when only the node holds the tuple (``_drop_saved_in_place``).
 
 Compiled (Note [Compiled dispatch and graph] in tensor/_accelerator.py), ``Node`` is an
 extension type and ``record`` untracks the node and its tuples (``_untrack``): 0 tracked
 objects per op. That is safe only while no reference cycle can close through the node, so
 it keeps a node tracked when it refers to a tensor that requires grad (a leaf, whose hooks
 could refer back, or an intermediate saved by reference), and ``_track`` gives a node back
-to the collector when it gets hooks or a retained gradient; a custom Function's node (its
-ctx holds anything) is never untracked. What remains uncollected: a cycle closed by a hook
+to the collector when it gets hooks or a retained gradient (``_NodeExtras``); a custom
+Function's node (its ctx holds anything) is never untracked. What remains uncollected: a cycle closed by a hook
 or ctx on one node that holds a tensor computed later from it, through untracked nodes
 between them (README, "The compiled accelerator").
 """
@@ -86,29 +97,72 @@ _FREED_MESSAGE = (
 )
 
 
+class _NodeExtras:
+    """What few nodes have, kept out of every node's own slots: ``register_prehook``'s hooks,
+    the weak references of outputs that retain their gradient, a custom Function's ctx."""
+
+    __slots__ = ("pre_hooks", "retained", "ctx")
+
+    def __init__(self) -> None:
+        self.pre_hooks = self.retained = self.ctx = None
+
+
 class Node:
     """One recorded op: what its derivative needs, and edges to its inputs' nodes."""
 
     __slots__ = (
         "op",
         "params",
-        "_saved",
+        "_fns_saved",
         "_device",
         "_out",
-        "next_fns",
         "next_nrs",
         "out_meta",
+        "_extras",
         "seq",
         "n_outputs",
-        "pre_hooks",
-        "retained",
         "freed",
-        "ctx",
         "__weakref__",
     )
 
     def __init__(self, op, params, inputs, n_outputs=1):
         _link(self, op, params, inputs, n_outputs)
+
+    @property
+    def next_fns(self) -> tuple:
+        """One per input: the node that made it, the leaf tensor itself (its gradient accumulates
+        into ``.grad``), or None where no gradient flows."""
+        fns_saved = self._fns_saved
+        n = len(self.next_nrs)
+        return fns_saved if len(fns_saved) == n else fns_saved[:n]
+
+    @property
+    def pre_hooks(self):
+        """``{output_nr: {handle id: hook}}`` of ``register_prehook``, or None."""
+        extras = self._extras
+        return None if extras is None else extras.pre_hooks
+
+    @property
+    def retained(self):
+        """``{output_nr: weak reference}`` of the outputs that retain their gradient, or None."""
+        extras = self._extras
+        return None if extras is None else extras.retained
+
+    @property
+    def ctx(self):
+        """A custom Function's ctx (``autograd.function``), or None."""
+        extras = self._extras
+        return None if extras is None else extras.ctx
+
+    @ctx.setter
+    def ctx(self, value) -> None:
+        self._made_extras().ctx = value
+
+    def _made_extras(self) -> _NodeExtras:
+        """The node's ``_NodeExtras``, made on first use (a node given hooks or a ctx)."""
+        if self._extras is None:
+            self._extras = _NodeExtras()
+        return self._extras
 
     @property
     def next_edges(self) -> tuple:
@@ -140,9 +194,10 @@ class Node:
         """
         if self.freed:
             raise RuntimeError(_FREED_MESSAGE)
-        saved = self._saved
+        saved = self._fns_saved
+        n = len(self.next_nrs)
         tensors = []
-        for k in range(0, len(saved), 3):
+        for k in range(n, len(saved), 3):
             item, box, version = saved[k], saved[k + 1], saved[k + 2]
             if box is not None and box[0] != version:
                 raise self._modified_input(k)
@@ -150,9 +205,9 @@ class Node:
                 # An intermediate kept as its array: a Tensor again, with its history (from the
                 # edge to it), for derivatives that are differentiated again.
                 saves = self.op.saves
-                position = k // 3 if saves is None else saves[k // 3]
+                position = (k - n) // 3 if saves is None else saves[(k - n) // 3]
                 t = _dispatch.make(item, self._device, box)
-                t._grad_fn, t._requires_grad = self.next_fns[position], True
+                t._grad_fn, t._requires_grad = saved[position], True
                 nr = self.next_nrs[position]
                 if nr:
                     t._output_nr = nr
@@ -199,13 +254,14 @@ class Node:
         return data
 
     def _modified_input(self, k) -> RuntimeError:
-        """The error for saved item ``k`` (of ``_saved``'s triples) modified in place since it was saved."""
-        saved = self._saved
+        """The error for the saved input whose triple starts at ``_fns_saved[k]``, modified in place
+        since it was saved."""
+        saved = self._fns_saved
         item, box, version = saved[k], saved[k + 1], saved[k + 2]
         t = item if isinstance(item, Tensor) else _dispatch.make(item, self._device, box)
         return RuntimeError(
             "one of the variables needed for gradient computation has been modified by "
-            f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {k // 3} "
+            f"an inplace operation: [{t.dtype.name} {list(t.shape)}], which is input {(k - len(self.next_nrs)) // 3} "
             f"saved by {self.name()}, is at version {box[0]}; expected version {version} "
             "instead. Hint: clone() the tensor before modifying it in place."
         )
@@ -218,17 +274,21 @@ class Node:
 
     def register_prehook(self, hook, output_nr: int = 0) -> RemovableHandle:
         """Run ``hook(grad)`` on the gradient of output ``output_nr`` before the derivative."""
-        if self.pre_hooks is None:
-            self.pre_hooks = {}
+        extras = self._made_extras()
+        if extras.pre_hooks is None:
+            extras.pre_hooks = {}
             _track(self)
-        return RemovableHandle(self.pre_hooks.setdefault(output_nr, {}), hook)
+        return RemovableHandle(extras.pre_hooks.setdefault(output_nr, {}), hook)
 
     def release(self) -> None:
         """Free what backward needed (called after a backward without ``retain_graph``)."""
         self.freed = True
-        self._saved = ()
+        n = len(self.next_nrs)
+        if len(self._fns_saved) > n and not (_COMPILED and _drop_saved_in_place(self, n)):  # noqa: F821
+            self._fns_saved = self._fns_saved[:n]  # the edges stay (``next_functions`` after a backward)
         self._out = None
-        self.ctx = None
+        if self._extras is not None:
+            self._extras.ctx = None
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"
@@ -238,9 +298,9 @@ def _saved_arrays(node) -> tuple:
     """``node.saved_data`` (a C function with a C loop when compiled)."""
     if node.freed:
         raise RuntimeError(_FREED_MESSAGE)
-    saved = node._saved
+    saved = node._fns_saved
     arrays = []
-    for k in range(0, len(saved), 3):
+    for k in range(len(node.next_nrs), len(saved), 3):
         item, box = saved[k], saved[k + 1]
         if box is not None:
             if box[0] != saved[k + 2]:
@@ -271,28 +331,31 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
     requires grad (a leaf, or an intermediate saved by reference), only to older nodes.
     """
     # This runs for every recorded op, so it is written for speed (one pass over the inputs
-    # when the op saves all of them), and it keeps few tracked objects: see Note [Graphs and
-    # the cyclic GC]. A saved input is (item, version counter, version): the item is the array
-    # of an intermediate tensor (not the Tensor), or the tensor (leaf, or needs no gradient),
-    # or the value of a non-tensor with None, None.
+    # when the op saves all of them, into one list sized up front), and it keeps few tracked
+    # objects and allocator blocks: see Note [Graphs and the cyclic GC]. ``_fns_saved`` is one
+    # tuple: ``next_fns`` (one per input), then a triple per saved input, (item, version
+    # counter, version): the item is the array of an intermediate tensor (not the Tensor), or
+    # the tensor (leaf, or needs no gradient), or the value of a non-tensor with None, None.
     node.op = op
     node.params = params
     node.n_outputs = n_outputs
-    node.pre_hooks = node.retained = node._out = node.ctx = None
+    node._out = node._extras = None
     node.freed = False
     saves = op.saves
     saved_for = op.saved_for
-    save_all = (saves is None or len(saves) == len(inputs)) and saved_for is None
+    n = len(inputs)
+    save_all = (saves is None or len(saves) == n) and saved_for is None
+    items = [None] * (n + 3 * (n if save_all else len(saves)))
     device = None
-    fns = []
     numbered = False  # whether an input is a node's output other than its first
     untrackable = True
-    saved = ()
-    for x in inputs:
+    k = n  # where the next saved triple goes
+    for i in range(n):
+        x = inputs[i]
         if not isinstance(x, TensorBase):  # TensorBase: a C type check when compiled
-            fns.append(None)
             if save_all:
-                saved += (x, None, None)
+                items[k] = x  # (x, None, None)
+                k += 3
             continue
         t = x
         if device is None:
@@ -303,37 +366,39 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
                 refresh_view(t)
             fn = t._grad_fn
             if fn is None:  # a leaf: its gradient accumulates into .grad
-                fns.append(t)
+                items[i] = t
                 untrackable = False
             else:
-                fns.append(fn)
+                items[i] = fn
                 numbered = numbered or t._output_nr != 0
                 if t._saved_by_reference:
                     untrackable = False
                 else:
                     item = t._data
-        else:
-            fns.append(None)
         if save_all:
             box = t._version_box
-            saved += (item, box, box[0])
+            items[k] = item
+            items[k + 1] = box
+            items[k + 2] = box[0]
+            k += 3
     if not save_all:  # some inputs, in increasing order
-        for k in range(len(saves)):
-            i = saves[k]
+        for j in range(len(saves)):
+            i = saves[j]
             x = inputs[i]
-            if saved_for is not None and saved_for[k] is not None and fns[saved_for[k]] is None:
-                saved += (None, None, None)  # only a gradient nobody needs reads it
+            if saved_for is not None and saved_for[j] is not None and items[saved_for[j]] is None:
+                pass  # (None, None, None): only a gradient nobody needs reads it
             elif isinstance(x, TensorBase):
                 t = x
                 box = t._version_box
-                by_array = type(fns[i]) is Node and not t._saved_by_reference
-                saved += (t._data if by_array else t, box, box[0])
+                items[k] = t._data if type(items[i]) is Node and not t._saved_by_reference else t
+                items[k + 1] = box
+                items[k + 2] = box[0]
             else:
-                saved += (x, None, None)
+                items[k] = x  # (x, None, None)
+            k += 3
     node._device = device
-    node._saved = saved
-    node.next_fns = tuple(fns)
-    node.next_nrs = _output_nrs(inputs) if numbered else _ZERO_NRS.get(len(fns)) or (0,) * len(fns)
+    node._fns_saved = tuple(items)
+    node.next_nrs = _output_nrs(inputs) if numbered else _ZERO_NRS.get(n) or (0,) * n
     # Numbered after refresh_view() above may have made nodes for the inputs: a node
     # must come after every node it points to (the engine runs them in this order).
     node.seq = next(_sequence)
@@ -344,8 +409,7 @@ def _untrack(node) -> None:
     """Take a compiled ``node`` and its tuples out of the cyclic GC's tracking (Note [Graphs and
     the cyclic GC]); only for a node whose ``_link`` said so, before it has hooks or a ctx."""
     PyObject_GC_UnTrack(node)  # noqa: F821 (declared in graph.pxd)
-    PyObject_GC_UnTrack(node.next_fns)  # noqa: F821
-    PyObject_GC_UnTrack(node._saved)  # noqa: F821
+    PyObject_GC_UnTrack(node._fns_saved)  # noqa: F821
     if node._out is not None:
         PyObject_GC_UnTrack(node._out)  # noqa: F821
     PyObject_GC_UnTrack(node.out_meta)  # noqa: F821
@@ -486,7 +550,8 @@ def retain_grad(tensor) -> None:
     if tensor._grad_fn is not None:
         tensor._retains_grad = True
         fn = tensor._grad_fn
-        if fn.retained is None:
-            fn.retained = {}
+        extras = fn._made_extras()
+        if extras.retained is None:
+            extras.retained = {}
             _track(fn)
-        fn.retained[tensor._output_nr] = weakref.ref(tensor)
+        extras.retained[tensor._output_nr] = weakref.ref(tensor)
