@@ -97,7 +97,10 @@ def _product(g, b):
 
 @_mul.derivative
 def _(node, g):
-    to_a, to_b = node.next_fns  # None where no gradient is needed (node.needs_input_grad, without its list)
+    # None where no gradient is needed: node.needs_input_grad without its list, and next_fns
+    # without its slice (_fns_saved starts with the edges; Note [Graphs and the cyclic GC])
+    fns = node._fns_saved
+    to_a, to_b = fns[0], fns[1]
     if _on_arrays(g):
         a, b = node.saved_data  # no Tensors rebuilt, no dispatch
         return (None if to_a is None else _product(g, b)), (None if to_b is None else _product(g, a))
@@ -113,7 +116,8 @@ def _div(xp, a, b):
 @_div.derivative
 def _(node, g):
     a, b = _conj_saved(node, g)
-    to_a, to_b = node.next_fns  # as in mul's rule
+    fns = node._fns_saved  # as in mul's rule
+    to_a, to_b = fns[0], fns[1]
     return (None if to_a is None else g / b), (None if to_b is None else -g * a / (b * b))
 
 
