@@ -5,9 +5,11 @@ Note [Fused layers]
 As torch's CPU kernels do, ``lstm_layer``, ``gru_layer`` and ``rnn_layer`` run the recurrence
 over all the time steps inside one op (one graph node per layer and direction), and their
 backward runs through time over arrays. The input projections of every step come in as one tensor ``xg``
-(one matrix product, made by the caller); the recurrent weight's gradient is one product over
-all the steps after the loop. The kernels write into buffers allocated once per call, and
-keep every block they work on contiguous: the packed output is (steps, blocks, batch, hidden),
+(one matrix product, made by the caller; ``nn.LSTM`` calls ``lstm_input_layer`` instead, which
+makes them inside the op: Note [Projection inside the layer] in ``_lstm_numba.py``); the
+recurrent weight's gradient is one product over all the steps after the loop. The kernels
+write into buffers allocated once per call, and keep every block they work on contiguous: the
+packed output is (steps, blocks, batch, hidden),
 
 * ``lstm_layer``: blocks ``[h, c, i, f, o, g, tanh(c)]``;
 * ``gru_layer``: blocks ``[h, r, z, n, hn]`` (``hn = W_hn h_prev + b_hn``);
