@@ -3,12 +3,15 @@
 
     .venv/bin/python scripts/callgrind_eager.py                  # every chain, 10 runs of 100 ops
     .venv/bin/python scripts/callgrind_eager.py --chain tensor --runs 20
+    .venv/bin/python scripts/callgrind_eager.py --chain tensor --steps 20000 --runs 2 --cache-sim
 
 Each chain is the one of ``scripts/bench.py --only core`` (``_recorded_chain``: a 4-element
 tensor that requires grad, ``y = y * c`` ...). The child starts uninstrumented (fast), turns
 callgrind's instrumentation on (``callgrind_control``), runs the chain twice as a warm-up, then
 ``--runs`` times inside ``functools.reduce``, the only C function callgrind counts in
-(``--toggle-collect``): the import and the warm-up are not counted. Needs valgrind.
+(``--toggle-collect``): the import and the warm-up are not counted. ``--cache-sim`` also counts
+the simulated data-cache misses per op (first level, and last level), which a long live chain's
+cold memory costs where a short chain reuses hot blocks. Needs valgrind.
 """
 
 from __future__ import annotations
@@ -51,12 +54,14 @@ def _child(chain: str, runs: int, steps: int) -> None:
     functools.reduce(run, range(runs), None)
 
 
-def instructions_per_op(chain: str, runs: int, steps: int) -> float:
-    """Instructions per op of ``chain`` (per pair of ops for 'pair'), by callgrind."""
+def instructions_per_op(chain: str, runs: int, steps: int, cache_sim: bool = False) -> tuple[float, ...]:
+    """Instructions per op of ``chain`` (per pair of ops for 'pair'), by callgrind; with
+    ``cache_sim``, also its first- and last-level data-cache misses (reads and writes) per op."""
     out = subprocess.run(
         [
             "valgrind",
             "--tool=callgrind",
+            f"--cache-sim={'yes' if cache_sim else 'no'}",
             "--callgrind-out-file=/dev/null",
             "--instr-atstart=no",
             "--collect-atstart=no",
@@ -75,10 +80,14 @@ def instructions_per_op(chain: str, runs: int, steps: int) -> float:
         check=True,
         timeout=3600,
     )
-    collected = re.search(r"Collected : *(\d+)", out.stderr)
+    collected = re.search(r"Collected : *([\d ]+)", out.stderr)
     if collected is None:
         raise RuntimeError(f"no instruction count in callgrind's output:\n{out.stderr[-2000:]}")
-    return int(collected.group(1)) / runs / steps
+    counts = [int(n) / runs / steps for n in collected.group(1).split()]
+    if not cache_sim:
+        return (counts[0],)
+    # Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+    return counts[0], counts[4] + counts[5], counts[7] + counts[8]
 
 
 def main(argv=None) -> int:
@@ -87,6 +96,7 @@ def main(argv=None) -> int:
     parser.add_argument("--chain", choices=CHAINS, action="append", help="one chain (repeatable; default all)")
     parser.add_argument("--runs", type=int, default=10, help="counted runs of each chain (default 10)")
     parser.add_argument("--steps", type=int, default=100, help="ops per chain (default 100)")
+    parser.add_argument("--cache-sim", action="store_true", help="also count data-cache misses per op (slower)")
     parser.add_argument("--child", choices=CHAINS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -95,8 +105,9 @@ def main(argv=None) -> int:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         parser.error("valgrind (with callgrind_control) is not installed")
     for chain in args.chain or CHAINS:
-        count = instructions_per_op(chain, args.runs, args.steps)
-        print(f"{chain:8s} {count / 1e3:8.2f} k instructions/op", flush=True)
+        counts = instructions_per_op(chain, args.runs, args.steps, args.cache_sim)
+        misses = f"  D1 misses {counts[1]:7.1f}/op  LL misses {counts[2]:6.2f}/op" if args.cache_sim else ""
+        print(f"{chain:8s} {counts[0] / 1e3:8.2f} k instructions/op{misses}", flush=True)
     return 0
 
 
