@@ -227,21 +227,32 @@ def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, p
 
     monkeypatch.setattr(_threads, "parallel_for", recorded)
     monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
+
+    def run():
+        out = forward.kernel(np, *arrays, reverse)
+        return out, backward.kernel(np, weights, out, *arrays[1:], reverse)
+
+    results = _compiled_then_numpy(monkeypatch, arrays, run)
+    half = batch // 2
+    assert sorted(blocks) == [(0, half), (0, half), (half, batch), (half, batch)]  # forward and backward
+    (out, grads), (expected_out, expected_grads) = results
+    np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
+
+
+def _compiled_then_numpy(monkeypatch, arrays, run) -> list:
+    """``[run(), run()]`` on two threads: with the compiled LSTM steps for ``arrays``, then with
+    their numpy fallback."""
     results, threads = [], _threads.get_num_threads()
     for compiled in (True, False):
         monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
         assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
         _threads.set_num_threads(2)
         try:
-            out = forward.kernel(np, *arrays, reverse)
-            results.append((out, backward.kernel(np, weights, out, *arrays[1:], reverse)))
+            results.append(run())
         finally:
             _threads.set_num_threads(threads)
-    half = batch // 2
-    assert sorted(blocks) == [(0, half), (0, half), (half, batch), (half, batch)]  # forward and backward
-    (out, grads), (expected_out, expected_grads) = results
-    np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(grads, expected_grads, rtol=1e-4, atol=1e-5)
+    return results
 
 
 def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
@@ -252,7 +263,6 @@ def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
     # directions, with and without dx.
     pytest.importorskip("numba")
     monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
-    threads = _threads.get_num_threads()
     rng = np.random.default_rng(6)
     for reverse, proj, batch, hidden, input_grad in [(False, False, 9, 9, True), (True, True, 34, 5, False)]:
         size = 2 if proj else hidden
@@ -263,17 +273,13 @@ def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
         backward = (
             recurrent_layers._lstm_input_proj_layer_backward if proj else recurrent_layers._lstm_input_layer_backward
         )
-        results = []
-        for compiled in (True, False):
-            monkeypatch.setattr(recurrent_layers, "COMPILED_STEPS", compiled)
-            assert (recurrent_layers._compiled_steps(*arrays) is not None) == compiled
-            _threads.set_num_threads(2)
-            try:
-                out = forward.kernel(np, *arrays, reverse)
-                saved = arrays[:2] + arrays[3:]
-                results.append((out, backward.kernel(np, weights, out, *saved, reverse, input_grad)))
-            finally:
-                _threads.set_num_threads(threads)
+
+        def run():
+            out = forward.kernel(np, *arrays, reverse)
+            saved = arrays[:2] + arrays[3:]
+            return out, backward.kernel(np, weights, out, *saved, reverse, input_grad)
+
+        results = _compiled_then_numpy(monkeypatch, arrays, run)
         (out, grads), (expected_out, expected_grads) = results
         np.testing.assert_allclose(out, expected_out, rtol=1e-5, atol=1e-6)
         assert grads.size == expected_grads.size == sum(a.size for a in arrays) - (0 if input_grad else arrays[0].size)
