@@ -259,23 +259,12 @@ def _blas_matmul_tn(gemm, a, b, c):
 
 
 @njit(**_JIT)
-def _rows_of(x, b0, b1):
-    """``x[:, b0:b1]`` of a (steps, batch, size) array as a new C-contiguous array."""
-    steps, size = x.shape[0], x.shape[2]
-    rows = np.empty((steps, b1 - b0, size), np.float32)
-    for t in range(steps):
-        for b in range(b0, b1):
-            _copy_row(rows[t, b - b0], x[t, b])
-    return rows
-
-
-@njit(**_JIT)
 def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order, b0, b1):
     """``_forward_layer`` for the batch rows ``b0:b1``, their projections ``x @ w_ih.T + bias``
     made first (Note [Projection inside the layer]; ``w_ih_t`` is ``w_ih.T``)."""
     steps, gates = x.shape[0], w_ih_t.shape[1]
     rows = b1 - b0
-    xs = _rows_of(x, b0, b1)
+    xs = np.ascontiguousarray(x[:, b0:b1])
     xg = np.empty((steps, rows, gates), np.float32)
     _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), w_ih_t, xg.reshape(steps * rows, gates))
     for t in range(steps):
