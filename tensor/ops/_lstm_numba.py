@@ -132,9 +132,10 @@ def gemm():
 
 # Note [Small products]: OpenBLAS packs the whole weight on every call, whatever the rows, so on
 # issue 19's layer a block of 8 rows (Note [Batch halves]) cost about as much as all 16. Blocks
-# of up to _SMALL_ROWS rows instead run ``_small_matmul``, which streams the weight's rows
-# unpacked: each row of the result accumulates eight rows of the weight at a time, in a local
-# buffer (Note [Row buffers]), a loop the vectoriser widens. The forward's 8x128 @ 128x512, a
+# of up to _SMALL_ROWS rows instead run ``_small_matmul`` (exactly _SMALL_ROWS: Note [Eight-row
+# products]), which streams the weight's rows unpacked: each row of the result accumulates
+# eight rows of the weight at a time, in a local buffer (Note [Row buffers]), a loop the
+# vectoriser widens. The forward's 8x128 @ 128x512, a
 # different ``h`` each step as in the layer: 22.5 us against OpenBLAS's 36.2 (thread CPU,
 # medians, load ~3); the backward's 8x512 @ 512x128 31 against 36 us. The layer's loops over 8
 # rows, 300-600 calls each alternating with the OpenBLAS version in one process: forward
@@ -174,11 +175,43 @@ def _small_matmul(a, b, c, acc):
         _copy_row(c[q], acc[q, :n])
 
 
+# Note [Eight-row products]: a block of exactly _SMALL_ROWS rows (a batch of 16 in halves, as in
+# issue 19's workload) takes the product as dot products instead, ``c[q, p] = a[q] . bt[p]``
+# with ``bt`` the weight transposed: each row of ``bt`` is read once for all eight rows, whose
+# eight sums the vectoriser widens (this needs ``reassoc``: the sums' order is not numpy's, as
+# BLAS's is not). On this machine, minimum of 7 x 500 calls in one process: the forward's
+# 8x128 @ 128x512 24.0 us against 27.8 for ``_small_matmul``, the backward's 8x512 @ 512x128
+# 20.6 against 30.3 (1.2-1.5x over three runs). Issue 19's one-layer LSTM step (batch 16 in
+# halves), three processes each alternated with the old kernel's: 7.7-9.1 ms against 8.4-9.8,
+# the layer's forward half 2.7-3.2 against 3.0-3.7 ms and its backward 3.3-3.9 against 3.8-4.7.
+# Fewer rows keep ``_small_matmul``: the same form with four or one row was no faster than it.
+@njit(**{**_JIT, "fastmath": {"contract", "reassoc"}})
+def _eight_row_matmul(a, bt, c):
+    """``c[...] = a @ bt.T`` for (8, k) ``a`` and (n, k) ``bt``, both with unit inner strides
+    (Note [Eight-row products])."""
+    a = np.ascontiguousarray(a)  # typed contiguous, or the sums stay scalar (a slice types as 'A')
+    k = a.shape[1]
+    a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    for p in range(bt.shape[0]):
+        w = bt[p]
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = _ZERO
+        for kk in range(k):
+            x = w[kk]
+            s0, s1, s2, s3 = s0 + a0[kk] * x, s1 + a1[kk] * x, s2 + a2[kk] * x, s3 + a3[kk] * x
+            s4, s5, s6, s7 = s4 + a4[kk] * x, s5 + a5[kk] * x, s6 + a6[kk] * x, s7 + a7[kk] * x
+        c[0, p], c[1, p], c[2, p], c[3, p] = s0, s1, s2, s3
+        c[4, p], c[5, p], c[6, p], c[7, p] = s4, s5, s6, s7
+
+
 @njit(**_JIT)
-def _matmul(gemm, a, b, c, acc):
-    """``c[...] = a @ b`` (float32; ``a`` and ``c`` with unit inner strides, ``b`` C-contiguous):
-    ``_small_matmul`` for up to _SMALL_ROWS rows, else OpenBLAS (Note [Small products])."""
-    if a.shape[0] <= _SMALL_ROWS:
+def _matmul(gemm, a, b, bt, c, acc):
+    """``c[...] = a @ b`` (float32; ``a`` and ``c`` with unit inner strides, ``b`` and its
+    transpose ``bt`` C-contiguous): ``_eight_row_matmul`` for _SMALL_ROWS rows,
+    ``_small_matmul`` for fewer, else OpenBLAS (Notes [Small products], [Eight-row products])."""
+    rows = a.shape[0]
+    if rows == _SMALL_ROWS:
+        _eight_row_matmul(a, bt, c)
+    elif rows < _SMALL_ROWS:
         _small_matmul(a, b, c, acc)
     else:
         _blas_matmul(gemm, a, b, c)
@@ -195,28 +228,28 @@ def _blas_matmul(gemm, a, b, c):
 
 
 @njit(**_JIT)
-def _forward_layer(gemm, out, xg, x0, h0, c0, w_t, w_hr_t, order, b0, b1):
+def _forward_layer(gemm, out, xg, x0, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1):
     """The layer's steps in ``order`` for the batch rows ``b0:b1`` (Note [Batch halves]);
     ``xg`` holds the batch rows from ``x0`` on, ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T``
-    or (0, 0) without a projection."""
+    (``w_hr`` and ``w_hr_t`` (0, 0) without a projection), all C-contiguous."""
     gates = w_t.shape[1]
     proj = w_hr_t.shape[1]
     hg = np.empty((b1 - b0, gates), np.float32)
     acc = np.empty((_SMALL_ROWS, gates), np.float32)
     h_prev, c_prev = h0[b0:b1], c0
     for t in order:
-        _matmul(gemm, h_prev, w_t, hg, acc)
+        _matmul(gemm, h_prev, w_t, w_hh, hg, acc)
         _forward_step(out, t, xg, x0, hg, c_prev, b0, b1)
         c_prev = out[t, 1]
         h_prev = out[t, 0, b0:b1]
         if proj:  # h = (o * tanh(c)) @ w_hr.T, in the first proj columns of block 7
             h_out = out[t, 7, b0:b1, :proj]
-            _matmul(gemm, h_prev, w_hr_t, h_out, acc)
+            _matmul(gemm, h_prev, w_hr_t, w_hr, h_out, acc)
             h_prev = h_out
 
 
 @njit(**_JIT)
-def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, x0, dh, dc, dhr, b0, b1):
+def _backward_layer(gemm, grad, out, c0, w_hh, w_t, w_hr, w_hr_t, order, dxg, x0, dh, dc, dhr, b0, b1):
     """Back through the steps (``order``: last step first) for the batch rows ``b0:b1``,
     writing those rows of ``dxg`` (which holds the rows from ``x0`` on), ``dh``, ``dc`` and,
     with a projection (``w_hr`` not (0, 0)), ``dhr``."""
@@ -233,9 +266,9 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, x0, dh, dc, dhr
             for b in range(b0, b1):
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
-            _matmul(gemm, dhr[t, b0:b1], w_hr, carried[b0:b1], acc)
+            _matmul(gemm, dhr[t, b0:b1], w_hr, w_hr_t, carried[b0:b1], acc)
         _backward_step(dxg, x0, dc, t, grad, out, carried, c_prev, b0, b1)
-        _matmul(gemm, dxg[t, b0 - x0 : b1 - x0], w_hh, dh[b0:b1], acc)
+        _matmul(gemm, dxg[t, b0 - x0 : b1 - x0], w_hh, w_t, dh[b0:b1], acc)
 
 
 # Note [Projection inside the layer]: ``lstm_input_layer`` (recurrent_layers.py) takes the layer's
@@ -259,7 +292,7 @@ def _blas_matmul_tn(gemm, a, b, c):
 
 
 @njit(**_JIT)
-def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order, b0, b1):
+def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1):
     """``_forward_layer`` for the batch rows ``b0:b1``, their projections ``x @ w_ih.T + bias``
     made first (Note [Projection inside the layer]; ``w_ih_t`` is ``w_ih.T``)."""
     steps, gates = x.shape[0], w_ih_t.shape[1]
@@ -272,11 +305,11 @@ def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order, 
             row = xg[t, r]
             for j in range(gates):
                 row[j] += bias[j]
-    _forward_layer(gemm, out, xg, b0, h0, c0, w_t, w_hr_t, order, b0, b1)
+    _forward_layer(gemm, out, xg, b0, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1)
 
 
 @njit(**_JIT)
-def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr, b0, b1):
+def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, dx, dh, dc, dhr, b0, b1):
     """``_backward_layer`` for the batch rows ``b0:b1``, then those rows of ``dx`` (unless it is
     empty: ``x`` needs no gradient) and their share of ``[dW_ih | dW_hh | db]``, returned (Note
     [Projection inside the layer])."""
@@ -285,7 +318,7 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx
     rows = b1 - b0
     proj = w_hr.shape[0]
     dxg = np.empty((steps, rows, gates), np.float32)
-    _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, b0, dh, dc, dhr, b0, b1)
+    _backward_layer(gemm, grad, out, c0, w_hh, w_t, w_hr, w_hr_t, order, dxg, b0, dh, dc, dhr, b0, b1)
     inputs = np.empty((steps, rows, size + state + 1), np.float32)  # [x, h_prev, 1] per step and row
     for k in range(steps):
         t = order[k]
@@ -338,6 +371,13 @@ def _call(kernel, batch: int, work: int, *args) -> list:
 _NO_PROJECTION = np.empty((0, 0), np.float32)
 
 
+def _weights(w_hh, w_hr) -> tuple:
+    """``(w_hh, w_hh.T, w_hr, w_hr.T)`` C-contiguous, as the kernels take them (``w_hr`` and its
+    transpose (0, 0) without a projection)."""
+    w_hr = _NO_PROJECTION if w_hr is None else w_hr
+    return tuple(np.ascontiguousarray(w) for w in (w_hh, w_hh.T, w_hr, w_hr.T))
+
+
 def _check_shapes(xg_shape, h0, c0, w_hh, w_hr) -> None:
     batch, hidden = c0.shape
     size = h0.shape[1]
@@ -359,21 +399,18 @@ def lstm_forward(out, xg, h0, c0, w_hh, w_hr, order) -> None:
         ValueError: if the shapes do not fit together (the kernels index without checks).
     """
     _check_shapes(xg.shape, h0, c0, w_hh, w_hr)
-    w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
     order = np.asarray(order, np.int64)
-    w_t = np.ascontiguousarray(w_hh.T)
-    _call(_forward_layer, c0.shape[0], xg.size, _SGEMM, out, xg, 0, h0, c0, w_t, w_hr_t, order)
+    _call(_forward_layer, c0.shape[0], xg.size, _SGEMM, out, xg, 0, h0, c0, *_weights(w_hh, w_hr), order)
 
 
 def lstm_backward(grad, out, c0, w_hh, w_hr, order, dxg, dh, dc, dhr) -> None:
     """Back through the steps (``order``: last step first): ``dxg`` (steps, batch, 4 * hidden),
     the gradients of the initial states ``dh``, ``dc`` and, with ``w_hr``, those of the
     projected states ``dhr`` (steps, batch, proj_size), written in place; C-contiguous float32."""
-    w_hr = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr)
     dhr = np.empty((0, 0, 0), np.float32) if dhr is None else dhr
     order = np.asarray(order, np.int64)
-    w_hh = np.ascontiguousarray(w_hh)
-    _call(_backward_layer, dc.shape[0], dxg.size, _SGEMM, grad, out, c0, w_hh, w_hr, order, dxg, 0, dh, dc, dhr)
+    weights = _weights(w_hh, w_hr)
+    _call(_backward_layer, dc.shape[0], dxg.size, _SGEMM, grad, out, c0, *weights, order, dxg, 0, dh, dc, dhr)
 
 
 def _check_input_shapes(x, w_ih, bias, c0) -> None:
@@ -393,26 +430,24 @@ def lstm_forward_from_input(out, x, w_ih, bias, h0, c0, w_hh, w_hr, order) -> No
     """
     _check_input_shapes(x, w_ih, bias, c0)
     _check_shapes((x.shape[0], x.shape[1], w_ih.shape[0]), h0, c0, w_hh, w_hr)
-    w_hr_t = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr.T)
-    w_t, w_ih_t = np.ascontiguousarray(w_hh.T), np.ascontiguousarray(w_ih.T)
-    bias = np.ascontiguousarray(bias)
+    w_ih_t, bias = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(bias)
     order = np.asarray(order, np.int64)
     work = x.shape[0] * out.shape[2] * w_ih.shape[0]
-    _call(_forward_from_input, c0.shape[0], work, _SGEMM, out, x, w_ih_t, bias, h0, c0, w_t, w_hr_t, order)
+    weights = _weights(w_hh, w_hr)
+    _call(_forward_from_input, c0.shape[0], work, _SGEMM, out, x, w_ih_t, bias, h0, c0, *weights, order)
 
 
 def lstm_backward_from_input(grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr) -> np.ndarray:
     """``lstm_backward`` for ``lstm_forward_from_input``: writes ``dx`` (steps, batch, size; or
     None: not wanted), ``dh``, ``dc`` and, with ``w_hr``, ``dhr`` in place, and returns
     ``[dW_ih | dW_hh | db]`` (4 * hidden, size + h0's size + 1); C-contiguous float32."""
-    w_hr = _NO_PROJECTION if w_hr is None else np.ascontiguousarray(w_hr)
     dhr = np.empty((0, 0, 0), np.float32) if dhr is None else dhr
     dx = np.empty((0, 0, 0), np.float32) if dx is None else dx
     order = np.asarray(order, np.int64)
-    w_hh, w_ih = np.ascontiguousarray(w_hh), np.ascontiguousarray(w_ih)
+    w_ih = np.ascontiguousarray(w_ih)
     work = x.shape[0] * x.shape[1] * w_ih.shape[0]
-    parts = _call(_backward_from_input, dc.shape[0], work, _SGEMM, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order,
-                  dx, dh, dc, dhr)  # fmt: skip
+    parts = _call(_backward_from_input, dc.shape[0], work, _SGEMM, grad, out, x, w_ih, h0, c0, *_weights(w_hh, w_hr),
+                  order, dx, dh, dc, dhr)  # fmt: skip
     total = parts[0]
     for part in parts[1:]:
         total += part
