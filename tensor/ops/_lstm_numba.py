@@ -132,16 +132,15 @@ def gemm():
 
 # Note [Small products]: OpenBLAS packs the whole weight on every call, whatever the rows, so on
 # issue 19's layer a block of 8 rows (Note [Batch halves]) cost about as much as all 16. Blocks
-# of up to _SMALL_ROWS rows instead run ``_small_matmul`` (exactly _SMALL_ROWS: Note [Eight-row
-# products]), which streams the weight's rows unpacked: each row of the result accumulates
-# eight rows of the weight at a time, in a local buffer (Note [Row buffers]), a loop the
-# vectoriser widens. The forward's 8x128 @ 128x512, a
-# different ``h`` each step as in the layer: 22.5 us against OpenBLAS's 36.2 (thread CPU,
-# medians, load ~3); the backward's 8x512 @ 512x128 31 against 36 us. The layer's loops over 8
-# rows, 300-600 calls each alternating with the OpenBLAS version in one process: forward
-# 0.84-0.98x, backward 0.94-1.01x (five runs at load 2.1-3.6; the gain varies with the VM's
-# state). For more rows it would reread the weight once per block of 8, so they keep OpenBLAS
-# (16 rows: level).
+# of fewer than _SMALL_ROWS rows instead run ``_small_matmul`` (exactly _SMALL_ROWS: Note
+# [Eight-row products]), which streams the weight's rows unpacked: each row of the result
+# accumulates eight rows of the weight at a time, in a local buffer (Note [Row buffers]), a loop
+# the vectoriser widens. The forward's 8x128 @ 128x512, a different ``h`` each step as in the
+# layer: 22.5 us against OpenBLAS's 36.2 (thread CPU, medians, load ~3); the backward's
+# 8x512 @ 512x128 31 against 36 us. The layer's loops over 8 rows, 300-600 calls each
+# alternating with the OpenBLAS version in one process: forward 0.84-0.98x, backward
+# 0.94-1.01x (five runs at load 2.1-3.6; the gain varies with the VM's state). For more rows it
+# would reread the weight once per block of 8, so they keep OpenBLAS (16 rows: level).
 _SMALL_ROWS = 8
 
 
@@ -187,8 +186,8 @@ def _small_matmul(a, b, c, acc):
 # Fewer rows keep ``_small_matmul``: the same form with four or one row was no faster than it.
 @njit(**{**_JIT, "fastmath": {"contract", "reassoc"}})
 def _eight_row_matmul(a, bt, c):
-    """``c[...] = a @ bt.T`` for (8, k) ``a`` and (n, k) ``bt``, both with unit inner strides
-    (Note [Eight-row products])."""
+    """``c[...] = a @ bt.T`` for (8, k) ``a`` and C-contiguous (n, k) ``bt`` (Note [Eight-row
+    products])."""
     a = np.ascontiguousarray(a)  # typed contiguous, or the sums stay scalar (a slice types as 'A')
     k = a.shape[1]
     a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
