@@ -337,9 +337,7 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr
     if dx.size:
         dx_rows = np.empty((steps, rows, size), np.float32)
         _blas_matmul(gemm, flat_dxg, w_ih, dx_rows.reshape(steps * rows, size))
-        for t in range(steps):
-            for b in range(b0, b1):
-                _copy_row(dx[t, b], dx_rows[t, b - b0])
+        dx[:, b0:b1] = dx_rows
     return part
 
 
