@@ -29,6 +29,7 @@ from numba import njit
 
 from .. import _openblas, _threads
 from .._compile.codegen_numba import load_cached
+from .._compile.panels import PANEL_WIDTH, pack_panels, panel_matmul
 from .._compile.vecmath import tanh_f32
 
 __all__ = ["lstm_forward", "lstm_backward", "lstm_forward_from_input", "lstm_backward_from_input"]
@@ -130,134 +131,77 @@ def gemm():
     return _SGEMM
 
 
-# Note [Small products]: OpenBLAS packs the whole weight on every call, whatever the rows, so on
-# issue 19's layer a block of 8 rows (Note [Batch halves]) cost about as much as all 16. Blocks
-# of fewer than _SMALL_ROWS rows instead run ``_small_matmul`` (exactly _SMALL_ROWS: Note
-# [Eight-row products]), which streams the weight's rows unpacked: each row of the result
-# accumulates eight rows of the weight at a time, in a local buffer (Note [Row buffers]), a loop
-# the vectoriser widens. The forward's 8x128 @ 128x512, a different ``h`` each step as in the
-# layer: 22.5 us against OpenBLAS's 36.2 (thread CPU, medians, load ~3); the backward's
-# 8x512 @ 512x128 31 against 36 us. The layer's loops over 8 rows, 300-600 calls each
-# alternating with the OpenBLAS version in one process: forward 0.84-0.98x, backward
-# 0.94-1.01x (five runs at load 2.1-3.6; the gain varies with the VM's state). For more rows it
-# would reread the weight once per block of 8, so they keep OpenBLAS (16 rows: level).
-_SMALL_ROWS = 8
+# Note [Recurrent products]: a step's product with a weight ``w`` as stored (C-contiguous) is
+# ``a @ w.T`` forward and ``a @ w`` backward. Blocks of up to _PANEL_ROWS rows run
+# ``panel_matmul`` (Note [Panel products] in tensor/_compile/panels.py) against panels that each
+# kernel call packs on its own thread before its loop (``_panels``): OpenBLAS packs the whole
+# weight on every call, however few the rows. Larger blocks take OpenBLAS, which reads ``w``
+# with or without its transpose flag, so no weight is copied transposed.
+_PANEL_ROWS = 16
+_CBLAS_TRANS = 112
+_NO_PANELS = np.empty((0, 0, PANEL_WIDTH), np.float32)
 
 
 @njit(**_JIT)
-def _small_matmul(a, b, c, acc):
-    """``c[...] = a @ b`` for (m, k) @ (k, n), m <= _SMALL_ROWS, ``b`` C-contiguous; ``acc`` is
-    a scratch buffer of at least (m, n)."""
-    m, k = a.shape
-    n = b.shape[1]
-    k8 = k - k % 8
-    acc[:m, :n] = 0
-    for kk in range(0, k8, 8):
-        w0, w1, w2, w3 = b[kk], b[kk + 1], b[kk + 2], b[kk + 3]
-        w4, w5, w6, w7 = b[kk + 4], b[kk + 5], b[kk + 6], b[kk + 7]
-        for q in range(m):
-            x = a[q]
-            x0, x1, x2, x3 = x[kk], x[kk + 1], x[kk + 2], x[kk + 3]
-            x4, x5, x6, x7 = x[kk + 4], x[kk + 5], x[kk + 6], x[kk + 7]
-            row = acc[q]
-            for p in range(n):
-                row[p] += (x0 * w0[p] + x1 * w1[p] + x2 * w2[p] + x3 * w3[p]) + (
-                    x4 * w4[p] + x5 * w5[p] + x6 * w6[p] + x7 * w7[p]
-                )
-    for kk in range(k8, k):
-        w0 = b[kk]
-        for q in range(m):
-            x0, row = a[q, kk], acc[q]
-            for p in range(n):
-                row[p] += x0 * w0[p]
-    for q in range(m):
-        _copy_row(c[q], acc[q, :n])
-
-
-# Note [Eight-row products]: a block of exactly _SMALL_ROWS rows (a batch of 16 in halves, as in
-# issue 19's workload) takes the product as dot products instead, ``c[q, p] = a[q] . bt[p]``
-# with ``bt`` the weight transposed: each row of ``bt`` is read once for all eight rows, whose
-# eight sums the vectoriser widens (this needs ``reassoc``: the sums' order is not numpy's, as
-# BLAS's is not). On this machine, minimum of 7 x 500 calls in one process: the forward's
-# 8x128 @ 128x512 24.0 us against 27.8 for ``_small_matmul``, the backward's 8x512 @ 512x128
-# 20.6 against 30.3 (1.2-1.5x over three runs). Issue 19's one-layer LSTM step (batch 16 in
-# halves), three processes each alternated with the old kernel's: 7.7-9.1 ms against 8.4-9.8,
-# the layer's forward half 2.7-3.2 against 3.0-3.7 ms and its backward 3.3-3.9 against 3.8-4.7.
-# Fewer rows keep ``_small_matmul``: the same form with four or one row was no faster than it.
-@njit(**{**_JIT, "fastmath": {"contract", "reassoc"}})
-def _eight_row_matmul(a, bt, c):
-    """``c[...] = a @ bt.T`` for (8, k) ``a`` and C-contiguous (n, k) ``bt`` (Note [Eight-row
-    products])."""
-    a = np.ascontiguousarray(a)  # typed contiguous, or the sums stay scalar (a slice types as 'A')
-    k = a.shape[1]
-    a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
-    for p in range(bt.shape[0]):
-        w = bt[p]
-        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = _ZERO
-        for kk in range(k):
-            x = w[kk]
-            s0, s1, s2, s3 = s0 + a0[kk] * x, s1 + a1[kk] * x, s2 + a2[kk] * x, s3 + a3[kk] * x
-            s4, s5, s6, s7 = s4 + a4[kk] * x, s5 + a5[kk] * x, s6 + a6[kk] * x, s7 + a7[kk] * x
-        c[0, p], c[1, p], c[2, p], c[3, p] = s0, s1, s2, s3
-        c[4, p], c[5, p], c[6, p], c[7, p] = s4, s5, s6, s7
+def _panels(w, transposed, rows):
+    """``pack_panels(w, transposed)`` when a block of ``rows`` rows takes them, else none."""
+    return pack_panels(w, transposed) if rows <= _PANEL_ROWS else _NO_PANELS
 
 
 @njit(**_JIT)
-def _matmul(gemm, a, b, bt, c, acc):
-    """``c[...] = a @ b`` (float32; ``a`` and ``c`` with unit inner strides, ``b`` and its
-    transpose ``bt`` C-contiguous): ``_eight_row_matmul`` for _SMALL_ROWS rows,
-    ``_small_matmul`` for fewer, else OpenBLAS (Notes [Small products], [Eight-row products])."""
-    rows = a.shape[0]
-    if rows == _SMALL_ROWS:
-        _eight_row_matmul(a, bt, c)
-    elif rows < _SMALL_ROWS:
-        _small_matmul(a, b, c, acc)
+def _matmul(gemm, a, w, transposed, panels, c):
+    """``c[...] = a @ w.T`` (``transposed``) or ``a @ w`` (float32; ``a`` and ``c`` with unit
+    inner strides, ``w`` C-contiguous, ``panels`` those of ``_panels`` for ``a``'s rows; Note
+    [Recurrent products])."""
+    if a.shape[0] <= _PANEL_ROWS:
+        panel_matmul(a, panels, w.shape[0] if transposed else w.shape[1], c)
     else:
-        _blas_matmul(gemm, a, b, c)
+        _blas_matmul(gemm, a, w, transposed, c)
 
 
 @njit(**_JIT)
-def _blas_matmul(gemm, a, b, c):
-    """``c[...] = a @ b`` by OpenBLAS, the arrays as for ``_matmul``."""
+def _blas_matmul(gemm, a, w, transposed, c):
+    """``c[...] = a @ w`` (``a @ w.T`` when ``transposed``) by OpenBLAS; ``a`` and ``c`` with
+    unit inner strides, ``w`` C-contiguous."""
     m, k = a.shape
-    n = b.shape[1]
+    n = w.shape[0] if transposed else w.shape[1]
     lda, ldc = a.strides[0] // _FLOAT_BYTES, c.strides[0] // _FLOAT_BYTES
-    gemm(_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_NO_TRANS, m, n, k, _ONE, a.ctypes.data, lda, b.ctypes.data, n,
-         _ZERO, c.ctypes.data, ldc)  # fmt: skip
+    gemm(_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_TRANS if transposed else _CBLAS_NO_TRANS, m, n, k, _ONE,
+         a.ctypes.data, lda, w.ctypes.data, w.shape[1], _ZERO, c.ctypes.data, ldc)  # fmt: skip
 
 
 @njit(**_JIT)
-def _forward_layer(gemm, out, xg, x0, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1):
+def _forward_layer(gemm, out, xg, x0, h0, c0, w_hh, w_hr, order, b0, b1):
     """The layer's steps in ``order`` for the batch rows ``b0:b1`` (Note [Batch halves]);
-    ``xg`` holds the batch rows from ``x0`` on, ``w_t`` is ``w_hh.T``, ``w_hr_t`` is ``w_hr.T``
-    (``w_hr`` and ``w_hr_t`` (0, 0) without a projection), all C-contiguous."""
-    gates = w_t.shape[1]
-    proj = w_hr_t.shape[1]
+    ``xg`` holds the batch rows from ``x0`` on; ``w_hh`` and ``w_hr`` ((0, 0) without a
+    projection) C-contiguous."""
+    gates = w_hh.shape[0]
+    proj = w_hr.shape[0]
     hg = np.empty((b1 - b0, gates), np.float32)
-    acc = np.empty((_SMALL_ROWS, gates), np.float32)
+    panels_hh, panels_hr = _panels(w_hh, True, b1 - b0), _panels(w_hr, True, b1 - b0)
     h_prev, c_prev = h0[b0:b1], c0
     for t in order:
-        _matmul(gemm, h_prev, w_t, w_hh, hg, acc)
+        _matmul(gemm, h_prev, w_hh, True, panels_hh, hg)
         _forward_step(out, t, xg, x0, hg, c_prev, b0, b1)
         c_prev = out[t, 1]
         h_prev = out[t, 0, b0:b1]
         if proj:  # h = (o * tanh(c)) @ w_hr.T, in the first proj columns of block 7
             h_out = out[t, 7, b0:b1, :proj]
-            _matmul(gemm, h_prev, w_hr_t, w_hr, h_out, acc)
+            _matmul(gemm, h_prev, w_hr, True, panels_hr, h_out)
             h_prev = h_out
 
 
 @njit(**_JIT)
-def _backward_layer(gemm, grad, out, c0, w_hh, w_t, w_hr, w_hr_t, order, dxg, x0, dh, dc, dhr, b0, b1):
+def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, x0, dh, dc, dhr, b0, b1):
     """Back through the steps (``order``: last step first) for the batch rows ``b0:b1``,
     writing those rows of ``dxg`` (which holds the rows from ``x0`` on), ``dh``, ``dc`` and,
-    with a projection (``w_hr`` not (0, 0)), ``dhr``."""
+    with a projection (``w_hr`` not (0, 0)), ``dhr``; the weights C-contiguous."""
     batch, hidden = dc.shape
     proj = w_hr.shape[0]
+    panels_hh, panels_hr = _panels(w_hh, False, b1 - b0), _panels(w_hr, False, b1 - b0)
     dh[b0:b1] = 0
     dc[b0:b1] = 0
     carried = np.zeros((batch, hidden), np.float32) if proj else dh  # reaching o * tanh(c)
-    acc = np.empty((_SMALL_ROWS, max(hidden, dh.shape[1])), np.float32)
     for k in range(order.shape[0]):
         t = order[k]
         c_prev = out[order[k + 1], 1] if k + 1 < order.shape[0] else c0
@@ -265,9 +209,9 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_t, w_hr, w_hr_t, order, dxg, x0
             for b in range(b0, b1):
                 for j in range(proj):
                     dhr[t, b, j] = grad[t, 7, b, j] + dh[b, j]
-            _matmul(gemm, dhr[t, b0:b1], w_hr, w_hr_t, carried[b0:b1], acc)
+            _matmul(gemm, dhr[t, b0:b1], w_hr, False, panels_hr, carried[b0:b1])
         _backward_step(dxg, x0, dc, t, grad, out, carried, c_prev, b0, b1)
-        _matmul(gemm, dxg[t, b0 - x0 : b1 - x0], w_hh, w_t, dh[b0:b1], acc)
+        _matmul(gemm, dxg[t, b0 - x0 : b1 - x0], w_hh, False, panels_hh, dh[b0:b1])
 
 
 # Note [Projection inside the layer]: ``lstm_input_layer`` (recurrent_layers.py) takes the layer's
@@ -291,24 +235,24 @@ def _blas_matmul_tn(gemm, a, b, c):
 
 
 @njit(**_JIT)
-def _forward_from_input(gemm, out, x, w_ih_t, bias, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1):
+def _forward_from_input(gemm, out, x, w_ih, bias, h0, c0, w_hh, w_hr, order, b0, b1):
     """``_forward_layer`` for the batch rows ``b0:b1``, their projections ``x @ w_ih.T + bias``
-    made first (Note [Projection inside the layer]; ``w_ih_t`` is ``w_ih.T``)."""
-    steps, gates = x.shape[0], w_ih_t.shape[1]
+    made first (Note [Projection inside the layer]; ``w_ih`` C-contiguous)."""
+    steps, gates = x.shape[0], w_ih.shape[0]
     rows = b1 - b0
     xs = np.ascontiguousarray(x[:, b0:b1])
     xg = np.empty((steps, rows, gates), np.float32)
-    _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), w_ih_t, xg.reshape(steps * rows, gates))
+    _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), w_ih, True, xg.reshape(steps * rows, gates))
     for t in range(steps):
         for r in range(rows):
             row = xg[t, r]
             for j in range(gates):
                 row[j] += bias[j]
-    _forward_layer(gemm, out, xg, b0, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, b0, b1)
+    _forward_layer(gemm, out, xg, b0, h0, c0, w_hh, w_hr, order, b0, b1)
 
 
 @njit(**_JIT)
-def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr_t, order, dx, dh, dc, dhr, b0, b1):
+def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr, b0, b1):
     """``_backward_layer`` for the batch rows ``b0:b1``, then those rows of ``dx`` (unless it is
     empty: ``x`` needs no gradient) and their share of ``[dW_ih | dW_hh | db]``, returned (Note
     [Projection inside the layer])."""
@@ -317,7 +261,7 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr
     rows = b1 - b0
     proj = w_hr.shape[0]
     dxg = np.empty((steps, rows, gates), np.float32)
-    _backward_layer(gemm, grad, out, c0, w_hh, w_t, w_hr, w_hr_t, order, dxg, b0, dh, dc, dhr, b0, b1)
+    _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, b0, dh, dc, dhr, b0, b1)
     inputs = np.empty((steps, rows, size + state + 1), np.float32)  # [x, h_prev, 1] per step and row
     for k in range(steps):
         t = order[k]
@@ -336,7 +280,7 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr
     _blas_matmul_tn(gemm, flat_dxg, inputs.reshape(steps * rows, size + state + 1), part)
     if dx.size:
         dx_rows = np.empty((steps, rows, size), np.float32)
-        _blas_matmul(gemm, flat_dxg, w_ih, dx_rows.reshape(steps * rows, size))
+        _blas_matmul(gemm, flat_dxg, w_ih, False, dx_rows.reshape(steps * rows, size))
         dx[:, b0:b1] = dx_rows
     return part
 
@@ -346,8 +290,8 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_t, w_hr, w_hr
 # batch rows, each on its own intra-op thread (tensor/_threads.py; the kernels release the
 # GIL), with no synchronisation between the steps. A block of 8 rows cost ~2/3 of the whole
 # 16-row loop on one thread while OpenBLAS packed the whole weight for each step's product
-# (0.68x, forward and backward; BENCHMARKS.md); such blocks now take Note [Small products]'s
-# kernel instead (forward 0.84-0.98x, backward 0.94-1.01x of that). On a loaded machine, where
+# (0.68x, forward and backward; BENCHMARKS.md); such blocks now take Note [Panel products]'s
+# register tiles instead (tensor/_compile/panels.py). On a loaded machine, where
 # the second thread rarely gets a core, the split is slower in wall time, as torch's threads
 # are. Batches of fewer than _MIN_SPLIT_ROWS rows per thread stay whole.
 _MIN_SPLIT_ROWS = 4
@@ -369,10 +313,9 @@ _NO_PROJECTION = np.empty((0, 0), np.float32)
 
 
 def _weights(w_hh, w_hr) -> tuple:
-    """``(w_hh, w_hh.T, w_hr, w_hr.T)`` C-contiguous, as the kernels take them (``w_hr`` and its
-    transpose (0, 0) without a projection)."""
-    w_hr = _NO_PROJECTION if w_hr is None else w_hr
-    return tuple(np.ascontiguousarray(w) for w in (w_hh, w_hh.T, w_hr, w_hr.T))
+    """``(w_hh, w_hr)`` C-contiguous, as the kernels take them (``w_hr`` (0, 0) without a
+    projection)."""
+    return np.ascontiguousarray(w_hh), np.ascontiguousarray(_NO_PROJECTION if w_hr is None else w_hr)
 
 
 def _check_shapes(xg_shape, h0, c0, w_hh, w_hr) -> None:
@@ -427,11 +370,11 @@ def lstm_forward_from_input(out, x, w_ih, bias, h0, c0, w_hh, w_hr, order) -> No
     """
     _check_input_shapes(x, w_ih, bias, c0)
     _check_shapes((x.shape[0], x.shape[1], w_ih.shape[0]), h0, c0, w_hh, w_hr)
-    w_ih_t, bias = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(bias)
+    w_ih, bias = np.ascontiguousarray(w_ih), np.ascontiguousarray(bias)
     order = np.asarray(order, np.int64)
     work = x.shape[0] * out.shape[2] * w_ih.shape[0]
     weights = _weights(w_hh, w_hr)
-    _call(_forward_from_input, c0.shape[0], work, _SGEMM, out, x, w_ih_t, bias, h0, c0, *weights, order)
+    _call(_forward_from_input, c0.shape[0], work, _SGEMM, out, x, w_ih, bias, h0, c0, *weights, order)
 
 
 def lstm_backward_from_input(grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx, dh, dc, dhr) -> np.ndarray:

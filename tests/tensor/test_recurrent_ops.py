@@ -212,9 +212,8 @@ def _float32_lstm_arrays(proj: bool, steps: int = 4, batch: int = 3, hidden: int
 def test_compiled_lstm_steps_match_the_numpy_composition(monkeypatch, reverse, proj, batch, hidden):
     # Note [Compiled LSTM steps]: the numba kernels against the numpy definition, forward and
     # the array backward with weights on every block of the packed output; the kernels run on
-    # two threads, over two blocks of batch rows (Note [Batch halves]). Blocks of 4-5 rows take
-    # _small_matmul (hidden 9: its eight-row steps and the rest), of 8 rows _eight_row_matmul, of
-    # 17 rows OpenBLAS (Notes [Small products], [Eight-row products]).
+    # two threads, over two blocks of batch rows (Note [Batch halves]). Blocks of 4-5 and 8 rows
+    # take panel_matmul's register tiles, of 17 rows OpenBLAS (Note [Recurrent products]).
     pytest.importorskip("numba")
     arrays = _float32_lstm_arrays(proj, batch=batch, hidden=hidden)
     forward = recurrent_layers._lstm_proj_layer if proj else recurrent_layers._lstm_layer
@@ -260,13 +259,14 @@ def _compiled_then_numpy(monkeypatch, arrays, run) -> list:
 def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
     # Note [Projection inside the layer]: each block of batch rows projects its own input and
     # makes its share of dx and of [dW_ih | dW_hh | db]; against the numpy composition (the
-    # projection's matmul, then the layer), on two threads over blocks of 4-5 rows
-    # (_small_matmul), of 8 rows (_eight_row_matmul) and of 17 rows (OpenBLAS), with and without
-    # a projection, in both directions, with and without dx.
+    # projection's matmul, then the layer), on two threads over blocks of 4-5, 7 and 8 rows
+    # (panel_matmul: tiles of 4, 2 and 1 rows, hidden sizes past a multiple of 16) and of 17 rows
+    # (OpenBLAS), with and without a projection, in both directions, with and without dx.
     pytest.importorskip("numba")
     monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
     rng = np.random.default_rng(6)
     cases = [(False, False, 9, 9, True), (True, True, 34, 5, False), (True, False, 16, 6, True)]
+    cases.append((False, True, 14, 7, True))
     for reverse, proj, batch, hidden, input_grad in cases:
         size = 2 if proj else hidden
         shapes = [(4, batch, 3), (4 * hidden, 3), (4 * hidden,), (batch, size), (batch, hidden), (4 * hidden, size)]
