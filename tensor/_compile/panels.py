@@ -138,7 +138,9 @@ _tile4, _tile2, _tile1 = (_tile_intrinsic(rows) for rows in (_TILE_ROWS, 2, 1))
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def _row_tiles(a, panels, n, c, rows_per_tile, r0, r1):
-    """The rows ``r0:r1`` of ``c[...] = a @ b`` in tiles of ``rows_per_tile`` (4 or 1) rows."""
+    """The rows ``r0:r1`` of ``c[...] = a @ b`` in tiles of ``rows_per_tile`` (4, 2 or 1) rows."""
+    if r0 == r1:
+        return
     k = a.shape[1]
     lda, ldc = a.strides[0] // _FLOAT_BYTES, c.strides[0] // _FLOAT_BYTES
     full = n // PANEL_WIDTH
