@@ -144,16 +144,17 @@ _NO_PANELS = np.empty((0, 0, PANEL_WIDTH), np.float32)
 
 @njit(**_JIT)
 def _panels(w, transposed, rows):
-    """``pack_panels(w, transposed)`` when a block of ``rows`` rows takes them, else none."""
+    """``pack_panels(w, transposed)`` for a block of up to _PANEL_ROWS rows, else none (the
+    block's products take OpenBLAS)."""
     return pack_panels(w, transposed) if rows <= _PANEL_ROWS else _NO_PANELS
 
 
 @njit(**_JIT)
 def _matmul(gemm, a, w, transposed, panels, c):
     """``c[...] = a @ w.T`` (``transposed``) or ``a @ w`` (float32; ``a`` and ``c`` with unit
-    inner strides, ``w`` C-contiguous, ``panels`` those of ``_panels`` for ``a``'s rows; Note
-    [Recurrent products])."""
-    if a.shape[0] <= _PANEL_ROWS:
+    inner strides, ``w`` C-contiguous): by ``panels`` (``_panels`` for ``a``'s rows), or by
+    OpenBLAS where there are none (Note [Recurrent products])."""
+    if panels.shape[0]:
         panel_matmul(a, panels, w.shape[0] if transposed else w.shape[1], c)
     else:
         _blas_matmul(gemm, a, w, transposed, c)

@@ -265,8 +265,12 @@ def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
     rng = np.random.default_rng(6)
-    cases = [(False, False, 9, 9, True), (True, True, 34, 5, False), (True, False, 16, 6, True)]
-    cases.append((False, True, 14, 7, True))
+    cases = [
+        (False, False, 9, 9, True),
+        (True, True, 34, 5, False),
+        (True, False, 16, 6, True),
+        (False, True, 14, 7, True),
+    ]
     for reverse, proj, batch, hidden, input_grad in cases:
         size = 2 if proj else hidden
         shapes = [(4, batch, 3), (4 * hidden, 3), (4 * hidden,), (batch, size), (batch, hidden), (4 * hidden, size)]
