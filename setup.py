@@ -13,7 +13,7 @@ from setuptools.command.build_ext import build_ext
 
 # As tensor/_accelerator.py's ACCELERATED (not imported from there: the package is not
 # importable before its dependencies are installed).
-ACCELERATED = ("tensor._tensor_base", "tensor._dispatch", "autograd.graph", "autograd.engine")
+ACCELERATED = ("tensor._tensor_base", "tensor._opdef", "tensor._dispatch", "autograd.graph", "autograd.engine")
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 
 
@@ -29,7 +29,15 @@ def _extensions() -> list:
         from Cython.Build import cythonize  # noqa: PLC0415 - optional: without it, plain Python
     except ImportError:
         return _pure_python("Cython is not installed")
-    sources = [Extension(name, [name.replace(".", "/") + ".py"], optional=True) for name in ACCELERATED]
+    # numpy's headers: for the layout of its array struct (tensor/_host_arrays.pxd).
+    import numpy  # noqa: PLC0415 - a build requirement (pyproject.toml), not needed at import
+    numpy_headers = {
+        "include_dirs": [numpy.get_include()],
+        "define_macros": [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    }
+    sources = [
+        Extension(name, [name.replace(".", "/") + ".py"], optional=True, **numpy_headers) for name in ACCELERATED
+    ]
     # The arena cache (Note [Arena cache] in tensor/_accelerator.py): Cython only, no .py source.
     sources.append(Extension("tensor._arena", ["tensor/_arena.pyx"], optional=True))
     try:

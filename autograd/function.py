@@ -17,11 +17,13 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import tensor
 from tensor import _dispatch
 from tensor._autograd_hooks import grad_mode
+from tensor._opdef import OpDef
 
 from .grad_mode import no_grad
 from .graph import Node
@@ -100,34 +102,31 @@ class FunctionCtx:
         self.materialize_grads = value
 
 
-class _FunctionOp:
-    """Adapts a Function subclass to the engine's op interface."""
+def _function_op(cls) -> OpDef:
+    """The op of a node recorded by ``cls.apply``: its derivative is ``cls.backward``."""
+    # A partial of the class, not a method of the op: no reference cycle through the node's op.
+    backward = functools.partial(_function_backward, cls)
+    # Named as PyTorch names a custom Function's nodes: "CubeBackward" for class Cube.
+    return OpDef(cls.__name__, None, (), False, True, False, backward=backward, grad_fn_name=cls.__name__ + "Backward")
 
-    saves = ()
-    saves_output = False
-    saved_for = None
 
-    def __init__(self, cls) -> None:
-        self.cls = cls
-        self.name = cls.__name__
-
-    def backward(self, node, grads):
-        ctx = node.ctx
-        grads = grads if node.n_outputs > 1 else (grads,)
-        if ctx.materialize_grads:
-            grads = tuple(_zeros_like_output(node, i) if g is None else g for i, g in enumerate(grads))
-        result = self.cls.backward(ctx, *grads)
-        if not isinstance(result, tuple):
-            result = (result,)
-        expected = len(node.next_fns)
-        if len(result) < expected:
-            result = result + (None,) * (expected - len(result))
-        if len(result) > expected and any(r is not None for r in result[expected:]):
-            raise RuntimeError(
-                f"function {self.name}Backward returned an incorrect number of gradients "
-                f"(expected {expected}, got {len(result)})"
-            )
-        return result[:expected]
+def _function_backward(cls, node, grads):
+    ctx = node.ctx
+    grads = grads if node.n_outputs > 1 else (grads,)
+    if ctx.materialize_grads:
+        grads = tuple(_zeros_like_output(node, i) if g is None else g for i, g in enumerate(grads))
+    result = cls.backward(ctx, *grads)
+    if not isinstance(result, tuple):
+        result = (result,)
+    expected = len(node.next_fns)
+    if len(result) < expected:
+        result = result + (None,) * (expected - len(result))
+    if len(result) > expected and any(r is not None for r in result[expected:]):
+        raise RuntimeError(
+            f"function {cls.__name__}Backward returned an incorrect number of gradients "
+            f"(expected {expected}, got {len(result)})"
+        )
+    return result[:expected]
 
 
 def _zeros_like_output(node, i):
@@ -160,7 +159,7 @@ class Function:
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        node = Node(_FunctionOp(cls), None, args, n_outputs=len(outs))
+        node = Node(_function_op(cls), None, args, n_outputs=len(outs))
         node.ctx = ctx
         node.params = tuple((o.shape, o.dtype, o.device) if is_tensor(o) else None for o in outs)
         node.out_meta = tuple((o._data.shape, o._data.dtype) if is_tensor(o) else None for o in outs)

@@ -6,6 +6,8 @@
 
 cimport cython
 
+from tensor._host_arrays cimport array_dtype
+from tensor._opdef cimport OpDef
 from tensor._tensor_base cimport TensorBase
 
 from cpython.object cimport PyObject
@@ -52,12 +54,13 @@ cdef inline bint _drop_saved_in_place(Node node, Py_ssize_t n):
 
 
 cdef dict _ZERO_NRS, _OUT_META  # C globals: their .get() a direct dict lookup
+cdef object _HOST_ARRAY
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)
 @cython.locals(t=TensorBase, n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, items=list)
-cdef bint _link(Node node, object op, object params, object inputs, object n_outputs) except -1
+cdef bint _link(Node node, OpDef op, object params, object inputs, object n_outputs) except -1
 cdef tuple _output_nrs(object inputs)
 @cython.locals(k=Py_ssize_t, saved=tuple, arrays=list)
 cdef tuple _saved_arrays(Node node)
-cpdef Node record(object op, TensorBase out, object inputs, object params)
+cpdef Node record(OpDef op, TensorBase out, object inputs, object params)

@@ -62,6 +62,7 @@ import itertools
 import weakref
 
 from tensor import Tensor, _dispatch
+from tensor._backend import cpu_backend
 from tensor._tensor_base import TensorBase
 from tensor.ops.shape import replay_view, view_scatter
 
@@ -87,6 +88,7 @@ _ZERO_NRS = {n: (0,) * n for n in range(8)}
 # (the latest dtype seen for a shape): a live node keeps no tuples of its own for it. Bounded;
 # emptied when full.
 _OUT_META = {}
+_HOST_ARRAY = cpu_backend.array_type  # numpy's ndarray: record reads its dtype from its struct
 _OUT_META_LIMIT = 4096
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -268,9 +270,7 @@ class Node:
 
     def name(self) -> str:
         """PyTorch-style name, e.g. ``MulBackward0``."""
-        if getattr(self.op, "cls", None) is not None:  # a custom autograd.Function, as in PyTorch
-            return self.op.name + "Backward"
-        return "".join(p.capitalize() for p in self.op.name.split("_")) + "Backward0"
+        return self.op.grad_fn_name
 
     def register_prehook(self, hook, output_nr: int = 0) -> RemovableHandle:
         """Run ``hook(grad)`` on the gradient of output ``output_nr`` before the derivative."""
@@ -458,11 +458,12 @@ def record(op, out, inputs, params) -> Node:
     untrackable = _link(node, op, params, inputs, 1)
     data = out._data
     shape = data.shape
+    dtype = array_dtype(data, _HOST_ARRAY) if _COMPILED else data.dtype  # noqa: F821 (C, tensor/_host_arrays.pxd)
     meta = _OUT_META.get(shape)
-    if meta is None or meta[0][1] is not data.dtype:  # a builtin numpy dtype is one object
+    if meta is None or meta[0][1] is not dtype:  # a builtin numpy dtype is one object
         if len(_OUT_META) >= _OUT_META_LIMIT:
             _OUT_META.clear()
-        meta = _OUT_META[shape] = ((shape, data.dtype),)
+        meta = _OUT_META[shape] = ((shape, dtype),)
     node.out_meta = meta
     if op.is_view:
         out._grad_version = out._version_box[0]

@@ -1,15 +1,19 @@
 # Cython declarations that compile tensor/_dispatch.py unchanged (Note [Compiled dispatch and
 # graph] in tensor/_accelerator.py): the helpers the hot path calls become direct C calls, and
-# tensors declared TensorBase have their fields read as C struct fields (Note [Compiled Tensor
-# fields] in tensor/_tensor_base.py). tracer, profiler and autocast stay ordinary module
-# attributes, set from other modules.
+# tensors declared TensorBase and ops declared OpDef have their fields read as C struct fields
+# (Note [Compiled Tensor fields] in tensor/_tensor_base.py; tensor/_opdef.py). tracer, profiler
+# and autocast stay ordinary module attributes, set from other modules.
 
 cimport cython
 
+from tensor._opdef cimport OpDef
 from tensor._tensor_base cimport TensorBase, new_tensor
+
+from tensor._host_arrays cimport array_dtype, array_kind
 
 cdef bint _COMPILED
 cdef dict _VERSION_0
+cdef object _HOST, _HOST_ARRAY
 
 
 @cython.locals(t=TensorBase)
@@ -18,6 +22,6 @@ cpdef TensorBase make(object array, object device, object version=*)
 cpdef TensorBase make_view(object array, TensorBase parent, object op, object params)
 cpdef object check_same_device(object op_name, object tensors)
 @cython.locals(b_grad=bint)
-cpdef object apply_binary(object op, TensorBase a, object b, object float_result=*)
-cpdef object _binary_kernel(object op, object backend, TensorBase a, object b, object float_result)
+cpdef object apply_binary(OpDef op, TensorBase a, object b, object float_result=*)
+cpdef object _binary_kernel(OpDef op, object backend, TensorBase a, object b, object float_result)
 cpdef object _check_scalar(object op, object value)

@@ -8,13 +8,17 @@ only touched when an input requires grad.
 from __future__ import annotations
 
 from . import _autograd_hooks as hooks
-from . import _dtype, _tensor
+from . import _backend, _dtype, _tensor
 from ._tensor_base import TensorBase
 
 _COMPILED = not __file__.endswith(".py")  # as in autograd/graph.py
 _grad_mode = hooks.grad_mode
 _api = hooks.api
 _new = object.__new__
+# The CPU backend and its array type, numpy's ndarray: what most ops take and make (the compiled
+# dispatcher reads the dtypes of such arrays from their struct).
+_HOST = _backend.cpu_backend
+_HOST_ARRAY = _HOST.array_type
 # tensor/_tensor.py sets this to its Tensor (this module is imported before it is defined).
 Tensor = None
 # A new tensor's version counter is a copy (compiled, one C call; a dict literal is two), which
@@ -172,23 +176,38 @@ def apply_binary(op, a, b, float_result=False):
     return result
 
 
+def binary_function(op, float_result=False):
+    """``fn(input, other)``: ``apply_binary(op, input, other, float_result)``, the public function
+    (and Tensor operator) of a binary op with no other argument. Compiled, it is a C function: no
+    Python frame between ``a * b`` and the dispatcher."""
+
+    def run(input, other):
+        return apply_binary(op, input, other, float_result)
+
+    return run
+
+
 def _binary_kernel(op, backend, a, b, float_result):
     """The arrays of ``apply_binary``: promotion casts, the kernel and its retry."""
+    # Compiled, a numpy array's dtype and kind are read from its struct (array_dtype, array_kind
+    # in tensor/_host_arrays.pxd): the same values, without attribute lookups.
     ad = a._data
+    ad_dtype = array_dtype(ad, _HOST_ARRAY) if _COMPILED else ad.dtype  # noqa: F821 (C, in the .pxd)
     if isinstance(b, TensorBase):
         bd = b._data
-        if ad.dtype is not bd.dtype and ad.dtype != bd.dtype:
+        bd_dtype = array_dtype(bd, _HOST_ARRAY) if _COMPILED else bd.dtype  # noqa: F821
+        if ad_dtype is not bd_dtype and ad_dtype != bd_dtype:
             target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)
             if float_result and not (target.is_floating_point or target.is_complex):
                 target = _dtype.get_default_dtype()
             ad = ad.astype(target.numpy, copy=False)
             bd = bd.astype(target.numpy, copy=False)
-        elif float_result and ad.dtype.kind not in "fcV":  # V: bfloat16, float8 (ml_dtypes)
+        elif float_result and ad_dtype.kind not in "fcV":  # V: bfloat16, float8 (ml_dtypes)
             target = _dtype.get_default_dtype().numpy
             ad = ad.astype(target)
             bd = bd.astype(target)
     else:
-        kind = ad.dtype.kind
+        kind = ad_dtype.kind
         if kind not in "fcV":
             if float_result or isinstance(b, float):
                 ad = ad.astype(_dtype.get_default_dtype().numpy)
@@ -197,14 +216,17 @@ def _binary_kernel(op, backend, a, b, float_result):
         bd = backend.scalar_operand(b, ad.dtype)
     try:
         operator = op.operator
-        if operator is not None and ad.dtype.kind != "V":  # no Python frame for the kernel
+        # ad.dtype.kind (ad may have been cast above)
+        kind = array_kind(ad, _HOST_ARRAY) if _COMPILED else ad.dtype.kind  # noqa: F821
+        if operator is not None and kind != "V":  # no Python frame for the kernel
             out = operator(ad, bd)
         else:
             out = op.kernel(backend.xp, ad, bd)
     except (ValueError, OverflowError) as exc:
         # Off the hot path: only reached when numpy refuses the operands.
         out = _retry_binary(op, backend.xp, ad, bd, exc)
-    if type(out) is not backend.array_type:
+    # The first test spares most ops the lookup of backend.array_type.
+    if (type(out) is not _HOST_ARRAY or backend is not _HOST) and type(out) is not backend.array_type:
         out = backend.xp.asarray(out)
     return out
 

@@ -427,15 +427,13 @@ class Tensor(TensorBase):
         return _conversion.deepcopy_tensor(self, memo)
 
     # ------------------------------------------------------------ operators
-    __add__ = ops.add
-    __radd__ = ops.add
+    __add__ = __radd__ = ops.elementwise.add_operator
     __sub__ = ops.sub
 
     def __rsub__(self, other):
         return ops.sub(self._scalar_operand(other), self)
 
-    __mul__ = ops.mul
-    __rmul__ = ops.mul
+    __mul__ = __rmul__ = ops.mul
     __truediv__ = ops.div
 
     def __rtruediv__(self, other):

@@ -215,6 +215,10 @@ def add(input, other, *, alpha=1):
     return _dispatch.apply_binary(_add, input, other)
 
 
+# ``a + b``: add without ``alpha``, as a C function when compiled (binary_function).
+add_operator = _dispatch.binary_function(_add)
+
+
 def sub(input, other, *, alpha=1):
     """``input - alpha * other``.
 
@@ -237,9 +241,7 @@ def _bool_sub_error(input, other):
                        "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
-def mul(input, other):
-    """Elementwise product."""
-    return _dispatch.apply_binary(_mul, input, other)
+mul = public(_dispatch.binary_function(_mul), "mul", "Elementwise product.")
 
 
 def div(input, other, *, rounding_mode=None):
@@ -263,24 +265,12 @@ def pow(input, exponent):
     return _dispatch.apply_binary(_pow, input, exponent)
 
 
-def maximum(input, other):
-    """Elementwise maximum of two tensors."""
-    return _dispatch.apply_binary(_maximum, input, other)
-
-
-def minimum(input, other):
-    """Elementwise minimum of two tensors."""
-    return _dispatch.apply_binary(_minimum, input, other)
-
-
-def remainder(input, other):
-    """Python-style modulus (the result has the sign of ``other``)."""
-    return _dispatch.apply_binary(_remainder, input, other)
-
-
-def floor_divide(input, other):
-    """Division rounded towards negative infinity."""
-    return _dispatch.apply_binary(_floor_divide, input, other)
+maximum = public(_dispatch.binary_function(_maximum), "maximum", "Elementwise maximum of two tensors.")
+minimum = public(_dispatch.binary_function(_minimum), "minimum", "Elementwise minimum of two tensors.")
+remainder = public(
+    _dispatch.binary_function(_remainder), "remainder", "Python-style modulus (the result has the sign of ``other``).")
+floor_divide = public(
+    _dispatch.binary_function(_floor_divide), "floor_divide", "Division rounded towards negative infinity.")
 
 
 # ---------------------------------------------------------------- unary math
@@ -409,11 +399,7 @@ def _no_grad_binary(name, ufunc_name, result):
         return ufunc(a, b) if a.dtype.kind != "V" else _backend.in_float32(ufunc, a, b)
 
     op = defop(name, differentiable=False)(kernel)
-
-    def run(input, other):
-        return _dispatch.apply_binary(op, input, other)
-
-    return public(run, name, f"Elementwise ``{ufunc_name}``; returns {result}.")
+    return public(_dispatch.binary_function(op), name, f"Elementwise ``{ufunc_name}``; returns {result}.")
 
 
 _BOOL = "a bool tensor"

@@ -15,7 +15,7 @@ from . import elementwise as _ew
 from .elementwise import _unary, where
 from .layout import broadcast_tensors, diagonal
 from .reduction import normalize_dims, wrap_dim
-from .registry import defop
+from .registry import defop, public
 
 __all__ = [
     "asin",
@@ -122,9 +122,8 @@ def _(node, g):
     return scale * b, -scale * a
 
 
-def atan2(input, other):
-    """The angle of the point ``(other, input)``, elementwise, in ``[-pi, pi]``."""
-    return _dispatch.apply_binary(_atan2, input, other, True)
+atan2 = public(_dispatch.binary_function(_atan2, True), "atan2",
+               "The angle of the point ``(other, input)``, elementwise, in ``[-pi, pi]``.")
 
 
 arctan2 = atan2

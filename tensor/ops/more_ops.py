@@ -13,7 +13,7 @@ from .complex_ops import imag
 from .elementwise import where
 from .layout import _diagonal_scatter, atleast_1d, atleast_2d, atleast_3d, diag_embed, diagonal
 from .reduction import wrap_dim
-from .registry import defop
+from .registry import defop, public
 
 __all__ = [
     "gcd",
@@ -330,13 +330,8 @@ def diagonal_scatter(input, src, offset: int = 0, dim1: int = 0, dim2: int = 1):
 
 def _integer_binary(name, kernel):
     op = defop(name, differentiable=False)(kernel)
-
-    def run(input, other):
-        return _dispatch.apply_binary(op, input, other)
-
-    run.__name__ = run.__qualname__ = name
-    run.__doc__ = f"Elementwise ``{name}`` of integers (numpy's ``{kernel.__name__}``)."
-    return run
+    doc = f"Elementwise ``{name}`` of integers (numpy's ``{kernel.__name__}``)."
+    return public(_dispatch.binary_function(op), name, doc)
 
 
 def _gcd_kernel(xp, a, b):
@@ -366,9 +361,8 @@ def _nextafter(xp, a, b):
     return xp.nextafter(a, b)
 
 
-def nextafter(input, other):
-    """The next floating-point value after ``input`` towards ``other``."""
-    return _dispatch.apply_binary(_nextafter, input, other)
+nextafter = public(_dispatch.binary_function(_nextafter), "nextafter",
+                   "The next floating-point value after ``input`` towards ``other``.")
 
 
 _frexp_result = namedtuple("frexp", ["mantissa", "exponent"])

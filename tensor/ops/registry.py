@@ -29,44 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._opdef import OpDef
+
 __all__ = ["OpDef", "defop", "OPS", "public"]
 
 OPS: dict[str, OpDef] = {}
-
-
-class OpDef:
-    """One primitive op: its name, kernel and derivative rule."""
-
-    __slots__ = (
-        "name",
-        "kernel",
-        "backward",
-        "saves",
-        "saves_output",
-        "differentiable",
-        "is_view",
-        "saved_for",
-        "operator",
-    )
-
-    def __init__(self, name, kernel, saves, saves_output, differentiable, is_view, saved_for=None, operator=None):
-        self.name = name
-        self.kernel = kernel
-        self.backward = None
-        self.saves = saves
-        self.saves_output = saves_output
-        self.differentiable = differentiable
-        self.is_view = is_view
-        self.saved_for = saved_for
-        self.operator = operator
-
-    def derivative(self, fn: Callable) -> Callable:
-        """Register ``fn(node, grad) -> tuple of input grads`` as this op's derivative."""
-        self.backward = fn
-        return fn
-
-    def __repr__(self) -> str:
-        return f"<op {self.name}>"
 
 
 def defop(
