@@ -6,8 +6,11 @@ The dispatcher (``tensor/_dispatch.py``) and the recorder (``autograd/graph.py``
 op, and a recorded op costs what Python's interpreter spends in them. ``setup.py`` compiles these
 same ``.py`` files with Cython 3 in its pure-Python mode: the ``.py`` files stay the only source
 and run unchanged as plain Python, and ``.pxd`` files beside them add the C declarations
-(``autograd/graph.pxd`` makes ``Node`` an extension type, and ``tensor/_tensor_base.pxd`` the
-base class of ``Tensor``: Note [Compiled Tensor fields] in tensor/_tensor_base.py). ``_COMPILED`` in graph.py (its
+(``autograd/graph.pxd`` makes ``Node`` an extension type, ``tensor/_tensor_base.pxd`` the
+base class of ``Tensor``: Note [Compiled Tensor fields] in tensor/_tensor_base.py, and
+``tensor/_opdef.pxd`` the op table's ``OpDef``). The dispatcher and the recorder also read the
+dtype of a numpy array from numpy's array struct (``tensor/_host_arrays.pxd``, built with numpy's
+headers), where plain Python asks the array for it. ``_COMPILED`` in graph.py (its
 ``__file__`` is not a ``.py``) is True only in the compiled module, so code that needs the C API
 (taking a node out of the cyclic GC's tracking, Note [Graphs and the cyclic GC]) runs only there;
 the sources never import Cython (its shadow module, loaded in plain Python, moved the peak of a

@@ -42,6 +42,13 @@ def test_the_compiled_modules_run_when_built():
     assert not TensorBase.__flags__ & (1 << 9), "TensorBase is a Python class"
     # Member descriptors, which the interpreter reads as fast as a __dict__; not Cython's properties.
     assert {type(vars(TensorBase)[name]).__name__ for name, _ in FIELDS} == {"member_descriptor"}
+    from tensor._opdef import FIELDS as OP_FIELDS
+    from tensor._opdef import OpDef
+
+    assert not OpDef.__flags__ & (1 << 9), "OpDef is a Python class"
+    assert {type(vars(OpDef)[name]).__name__ for name in OP_FIELDS} == {"member_descriptor"}
+    # The public functions of plain binary ops are the dispatcher's compiled functions.
+    assert type(tensor.mul).__name__ == "cython_function_or_method"
     from tensor import _arena  # built beside them (Note [Arena cache]); installed by `import tensor`
 
     assert _arena.installed() or os.environ.get("DISTRIB_ARENA_CACHE_MB", "").strip() == "0"
@@ -69,6 +76,40 @@ def test_tensor_fields_defaults_and_other_attributes():
     assert vars(u).get("note") == "kept" and weakref.ref(u)() is u
     p = copy.deepcopy(Parameter(u))  # deepcopy assigns __class__
     assert type(p) is Parameter and p.requires_grad and p.grad is None
+
+
+def test_op_fields_read_and_write_as_attributes():
+    """OpDef's fields (tensor/_opdef.py) are attributes in both modes; ``grad_fn_name`` defaults
+    to PyTorch's node name for a built-in op."""
+    from tensor._opdef import FIELDS, OpDef
+
+    op = OpDef("my_op", None, (0,), False, True, False)
+    assert (op.name, op.saves, op.backward, op.operator, op.grad_fn_name) == ("my_op", (0,), None, None, "MyOpBackward0")
+    for name in FIELDS:
+        marker = object()
+        setattr(op, name, marker)
+        assert getattr(op, name) is marker, name
+    with pytest.raises(AttributeError):
+        op.unknown_field = 1  # no __dict__, as with __slots__
+
+
+@pytest.mark.parametrize(
+    "fn, args, expected",
+    [
+        (tensor.mul, (np.float32(2), 3.0), 6.0),
+        (tensor.maximum, (np.float32(2), np.float32(5)), 5.0),
+        (tensor.atan2, (np.float32(1), np.float32(1)), np.pi / 4),
+    ],
+)
+def test_binary_functions_take_keywords_and_make_arrays(fn, args, expected):
+    """The compiled public functions of binary ops (``_dispatch.binary_function``) take PyTorch's
+    keywords, keep their names and docs, and return tensors of arrays even for 0-d operands (numpy
+    makes a scalar of two 0-d arrays)."""
+    a = tensor.tensor(args[0])
+    b = tensor.tensor(args[1]) if isinstance(args[1], np.floating) else args[1]
+    out = fn(input=a, other=b)
+    assert type(out._data) is np.ndarray and out.shape == () and np.isclose(out.item(), expected)
+    assert fn.__name__ == fn.__qualname__ and fn.__doc__
 
 
 def test_deleting_grad_sets_it_to_none_and_training_goes_on():
