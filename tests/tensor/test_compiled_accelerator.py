@@ -84,7 +84,8 @@ def test_op_fields_read_and_write_as_attributes():
     from tensor._opdef import FIELDS, OpDef
 
     op = OpDef("my_op", None, (0,), False, True, False)
-    assert (op.name, op.saves, op.backward, op.operator, op.grad_fn_name) == ("my_op", (0,), None, None, "MyOpBackward0")
+    fields = (op.name, op.saves, op.backward, op.operator, op.grad_fn_name)
+    assert fields == ("my_op", (0,), None, None, "MyOpBackward0")
     for name in FIELDS:
         marker = object()
         setattr(op, name, marker)
