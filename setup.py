@@ -13,7 +13,10 @@ from setuptools.command.build_ext import build_ext
 
 # As tensor/_accelerator.py's ACCELERATED (not imported from there: the package is not
 # importable before its dependencies are installed).
-ACCELERATED = ("tensor._tensor_base", "tensor._opdef", "tensor._dispatch", "autograd.graph", "autograd.engine")
+ACCELERATED = (
+    "tensor._tensor_base", "tensor._opdef", "tensor._grad_state",
+    "tensor._dispatch", "autograd.graph", "autograd.engine",
+)
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True}
 
 

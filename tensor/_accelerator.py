@@ -78,7 +78,10 @@ import sys
 import warnings
 
 # The modules setup.py compiles (dotted names; each is the .py file of that name).
-ACCELERATED = ("tensor._tensor_base", "tensor._opdef", "tensor._dispatch", "autograd.graph", "autograd.engine")
+ACCELERATED = (
+    "tensor._tensor_base", "tensor._opdef", "tensor._grad_state",
+    "tensor._dispatch", "autograd.graph", "autograd.engine",
+)
 # The directory holding the packages (tensor/, autograd/, ...).
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

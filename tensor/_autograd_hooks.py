@@ -6,22 +6,15 @@ when an input requires grad, and ``Tensor.backward`` calls ``api.run_backward``.
 first use of any entry imports ``autograd``, so ``import tensor`` alone is
 enough to train.
 
-The grad-mode flag lives here too, because every op reads it. It is
-thread-local, as in PyTorch.
+The grad-mode flags are reached from here too, because every op reads them. They are
+thread-local, as in PyTorch (tensor/_grad_state.py).
 """
 
 from __future__ import annotations
 
 import importlib
-import threading
 
-
-class _GradMode(threading.local):
-    enabled = True
-    inference = False
-
-
-grad_mode = _GradMode()
+from ._grad_state import grad_mode  # noqa: F401 - re-exported: the modules above read it here
 
 
 class _AutogradApi:

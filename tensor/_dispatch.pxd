@@ -9,11 +9,12 @@ cimport cython
 from tensor._opdef cimport OpDef
 from tensor._tensor_base cimport TensorBase, new_tensor
 
+from tensor._grad_state cimport grad_enabled
 from tensor._host_arrays cimport array_dtype, array_kind
 
 cdef bint _COMPILED
 cdef dict _VERSION_0
-cdef object _HOST, _HOST_ARRAY
+cdef object _HOST, _HOST_ARRAY, _record
 
 
 @cython.locals(t=TensorBase)

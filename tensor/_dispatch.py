@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from . import _autograd_hooks as hooks
 from . import _backend, _dtype, _tensor
+from ._grad_state import grad_enabled
 from ._tensor_base import TensorBase
 
 _COMPILED = not __file__.endswith(".py")  # as in autograd/graph.py
-_grad_mode = hooks.grad_mode
 _api = hooks.api
+# autograd.graph.record, taken from hooks.api (which imports autograd) by the first recorded op:
+# then one global read per op instead of an attribute lookup on hooks.api.
+_record = None
 _new = object.__new__
 # The CPU backend and its array type, numpy's ndarray: what most ops take and make (the compiled
 # dispatcher reads the dtypes of such arrays from their struct).
@@ -33,6 +36,13 @@ profiler = None
 # While any tensor.autocast region is open (tensor/_autocast.py): ``autocast(op, inputs)`` returns
 # the inputs cast by the op's autocast policy (unchanged for ops without one or outside a region).
 autocast = None
+
+
+def _recorder():
+    """``hooks.api.record`` (importing autograd on first use), kept in ``_record`` for the next ops."""
+    global _record
+    _record = _api.record
+    return _record
 
 
 def make(array, device, version=None) -> _tensor.Tensor:
@@ -105,10 +115,10 @@ def apply(op, inputs, params=()):
         result = make_view(out, inputs[0], op, params)
     else:
         result = make(out, device)
-    if op.differentiable and _grad_mode.enabled:
+    if op.differentiable and grad_enabled():
         for t in inputs:
             if t._requires_grad:
-                _api.record(op, result, inputs, params)
+                (_record or _recorder())(op, result, inputs, params)
                 break
     if tracer is not None:
         tracer.record(op, "apply", inputs, params, result)
@@ -133,8 +143,8 @@ def apply_unary(op, a, params=()):
         result = make_view(out, a, op, params)
     else:
         result = make(out, device)
-    if a._requires_grad and op.differentiable and _grad_mode.enabled:
-        _api.record(op, result, (a,), params)
+    if a._requires_grad and op.differentiable and grad_enabled():
+        (_record or _recorder())(op, result, (a,), params)
     if tracer is not None:
         tracer.record(op, "unary", (a,), params, result)
     return result
@@ -166,8 +176,8 @@ def apply_binary(op, a, b, float_result=False):
     else:
         out = backend.launch(device.index, _binary_kernel, op, backend, a, b, float_result)
     result = make(out, device)
-    if (a._requires_grad or b_grad) and op.differentiable and _grad_mode.enabled:
-        _api.record(op, result, (a, b), ())
+    if (a._requires_grad or b_grad) and op.differentiable and grad_enabled():
+        (_record or _recorder())(op, result, (a, b), ())
     if tracer is not None:
         if isinstance(b, TensorBase):
             tracer.record(op, "binary", (a, b), (), result, None, float_result)

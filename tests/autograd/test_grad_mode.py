@@ -127,6 +127,24 @@ def test_grad_mode_is_thread_local(device):
     assert results == {"records": True, "inner": False}
 
 
+def test_inference_mode_is_thread_local(device):
+    """A thread started inside inference_mode has it off, and its own inference_mode stays its own."""
+    results = {}
+
+    def worker():
+        results["outer"] = (autograd.is_inference_mode_enabled(), _records(device))
+        with tensor.inference_mode():
+            results["inner"] = autograd.is_inference_mode_enabled()
+
+    with tensor.inference_mode():
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+        assert autograd.is_inference_mode_enabled() and not _records(device)
+    assert not autograd.is_inference_mode_enabled()
+    assert results == {"outer": (False, True), "inner": True}
+
+
 def test_no_grad_in_a_thread_does_not_affect_main_thread(device):
     entered, release = threading.Event(), threading.Event()
     results = {}
