@@ -157,6 +157,8 @@ def apply_binary(op, a, b, float_result=False):
     scalar never widens the tensor's dtype. With ``float_result`` integer
     results become the default float dtype (true division).
     """
+    if not isinstance(a, TensorBase):  # compiled, ``a`` is typed TensorBase, which lets None through
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if profiler is not None and profiler.enter(op, a, (a, b)):
         return profiler.exit(apply_binary(op, a, b, float_result))
     if autocast is not None:

@@ -113,6 +113,15 @@ def test_binary_functions_take_keywords_and_make_arrays(fn, args, expected):
     assert fn.__name__ == fn.__qualname__ and fn.__doc__
 
 
+@pytest.mark.parametrize("fn", [tensor.mul, tensor.add, tensor.eq])
+@pytest.mark.parametrize("bad", [None, 2, [1.0]])
+def test_binary_ops_refuse_a_non_tensor_input(fn, bad):
+    """A TypeError, in both modes: compiled, the dispatcher types its input TensorBase, which
+    lets None through to be read as a tensor (a crash) unless it is checked."""
+    with pytest.raises(TypeError):
+        fn(bad, tensor.ones(2))
+
+
 def test_deleting_grad_sets_it_to_none_and_training_goes_on():
     """``del x.grad`` makes grad None, as in PyTorch; compiled, the field must not be left empty
     (compiled code reads it without a check: the next backward would crash)."""
