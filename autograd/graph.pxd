@@ -58,7 +58,8 @@ cdef object _HOST_ARRAY
 
 cdef void _untrack(Node node)
 cdef void _track(Node node)
-@cython.locals(t=TensorBase, n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, items=list)
+@cython.locals(t=TensorBase, n=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, items=list, saves=tuple,
+               saved_for=tuple)
 cdef bint _link(Node node, OpDef op, object params, object inputs, object n_outputs) except -1
 cdef tuple _output_nrs(object inputs)
 @cython.locals(k=Py_ssize_t, saved=tuple, arrays=list)

@@ -8,7 +8,8 @@ same ``.py`` files with Cython 3 in its pure-Python mode: the ``.py`` files stay
 and run unchanged as plain Python, and ``.pxd`` files beside them add the C declarations
 (``autograd/graph.pxd`` makes ``Node`` an extension type, ``tensor/_tensor_base.pxd`` the
 base class of ``Tensor``: Note [Compiled Tensor fields] in tensor/_tensor_base.py, and
-``tensor/_opdef.pxd`` the op table's ``OpDef``). The dispatcher and the recorder also read the
+``tensor/_opdef.pxd`` the op table's ``OpDef``; ``tensor/_grad_state.pxd`` makes the grad-mode
+flags C thread-locals). The dispatcher and the recorder also read the
 dtype of a numpy array from numpy's array struct (``tensor/_host_arrays.pxd``, built with numpy's
 headers), where plain Python asks the array for it. ``_COMPILED`` in graph.py (its
 ``__file__`` is not a ``.py``) is True only in the compiled module, so code that needs the C API

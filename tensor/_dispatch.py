@@ -165,9 +165,10 @@ def apply_binary(op, a, b, float_result=False):
         a, b = autocast(op, (a, b))
     device = a._device
     if isinstance(b, TensorBase):
-        if b._device is not device:
+        b_tensor = b  # typed TensorBase when compiled: its fields are struct reads
+        if b_tensor._device is not device:
             check_same_device(op.name, (a, b))
-        b_grad = b._requires_grad
+        b_grad = b_tensor._requires_grad
     else:
         if type(b) is not float and type(b) is not int:
             b = _check_scalar(op, b)
@@ -206,7 +207,8 @@ def _binary_kernel(op, backend, a, b, float_result):
     ad = a._data
     ad_dtype = array_dtype(ad, _HOST_ARRAY) if _COMPILED else ad.dtype  # noqa: F821 (C, in the .pxd)
     if isinstance(b, TensorBase):
-        bd = b._data
+        b_tensor = b  # as in apply_binary
+        bd = b_tensor._data
         bd_dtype = array_dtype(bd, _HOST_ARRAY) if _COMPILED else bd.dtype  # noqa: F821
         if ad_dtype is not bd_dtype and ad_dtype != bd_dtype:
             target = _dtype.result_type(a.dtype, ad.ndim, b.dtype, bd.ndim)

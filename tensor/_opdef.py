@@ -33,11 +33,11 @@ class OpDef:
         self.name = name
         self.kernel = kernel
         self.backward = backward
-        self.saves = saves
+        self.saves = None if saves is None else tuple(saves)  # tuples: the compiled recorder indexes them as such
         self.saves_output = saves_output
         self.differentiable = differentiable
         self.is_view = is_view
-        self.saved_for = saved_for
+        self.saved_for = None if saved_for is None else tuple(saved_for)
         self.operator = operator
         if grad_fn_name is None:
             grad_fn_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
