@@ -109,8 +109,7 @@ def apply(op, inputs, params=()):
         device = check_same_device(op.name, inputs)
     backend = device._backend or device.backend
     out = backend.launch(device.index, op.kernel, backend.xp, *[t._data for t in inputs], *params)
-    if type(out) is not backend.array_type:
-        out = backend.xp.asarray(out)
+    out = _as_backend_array(out, backend)
     if op.is_view:
         result = make_view(out, inputs[0], op, params)
     else:
@@ -126,7 +125,13 @@ def apply(op, inputs, params=()):
 
 
 def apply_unary(op, a, params=()):
-    """``apply`` for a single input; the hot path for unary ops and views."""
+    """``apply`` for a single input; the hot path for unary ops and views.
+
+    Raises:
+        TypeError: when ``a`` is not a Tensor.
+    """
+    if not isinstance(a, TensorBase):  # as in apply_binary
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(a).__name__}")
     if profiler is not None and profiler.enter(op, a, (a,)):
         return profiler.exit(apply_unary(op, a, params))
     if autocast is not None:
@@ -137,8 +142,7 @@ def apply_unary(op, a, params=()):
         out = op.kernel(backend.xp, a._data, *params)
     else:
         out = backend.launch(device.index, op.kernel, backend.xp, a._data, *params)
-    if type(out) is not backend.array_type:
-        out = backend.xp.asarray(out)
+    out = _as_backend_array(out, backend)
     if op.is_view:
         result = make_view(out, a, op, params)
     else:
@@ -156,6 +160,10 @@ def apply_binary(op, a, b, float_result=False):
     Applies PyTorch's type promotion: tensors meet at ``result_type``; a Python
     scalar never widens the tensor's dtype. With ``float_result`` integer
     results become the default float dtype (true division).
+
+    Raises:
+        TypeError: when ``a`` is not a Tensor, or ``b`` neither a Tensor nor a number.
+        RuntimeError: for tensors on different devices or shapes that do not broadcast.
     """
     if not isinstance(a, TensorBase):  # compiled, ``a`` is typed TensorBase, which lets None through
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(a).__name__}")
@@ -239,9 +247,14 @@ def _binary_kernel(op, backend, a, b, float_result):
     except (ValueError, OverflowError) as exc:
         # Off the hot path: only reached when numpy refuses the operands.
         out = _retry_binary(op, backend.xp, ad, bd, exc)
+    return _as_backend_array(out, backend)
+
+
+def _as_backend_array(out, backend):
+    """``out`` as an array of ``backend``: a kernel may return a scalar (numpy's ops on 0-d arrays)."""
     # The first test spares most ops the lookup of backend.array_type.
     if (type(out) is not _HOST_ARRAY or backend is not _HOST) and type(out) is not backend.array_type:
-        out = backend.xp.asarray(out)
+        return backend.xp.asarray(out)
     return out
 
 

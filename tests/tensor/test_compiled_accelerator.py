@@ -122,6 +122,15 @@ def test_binary_ops_refuse_a_non_tensor_input(fn, bad):
         fn(bad, tensor.ones(2))
 
 
+@pytest.mark.parametrize("bad", [None, 2.0])
+def test_unary_dispatch_refuses_a_non_tensor_input(bad):
+    """As above, for ``apply_unary`` (compiled, its input is typed TensorBase too)."""
+    from tensor.ops.registry import OPS
+
+    with pytest.raises(TypeError):
+        _dispatch.apply_unary(OPS["exp"], bad)
+
+
 def test_deleting_grad_sets_it_to_none_and_training_goes_on():
     """``del x.grad`` makes grad None, as in PyTorch; compiled, the field must not be left empty
     (compiled code reads it without a check: the next backward would crash)."""
