@@ -8,24 +8,33 @@ An LSTM step's recurrent product is a block of a few batch rows against the whol
 the rows, and numba cannot hold a block of the result in registers: written as loops over a
 local accumulator array, LLVM keeps that array in memory (15 GFLOPS here), and written as
 scalars it stays scalar (3 GFLOPS). ``panel_matmul`` therefore runs a register tile written in
-LLVM IR (``_tile_codegen``): 4 rows by 16 columns of the result in eight 8-wide accumulators;
-per step along ``k`` it loads 16 floats of the matrix and broadcasts one float of each row, for
-eight multiply-adds (fused where the CPU has FMA). ``pack_panels`` lays the matrix out as
-panels of 16 columns, each ``(k, 16)`` and contiguous, so that a tile streams its panel instead
-of reading 64 bytes from rows 2 KB apart (which fall into a few L1 sets and miss); the LSTM
-kernels pack once per call, before their loop over the steps. Rows past a multiple of 4 take
-tiles of 2 and 1 rows; columns past a multiple of 16 are zeros in the last panel, whose tile is
-written to a buffer and copied. The sums run in ``k`` order, as numpy's do.
+LLVM IR (``_tile_codegen``): 4 rows of the result by two vectors of columns (eight accumulators);
+per step along ``k`` it loads the two vectors of the matrix and broadcasts one float of each row,
+for eight multiply-adds (fused where the CPU has FMA). ``pack_panels`` lays the matrix out as
+panels two vectors wide, each ``(k, width)`` and contiguous, so that a tile streams its panel
+instead of reading 64 bytes from rows 2 KB apart (which fall into a few L1 sets and miss); the
+LSTM kernels pack once per call, before their loop over the steps. Rows past a multiple of 4 take
+tiles of 2 and 1 rows; columns past a multiple of the width are zeros in the last panel, whose
+tile is written to a buffer and copied. The sums run in ``k`` order, as numpy's do.
 
-Measured on this machine (AMD EPYC Zen 3, 2 cores; minimum of 7 x 500 calls in one process):
-the forward's 8x128 @ 128x512 13.5-15.4 us against 23.6-23.7 for the dot-product kernel this
+The vectors are 8 floats (``NARROW`` panels of 16 columns: AVX2's 16 registers) or, where the CPU
+has AVX-512, 16 floats (``WIDE`` panels of 32 columns), with an 8-row tile as well: sixteen
+accumulators of its 32 registers, each panel row loaded once for 8 rows. ``PANEL_WIDTH`` is this
+CPU's; both run anywhere (LLVM splits a 16-float vector in two without AVX-512), and numba's
+on-disk cache is per CPU.
+
+Measured on an AMD EPYC Zen 3 (AVX2, 2 cores; minimum of 7 x 500 calls in one process): the
+forward's 8x128 @ 128x512 13.5-15.4 us against 23.6-23.7 for the dot-product kernel this
 replaced, the backward's 8x512 @ 512x128 15.8-16.4 against 16-26 (~66 GFLOPS, OpenBLAS's
 figure on this machine's large products); 16 and 32 rows 1.2-1.5x faster than OpenBLAS, which
-packs the whole matrix on every call. Fewer than 4 rows run at about the old kernels' speed.
+packs the whole matrix on every call. Fewer than 4 rows run at about the old kernels' speed. On
+an AVX-512 Xeon (session 14): 8x128 @ 128x512 in 5.7-7.5 us with wide panels against 10.0-10.3
+with narrow ones (BENCHMARKS.md, issue 19).
 """
 
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -33,37 +42,37 @@ from numba.extending import intrinsic
 
 __all__ = ["PANEL_WIDTH", "pack_panels", "panel_matmul"]
 
-PANEL_WIDTH = 16  # columns per panel: two 8-float vectors (AVX2)
-_VECTOR = 8
-_TILE_ROWS = 4  # rows per tile: with two vectors each, eight accumulators of the 16 registers
+# A tile's row is two vectors: of 8 floats with AVX2, 16 with AVX-512 (Note [Panel products]).
+NARROW, WIDE = 16, 32  # columns per panel
+PANEL_WIDTH = WIDE if llvm.get_host_cpu_features().get("avx512f", False) else NARROW  # this CPU's
+_TILE_ROWS = 4  # rows per tile: with two vectors each, eight accumulators (wide panels also take 8 rows)
 _FLOAT_BYTES = 4
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
-_V8 = ir.VectorType(_F32, _VECTOR)
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
-def pack_panels(w, transposed):
+def pack_panels(w, transposed, width):
     """The matrix ``b`` (``w.T`` when ``transposed``, else ``w``; (k, n), float32) as panels
-    (ceil(n / 16), k, 16): panel ``p`` holds columns ``16p`` to ``16p + 15`` of ``b``, those past
-    ``n`` zero (Note [Panel products])."""
+    (ceil(n / width), k, width), ``width`` NARROW or WIDE: panel ``p`` holds columns ``width * p``
+    to ``width * (p + 1) - 1`` of ``b``, those past ``n`` zero (Note [Panel products])."""
     if transposed:
         n, k = w.shape
     else:
         k, n = w.shape
-    panels = np.zeros(((n + PANEL_WIDTH - 1) // PANEL_WIDTH, k, PANEL_WIDTH), np.float32)
+    panels = np.zeros(((n + width - 1) // width, k, width), np.float32)
     for p in range(panels.shape[0]):
-        width = min(PANEL_WIDTH, n - p * PANEL_WIDTH)
+        columns = min(width, n - p * width)
         if transposed:
-            for j in range(width):
-                column = w[p * PANEL_WIDTH + j]  # b's column: a row of w
+            for j in range(columns):
+                column = w[p * width + j]  # b's column: a row of w
                 for kk in range(k):
                     panels[p, kk, j] = column[kk]
         else:
             for kk in range(k):
                 row = w[kk]
-                for j in range(width):
-                    panels[p, kk, j] = row[p * PANEL_WIDTH + j]
+                for j in range(columns):
+                    panels[p, kk, j] = row[p * width + j]
     return panels
 
 
@@ -71,21 +80,22 @@ def _i64(value: int) -> ir.Constant:
     return ir.Constant(_I64, value)
 
 
-def _vector_at(builder, floats, offset: int):
-    """The address of the 8 floats from ``floats + offset`` as a vector pointer."""
-    return builder.bitcast(builder.gep(floats, [_i64(offset)]), _V8.as_pointer())
+def _vector_at(builder, floats, offset: int, vector: ir.VectorType):
+    """The address of the ``vector``'s floats from ``floats + offset`` as a vector pointer."""
+    return builder.bitcast(builder.gep(floats, [_i64(offset)]), vector.as_pointer())
 
 
-def _splat(builder, x):
-    """An 8-wide vector of the float ``x``."""
-    first = builder.insert_element(ir.Constant(_V8, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    lanes = ir.Constant(ir.VectorType(ir.IntType(32), _VECTOR), [0] * _VECTOR)
-    return builder.shuffle_vector(first, ir.Constant(_V8, ir.Undefined), lanes)
+def _splat(builder, x, vector: ir.VectorType):
+    """A ``vector`` of the float ``x`` in every lane."""
+    first = builder.insert_element(ir.Constant(vector, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    lanes = ir.Constant(ir.VectorType(ir.IntType(32), vector.count), [0] * vector.count)
+    return builder.shuffle_vector(first, ir.Constant(vector, ir.Undefined), lanes)
 
 
-def _tile_codegen(rows: int):
-    """LLVM IR for ``c[:rows, :16] = a[:rows, :k] @ panel`` (Note [Panel products]); the
+def _tile_codegen(rows: int, width: int):
+    """LLVM IR for ``c[:rows, :width] = a[:rows, :k] @ panel`` (Note [Panel products]); the
     arguments are addresses and strides in floats: a, lda, panel, c, ldc, k (k >= 1)."""
+    vector = ir.VectorType(_F32, width // 2)
 
     def codegen(context, builder, signature, args):
         a, lda, panel, c, ldc, k = args
@@ -96,14 +106,14 @@ def _tile_codegen(rows: int):
         builder.position_at_end(loop)
         kk = builder.phi(_I64)
         kk.add_incoming(_i64(0), entry)
-        sums = [builder.phi(_V8) for _ in range(rows * 2)]  # row q's columns 0-7, then 8-15
+        sums = [builder.phi(vector) for _ in range(rows * 2)]  # row q's first half of columns, then its second
         for total in sums:
-            total.add_incoming(ir.Constant(_V8, None), entry)  # zeros
-        panel_row = builder.gep(panel, [builder.mul(kk, _i64(PANEL_WIDTH))])
-        ws = [builder.load(_vector_at(builder, panel_row, v * _VECTOR), align=4) for v in range(2)]
+            total.add_incoming(ir.Constant(vector, None), entry)  # zeros
+        panel_row = builder.gep(panel, [builder.mul(kk, _i64(width))])
+        ws = [builder.load(_vector_at(builder, panel_row, v * vector.count, vector), align=4) for v in range(2)]
         updated = []
         for q in range(rows):
-            xs = _splat(builder, builder.load(builder.gep(a, [builder.add(builder.mul(_i64(q), lda), kk)])))
+            xs = _splat(builder, builder.load(builder.gep(a, [builder.add(builder.mul(_i64(q), lda), kk)])), vector)
             for v in range(2):
                 product = builder.fmul(xs, ws[v])
                 total = builder.fadd(sums[2 * q + v], product)
@@ -119,21 +129,42 @@ def _tile_codegen(rows: int):
         for q in range(rows):
             c_row = builder.gep(c, [builder.mul(_i64(q), ldc)])
             for v in range(2):
-                builder.store(updated[2 * q + v], _vector_at(builder, c_row, v * _VECTOR), align=4)
+                builder.store(updated[2 * q + v], _vector_at(builder, c_row, v * vector.count, vector), align=4)
         return context.get_dummy_value()
 
     return codegen
 
 
-def _tile_intrinsic(rows: int):
+def _tile_intrinsic(rows: int, width: int):
     @intrinsic
     def tile(typingctx, a, lda, panel, c, ldc, k):
-        return types.void(*(types.intp,) * 6), _tile_codegen(rows)
+        return types.void(*(types.intp,) * 6), _tile_codegen(rows, width)
 
     return tile
 
 
-_tile4, _tile2, _tile1 = (_tile_intrinsic(rows) for rows in (_TILE_ROWS, 2, 1))
+_tile4, _tile2, _tile1 = (_tile_intrinsic(rows, NARROW) for rows in (_TILE_ROWS, 2, 1))
+_wide_tile8, _wide_tile4, _wide_tile2, _wide_tile1 = (_tile_intrinsic(rows, WIDE) for rows in (8, _TILE_ROWS, 2, 1))
+
+
+@njit(error_model="numpy", cache=True, nogil=True)
+def _tile(rows_per_tile, width, a, lda, panel, c, ldc, k):
+    """The tile of ``rows_per_tile`` (4, 2 or 1) rows and ``width`` (NARROW or WIDE) columns."""
+    if width == WIDE:
+        if rows_per_tile == 8:
+            _wide_tile8(a, lda, panel, c, ldc, k)
+        elif rows_per_tile == _TILE_ROWS:
+            _wide_tile4(a, lda, panel, c, ldc, k)
+        elif rows_per_tile == 2:
+            _wide_tile2(a, lda, panel, c, ldc, k)
+        else:
+            _wide_tile1(a, lda, panel, c, ldc, k)
+    elif rows_per_tile == _TILE_ROWS:
+        _tile4(a, lda, panel, c, ldc, k)
+    elif rows_per_tile == 2:
+        _tile2(a, lda, panel, c, ldc, k)
+    else:
+        _tile1(a, lda, panel, c, ldc, k)
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
@@ -141,38 +172,35 @@ def _row_tiles(a, panels, n, c, rows_per_tile, r0, r1):
     """The rows ``r0:r1`` of ``c[...] = a @ b`` in tiles of ``rows_per_tile`` (4, 2 or 1) rows."""
     if r0 == r1:
         return
-    k = a.shape[1]
+    k, width = a.shape[1], panels.shape[2]
     lda, ldc = a.strides[0] // _FLOAT_BYTES, c.strides[0] // _FLOAT_BYTES
-    full = n // PANEL_WIDTH
-    last = np.empty((rows_per_tile, PANEL_WIDTH), np.float32)  # the partial last panel's tile
+    full = n // width
+    last = np.empty((rows_per_tile, width), np.float32)  # the partial last panel's tile
     for r in range(r0, r1, rows_per_tile):
         rows_a = a.ctypes.data + r * lda * _FLOAT_BYTES
         for p in range(panels.shape[0]):
-            panel = panels.ctypes.data + p * k * PANEL_WIDTH * _FLOAT_BYTES
+            panel = panels.ctypes.data + p * k * width * _FLOAT_BYTES
             if p < full:
-                out, ld = c.ctypes.data + (r * ldc + p * PANEL_WIDTH) * _FLOAT_BYTES, ldc
+                out, ld = c.ctypes.data + (r * ldc + p * width) * _FLOAT_BYTES, ldc
             else:
-                out, ld = last.ctypes.data, PANEL_WIDTH
-            if rows_per_tile == _TILE_ROWS:
-                _tile4(rows_a, lda, panel, out, ld, k)
-            elif rows_per_tile == 2:
-                _tile2(rows_a, lda, panel, out, ld, k)
-            else:
-                _tile1(rows_a, lda, panel, out, ld, k)
+                out, ld = last.ctypes.data, width
+            _tile(rows_per_tile, width, rows_a, lda, panel, out, ld, k)
             if p == full:
-                c[r : r + rows_per_tile, full * PANEL_WIDTH : n] = last[:, : n - full * PANEL_WIDTH]
+                c[r : r + rows_per_tile, full * width : n] = last[:, : n - full * width]
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def panel_matmul(a, panels, n, c):
     """``c[...] = a @ b`` (float32) for (m, k) ``a`` and (m, n) ``c`` with unit inner strides,
-    ``b`` (k, n) given as its panels (``pack_panels``; Note [Panel products])."""
+    ``b`` (k, n) given as its panels (``pack_panels``, of either width; Note [Panel products])."""
     m, k = a.shape
     if k == 0:
         c[:, :n] = 0
         return
+    eights = m - m % 8 if panels.shape[2] == WIDE else 0
     fours = m - m % _TILE_ROWS
     twos = m - m % 2
-    _row_tiles(a, panels, n, c, _TILE_ROWS, 0, fours)
+    _row_tiles(a, panels, n, c, 8, 0, eights)
+    _row_tiles(a, panels, n, c, _TILE_ROWS, eights, fours)
     _row_tiles(a, panels, n, c, 2, fours, twos)
     _row_tiles(a, panels, n, c, 1, twos, m)

@@ -144,9 +144,9 @@ _NO_PANELS = np.empty((0, 0, PANEL_WIDTH), np.float32)
 
 @njit(**_JIT)
 def _panels(w, transposed, rows):
-    """``pack_panels(w, transposed)`` for a block of up to _PANEL_ROWS rows, else none (the
+    """``pack_panels(w, transposed, PANEL_WIDTH)`` for a block of up to _PANEL_ROWS rows, else none (the
     block's products take OpenBLAS)."""
-    return pack_panels(w, transposed) if rows <= _PANEL_ROWS else _NO_PANELS
+    return pack_panels(w, transposed, PANEL_WIDTH) if rows <= _PANEL_ROWS else _NO_PANELS
 
 
 @njit(**_JIT)
