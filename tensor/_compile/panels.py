@@ -92,84 +92,76 @@ def _splat(builder, x, vector: ir.VectorType):
     return builder.shuffle_vector(first, ir.Constant(vector, ir.Undefined), lanes)
 
 
-def _tile_codegen(rows: int, width: int):
-    """LLVM IR for ``c[:rows, :width] = a[:rows, :k] @ panel`` (Note [Panel products]); the
-    arguments are addresses and strides in floats: a, lda, panel, c, ldc, k (k >= 1)."""
+def _emit_tile(builder, rows: int, width: int, a, lda, panel, c, ldc, k) -> None:
+    """Emit ``c[:rows, :width] = a[:rows, :k] @ panel`` (Note [Panel products]) at the builder's
+    position, which it leaves after the tile; ``a``, ``panel`` and ``c`` float pointers, the
+    strides in floats, k >= 1."""
     vector = ir.VectorType(_F32, width // 2)
+    entry = builder.block
+    loop, done = builder.append_basic_block(f"tile{rows}_k"), builder.append_basic_block(f"tile{rows}_done")
+    builder.branch(loop)
+    builder.position_at_end(loop)
+    kk = builder.phi(_I64)
+    kk.add_incoming(_i64(0), entry)
+    sums = [builder.phi(vector) for _ in range(rows * 2)]  # row q's first half of columns, then its second
+    for total in sums:
+        total.add_incoming(ir.Constant(vector, None), entry)  # zeros
+    panel_row = builder.gep(panel, [builder.mul(kk, _i64(width))])
+    ws = [builder.load(_vector_at(builder, panel_row, v * vector.count, vector), align=4) for v in range(2)]
+    updated = []
+    for q in range(rows):
+        xs = _splat(builder, builder.load(builder.gep(a, [builder.add(builder.mul(_i64(q), lda), kk)])), vector)
+        for v in range(2):
+            product = builder.fmul(xs, ws[v])
+            total = builder.fadd(sums[2 * q + v], product)
+            product.flags.append("contract")  # one fused multiply-add where the CPU has FMA
+            total.flags.append("contract")
+            updated.append(total)
+    following = builder.add(kk, _i64(1))
+    kk.add_incoming(following, builder.block)
+    for total, new in zip(sums, updated):
+        total.add_incoming(new, builder.block)
+    builder.cbranch(builder.icmp_signed("<", following, k), loop, done)
+    builder.position_at_end(done)
+    for q in range(rows):
+        c_row = builder.gep(c, [builder.mul(_i64(q), ldc)])
+        for v in range(2):
+            builder.store(updated[2 * q + v], _vector_at(builder, c_row, v * vector.count, vector), align=4)
+
+
+def _tiles(width: int, row_counts: tuple):
+    """An intrinsic ``tile(rows, a, lda, panel, c, ldc, k)`` (addresses and strides in floats) that
+    runs the tile of ``rows`` (one of ``row_counts``) rows and ``width`` columns."""
 
     def codegen(context, builder, signature, args):
-        a, lda, panel, c, ldc, k = args
+        rows, a, lda, panel, c, ldc, k = args
         a, panel, c = (builder.inttoptr(p, _F32.as_pointer()) for p in (a, panel, c))
-        entry = builder.block
-        loop, done = builder.append_basic_block("tile_k"), builder.append_basic_block("tile_done")
-        builder.branch(loop)
-        builder.position_at_end(loop)
-        kk = builder.phi(_I64)
-        kk.add_incoming(_i64(0), entry)
-        sums = [builder.phi(vector) for _ in range(rows * 2)]  # row q's first half of columns, then its second
-        for total in sums:
-            total.add_incoming(ir.Constant(vector, None), entry)  # zeros
-        panel_row = builder.gep(panel, [builder.mul(kk, _i64(width))])
-        ws = [builder.load(_vector_at(builder, panel_row, v * vector.count, vector), align=4) for v in range(2)]
-        updated = []
-        for q in range(rows):
-            xs = _splat(builder, builder.load(builder.gep(a, [builder.add(builder.mul(_i64(q), lda), kk)])), vector)
-            for v in range(2):
-                product = builder.fmul(xs, ws[v])
-                total = builder.fadd(sums[2 * q + v], product)
-                product.flags.append("contract")  # one fused multiply-add where the CPU has FMA
-                total.flags.append("contract")
-                updated.append(total)
-        following = builder.add(kk, _i64(1))
-        kk.add_incoming(following, builder.block)
-        for total, new in zip(sums, updated):
-            total.add_incoming(new, builder.block)
-        builder.cbranch(builder.icmp_signed("<", following, k), loop, done)
-        builder.position_at_end(done)
-        for q in range(rows):
-            c_row = builder.gep(c, [builder.mul(_i64(q), ldc)])
-            for v in range(2):
-                builder.store(updated[2 * q + v], _vector_at(builder, c_row, v * vector.count, vector), align=4)
+        end = builder.append_basic_block("tiles_end")
+        switch = builder.switch(rows, end)
+        for count in row_counts:
+            block = builder.append_basic_block(f"tile{count}")
+            switch.add_case(_i64(count), block)
+            builder.position_at_end(block)
+            _emit_tile(builder, count, width, a, lda, panel, c, ldc, k)
+            builder.branch(end)
+        builder.position_at_end(end)
         return context.get_dummy_value()
 
-    return codegen
-
-
-def _tile_intrinsic(rows: int, width: int):
     @intrinsic
-    def tile(typingctx, a, lda, panel, c, ldc, k):
-        return types.void(*(types.intp,) * 6), _tile_codegen(rows, width)
+    def tile(typingctx, rows, a, lda, panel, c, ldc, k):
+        return types.void(*(types.intp,) * 7), codegen
 
     return tile
 
 
-_tile4, _tile2, _tile1 = (_tile_intrinsic(rows, NARROW) for rows in (_TILE_ROWS, 2, 1))
-_wide_tile8, _wide_tile4, _wide_tile2, _wide_tile1 = (_tile_intrinsic(rows, WIDE) for rows in (8, _TILE_ROWS, 2, 1))
-
-
-@njit(error_model="numpy", cache=True, nogil=True)
-def _tile(rows_per_tile, width, a, lda, panel, c, ldc, k):
-    """The tile of ``rows_per_tile`` (4, 2 or 1) rows and ``width`` (NARROW or WIDE) columns."""
-    if width == WIDE:
-        if rows_per_tile == 8:
-            _wide_tile8(a, lda, panel, c, ldc, k)
-        elif rows_per_tile == _TILE_ROWS:
-            _wide_tile4(a, lda, panel, c, ldc, k)
-        elif rows_per_tile == 2:
-            _wide_tile2(a, lda, panel, c, ldc, k)
-        else:
-            _wide_tile1(a, lda, panel, c, ldc, k)
-    elif rows_per_tile == _TILE_ROWS:
-        _tile4(a, lda, panel, c, ldc, k)
-    elif rows_per_tile == 2:
-        _tile2(a, lda, panel, c, ldc, k)
-    else:
-        _tile1(a, lda, panel, c, ldc, k)
+_narrow_tile = _tiles(NARROW, (_TILE_ROWS, 2, 1))
+_wide_tile = _tiles(WIDE, (8, _TILE_ROWS, 2, 1))
 
 
 @njit(error_model="numpy", cache=True, nogil=True)
 def _row_tiles(a, panels, n, c, rows_per_tile, r0, r1):
-    """The rows ``r0:r1`` of ``c[...] = a @ b`` in tiles of ``rows_per_tile`` (4, 2 or 1) rows."""
+    """The rows ``r0:r1`` of ``c[...] = a @ b`` in tiles of ``rows_per_tile`` (8 for wide panels
+    only, 4, 2 or 1) rows."""
     if r0 == r1:
         return
     k, width = a.shape[1], panels.shape[2]
@@ -184,7 +176,10 @@ def _row_tiles(a, panels, n, c, rows_per_tile, r0, r1):
                 out, ld = c.ctypes.data + (r * ldc + p * width) * _FLOAT_BYTES, ldc
             else:
                 out, ld = last.ctypes.data, width
-            _tile(rows_per_tile, width, rows_a, lda, panel, out, ld, k)
+            if width == WIDE:
+                _wide_tile(rows_per_tile, rows_a, lda, panel, out, ld, k)
+            else:
+                _narrow_tile(rows_per_tile, rows_a, lda, panel, out, ld, k)
             if p == full:
                 c[r : r + rows_per_tile, full * width : n] = last[:, : n - full * width]
 
