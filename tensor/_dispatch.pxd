@@ -6,11 +6,10 @@
 
 cimport cython
 
-from tensor._opdef cimport OpDef
-from tensor._tensor_base cimport TensorBase, new_tensor
-
 from tensor._grad_state cimport grad_enabled
 from tensor._host_arrays cimport array_dtype, array_kind
+from tensor._opdef cimport OpDef
+from tensor._tensor_base cimport TensorBase, new_tensor
 
 cdef bint _COMPILED
 cdef dict _VERSION_0

@@ -6,7 +6,7 @@
 # result is the same for every backend. numpy's headers define the struct (setup.py adds their
 # directory); no function of numpy's C API is called, so the module needs no ``import_array``.
 
-from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
+from cpython.object cimport PyObject, Py_TYPE
 
 cdef extern from "numpy/arrayobject.h":
     ctypedef struct PyArrayObject
