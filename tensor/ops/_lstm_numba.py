@@ -107,7 +107,7 @@ def _backward_step(dxg, x0, dc, t, grad, out, dh, c_prev, b0, b1):
 # an argument (numba then caches the kernel on disk; a pointer baked in as a global could not
 # be), found by tensor/_openblas.py (Note [Bundled OpenBLAS]). Without that library (another numpy
 # build, or DISTRIB_NO_LAPACK=1) ``gemm()`` is None and the layer takes the numpy composition.
-_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS = 101, 111
+_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_TRANS = 101, 111, 112
 _FLOAT_BYTES = 4
 
 
@@ -138,7 +138,6 @@ def gemm():
 # weight on every call, however few the rows. Larger blocks take OpenBLAS, which reads ``w``
 # with or without its transpose flag, so no weight is copied transposed.
 _PANEL_ROWS = 16
-_CBLAS_TRANS = 112
 _NO_PANELS = np.empty((0, 0, PANEL_WIDTH), np.float32)
 
 
@@ -157,18 +156,19 @@ def _matmul(gemm, a, w, transposed, panels, c):
     if panels.shape[0]:
         panel_matmul(a, panels, w.shape[0] if transposed else w.shape[1], c)
     else:
-        _blas_matmul(gemm, a, w, transposed, c)
+        _blas_matmul(gemm, a, False, w, transposed, c)
 
 
 @njit(**_JIT)
-def _blas_matmul(gemm, a, w, transposed, c):
-    """``c[...] = a @ w`` (``a @ w.T`` when ``transposed``) by OpenBLAS; ``a`` and ``c`` with
-    unit inner strides, ``w`` C-contiguous."""
-    m, k = a.shape
-    n = w.shape[0] if transposed else w.shape[1]
-    lda, ldc = a.strides[0] // _FLOAT_BYTES, c.strides[0] // _FLOAT_BYTES
-    gemm(_CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_TRANS if transposed else _CBLAS_NO_TRANS, m, n, k, _ONE,
-         a.ctypes.data, lda, w.ctypes.data, w.shape[1], _ZERO, c.ctypes.data, ldc)  # fmt: skip
+def _blas_matmul(gemm, a, a_transposed, b, b_transposed, c):
+    """``c[...] = op(a) @ op(b)`` by OpenBLAS, ``op`` transposing where flagged (float32; ``a`` and
+    ``c`` with unit inner strides, ``b`` C-contiguous)."""
+    m, k = (a.shape[1], a.shape[0]) if a_transposed else a.shape
+    n = b.shape[0] if b_transposed else b.shape[1]
+    gemm(_CBLAS_ROW_MAJOR, _CBLAS_TRANS if a_transposed else _CBLAS_NO_TRANS,
+         _CBLAS_TRANS if b_transposed else _CBLAS_NO_TRANS, m, n, k, _ONE, a.ctypes.data,
+         a.strides[0] // _FLOAT_BYTES, b.ctypes.data, b.shape[1], _ZERO, c.ctypes.data,
+         c.strides[0] // _FLOAT_BYTES)  # fmt: skip
 
 
 @njit(**_JIT)
@@ -223,16 +223,6 @@ def _backward_layer(gemm, grad, out, c0, w_hh, w_hr, order, dxg, x0, dh, dc, dhr
 # caller sums over the blocks. That is one hand-off each way instead of two forward and four
 # backward (the projection, the loop, the three weight-gradient products: ~120 us each
 # with an idle worker), and the linear op's dispatch and graph node go too.
-_CBLAS_TRANS = 112
-
-
-@njit(**_JIT)
-def _blas_matmul_tn(gemm, a, b, c):
-    """``c[...] = a.T @ b`` by OpenBLAS for C-contiguous (k, m) ``a``, (k, n) ``b``, (m, n) ``c``."""
-    k, m = a.shape
-    n = b.shape[1]
-    gemm(_CBLAS_ROW_MAJOR, _CBLAS_TRANS, _CBLAS_NO_TRANS, m, n, k, _ONE, a.ctypes.data, m, b.ctypes.data, n,
-         _ZERO, c.ctypes.data, n)  # fmt: skip
 
 
 @njit(**_JIT)
@@ -243,7 +233,7 @@ def _forward_from_input(gemm, out, x, w_ih, bias, h0, c0, w_hh, w_hr, order, b0,
     rows = b1 - b0
     xs = np.ascontiguousarray(x[:, b0:b1])
     xg = np.empty((steps, rows, gates), np.float32)
-    _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), w_ih, True, xg.reshape(steps * rows, gates))
+    _blas_matmul(gemm, xs.reshape(steps * rows, x.shape[2]), False, w_ih, True, xg.reshape(steps * rows, gates))
     for t in range(steps):
         for r in range(rows):
             row = xg[t, r]
@@ -278,10 +268,10 @@ def _backward_from_input(gemm, grad, out, x, w_ih, h0, c0, w_hh, w_hr, order, dx
             row[size + state] = _ONE
     flat_dxg = dxg.reshape(steps * rows, gates)
     part = np.empty((gates, size + state + 1), np.float32)
-    _blas_matmul_tn(gemm, flat_dxg, inputs.reshape(steps * rows, size + state + 1), part)
+    _blas_matmul(gemm, flat_dxg, True, inputs.reshape(steps * rows, size + state + 1), False, part)
     if dx.size:
         dx_rows = np.empty((steps, rows, size), np.float32)
-        _blas_matmul(gemm, flat_dxg, w_ih, False, dx_rows.reshape(steps * rows, size))
+        _blas_matmul(gemm, flat_dxg, False, w_ih, False, dx_rows.reshape(steps * rows, size))
         dx[:, b0:b1] = dx_rows
     return part
 
