@@ -56,23 +56,12 @@ def pack_panels(w, transposed, width):
     """The matrix ``b`` (``w.T`` when ``transposed``, else ``w``; (k, n), float32) as panels
     (ceil(n / width), k, width), ``width`` NARROW or WIDE: panel ``p`` holds columns ``width * p``
     to ``width * (p + 1) - 1`` of ``b``, those past ``n`` zero (Note [Panel products])."""
-    if transposed:
-        n, k = w.shape
-    else:
-        k, n = w.shape
+    b = w.T if transposed else w
+    k, n = b.shape
     panels = np.zeros(((n + width - 1) // width, k, width), np.float32)
     for p in range(panels.shape[0]):
         columns = min(width, n - p * width)
-        if transposed:
-            for j in range(columns):
-                column = w[p * width + j]  # b's column: a row of w
-                for kk in range(k):
-                    panels[p, kk, j] = column[kk]
-        else:
-            for kk in range(k):
-                row = w[kk]
-                for j in range(columns):
-                    panels[p, kk, j] = row[p * width + j]
+        panels[p, :, :columns] = b[:, p * width : p * width + columns]
     return panels
 
 
