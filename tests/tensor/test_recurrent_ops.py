@@ -260,8 +260,9 @@ def test_compiled_lstm_input_layer_matches_the_numpy_composition(monkeypatch):
     # Note [Projection inside the layer]: each block of batch rows projects its own input and
     # makes its share of dx and of [dW_ih | dW_hh | db]; against the numpy composition (the
     # projection's matmul, then the layer), on two threads over blocks of 4-5, 7 and 8 rows
-    # (panel_matmul: tiles of 4, 2 and 1 rows, hidden sizes past a multiple of 16) and of 17 rows
-    # (OpenBLAS), with and without a projection, in both directions, with and without dx.
+    # (panel_matmul: tiles of 8 (wide panels only), 4, 2 and 1 rows, hidden sizes past a multiple
+    # of the panel width) and of 17 rows (OpenBLAS), with and without a projection, in both
+    # directions, with and without dx.
     pytest.importorskip("numba")
     monkeypatch.setattr(_threads, "_MIN_SPLIT_ELEMENTS", 0)  # split even these small arrays
     rng = np.random.default_rng(6)
