@@ -77,7 +77,9 @@ class set_grad_enabled(_GradModeContext):
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad``; tensors created inside report ``is_inference()``."""
+    """Like ``no_grad``, and tensors made inside are inference tensors (``is_inference()``), which
+    cannot be written in place, require grad or be saved for a backward outside the region
+    (Note [Inference tensors] in tensor/_grad_state.py)."""
 
     def __init__(self, mode: bool = True) -> None:
         self._enabled = not mode

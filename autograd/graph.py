@@ -324,6 +324,15 @@ def save_by_reference(t: Tensor) -> None:
     t._saved_by_reference = True
 
 
+def _refuse_inference_tensor():
+    # Recording happens outside inference mode only: Note [Inference tensors] in tensor/_grad_state.py.
+    raise RuntimeError(
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+        "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+        "normal tensor and use it in autograd, or use `tensor.no_grad()` instead of `tensor.inference_mode()`."
+    )
+
+
 def _link(node, op, params, inputs, n_outputs) -> bool:
     """Fill in a new ``node``: its edges to the inputs' nodes and what its derivative reads.
 
@@ -376,6 +385,8 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
                 else:
                     item = t._data
         if save_all:
+            if t._is_inference:
+                _refuse_inference_tensor()
             box = t._version_box
             items[k] = item
             items[k + 1] = box
@@ -389,6 +400,8 @@ def _link(node, op, params, inputs, n_outputs) -> bool:
                 pass  # (None, None, None): only a gradient nobody needs reads it
             elif isinstance(x, TensorBase):
                 t = x
+                if t._is_inference:
+                    _refuse_inference_tensor()
                 box = t._version_box
                 items[k] = t._data if type(items[i]) is Node and not t._saved_by_reference else t
                 items[k + 1] = box

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from . import _autograd_hooks as hooks
 from . import _backend, _dispatch, _dtype
 from . import _memory_format as _formats
 from ._device import as_device, device_of_array
@@ -21,8 +20,6 @@ def _finish(array, device, requires_grad):
     t = _dispatch.make(array, device)
     if _dispatch.tracer is not None:
         _dispatch.tracer.on_create(t)
-    if hooks.grad_mode.inference:
-        t._is_inference = True
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -6,7 +6,7 @@
 
 cimport cython
 
-from tensor._grad_state cimport grad_enabled
+from tensor._grad_state cimport grad_enabled, inference_enabled
 from tensor._host_arrays cimport array_dtype, array_kind
 from tensor._opdef cimport OpDef
 from tensor._tensor_base cimport TensorBase, new_tensor

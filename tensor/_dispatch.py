@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import _autograd_hooks as hooks
 from . import _backend, _dtype, _tensor
-from ._grad_state import grad_enabled
+from ._grad_state import grad_enabled, inference_enabled
 from ._tensor_base import TensorBase
 
 _COMPILED = not __file__.endswith(".py")  # as in autograd/graph.py
@@ -54,6 +54,8 @@ def make(array, device, version=None) -> _tensor.Tensor:
     t._data = array
     t._device = device
     t._version_box = _VERSION_0.copy() if version is None else version
+    if inference_enabled():  # Note [Inference tensors] in tensor/_grad_state.py
+        t._is_inference = True
     return t
 
 
@@ -66,6 +68,7 @@ def make_view(array, parent, op, params) -> _tensor.Tensor:
     t = make(array, parent._device, parent._version_box)
     t._base = parent._base if parent._base is not None else parent
     t._view_src = (parent, op, params)
+    t._is_inference = parent._is_inference  # a view is what its base is (Note [Inference tensors])
     return t
 
 

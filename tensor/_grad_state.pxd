@@ -13,7 +13,7 @@ cdef extern from *:
 cdef bint _COMPILED
 
 cpdef bint grad_enabled() noexcept
-cdef bint _inference_enabled() noexcept
+cpdef bint inference_enabled() noexcept
 cdef void _set_flags(object enabled, object inference) except *
 
 

@@ -5,9 +5,19 @@ inference mode off.
 
 Plain Python, the flags are attributes of a ``threading.local``. Compiled (Note [Compiled dispatch
 and graph] in tensor/_accelerator.py), they are C thread-local variables (``_grad_state.pxd``)
-and ``grad_enabled()`` is a C function the dispatcher calls: reading the attribute of a
+and ``grad_enabled()`` and ``inference_enabled()`` are C functions the dispatcher calls: reading the attribute of a
 ``threading.local`` cost a recorded op ~460 of its ~11,000 instructions (BENCHMARKS.md, issue 19).
 Everything else reads and writes them as ``grad_mode.enabled`` and ``grad_mode.inference``.
+
+Note [Inference tensors]
+~~~~~~~~~~~~~~~~~~~~~~~~
+As in PyTorch, every tensor made while inference mode is on is an *inference tensor*
+(``is_inference()``), except a view, which is what its base is (``detach`` included):
+``_dispatch.make`` marks them, ``make_view`` copies the base's mark. Outside inference mode an
+inference tensor cannot be written in place (``tensor/_inplace.py``), be made to require grad
+(``Tensor.requires_grad_``) or be saved for a backward (``autograd.graph._link``): each raises
+PyTorch's RuntimeError. Ops that read one without saving it (``a + c``) work, and make normal
+tensors.
 """
 
 from __future__ import annotations
@@ -34,7 +44,8 @@ def grad_enabled() -> bool:
     return _flags.enabled
 
 
-def _inference_enabled() -> bool:
+def inference_enabled() -> bool:
+    """Whether inference mode is on in the calling thread."""
     if _COMPILED:
         return _inference_on  # noqa: F821 (C thread-local, in _grad_state.pxd)
     return _flags.inference
@@ -62,12 +73,12 @@ class GradMode:
 
     @enabled.setter
     def enabled(self, value) -> None:
-        _set_flags(value, _inference_enabled())
+        _set_flags(value, inference_enabled())
 
     @property
     def inference(self) -> bool:
         """Whether inference mode is on (``torch.is_inference_mode_enabled()``)."""
-        return _inference_enabled()
+        return inference_enabled()
 
     @inference.setter
     def inference(self, value) -> None:

@@ -48,6 +48,11 @@ def _write(tensor, result) -> None:
 
 
 def _store(tensor, index, value) -> None:
+    if tensor._is_inference and not grad_mode.inference:  # Note [Inference tensors] in _grad_state.py
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed. You can make "
+            "a clone to get a normal tensor before doing inplace update."
+        )
     if _dispatch.tracer is not None:
         _dispatch.tracer.on_store(tensor, index, value)
     device = tensor._device

@@ -169,7 +169,8 @@ class Tensor(TensorBase):
         return self._data.dtype.kind in "fV"  # V: bfloat16, float8 (ml_dtypes)
 
     def is_inference(self) -> bool:
-        """True for tensors created under ``inference_mode``."""
+        """True for an inference tensor: made under ``inference_mode``, or a view of one (Note
+        [Inference tensors] in tensor/_grad_state.py)."""
         return self._is_inference
 
     def share_memory_(self) -> Tensor:
@@ -316,12 +317,17 @@ class Tensor(TensorBase):
         """Turn recording on or off for this leaf, in place.
 
         Raises:
-            RuntimeError: for non-float dtypes, or to turn it off on a non-leaf.
+            RuntimeError: for non-float dtypes, to turn it off on a non-leaf, or to turn it on for
+                an inference tensor outside ``inference_mode``.
         """
         if requires_grad and self._data.dtype.kind not in "fcV":
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients "
                 f"(got {self.dtype.name})"
+            )
+        if requires_grad and self._is_inference and not hooks.grad_mode.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed."
             )
         if not requires_grad and self._grad_fn is not None:
             raise RuntimeError(
@@ -336,7 +342,9 @@ class Tensor(TensorBase):
 
     def detach(self) -> Tensor:
         """A new tensor sharing storage (and the version counter) with no history."""
-        return _dispatch.make(self._data, self._device, self._version_box)
+        t = _dispatch.make(self._data, self._device, self._version_box)
+        t._is_inference = self._is_inference  # a view, as in make_view
+        return t
 
     def detach_(self) -> Tensor:
         """Cut this tensor from its history, in place."""

@@ -103,6 +103,68 @@ def test_inference_mode_marks_created_tensors(device):
     assert not tensor.ones(2, device=device).is_inference()
 
 
+def _inference_cases(lib, device):
+    """Which tensors are inference tensors, made by ``lib`` (ours or torch) the same way."""
+    a = lib.ones(3, device=device, requires_grad=True)
+    b = lib.ones(3, device=device)
+    with lib.inference_mode():
+        made = {"op on a grad input": a * 2, "op": b + 1, "created": lib.ones(2, device=device),
+                "view of a normal tensor": b[:2], "detach of a normal tensor": a.detach()}
+        made["view of an inference tensor"] = made["created"][:1]
+        b.add_(1)  # a normal tensor may be written in place inside the region
+    made["op outside on an inference tensor"] = made["created"] + 1
+    made["detach of an inference tensor"] = made["created"].detach()
+    made["clone of an inference tensor"] = made["created"].clone()
+    return {name: t.is_inference() for name, t in made.items()}
+
+
+def test_inference_tensors_as_torch(device, torch):
+    """Op results and created tensors are inference tensors; views are what their base is."""
+    ours = _inference_cases(tensor, device)
+    assert ours == _inference_cases(torch, "cpu")
+    assert ours["op on a grad input"] and not ours["view of a normal tensor"]  # not all alike
+
+
+def _outside_uses(lib, device):
+    """What each use of an inference tensor outside the region raises (None: nothing)."""
+    a = lib.ones(3, device=device, requires_grad=True)
+    with lib.inference_mode():
+        c = lib.ones(3, device=device)
+    uses = {
+        "add_": lambda: c.add_(1),
+        "setitem": lambda: c.__setitem__(0, 5.0),
+        "zero_": lambda: c.zero_(),
+        "copy_": lambda: c.copy_(a.detach()),
+        "in place on its view": lambda: c[:2].mul_(2),
+        "requires_grad_": lambda: c.requires_grad_(),
+        "saved by mul": lambda: (c * a).sum().backward(),
+        "read by add, not saved": lambda: (c + a).sum().backward(),
+    }
+    raised = {}
+    for name, use in uses.items():
+        try:
+            use()
+            raised[name] = None
+        except RuntimeError as exc:
+            raised[name] = str(exc).split(" ")[0]
+    return raised
+
+
+def test_inference_tensor_uses_outside_the_region_as_torch(device, torch):
+    """In-place writes, requires_grad_ and saving for backward raise; a read that saves nothing works."""
+    ours = _outside_uses(tensor, device)
+    assert ours == _outside_uses(torch, "cpu")
+    assert ours["add_"] == "Inplace" and ours["saved by mul"] == "Inference" and ours["read by add, not saved"] is None
+
+
+def test_inference_tensor_may_be_written_inside_the_region(device):
+    with tensor.inference_mode():
+        c = tensor.ones(3, device=device)
+    with tensor.inference_mode():
+        c.add_(1)
+    assert c.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_no_grad_inside_inference_mode_keeps_inference(device):
     with tensor.inference_mode():
         with tensor.no_grad():
