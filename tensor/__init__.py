@@ -139,12 +139,12 @@ def inference_mode(mode: bool = True):
 globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
 
-# ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.utils.data``: the higher
-# layers, and ``tensor.conv2d`` & co. (nn.functional's functions), imported on first access
+# ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``,
+# ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's functions), imported on first access
 # (tensor/_higher_layers.py).
 __getattr__ = _higher_layers.module_getattr(
     __name__,
     globals(),
-    {"nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils"},
+    {"autograd": "autograd", "nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils"},
     dict.fromkeys(_torch_aliases.F_ALIASES, "nn.functional"),
 )

@@ -273,6 +273,18 @@ class Tensor(TensorBase):
         """Cast to float16."""
         return self.to(_dtype.float16)
 
+    def bfloat16(self) -> Tensor:
+        """Cast to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
+    def cfloat(self) -> Tensor:
+        """Cast to complex64."""
+        return self.to(_dtype.complex64)
+
+    def cdouble(self) -> Tensor:
+        """Cast to complex128."""
+        return self.to(_dtype.complex128)
+
     def long(self) -> Tensor:
         """Cast to int64."""
         return self.to(_dtype.int64)
@@ -280,6 +292,10 @@ class Tensor(TensorBase):
     def int(self) -> Tensor:
         """Cast to int32."""
         return self.to(_dtype.int32)
+
+    def char(self) -> Tensor:
+        """Cast to int8."""
+        return self.to(_dtype.int8)
 
     def short(self) -> Tensor:
         """Cast to int16."""

@@ -233,10 +233,12 @@ def test_deepcopy_of_non_leaf_raises(device):
 
 
 def test_higher_layers_load_on_first_access_only():
-    # torch.nn / torch.optim / torch.utils.data / torch.distributed spelled through tensor
+    # torch.autograd / torch.nn / torch.optim / torch.utils.data / torch.distributed spelled through tensor
     code = (
         "import sys, tensor\n"
         "assert not any(m.split('.')[0] in ('nn', 'distrib', 'autograd') for m in sys.modules)\n"
+        "grad = tensor.autograd.grad\n"
+        "assert grad is sys.modules['autograd'].grad\n"
         "import nn, nn.optim, distrib, distrib.data\n"
         "assert tensor.nn is nn and tensor.optim is nn.optim and tensor.distributed is distrib\n"
         "assert tensor.utils.data is distrib.data\n"
@@ -244,3 +246,22 @@ def test_higher_layers_load_on_first_access_only():
         "else:\n    raise SystemExit('no AttributeError')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+CAST_METHODS = {
+    "float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16", "cfloat": "complex64",
+    "cdouble": "complex128", "long": "int64", "int": "int32", "short": "int16", "char": "int8", "byte": "uint8",
+    "bool": "bool",
+}
+
+
+@pytest.mark.parametrize(("method", "dtype"), CAST_METHODS.items(), ids=list(CAST_METHODS))
+def test_cast_methods(device, method, dtype):
+    t = getattr(tensor.tensor([0.0, 2.0], device=device), method)()
+    assert t.dtype == getattr(tensor, dtype)
+    assert t.to(tensor.float64).tolist() == [0.0, 1.0 if dtype == "bool" else 2.0]
+
+
+def test_cast_methods_as_torch(torch):
+    for method, dtype in CAST_METHODS.items():
+        assert getattr(torch.tensor([1.0]), method)().dtype == getattr(torch, dtype), method
