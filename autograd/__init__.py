@@ -49,7 +49,7 @@ def _install() -> None:
         rebase_history=graph.rebase_history, register_hook=graph.register_hook,
         register_post_accumulate_grad_hook=graph.register_post_accumulate_grad_hook,
         retain_grad=graph.retain_grad, no_grad=no_grad, enable_grad=enable_grad,
-        set_grad_enabled=set_grad_enabled, inference_mode=inference_mode,
+        set_grad_enabled=set_grad_enabled, inference_mode=inference_mode, grad=grad,
     )
 
 

@@ -140,8 +140,8 @@ globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
 
 # ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``,
-# ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's functions), imported on first access
-# (tensor/_higher_layers.py).
+# ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's
+# functions), imported on first access (tensor/_higher_layers.py).
 __getattr__ = _higher_layers.module_getattr(
     __name__,
     globals(),

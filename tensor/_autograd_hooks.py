@@ -19,7 +19,8 @@ from ._grad_state import grad_mode  # noqa: F401 - re-exported: the modules abov
 
 class _AutogradApi:
     """The entry points that ``autograd`` installs: record, run_backward, rebase_history,
-    register_hook, register_post_accumulate_grad_hook and retain_grad."""
+    register_hook, register_post_accumulate_grad_hook, retain_grad, the grad-mode contexts and
+    ``grad``."""
 
     def __getattr__(self, name: str):
         ensure_autograd()

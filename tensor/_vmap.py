@@ -17,6 +17,8 @@ import functools
 from collections.abc import Callable
 
 from . import _random
+from ._pytree import leaves as _leaves
+from ._pytree import rebuild as _rebuild
 from ._tensor import Tensor
 from .ops.math_extra import equal
 from .ops.shape import stack
@@ -24,24 +26,6 @@ from .ops.shape import stack
 __all__ = ["vmap"]
 
 _RANDOMNESS = ("error", "different", "same")
-
-
-def _leaves(tree) -> list:
-    """The leaves of a tuple/list/dict tree, depth first."""
-    if isinstance(tree, (tuple, list)):
-        return [leaf for child in tree for leaf in _leaves(child)]
-    if isinstance(tree, dict):
-        return [leaf for key in tree for leaf in _leaves(tree[key])]
-    return [tree]
-
-
-def _rebuild(tree, leaves):
-    """A tree shaped as ``tree`` whose leaves are taken in order from the iterator ``leaves``."""
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_rebuild(child, leaves) for child in tree)
-    if isinstance(tree, dict):
-        return {key: _rebuild(tree[key], leaves) for key in tree}
-    return next(leaves)
 
 
 def _broadcast(dims, tree, error: Callable[[], Exception]) -> list:

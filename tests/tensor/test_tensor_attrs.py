@@ -257,6 +257,10 @@ CAST_METHODS = {
 
 @pytest.mark.parametrize(("method", "dtype"), CAST_METHODS.items(), ids=list(CAST_METHODS))
 def test_cast_methods(device, method, dtype):
+    if dtype == "bfloat16" and device != "cpu":  # CuPy has no bfloat16 arrays: a clear error instead
+        with pytest.raises(TypeError, match="bfloat16 is not supported on cuda"):
+            getattr(tensor.tensor([0.0, 2.0], device=device), method)()
+        return
     t = getattr(tensor.tensor([0.0, 2.0], device=device), method)()
     assert t.dtype == getattr(tensor, dtype)
     assert t.to(tensor.float64).tolist() == [0.0, 1.0 if dtype == "bool" else 2.0]

@@ -1,0 +1,318 @@
+"""``tensor.func``'s derivative transforms, as ``torch.func``: ``grad``, ``grad_and_value``,
+``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, and ``functional_call``.
+
+Note [Transforms on the tape]
+-----------------------------
+torch.func runs these as functorch levels; here each transform runs the function under
+``enable_grad`` on fresh leaves and asks ``autograd.grad`` for the derivative (autograd is
+imported on first use, through ``tensor._autograd_hooks.api``, as for ``Tensor.backward``). An
+argument that already requires grad is taken as a view instead (``view_as``), and its
+derivative is built with ``create_graph=True``, so transforms nest (``jacrev(jacrev(f))``,
+``grad(grad(f))``) and a result stays differentiable with respect to the caller's tensors, as
+torch's are. Forward-mode transforms (``jvp``, ``jacfwd``) use the double-backward trick or the
+reverse-mode Jacobian: the same values. Composed with ``vmap`` (which loops, Note [vmap by
+looping]) they give per-sample gradients. Arguments at ``argnums`` may be trees (tuples, lists,
+dicts) of tensors; the derivatives come back in the same shape. An output independent of an
+input gives zeros, as in torch.func.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from . import _dispatch, _pytree
+from ._autograd_hooks import api as _api
+from ._creation import zeros, zeros_like
+from .ops.shape import stack
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+
+
+def _argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
+    """``argnums`` as a tuple of non-negative positions; raises as torch.func does."""
+    positions = (argnums,) if isinstance(argnums, int) else argnums
+    if not isinstance(positions, tuple) or not positions or not all(
+            isinstance(p, int) and not isinstance(p, bool) for p in positions):
+        raise RuntimeError(f"{fn_name}: argnums must be int or Tuple[int, ...], got: {argnums!r}")
+    for p in positions:
+        if not -n_args <= p < n_args:
+            raise RuntimeError(f"Got argnums={p}, but only {n_args} positional inputs")
+    return tuple(p % n_args for p in positions)
+
+
+def _differentiable(tree, fn_name: str):
+    """``(tree of fresh leaves to differentiate at, its leaves, whether to build a graph)``."""
+    leaves = _pytree.leaves(tree)
+    for leaf in leaves:
+        if not _dispatch.is_tensor(leaf):
+            raise ValueError(f"{fn_name}: expected the differentiated arguments to be Tensors (or trees of "
+                             f"them), but got {type(leaf).__name__}")
+        if not (leaf.is_floating_point() or leaf.is_complex()):
+            raise RuntimeError(f"{fn_name}: only Tensors of floating point dtype can be differentiated, got "
+                               f"{leaf.dtype}")
+    outer = any(leaf.requires_grad for leaf in leaves)
+    fresh = [leaf.view_as(leaf) if leaf.requires_grad else leaf.detach().requires_grad_() for leaf in leaves]
+    return _pytree.rebuild(tree, iter(fresh)), fresh, outer
+
+
+def _gradients(outputs: list, inputs: list, grad_outputs, create_graph: bool) -> list:
+    """``autograd.grad`` of the outputs that require grad; zeros for an input none depends on."""
+    grad_outputs = [None] * len(outputs) if grad_outputs is None else grad_outputs
+    pairs = [(out, g) for out, g in zip(outputs, grad_outputs) if out.requires_grad]
+    found = [None] * len(inputs)
+    if pairs:
+        outs, gs = zip(*pairs)
+        found = _api.grad(outs, inputs, gs, retain_graph=True, create_graph=create_graph, allow_unused=True)
+    return [zeros_like(x) if g is None else g for g, x in zip(found, inputs)]
+
+
+def _split_aux(result, has_aux: bool, fn_name: str):
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(f"{fn_name}(f, ...)(*args): output of function f should be a tuple: (output, aux) if "
+                           "has_aux is True")
+    return result
+
+
+def _detached(tree, keep_graph: bool):
+    if keep_graph:
+        return tree
+    return _pytree.rebuild(tree, iter([x.detach() if _dispatch.is_tensor(x) else x for x in _pytree.leaves(tree)]))
+
+
+def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """``func`` made to return ``(gradient, value)``: the gradient of its scalar output with respect
+    to the arguments at ``argnums`` (Note [Transforms on the tape]); with ``has_aux``, ``func``
+    returns ``(output, aux)`` and the value is ``(output, aux)``.
+
+    The returned function raises RuntimeError when ``func``'s output is not a scalar Tensor, for
+    bad ``argnums``, or for a differentiated argument that is not floating point.
+    """
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        positions = _argnums(argnums, len(args), "grad_and_value")
+        args = list(args)
+        with _api.enable_grad():
+            picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), "grad_and_value")
+            for p, value in zip(positions, picked):
+                args[p] = value
+            output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
+            if not _dispatch.is_tensor(output):
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                                   f"{type(output).__name__}")
+            if output.dim() != 0:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                                   f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
+                                   "instead?")
+            grads = _gradients([output], fresh, None, create_graph=outer)
+        grads = _pytree.rebuild(picked, iter(grads))
+        grads = grads[0] if isinstance(argnums, int) else grads
+        value = _detached(output, outer)
+        return grads, ((value, _detached(aux, outer)) if has_aux else value)
+
+    return run
+
+
+def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """``func`` made to return the gradient of its scalar output with respect to the arguments at
+    ``argnums`` (``(gradient, aux)`` with ``has_aux``). Raises as ``grad_and_value``."""
+    both = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        grads, value = both(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return run
+
+
+def vjp(func: Callable, *primals, has_aux: bool = False):
+    """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` returns the vector-Jacobian product with
+    respect to each primal, as a tuple; it may be called more than once.
+
+    Raises:
+        RuntimeError: from ``vjp_fn``, when the cotangents do not have the outputs' structure and shapes.
+    """
+    with _api.enable_grad():
+        picked, fresh, outer = _differentiable(primals, "vjp")
+        output, aux = _split_aux(func(*picked), has_aux, "vjp")
+    outputs = _pytree.leaves(output)
+
+    def vjp_fn(cotangents):
+        given = _pytree.leaves(cotangents)
+        if len(given) != len(outputs):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of outputs "
+                               f"to the function: {len(outputs)} leaves, got {len(given)}")
+        for out, cot in zip(outputs, given):
+            if tuple(out.shape) != tuple(cot.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(cot.shape)} and output "
+                                   f"has a shape of {tuple(out.shape)}.")
+        with _api.enable_grad():
+            grads = _gradients(outputs, fresh, given, create_graph=outer)
+        return _pytree.rebuild(tuple(picked), iter(grads))
+
+    result = _detached(output, outer)
+    return (result, vjp_fn, _detached(aux, outer)) if has_aux else (result, vjp_fn)
+
+
+def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """``(func(*primals), J tangents)``: the Jacobian-vector product, by the double-backward trick
+    (Note [Transforms on the tape]). ``strict`` is accepted; it raises nothing here.
+
+    Raises:
+        RuntimeError: when ``primals`` or ``tangents`` is not a tuple, or their structure or shapes differ.
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    if len(_pytree.leaves(primals)) != len(_pytree.leaves(tangents)):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python structure")
+    for p, t in zip(_pytree.leaves(primals), _pytree.leaves(tangents)):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, "
+                               f"got {tuple(p.shape)} and {tuple(t.shape)}")
+    with _api.enable_grad():
+        picked, fresh, outer = _differentiable(primals, "jvp")
+        output, aux = _split_aux(func(*picked), has_aux, "jvp")
+        outputs = _pytree.leaves(output)
+        cotangents = [zeros_like(out, requires_grad=True) for out in outputs]
+        vjps = _gradients(outputs, fresh, cotangents, create_graph=True)
+        products = _gradients(vjps, cotangents, _pytree.leaves(tangents), create_graph=outer)
+    result = (_detached(output, outer), _pytree.rebuild(output, iter(products)))
+    return (*result, _detached(aux, outer)) if has_aux else result
+
+
+def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+    """``func`` made to return its Jacobian with respect to the arguments at ``argnums``, by one
+    backward pass per output element: for each output leaf, a tree shaped as the arguments whose
+    leaves have shape ``output.shape + argument.shape``. ``chunk_size`` is accepted; the passes run
+    one at a time anyway.
+
+    Raises:
+        ValueError: for a ``chunk_size`` that is not None or a positive int.
+        RuntimeError: for bad ``argnums`` or a differentiated argument that is not floating point.
+    """
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"jacrev: `chunk_size` should be greater than 0, got {chunk_size!r}")
+
+    @functools.wraps(func)
+    def run(*args):
+        positions = _argnums(argnums, len(args), "jacrev")
+        args = list(args)
+        with _api.enable_grad():
+            picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), "jacrev")
+            for p, value in zip(positions, picked):
+                args[p] = value
+            output, aux = _split_aux(func(*args), has_aux, "jacrev")
+            blocks = [_jacobian_blocks(out, fresh, outer) for out in _pytree.leaves(output)]
+        per_output = [_pytree.rebuild(picked, iter(b)) for b in blocks]
+        per_output = [b[0] if isinstance(argnums, int) else b for b in per_output]
+        jac = _pytree.rebuild(output, iter(per_output))
+        return (jac, _detached(aux, outer)) if has_aux else jac
+
+    return run
+
+
+def _jacobian_blocks(out, inputs: list, create_graph: bool) -> list:
+    """The Jacobian of ``out`` with respect to each input: ``out.shape + input.shape`` each."""
+    rows = [_gradients([element], inputs, None, create_graph) for element in out.reshape(-1)]
+    if not rows:
+        return [zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device) for x in inputs]
+    return [stack([row[j] for row in rows]).reshape(tuple(out.shape) + tuple(x.shape)) for j, x in enumerate(inputs)]
+
+
+def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
+    """``jacrev``'s Jacobian (the same values; torch computes it by forward mode). ``randomness`` is
+    checked and accepted. Raises as ``jacrev``, and ValueError for an unknown ``randomness``."""
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func: Callable, argnums=0) -> Callable:
+    """``func`` made to return the Hessian of its output with respect to the arguments at ``argnums``
+    (the Jacobian of the Jacobian). Raises as ``jacrev``."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
+                    strict: bool = False):
+    """Call ``module`` with the parameters and buffers named in ``parameter_and_buffer_dicts`` (a
+    dict, or a tuple of dicts) in place of its own, which are restored afterwards.
+
+    Raises:
+        ValueError: when the dicts name a key twice.
+        RuntimeError: with ``strict``, when they miss a parameter or buffer (a tied one counts as
+            given with ``tie_weights``) or name one the module does not have.
+        AttributeError: for a name with no submodule on its path.
+    """
+    dicts = (parameter_and_buffer_dicts,) if isinstance(parameter_and_buffer_dicts, dict) else \
+        tuple(parameter_and_buffer_dicts)
+    replacements: dict = {}
+    for d in dicts:
+        twice = replacements.keys() & d.keys()
+        if twice:
+            raise ValueError(f"{sorted(twice)} appeared in multiple dictionaries; behavior of functional call is "
+                             "ambiguous")
+        replacements.update(d)
+    if tie_weights:
+        replacements = _tied(module, replacements)
+    if strict:
+        _check_names(module, replacements)
+    args = () if args is None else (args if isinstance(args, tuple) else (args,))
+    saved = []
+    try:
+        for name, value in replacements.items():
+            saved.append(_swap(module, name, value))
+        return module(*args, **(kwargs or {}))
+    finally:
+        for owner, store, key, old in reversed(saved):
+            if store is None:
+                delattr(owner, key)
+            else:
+                store[key] = old
+
+
+def _named_tensors(module) -> list:
+    return [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]
+
+
+def _check_names(module, replacements: dict) -> None:
+    own = {name for name, _ in _named_tensors(module)}
+    problems = []
+    for what, names in (("Missing", own - replacements.keys()), ("Unexpected", replacements.keys() - own)):
+        if names:
+            problems.append(f"\t{what} key(s): {', '.join(repr(n) for n in sorted(names))}.")
+    if problems:
+        raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n" + "\n".join(problems))
+
+
+def _tied(module, replacements: dict) -> dict:
+    """``replacements`` plus every other name of a replaced parameter or buffer that is the same
+    tensor (a tied weight), unless that name is replaced itself."""
+    names_of: dict = {}
+    for name, t in _named_tensors(module):
+        names_of.setdefault(id(t), []).append(name)
+    tied = dict(replacements)
+    for names in names_of.values():
+        given = [n for n in names if n in replacements]
+        for name in names:
+            if given and name not in tied:
+                tied[name] = replacements[given[0]]
+    return tied
+
+
+def _swap(module, name: str, value):
+    """Put ``value`` at the dotted ``name``; returns what restores it: (owner, store, key, old value)."""
+    *path, key = name.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part)
+    for store in (owner._parameters, owner._buffers):
+        if key in store:
+            old, store[key] = store[key], value
+            return owner, store, key, old
+    object.__setattr__(owner, key, value)  # a name the module does not have: removed afterwards
+    return owner, None, key, None
