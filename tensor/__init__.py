@@ -66,12 +66,13 @@ from ._aten_rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, 
 from ._random_extra import binomial, poisson
 from ._torch_misc import (
     Size, adjoint, asarray, can_cast, cholesky_inverse, cholesky_solve, empty_permuted, empty_strided, fill,
-    get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, range,
-    scalar_tensor,
+    get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, layout, range,
+    scalar_tensor, strided,
     set_float32_matmul_precision, split_with_sizes, triangular_solve, unsafe_chunk, unsafe_split,
     unsafe_split_with_sizes,
 )
 from . import _legacy_classes  # builds on _torch_misc.Size
+from . import _tensor_methods
 from ._typeinfo import finfo, iinfo
 from ._runtime_flags import (
     are_deterministic_algorithms_enabled, channels_last, channels_last_3d, contiguous_format,
@@ -138,6 +139,7 @@ def inference_mode(mode: bool = True):
 # torch's method forms, in-place and view-copy variants, ATen-signature nn.functional wrappers
 globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
+_tensor_methods.install()  # torch.Tensor methods built from the functions above
 
 # ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``,
 # ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's

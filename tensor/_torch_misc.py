@@ -1,5 +1,6 @@
 """Small ``torch.*`` functions composed of existing ops (issue 16, coverage): creation variants,
-dtype and device queries, Cholesky/triangular solves, ``Size``, the matmul-precision setting."""
+dtype and device queries, Cholesky/triangular solves, ``Size``, ``layout``, the matmul-precision
+setting."""
 
 from __future__ import annotations
 
@@ -24,6 +25,25 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"tensor.Size({list(self)})"
+
+
+class layout:
+    """``torch.layout``: how a tensor's elements are stored. Every tensor here is ``strided``
+    (dense, with strides); there are no sparse layouts."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"tensor.{self.name}"
+
+    def __reduce__(self):
+        return self.name  # the module-level object: pickles by reference
+
+
+strided = layout("strided")
 
 
 def adjoint(input: Tensor) -> Tensor:

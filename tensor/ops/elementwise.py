@@ -317,7 +317,33 @@ clone.__doc__ = "A copy with its own storage; gradients flow back to the input."
 sign = _unary("sign", lambda xp, a: xp.sign(a), "zero", floats_only=False)
 floor = _unary("floor", lambda xp, a: xp.floor(a), "zero", floats_only=False)
 ceil = _unary("ceil", lambda xp, a: xp.ceil(a), "zero", floats_only=False)
-round = _unary("round", lambda xp, a: xp.round(a), "zero", floats_only=False)
+_round_to_integer = _unary("round", lambda xp, a: xp.round(a), "zero", floats_only=False)
+
+
+@defop("round_decimals")
+def _round_decimals(xp, a, decimals):
+    if a.dtype.kind == "V":  # bfloat16, float8 (ml_dtypes): rounded in float32
+        return xp.round(a.astype("float32"), decimals).astype(a.dtype)
+    return xp.round(a, decimals)
+
+
+_round_decimals.derivative(lambda n, g: (zeros_like_grad(g),))
+
+
+def round(input, *, decimals: int = 0):  # noqa: A001 - torch.round
+    """Round to the nearest integer, halves to even; with ``decimals``, to that many decimal places
+    (negative: to tens, hundreds, ...), as ``torch.round``. Its gradient is zero.
+
+    Raises:
+        NotImplementedError: for ``decimals`` other than 0 on an integer or bool tensor, as PyTorch.
+    """
+    if decimals == 0:
+        return _round_to_integer(input)
+    if input._data.dtype.kind not in "fcV":
+        raise NotImplementedError(f"round with decimals={decimals} is not implemented for {input.dtype.name} tensors")
+    return _dispatch.apply_unary(_round_decimals, input, (int(decimals),))
+
+
 trunc = _unary("trunc", lambda xp, a: xp.trunc(a), "zero", floats_only=False)
 
 
