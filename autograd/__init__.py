@@ -23,12 +23,13 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable
 
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
     "gradgradcheck", "GradcheckError", "functional", "graph", "checkpoint", "checkpoint_sequential", "detect_anomaly",
-    "set_detect_anomaly",
+    "set_detect_anomaly", "Variable",
 ]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _backend
 
-__all__ = ["available", "pinned_copy"]
+__all__ = ["available", "pinned_copy", "is_pinned"]
 
 
 def available() -> bool:
@@ -29,3 +29,15 @@ def pinned_copy(array: np.ndarray) -> np.ndarray:
     out = np.frombuffer(memory, array.dtype, array.size).reshape(array.shape)
     out[...] = array
     return out
+
+
+def is_pinned(array) -> bool:
+    """Whether the host ``array`` (or the array it views) lives in memory from ``pinned_copy``."""
+    if not isinstance(array, np.ndarray) or not available():
+        return False
+    pinned_type = _backend.cupy_module().cuda.PinnedMemoryPointer
+    while array is not None:  # a view's base, then the buffer np.frombuffer read (through a memoryview)
+        if isinstance(array, pinned_type):
+            return True
+        array = array.obj if isinstance(array, memoryview) else getattr(array, "base", None)
+    return False

@@ -348,7 +348,7 @@ _OTHERS = {
     "narrow_copy": narrow_copy, "new_empty_strided": new_empty_strided,
     "dim_order": dim_order, "is_set_to": is_set_to, "get_device": get_device, "pin_memory": pin_memory,
     "nelement": Tensor.numel, "ndimension": Tensor.dim, "const_data_ptr": Tensor.data_ptr,
-    "is_pinned": lambda self, device=None: False, "is_distributed": lambda self: False,
+    "is_pinned": lambda self, device=None: _pinned.is_pinned(self._data), "is_distributed": lambda self: False,
     "hardshrink": _nn_functional("hardshrink"), "prelu": _nn_functional("prelu"),
 }
 _PROPERTIES = {

@@ -67,4 +67,5 @@ def test_pinned_batches_hold_the_data_and_move_to_the_gpu(workers):
     loader = DataLoader(TensorDataset(tensor.arange(6.0)), batch_size=3, pin_memory=True, num_workers=workers)
     batches = [batch[0] for batch in loader]
     assert [str(b.device) for b in batches] == ["cpu", "cpu"]
+    assert all(b.is_pinned() for b in batches) and not tensor.arange(3.0).is_pinned()
     assert [b.cuda().tolist() for b in batches] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

@@ -205,3 +205,13 @@ def test_agrees_with_torch(torch, expression):
     ours, theirs = run(tensor), run(torch)
     assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_pin_memory_with_a_gpu(device):
+    if device == "cpu":
+        pytest.skip("pinning needs a CUDA device: the cuda run checks it")
+    t = tensor.arange(4.0)
+    pinned = t.pin_memory()
+    assert pinned.is_pinned() and not t.is_pinned() and pinned[1:].is_pinned()
+    assert pinned.device.type == "cpu" and pinned.tolist() == t.tolist()
