@@ -120,7 +120,7 @@ class Container(Module):
 
 class DataParallel(Module):
     """``torch.nn.DataParallel`` on one device: calls ``module`` unchanged (single-process
-    multi-GPU replication is not implemented; use ``distrib.parallel.DistributedDataParallel``,
+    multi-GPU replication is not implemented; use ``distrib.DistributedDataParallel``,
     one process per device). With several ``device_ids`` it refuses rather than silently using one.
 
     Raises:

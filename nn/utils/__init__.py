@@ -2,7 +2,7 @@
 (``nn.utils.checkpoint``, our ``torch.utils.checkpoint``), variable-length sequences (``rnn``),
 parametrizations and weight/spectral normalization."""
 
-from . import checkpoint, parametrizations, parametrize, rnn
+from . import checkpoint, parametrizations, parametrize, rnn, stateless
 from .checkpoint import apply_activation_checkpointing, checkpoint_wrapper
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
@@ -20,6 +20,7 @@ __all__ = [
     "checkpoint_wrapper",
     "apply_activation_checkpointing",
     "rnn",
+    "stateless",
     "parametrize",
     "parametrizations",
     "weight_norm",
