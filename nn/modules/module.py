@@ -12,7 +12,7 @@ from autograd.graph import RemovableHandle
 from tensor import Tensor, _conversion
 
 from ..parameter import Buffer, Parameter
-from . import _backward_hooks
+from . import _backward_hooks, _state_dict
 
 __all__ = ["Module", "IncompatibleKeys"]
 
@@ -424,73 +424,73 @@ class Module:
         may return replacement ``grad_output``."""
         return RemovableHandle(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook)
 
-    # ------------------------------------------------------------ state
+    # ------------------------------------------------------------ state (Note [State dict protocol])
+    _version: int = 1  # recorded in state_dict()._metadata; a class bumps it when its keys change
+
     def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by qualified name (detached unless ``keep_vars``)."""
-        if destination is None:
-            destination = OrderedDict()
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buffer in self._buffers.items():
-            if buffer is not None and name not in self._non_persistent_buffers:
-                destination[prefix + name] = buffer if keep_vars else buffer.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination, prefix + name + ".", keep_vars)
-        return destination
+        """Parameters, persistent buffers and extra state by qualified name (detached unless
+        ``keep_vars``), after the state-dict hooks; carries ``_metadata`` (versions)."""
+        return _state_dict.save(self, destination, prefix, keep_vars)
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        """Write this module's own entries (not its children's) into ``destination``."""
+        _state_dict.save_own(self, destination, prefix, keep_vars)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
-        """Copy tensors from ``state_dict`` into this module's parameters and buffers.
+        """Copy tensors from ``state_dict`` into this module's parameters and buffers (with
+        ``assign``, use the given tensors themselves), running the load hooks.
 
         Returns the missing and unexpected keys.
 
         Raises:
+            TypeError: if ``state_dict`` is not a mapping.
             RuntimeError: "Error(s) in loading state_dict for <Class>" listing every missing
                 and unexpected key (when ``strict``) and every shape mismatch.
         """
-        if not hasattr(state_dict, "keys"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
-        expected = self.state_dict(keep_vars=True)
-        missing = [k for k in expected if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in expected]
-        errors = []
-        with tensor.no_grad():
-            for key, target in expected.items():
-                if key not in state_dict:
-                    continue
-                source = state_dict[key]
-                if not isinstance(source, Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected Tensor or '
-                                  f"Tensor-like object from checkpoint but received {type(source)}")
-                elif source.shape != target.shape:
-                    errors.append(
-                        f"size mismatch for {key}: copying a param with shape {list(source.shape)} "
-                        f"from checkpoint, the shape in current model is {list(target.shape)}."
-                    )
-                elif assign:
-                    self._assign(key, source)
-                else:
-                    target.copy_(source)
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
-            )
-        return IncompatibleKeys(missing, unexpected)
+        return _state_dict.load(self, state_dict, strict, assign, IncompatibleKeys)
 
-    def _assign(self, key: str, source: Tensor) -> None:
-        module_path, _, name = key.rpartition(".")
-        module = self.get_submodule(module_path)
-        if name in module._parameters:
-            module._parameters[name] = Parameter(source, module._parameters[name].requires_grad)
-        else:
-            module._buffers[name] = source
+    def _load_from_state_dict(self, state_dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Load this module's own entries (not its children's) from the keys under ``prefix``."""
+        _state_dict.load_own(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                             error_msgs)
+
+    def get_extra_state(self) -> Any:
+        """State beyond tensors for ``state_dict`` (saved under ``_extra_state``): a module that
+        needs it overrides this and ``set_extra_state``.
+
+        Raises:
+            RuntimeError: when called on a module that does not override it.
+        """
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore what ``get_extra_state`` returned.
+
+        Raises:
+            RuntimeError: when called on a module that does not override it.
+        """
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, prefix, keep_vars)`` before this module's ``state_dict`` entries are made."""
+        return RemovableHandle(self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict()), hook)
+
+    def register_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, state_dict, prefix, local_metadata)`` after this module and its
+        children wrote their entries; it may edit ``state_dict`` in place."""
+        return RemovableHandle(self.__dict__.setdefault("_state_dict_hooks", OrderedDict()), hook)
+
+    def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module loads its entries; it may edit
+        ``state_dict`` (the keys under ``prefix``) in place."""
+        return RemovableHandle(self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict()), hook)
+
+    def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(module, incompatible_keys)`` after this module and its children loaded; it may
+        remove entries from the missing and unexpected keys before ``strict`` checks them."""
+        return RemovableHandle(self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict()), hook)
 
     # ------------------------------------------------------------ printing
     def extra_repr(self) -> str:

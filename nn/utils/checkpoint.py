@@ -8,7 +8,6 @@ Note [Checkpointing by recompute] in autograd/checkpoint.py).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,12 +28,16 @@ _WRAPPED = "_checkpoint_wrapped_module"
 
 class CheckpointWrapper(Module):
     """Runs the wrapped module under ``checkpoint``; its state_dict keys are the wrapped
-    module's (no ``_checkpoint_wrapped_module.`` prefix), so checkpoints load either way."""
+    module's (no ``_checkpoint_wrapped_module.`` prefix), so checkpoints load either way: a
+    state-dict post hook drops the prefix and a load pre hook puts it back, as PyTorch's wrapper
+    does (Note [State dict protocol] in nn/modules/_state_dict.py)."""
 
     def __init__(self, module: Module, preserve_rng_state: bool = True) -> None:
         super().__init__()
         self._checkpoint_wrapped_module = module
         self.preserve_rng_state = preserve_rng_state
+        self.register_state_dict_post_hook(_drop_wrapped_prefix)
+        self.register_load_state_dict_pre_hook(_add_wrapped_prefix)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The wrapped module's forward, its activations recomputed in backward."""
@@ -52,9 +55,17 @@ class CheckpointWrapper(Module):
         except AttributeError:
             return getattr(self._modules[_WRAPPED], name)
 
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """The wrapped module's state_dict, under this wrapper's own prefix."""
-        return self._modules[_WRAPPED].state_dict(destination, prefix, keep_vars)
+
+def _drop_wrapped_prefix(module, state_dict, prefix, local_metadata) -> None:
+    inner = prefix + _WRAPPED + "."
+    for key in [k for k in state_dict if k.startswith(inner)]:
+        state_dict[prefix + key[len(inner):]] = state_dict.pop(key)
+
+
+def _add_wrapped_prefix(module, state_dict, prefix, *args) -> None:
+    inner = prefix + _WRAPPED + "."
+    for key in [k for k in state_dict if k.startswith(prefix) and not k.startswith(inner)]:
+        state_dict[inner + key[len(prefix):]] = state_dict.pop(key)
 
 
 def checkpoint_wrapper(module: Module, preserve_rng_state: bool = True) -> CheckpointWrapper:

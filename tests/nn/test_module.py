@@ -183,7 +183,7 @@ def test_non_strict_load_reports_keys_like_torch(torch):
         ours.load_state_dict({"0.weight": tensor.ones(3, 3)}, strict=False)
     with pytest.raises(RuntimeError, match='While copying the parameter named "0.weight", expected Tensor'):
         ours.load_state_dict({"0.weight": 3, "0.bias": tensor.ones(3)})
-    with pytest.raises(TypeError, match="Expected state_dict to be dict-like, got list."):
+    with pytest.raises(TypeError, match="Expected state_dict to be dict-like, got <class 'list'>."):  # torch's words
         ours.load_state_dict([1])
 
 
