@@ -301,6 +301,38 @@ class Module:
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
 
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target``.
+
+        Raises:
+            AttributeError: if there is none.
+        """
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._buffers:
+            if not hasattr(module, name):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, replacing what is there.
+
+        Raises:
+            ValueError: for an empty ``target``.
+            AttributeError: for a missing parent, for ``target``'s last part naming something
+                that is not a Module, or (``strict``) for a child that does not exist yet.
+        """
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and name not in parent._modules:
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if name in parent.__dict__ or name in parent._parameters or name in parent._buffers:
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        parent.add_module(name, module)
+
     # ------------------------------------------------------------ modes and transforms
     def train(self, mode: bool = True) -> Module:
         """Set training mode (affects Dropout, BatchNorm, ...) on this module and descendants."""
@@ -397,6 +429,17 @@ class Module:
     def half(self) -> Module:
         """Cast floating parameters and buffers to float16."""
         return self.to(dtype=tensor.float16)
+
+    def bfloat16(self) -> Module:
+        """Cast floating parameters and buffers to bfloat16."""
+        return self.to(dtype=tensor.bfloat16)
+
+    def to_empty(self, *, device, recurse: bool = True) -> Module:
+        """Move parameters and buffers to ``device`` as uninitialised tensors (no copy), to be
+        filled afterwards, e.g. by ``load_state_dict`` or a ``reset_parameters``."""
+        if not recurse:
+            raise NotImplementedError("to_empty(recurse=False) is not supported here; it moves every descendant")
+        return self._apply_to_tensors(lambda t: tensor.empty_like(t, device=device))
 
     def share_memory(self) -> Module:
         """Move every parameter and buffer into shared memory (see ``Tensor.share_memory_``)."""

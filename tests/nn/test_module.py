@@ -295,3 +295,43 @@ def test_registration_errors_match_torch(call, error, message):
 
 def test_plain_attributes_may_be_set_before_init():
     assert _Early(3).value == 3
+
+
+def _submodule_story(lib, lib_nn):
+    model = lib_nn.Sequential(lib_nn.BatchNorm1d(2), lib_nn.Linear(2, 2))
+    out = [tuple(model.get_buffer("0.running_mean").shape)]
+    for target in ("0.weight", "0.nope", "1"):
+        try:
+            model.get_buffer(target)
+            out.append("ok")
+        except AttributeError as exc:
+            out.append(str(exc))
+    model.set_submodule("1", lib_nn.ReLU())
+    out.append(type(model[1]).__name__)
+    for args in (("0.weight", lib_nn.ReLU()), ("", lib_nn.ReLU()), ("2", lib_nn.ReLU(), True), ("x.y", lib_nn.ReLU())):
+        try:
+            model.set_submodule(*args)
+            out.append("ok")
+        except (AttributeError, ValueError) as exc:
+            out.append((type(exc).__name__, str(exc)))
+    out.append(str(model.bfloat16()[0].weight.dtype).split(".")[-1])
+    return out
+
+
+def test_get_buffer_set_submodule_bfloat16():
+    story = _submodule_story(tensor, nn)
+    assert story[0] == (2,) and story[1] == "`weight` is not a buffer" and story[4] == "ReLU"
+    assert story[-1] == "bfloat16"
+
+
+def test_get_buffer_set_submodule_bfloat16_as_torch(torch):
+    assert _submodule_story(tensor, nn) == _submodule_story(torch, torch.nn)
+
+
+def test_to_empty_makes_uninitialised_tensors_of_the_same_shapes():
+    model = nn.Linear(3, 2)
+    weight = model.weight
+    model.to_empty(device="cpu")
+    assert model.weight is weight and model.weight.shape == (2, 3) and model.bias.shape == (2,)
+    model.load_state_dict({"weight": tensor.ones(2, 3), "bias": tensor.zeros(2)})
+    assert model(tensor.ones(1, 3)).tolist() == [[3.0, 3.0]]
