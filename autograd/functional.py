@@ -91,6 +91,19 @@ def _vector(v, like: tuple, like_was_tuple: bool, fn_name: str, create_graph: bo
     return None
 
 
+def _inputs(inputs, fn_name: str, create_graph: bool) -> tuple[bool, tuple]:
+    """``(was a tuple, the leaves to differentiate at)``."""
+    inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    return inputs_tuple, _prepare(inputs, create_graph, need_graph=True)
+
+
+def _outputs(func, inputs: tuple, fn_name: str, strict: bool) -> tuple[bool, tuple]:
+    """``(was a tuple, func's outputs)``, checked to depend on the inputs in strict mode."""
+    outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
+    _require_grad(outputs, "outputs", strict)
+    return outputs_tuple, outputs
+
+
 def _require_grad(values: tuple, kind: str, strict: bool) -> None:
     """In strict mode, raise where a value that must depend on the inputs does not."""
     if not strict:
@@ -121,17 +134,16 @@ def _grads(outputs: tuple, inputs: tuple, grad_outputs, create_graph: bool, reta
     return tuple(_grad(outs, inputs, gs, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True))
 
 
-def _zeros_for_none(grads: tuple, like: tuple, strict: bool, create_graph: bool, independent: str) -> tuple:
+def _zeros_for_none(grads: tuple, like: tuple, strict: bool, create_graph: bool, subject: str) -> tuple:
     """Each missing gradient as zeros shaped like ``like[i]``; in strict mode a RuntimeError instead
-    (``independent`` names what the result would be independent of), and with ``create_graph`` also
-    for a gradient that does not require grad."""
+    (``subject`` names what would be independent of the input), and with ``create_graph`` also for
+    a gradient that does not require grad."""
     out = []
     for i, (g, ref) in enumerate(zip(grads, like)):
         if g is None or (strict and create_graph and not g.requires_grad):
             if strict:
                 when = " when create_graph=True" if g is not None else ""
-                raise RuntimeError(f"The {independent} is independent of input {i}. This is not allowed in "
-                                   f"strict mode{when}.")
+                raise RuntimeError(f"{subject} is independent of input {i}. This is not allowed in strict mode{when}.")
             g = tensor.zeros_like(ref)
         out.append(g)
     return tuple(out)
@@ -146,14 +158,12 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
             match the outputs' shapes, or (``strict``) if an output is independent of an input.
     """
     with enable_grad():
-        inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
-        _require_grad(outputs, "outputs", strict)
+        inputs_tuple, inputs = _inputs(inputs, "vjp", create_graph)
+        outputs_tuple, outputs = _outputs(func, inputs, "vjp", strict)
         v = _vector(v, outputs, outputs_tuple, "vjp", create_graph, "the user-provided function returns")
     with set_grad_enabled(create_graph or tensor.is_grad_enabled()):
         grads = _grads(outputs, inputs, v, create_graph)
-        result = _zeros_for_none(grads, inputs, strict, create_graph, "output of the user-provided function")
+        result = _zeros_for_none(grads, inputs, strict, create_graph, "The output of the user-provided function")
     return (_untuple(_finish(outputs, create_graph), outputs_tuple),
             _untuple(_finish(result, create_graph), inputs_tuple))
 
@@ -168,17 +178,15 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
             match the inputs' shapes, or (``strict``) if an output is independent of the inputs.
     """
     with enable_grad():
-        inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
+        inputs_tuple, inputs = _inputs(inputs, "jvp", create_graph)
         v = _vector(v, inputs, inputs_tuple, "jvp", create_graph, "the input to the user-provided function is")
-        outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
-        _require_grad(outputs, "outputs", strict)
+        outputs_tuple, outputs = _outputs(func, inputs, "jvp", strict)
         cotangents = tuple(tensor.zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _grads(outputs, inputs, cotangents, create_graph=True)
         _require_grad(grad_inputs, "grad_inputs", strict)
     with set_grad_enabled(create_graph or tensor.is_grad_enabled()):
         grads = _grads(grad_inputs, cotangents, v, create_graph)
-        result = _zeros_for_none(grads, outputs, strict, create_graph, "output of the user-provided function")
+        result = _zeros_for_none(grads, outputs, strict, create_graph, "The output of the user-provided function")
     return (_untuple(_finish(outputs, create_graph), outputs_tuple),
             _untuple(_finish(result, create_graph), outputs_tuple))
 
@@ -209,10 +217,8 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
         raise RuntimeError("jacobian: `strict=True` and `vectorize=True` are not supported together. Please either "
                            "set `strict=False` or `vectorize=False`.")
     with enable_grad():
-        inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
-        _require_grad(outputs, "outputs", strict)
+        inputs_tuple, inputs = _inputs(inputs, "jacobian", create_graph)
+        outputs_tuple, outputs = _outputs(func, inputs, "jacobian", strict)
         rows = [_jacobian_of_output(i, out, inputs, create_graph, strict) for i, out in enumerate(outputs)]
     return _untuple(_finish(tuple(rows), create_graph), (outputs_tuple, inputs_tuple))
 
@@ -223,13 +229,8 @@ def _jacobian_of_output(i: int, out: Tensor, inputs: tuple, create_graph: bool, 
     flat = out.reshape(-1)
     for k in range(out.numel()):
         grads = _grads((flat[k],), inputs, None, create_graph, retain_graph=True)
-        for j, (g, inp) in enumerate(zip(grads, inputs)):
-            if g is None or (strict and create_graph and not g.requires_grad):
-                if strict:
-                    when = " when create_graph=True" if g is not None else ""
-                    raise RuntimeError(f"Output {i} of the user-provided function is independent of input {j}. "
-                                       f"This is not allowed in strict mode{when}.")
-                g = tensor.zeros_like(inp)
+        grads = _zeros_for_none(grads, inputs, strict, create_graph, f"Output {i} of the user-provided function")
+        for j, g in enumerate(grads):
             per_input[j].append(g)
     return tuple(tensor.stack(gs).reshape(tuple(out.shape) + tuple(inp.shape)) if gs
                  else tensor.zeros(tuple(out.shape) + tuple(inp.shape), dtype=inp.dtype, device=inp.device)
@@ -302,8 +303,7 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn_name: str):
     with enable_grad():
-        inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
-        inputs = _prepare(inputs, create_graph, need_graph=True)
+        inputs_tuple, inputs = _inputs(inputs, fn_name, create_graph)
         v = _vector(v, inputs, inputs_tuple, fn_name, create_graph, "the input to the user-provided function is")
         out = func(*inputs)
         _check_scalar(out, fn_name, strict)
@@ -311,5 +311,5 @@ def _hessian_product(func, inputs, v, create_graph: bool, strict: bool, fn_name:
         _require_grad(jac, "jacobian", strict)
     with set_grad_enabled(create_graph or tensor.is_grad_enabled()):
         grads = _grads(jac, inputs, v, create_graph)
-        result = _zeros_for_none(grads, inputs, strict, create_graph, "hessian of the user-provided function")
+        result = _zeros_for_none(grads, inputs, strict, create_graph, "The hessian of the user-provided function")
     return _finish(out, create_graph), _untuple(_finish(result, create_graph), inputs_tuple)

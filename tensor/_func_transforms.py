@@ -56,6 +56,19 @@ def _differentiable(tree, fn_name: str):
     return _pytree.rebuild(tree, iter(fresh)), fresh, outer
 
 
+def _call_at(func, args: tuple, kwargs: dict, argnums, has_aux: bool, fn_name: str):
+    """Call ``func`` with fresh leaves in place of the arguments at ``argnums`` (under
+    ``enable_grad``, which the caller holds): ``(those arguments' tree, its leaves, whether to
+    build a graph, the output, aux)``."""
+    positions = _argnums(argnums, len(args), fn_name)
+    args = list(args)
+    picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), fn_name)
+    for p, value in zip(positions, picked):
+        args[p] = value
+    output, aux = _split_aux(func(*args, **kwargs), has_aux, fn_name)
+    return picked, fresh, outer, output, aux
+
+
 def _gradients(outputs: list, inputs: list, grad_outputs, create_graph: bool) -> list:
     """``autograd.grad`` of the outputs that require grad; zeros for an input none depends on."""
     grad_outputs = [None] * len(outputs) if grad_outputs is None else grad_outputs
@@ -93,13 +106,8 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
 
     @functools.wraps(func)
     def run(*args, **kwargs):
-        positions = _argnums(argnums, len(args), "grad_and_value")
-        args = list(args)
         with _api.enable_grad():
-            picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), "grad_and_value")
-            for p, value in zip(positions, picked):
-                args[p] = value
-            output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
+            picked, fresh, outer, output, aux = _call_at(func, args, kwargs, argnums, has_aux, "grad_and_value")
             if not _dispatch.is_tensor(output):
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
                                    f"{type(output).__name__}")
@@ -199,13 +207,8 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
 
     @functools.wraps(func)
     def run(*args):
-        positions = _argnums(argnums, len(args), "jacrev")
-        args = list(args)
         with _api.enable_grad():
-            picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), "jacrev")
-            for p, value in zip(positions, picked):
-                args[p] = value
-            output, aux = _split_aux(func(*args), has_aux, "jacrev")
+            picked, fresh, outer, output, aux = _call_at(func, args, {}, argnums, has_aux, "jacrev")
             blocks = [_jacobian_blocks(out, fresh, outer) for out in _pytree.leaves(output)]
         per_output = [_pytree.rebuild(picked, iter(b)) for b in blocks]
         per_output = [b[0] if isinstance(argnums, int) else b for b in per_output]
