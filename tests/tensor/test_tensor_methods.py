@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tensor
+from tests.conftest import CUDA_SKIP_REASON
 
 A = np.array([[1.0, 2.0], [3.0, 4.0]])
 I = np.array([6, 3, 5])
@@ -166,9 +167,8 @@ def test_attributes(device):
     assert tensor.ones(3, device=device).resize_(2, 2).shape == (2, 2)
 
 
+@pytest.mark.skipif(CUDA_SKIP_REASON is None, reason="a CUDA device is present: pinning works there")
 def test_pin_memory_without_a_gpu_is_a_clear_error():
-    if tensor.cuda.is_available():
-        pytest.skip("a CUDA device is present: pinning works")
     with pytest.raises(RuntimeError, match="none is available"):
         tensor.ones(2).pin_memory()
 
@@ -208,9 +208,8 @@ def test_agrees_with_torch(torch, expression):
 
 
 @pytest.mark.gpu
-def test_pin_memory_with_a_gpu(device):
-    if device == "cpu":
-        pytest.skip("pinning needs a CUDA device: the cuda run checks it")
+@pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
+def test_pin_memory_with_a_gpu():
     t = tensor.arange(4.0)
     pinned = t.pin_memory()
     assert pinned.is_pinned() and not t.is_pinned() and pinned[1:].is_pinned()
