@@ -21,7 +21,8 @@ __all__ = ["install"]
 
 
 def _self_first(fn):
-    """``fn`` as a method: ``x.name(*args)`` is ``fn(x, *args)``."""
+    """``fn`` as a method: ``x.name(*args)`` is ``fn(x, *args)``. (A wrapper, because the compiled
+    dispatcher's functions do not bind as methods.)"""
 
     @functools.wraps(fn)
     def method(self, *args, **kwargs):
@@ -44,11 +45,6 @@ def _nn_functional(name: str):
 def where(self, condition, other):
     """``tensor.where(condition, self, other)``."""
     return ops.where(condition, self, other)
-
-
-def polygamma(self, n: int):
-    """``tensor.polygamma(n, self)``: ``self`` is the second argument."""
-    return ops.polygamma(n, self)
 
 
 def float_power_(self, exponent):
@@ -339,7 +335,7 @@ _IN_PLACE = {
     "absolute_": ops.absolute, "addbmm_": ops.addbmm, "addr_": ops.addr, "arctan2_": ops.arctan2,
     "divide_": ops.divide, "multiply_": ops.multiply, "subtract_": ops.subtract, "true_divide_": ops.true_divide,
     "floor_divide_": ops.floor_divide, "remainder_": ops.remainder, "heaviside_": ops.heaviside, "sgn_": ops.sgn,
-    "sign_": ops.sign, "nextafter_": ops.nextafter, "mvlgamma_": ops.mvlgamma, "polygamma_": polygamma,
+    "sign_": ops.sign, "nextafter_": ops.nextafter, "mvlgamma_": ops.mvlgamma, "polygamma_": Tensor.polygamma,
 }
 _OTHERS = {
     "where": where, "float_power_": float_power_, "bernoulli_": bernoulli_, "exponential_": exponential_,
