@@ -68,11 +68,13 @@ class _InstanceNorm(Module):
         track_running_stats: bool = False,
         device=None,
         dtype=None,
+        *,
+        bias: bool = True,
     ) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        _register_affine(self, affine, True, num_features, device, dtype)
+        _register_affine(self, affine, bias, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", tensor.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", tensor.ones(num_features, device=device, dtype=dtype))

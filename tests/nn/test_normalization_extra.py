@@ -69,3 +69,13 @@ def test_errors():
         nn.InstanceNorm3d(3)(tensor.zeros(2, 3))
     with pytest.raises(ValueError, match="Expected 3D or higher"):
         F.local_response_norm(tensor.zeros(2, 3), 2)
+
+
+@pytest.mark.parametrize("make", [lambda L: L.InstanceNorm1d(3, affine=True, bias=False),
+                                  lambda L: L.SyncBatchNorm(3, bias=False)], ids=["InstanceNorm1d", "SyncBatchNorm"])
+def test_affine_without_bias(make):
+    module = make(nn)
+    assert module.bias is None and [name for name, _ in module.named_parameters()] == ["weight"]
+    x = tensor.arange(12.0).reshape(1, 3, 4)
+    out = module(x)
+    assert out.shape == (1, 3, 4) and abs(out.mean().item()) < 1e-6  # normalized, no shift
