@@ -38,6 +38,7 @@ from .collectives import (
     reduce_scatter_tensor,
     scatter,
 )
+from .device_mesh import DeviceMesh, init_device_mesh
 from .errors import DistBackendError, DistError, DistNetworkError, DistStoreError
 from .init_api import (
     default_pg_timeout,

@@ -55,6 +55,7 @@ from tensor import Tensor
 
 from ..collectives import all_gather_into_tensor, all_reduce, reduce_scatter_tensor
 from ..data._pin_memory import pin_memory
+from ..device_mesh import as_process_groups
 from ..init_api import get_rank, get_world_size
 
 __all__ = ["fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "CPUOffloadPolicy"]
@@ -452,8 +453,9 @@ def fully_shard(
     offload_policy: OffloadPolicy | None = None,
 ) -> Module:
     """Shard ``module``'s parameters (those not in a nested ``fully_shard`` unit) over the ranks of
-    ``mesh`` (a process group, the world by default; or ``(replicate_group, shard_group)`` for
-    HSDP: sharded within ``shard_group``, replicated across ``replicate_group``) and gather them around its forward and
+    ``mesh`` (a process group or a 1-d ``DeviceMesh``, the world by default; or, for HSDP,
+    ``(replicate_group, shard_group)`` or a 2-d ``(replicate, shard)`` ``DeviceMesh``: sharded
+    within the shard group, replicated across the replicate group) and gather them around its forward and
     backward (Note [FSDP unit lifecycle]), in the dtypes of ``mp_policy`` (a
     ``MixedPrecisionPolicy``), the shards on the CPU with ``offload_policy=CPUOffloadPolicy()``.
     Apply it to the blocks first, then to the root; build the optimizer afterwards, on
@@ -472,7 +474,8 @@ def fully_shard(
     if len(kinds) > 1:
         raise ValueError(f"fully_shard: the parameters of one unit must share a dtype and device, got {kinds}")
     state = _UnitState(
-        module, mesh, reshard_after_forward, mp_policy or MixedPrecisionPolicy(), offload_policy or OffloadPolicy()
+        module, as_process_groups(mesh), reshard_after_forward, mp_policy or MixedPrecisionPolicy(),
+        offload_policy or OffloadPolicy(),
     )
     object.__setattr__(module, "_fsdp_state", state)
     cls = type(module)

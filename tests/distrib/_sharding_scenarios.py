@@ -258,9 +258,18 @@ def _hybrid_groups(world: int) -> tuple:
     return shard_groups[rank // size], replicate_groups[rank % size]
 
 
+def _mesh_of_pairs(world: int) -> dist.DeviceMesh:
+    """A 2-d (replicate, shard) mesh: pairs of ranks shard on an even world, as ``_hybrid_groups``."""
+    size = 2 if world % 2 == 0 else 1
+    return dist.init_device_mesh(DEVICE, (world // size, size), mesh_dim_names=("replicate", "shard"))
+
+
 FSDP_VARIANTS = {
     "fully_shard_prefetch": _fully_shard_prefetching,
     "fully_shard": _fully_shard_blocks,
+    "fully_shard_device_mesh": lambda m: _fully_shard_blocks(
+        m, mesh=dist.init_device_mesh(DEVICE, (dist.get_world_size(),))),
+    "fully_shard_hsdp_mesh": lambda m: _fully_shard_blocks(m, mesh=_mesh_of_pairs(dist.get_world_size())),
     "fully_shard_keep_after_forward": functools.partial(_fully_shard_blocks, reshard_after_forward=False),
     "fully_shard_offload": functools.partial(_fully_shard_blocks, offload_policy=CPUOffloadPolicy()),
     "full_shard": lambda m: FullyShardedDataParallel(m, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential})),
@@ -500,7 +509,32 @@ def hierarchical_mpi_hosts() -> dict:
     return {"host": host_id(), **verdict}
 
 
+def device_mesh_layout(rank, world):
+    """This rank's view of a 1-d mesh of the world and of a 2x2 (replicate, shard) mesh (4 ranks),
+    and the sums of an all_reduce over each of its groups."""
+    flat = dist.init_device_mesh(DEVICE, (world,))
+    out = {"flat": [flat.size(), flat.get_local_rank(), dist.get_process_group_ranks(flat.get_group())]}
+    if world != 4:
+        return out
+    mesh = dist.init_device_mesh(DEVICE, (2, 2), mesh_dim_names=("replicate", "shard"))
+    sums = {}
+    for name in ("replicate", "shard"):
+        t = _dev(tensor.tensor([float(rank)]))
+        dist.all_reduce(t, group=mesh.get_group(name))
+        sums[name] = t.item()
+    shard = mesh["shard"]
+    out["grid"] = {
+        "coordinate": mesh.get_coordinate(),
+        "groups": [dist.get_process_group_ranks(g) for g in mesh.get_all_groups()],
+        "sums": sums,
+        "sub_mesh": [shard.mesh.tolist(), shard.get_local_rank(), shard.get_group() is mesh.get_group("shard")],
+        "repr": repr(mesh),
+    }
+    return out
+
+
 CASES = {
+    "device_mesh_layout": device_mesh_layout,
     "syncbn_ddp_equivalence": syncbn_ddp_equivalence,
     "syncbn_input_grad": syncbn_input_grad,
     "zero_equivalence": zero_equivalence,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-import distrib as dist
 import nn
 import tensor
 from distrib.fsdp import (
@@ -21,7 +20,7 @@ from distrib.fsdp import (
 from distrib.fsdp._fully_shard import _Shards
 from distrib.fsdp.fully_sharded_data_parallel import _auto_wrap
 from tests.distrib import _sharding_scenarios as scenarios
-from tests.distrib._harness import case_results, free_port
+from tests.distrib._harness import case_results
 from tests.distrib._sharding_harness import (
     CONFIG_IDS,
     CONFIGS,
@@ -114,13 +113,6 @@ def test_full_shard_holds_one_nth_plus_the_largest_unit(fsdp_results):
         # PyTorch's accounting of BACKWARD_PRE says (current and next parameters, current gradients).
         bound = 1.1 * (r["all_bytes"] / world + r["largest_unit_bytes"] + r["prefetched_unit_bytes"])
         assert r["peak"] <= bound, f"rank {rank}: peak {r['peak']} bytes > {bound:.0f} ({r})"
-
-
-@pytest.fixture
-def world_of_one():
-    dist.init_process_group("zmq", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def test_fully_shard_makes_an_fsdp_module_and_refuses_twice(world_of_one):

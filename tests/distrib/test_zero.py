@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-import distrib as dist
 import nn
 import tensor
 from distrib.optim import ZeroRedundancyOptimizer
 from distrib.optim.zero_redundancy_optimizer import partition
-from tests.distrib._harness import case_results, free_port
+from tests.distrib._harness import case_results
 from tests.distrib._sharding_harness import (
     CONFIG_IDS,
     CONFIGS,
@@ -58,13 +57,6 @@ def test_partition_balances_greedily_largest_first():
     owned = partition([{"params": params[:3]}, {"params": params[3:]}], 2)
     numels = [[[p.numel() for p in group] for group in rank] for rank in owned]
     assert numels == [[[10], [5]], [[7, 6], [1]]]  # after group 0: 10 against 13
-
-
-@pytest.fixture
-def world_of_one():
-    dist.init_process_group("zmq", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def test_one_rank_is_the_wrapped_optimizer(world_of_one, device):
