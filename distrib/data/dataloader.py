@@ -30,6 +30,7 @@ from tensor.profiler import _recorder
 
 from . import _pool, _worker
 from ._pin_memory import pin_memory, pinning_available
+from ._worker import get_worker_info  # noqa: F401 - torch.utils.data.dataloader's name too
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed

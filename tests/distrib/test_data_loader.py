@@ -190,3 +190,11 @@ def test_iterator_cannot_be_pickled():
 
     with pytest.raises(NotImplementedError, match="cannot be pickled"):
         pickle.dumps(iter(DataLoader(_DS)))
+
+
+def test_torch_submodule_spellings():
+    # from torch.utils.data.distributed import DistributedSampler, and the other submodules' names
+    from distrib.data import DistributedSampler, dataloader, distributed, get_worker_info, sampler
+
+    assert distributed.DistributedSampler is DistributedSampler is sampler.DistributedSampler
+    assert dataloader.get_worker_info is get_worker_info
