@@ -9,6 +9,7 @@ import numpy as np
 from . import _backend, _dispatch, _dtype
 from . import _memory_format as _formats
 from ._device import as_device, device_of_array
+from ._factory import factory
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
@@ -43,6 +44,7 @@ def _sizes(size) -> tuple:
     return tuple(size)
 
 
+@factory()
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
     """Make a tensor that owns a copy of ``data`` (numbers, nested lists, arrays or tensors).
 
@@ -102,16 +104,19 @@ def _filled(size, fill, dtype, device, requires_grad, order=None):
     return _finish(array, device_of_array(array) if device.type != "cpu" else device, requires_grad)
 
 
+@factory(sizes_from=0)
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of zeros (default float dtype unless ``dtype``)."""
     return _filled(_sizes(size), 0, dtype, device, requires_grad)
 
 
+@factory(sizes_from=0)
 def ones(*size, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ones."""
     return _filled(_sizes(size), 1, dtype, device, requires_grad)
 
 
+@factory(sizes_from=0)
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.contiguous_format):
     """An uninitialised tensor, laid out as ``memory_format`` asks.
 
@@ -124,6 +129,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_fo
     return _filled(size, None, dtype, device, requires_grad, _order(memory_format, size))
 
 
+@factory()
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """A tensor filled with ``fill_value``; the dtype follows the value, as in PyTorch."""
     if dtype is None:
@@ -146,6 +152,7 @@ def _order(memory_format, shape, like=None, fn: str = "empty"):
     return None if order == tuple(range(len(shape))) else order
 
 
+@factory()
 def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """Zeros with ``input``'s shape, dtype, device and (by default) layout."""
@@ -154,6 +161,7 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
     return _filled(input.shape, 0, dtype, device, requires_grad, order)
 
 
+@factory()
 def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=_formats.preserve_format):
     """Ones with ``input``'s shape, dtype, device and (by default) layout."""
@@ -162,6 +170,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
     return _filled(input.shape, 1, dtype, device, requires_grad, order)
 
 
+@factory()
 def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """An uninitialised tensor like ``input`` (shape, dtype, device and, by default, layout)."""
@@ -170,6 +179,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
     return _filled(input.shape, None, dtype, device, requires_grad, order)
 
 
+@factory()
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=_formats.preserve_format):
     """``fill_value`` with ``input``'s shape, dtype, device and (by default) layout."""
@@ -178,24 +188,28 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool
     return _filled(input.shape, fill_value, dtype, device, requires_grad, order)
 
 
+@factory(sizes_from=1)
 def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False):
     """Zeros of ``size`` with this tensor's dtype and device."""
     dtype, device = _like(self, dtype, device)
     return _filled(_sizes(size), 0, dtype, device, requires_grad)
 
 
+@factory(sizes_from=1)
 def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False):
     """Ones of ``size`` with this tensor's dtype and device."""
     dtype, device = _like(self, dtype, device)
     return _filled(_sizes(size), 1, dtype, device, requires_grad)
 
 
+@factory(sizes_from=1)
 def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False):
     """An uninitialised tensor of ``size`` with this tensor's dtype and device."""
     dtype, device = _like(self, dtype, device)
     return _filled(_sizes(size), None, dtype, device, requires_grad)
 
 
+@factory()
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """``fill_value`` of ``size`` with this tensor's dtype and device."""
     dtype, device = _like(self, dtype, device)
@@ -203,12 +217,14 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: 
                    dtype, device, requires_grad)
 
 
+@factory()
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False):
     """``tensor(data)`` with this tensor's dtype and device by default."""
     dtype, device = _like(self, dtype, device)
     return tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@factory()
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
     """Values ``start, start+step, ...`` below ``end``; int64 unless an argument is a float.
 
@@ -235,6 +251,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: b
     return _finish(array, dev, requires_grad)
 
 
+@factory()
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
 
@@ -248,6 +265,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
     return _finish(array, dev, requires_grad)
 
 
+@factory()
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
     """An ``n`` x ``m`` identity matrix."""
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()

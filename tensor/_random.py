@@ -26,6 +26,7 @@ import numpy as np
 from . import _creation, _dispatch, _dtype
 from . import _memory_format as _formats
 from ._device import as_device, device_of_array
+from ._factory import factory
 from .ops.sorting import searchsorted
 from .ops.strided import to_memory_format
 
@@ -198,18 +199,21 @@ def _size(size):
     return _creation._sizes(size)
 
 
+@factory(sizes_from=0)
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Uniform samples from [0, 1)."""
     shape = _size(size)
     return _sample(lambda rng: rng.random(shape), generator, dtype, device, requires_grad)
 
 
+@factory(sizes_from=0)
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
     """Standard normal samples."""
     shape = _size(size)
     return _sample(lambda rng: rng.standard_normal(shape), generator, dtype, device, requires_grad)
 
 
+@factory()
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None):
     """Integers from [low, high) (int64 by default); ``randint(high, size)`` starts at 0.
 
@@ -226,6 +230,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
                    device)
 
 
+@factory()
 def randperm(n: int, *, generator=None, dtype=None, device=None):
     """A random permutation of ``0..n-1`` (int64 by default), drawn on ``device``."""
     if n < 0:
@@ -263,18 +268,21 @@ def _like(out, input, requires_grad: bool, memory_format, fn: str):
     return to_memory_format(out, fmt).requires_grad_(requires_grad)
 
 
+@factory()
 def rand_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.preserve_format):
     """``rand`` with ``input``'s shape, dtype, device and (by default) layout."""
     out = rand(input.shape, dtype=dtype or input.dtype, device=device or input.device)
     return _like(out, input, requires_grad, memory_format, "rand_like")
 
 
+@factory()
 def randn_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=_formats.preserve_format):
     """``randn`` with ``input``'s shape, dtype, device and (by default) layout."""
     out = randn(input.shape, dtype=dtype or input.dtype, device=device or input.device)
     return _like(out, input, requires_grad, memory_format, "randn_like")
 
 
+@factory()
 def randint_like(input, low, high=None, *, dtype=None, device=None, requires_grad: bool = False,
                  memory_format=_formats.preserve_format):
     """``randint`` with ``input``'s shape, dtype, device and (by default) layout."""

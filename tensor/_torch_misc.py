@@ -1,6 +1,5 @@
 """Small ``torch.*`` functions composed of existing ops (issue 16, coverage): creation variants,
-dtype and device queries, Cholesky/triangular solves, ``Size``, ``layout``, the matmul-precision
-setting."""
+dtype and device queries, Cholesky/triangular solves, ``Size``, the matmul-precision setting."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from . import _creation, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
+from ._factory import layout, strided  # noqa: F401 - tensor.layout, tensor.strided
 from ._tensor import Tensor
 
 
@@ -25,25 +25,6 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"tensor.Size({list(self)})"
-
-
-class layout:
-    """``torch.layout``: how a tensor's elements are stored. Every tensor here is ``strided``
-    (dense, with strides); there are no sparse layouts."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"tensor.{self.name}"
-
-    def __reduce__(self):
-        return self.name  # the module-level object: pickles by reference
-
-
-strided = layout("strided")
 
 
 def adjoint(input: Tensor) -> Tensor:
