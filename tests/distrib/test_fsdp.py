@@ -110,8 +110,12 @@ def test_full_shard_holds_one_nth_plus_the_largest_unit(fsdp_results):
     world = len(results)
     for rank, r in enumerate(results):
         # With prefetching one more unit's parameters are gathered while a unit computes, as
-        # PyTorch's accounting of BACKWARD_PRE says (current and next parameters, current gradients).
-        bound = 1.1 * (r["all_bytes"] / world + r["largest_unit_bytes"] + r["prefetched_unit_bytes"])
+        # PyTorch's accounting of BACKWARD_PRE says (current and next parameters, current gradients),
+        # and that all_gather's input (this rank's shard of them) lives until the gather is waited
+        # for: whether it still does at the peak depends on timing (peaks on 3 ranks fall ~97 KB,
+        # one such shard, apart from run to run, already at 443fdd4).
+        prefetch = r["prefetched_unit_bytes"] * (1 + 1 / world)
+        bound = 1.1 * (r["all_bytes"] / world + r["largest_unit_bytes"] + prefetch)
         assert r["peak"] <= bound, f"rank {rank}: peak {r['peak']} bytes > {bound:.0f} ({r})"
 
 
