@@ -45,6 +45,7 @@ from ._compile import compile  # noqa: A004 - PyTorch's name, reachable as tenso
 from . import onnx
 from . import accelerator, backends
 from . import profiler
+from . import random, testing
 from . import amp
 from ._autocast import (
     autocast, autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache, get_autocast_cpu_dtype,
@@ -141,12 +142,13 @@ globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
 _tensor_methods.install()  # torch.Tensor methods built from the functions above
 
-# ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``,
-# ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's
+# ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.hub``,
+# ``tensor.multiprocessing``, ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's
 # functions), imported on first access (tensor/_higher_layers.py).
 __getattr__ = _higher_layers.module_getattr(
     __name__,
     globals(),
-    {"autograd": "autograd", "nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils"},
+    {"autograd": "autograd", "nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils",
+     "hub": "nn.hub", "multiprocessing": "distrib.multiprocessing"},
     dict.fromkeys(_torch_aliases.F_ALIASES, "nn.functional"),
 )

@@ -29,6 +29,7 @@ __all__ = [
     "meshgrid",
     "broadcast_to",
     "broadcast_tensors",
+    "broadcast_shapes",
     "unflatten",
     "unfold",
     "diag",

@@ -241,6 +241,8 @@ def test_higher_layers_load_on_first_access_only():
         "assert grad is sys.modules['autograd'].grad\n"
         "import nn, nn.optim, distrib, distrib.data\n"
         "assert tensor.nn is nn and tensor.optim is nn.optim and tensor.distributed is distrib\n"
+        "import nn.hub, distrib.multiprocessing\n"
+        "assert tensor.hub is nn.hub and tensor.multiprocessing is distrib.multiprocessing\n"
         "assert tensor.utils.data is distrib.data\n"
         "try:\n    tensor.no_such_thing\nexcept AttributeError as e:\n    assert 'no_such_thing' in str(e)\n"
         "else:\n    raise SystemExit('no AttributeError')\n"
