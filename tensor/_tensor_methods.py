@@ -14,7 +14,6 @@ import importlib
 import numpy as np
 
 from . import _creation, _dispatch, _dtype, _inplace, _pinned, _random, _torch_misc, linalg, ops
-from ._autograd_hooks import grad_mode
 from ._tensor import Tensor
 
 __all__ = ["install"]
@@ -64,17 +63,10 @@ def _legacy_name(dtype) -> str:
 
 # ---------------------------------------------------------------- in-place view ops
 def _view_in_place(view_name: str):
-    """The in-place form of a view op: ``self`` itself takes the view's geometry (and, with history,
-    the view's history), as ``as_strided_`` does."""
+    """The in-place form of a view op (``ops.strided.take_view_in_place``)."""
 
     def method(self, *args, **kwargs):
-        if grad_mode.enabled and self._requires_grad and self._grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        view = getattr(self, view_name)(*args, **kwargs)
-        self._data = view._data
-        if view._grad_fn is not None:
-            self._grad_fn, self._output_nr = view._grad_fn, view._output_nr
-        return self
+        return ops.strided.take_view_in_place(self, lambda: getattr(self, view_name)(*args, **kwargs))
 
     method.__name__ = method.__qualname__ = view_name + "_"
     method.__doc__ = f"``{view_name}`` in place: ``self`` takes the view's shape and strides; returns ``self``."

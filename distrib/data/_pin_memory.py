@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections.abc
 
-from tensor import Tensor, _dispatch, _pinned
+from tensor import Tensor, _pinned
 
 __all__ = ["pin_memory", "pinning_available"]
 
@@ -30,7 +30,7 @@ def _pin(data):
     if isinstance(data, Tensor):
         if data.device.type != "cpu":
             return data
-        return _dispatch.make(_pinned.pinned_copy(data._data), data._device)
+        return data.pin_memory()
     if isinstance(data, (str, bytes)):
         return data
     if isinstance(data, tuple) and hasattr(data, "_fields"):

@@ -185,9 +185,19 @@ def as_strided_(input, size, stride, storage_offset: int | None = None):
     Raises:
         RuntimeError: for a leaf that requires grad, or as ``as_strided``.
     """
+    return take_view_in_place(input, lambda: as_strided(input, size, stride, storage_offset))
+
+
+def take_view_in_place(input, make_view):
+    """``input`` itself takes the geometry of the view ``make_view()`` returns (and, with history,
+    the view's history): the in-place form of a view op (``as_strided_``, ``unsqueeze_``, ...).
+
+    Raises:
+        RuntimeError: for a leaf that requires grad, or what ``make_view`` raises.
+    """
     if grad_mode.enabled and input._requires_grad and input._grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    view = as_strided(input, size, stride, storage_offset)
+    view = make_view()
     input._data = view._data
     if view._grad_fn is not None:
         input._grad_fn, input._output_nr = view._grad_fn, view._output_nr
