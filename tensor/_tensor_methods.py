@@ -14,6 +14,7 @@ import importlib
 import numpy as np
 
 from . import _creation, _dispatch, _dtype, _inplace, _pinned, _random, _torch_misc, linalg, ops
+from ._device import as_device
 from ._tensor import Tensor
 
 __all__ = ["install"]
@@ -214,7 +215,7 @@ def new(self, *args, **kwargs):
         return _creation.empty(*args, dtype=dtype, device=device)
     (data,) = args
     if _dispatch.is_tensor(data):
-        if data.dtype != dtype or data.device != _creation.as_device(device):
+        if data.dtype != dtype or data.device != as_device(device):
             raise TypeError(f"expected {dtype} on {device} (got {data.dtype} on {data.device})")
         return _dispatch.make(data._data, data._device, data._version_box)
     if isinstance(data, _torch_misc.Size):  # sizes; a plain tuple is data, as in PyTorch
