@@ -34,10 +34,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["matmul", "matmul_pair", "parallel_for", "set_num_threads", "get_num_threads"]
+__all__ = [
+    "matmul", "matmul_pair", "parallel_for", "run_parallel", "splits_matmuls", "set_num_threads", "get_num_threads",
+]
 
 # Below this many multiply-adds a product is faster on one thread than the hand-off costs.
-_MIN_SPLIT_MACS = 4 << 20
+MIN_SPLIT_MACS = 4 << 20
 # Blocks of fewer rows than this make BLAS's kernels less efficient (a 16x400 by 400x4096
 # block ran at 120 GFLOP/s where a 32-row one ran at 160): a product with fewer rows per
 # thread is split into column blocks instead when it has enough columns.
@@ -160,10 +162,10 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     threads = _num_threads
     if (threads == 1 or not _splitting or a.ndim < 2 or b.ndim < 2 or a.dtype != b.dtype
             or a.dtype.kind != "f" or a.shape[-1] != b.shape[-2]
-            or a.size * b.shape[-1] < _MIN_SPLIT_MACS):  # multiply-adds, for a's batch shape
+            or a.size * b.shape[-1] < MIN_SPLIT_MACS):  # multiply-adds, for a's batch shape
         return np.matmul(a, b)
     jobs, out = _plan(a, b, threads)
-    if not jobs or not _run_parallel([functools.partial(np.matmul, x, y, out=dst) for x, y, dst in jobs]):
+    if not jobs or not run_parallel([functools.partial(np.matmul, x, y, out=dst) for x, y, dst in jobs]):
         return np.matmul(a, b)
     return out
 
@@ -174,14 +176,14 @@ def matmul_pair(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) 
     itself, a product too small to split, or the pool busy. Two mid-sized products run side by
     side this way need one hand-off instead of two and keep BLAS's blocks whole (Note [Paired
     products] in tensor/_compile/lowering.py). Raises what ``numpy.matmul`` raises."""
-    if _num_threads < 2 or not _splitting or min(a1.size * b1.shape[-1], a2.size * b2.shape[-1]) < _MIN_SPLIT_MACS:
+    if _num_threads < 2 or not _splitting or min(a1.size * b1.shape[-1], a2.size * b2.shape[-1]) < MIN_SPLIT_MACS:
         return None
     out = [None, None]
 
     def product(k, a, b):
         out[k] = np.matmul(a, b)
 
-    if not _run_parallel([functools.partial(product, 0, a1, b1), functools.partial(product, 1, a2, b2)]):
+    if not run_parallel([functools.partial(product, 0, a1, b1), functools.partial(product, 1, a2, b2)]):
         return None
     return out[0], out[1]
 
@@ -192,13 +194,19 @@ def parallel_for(size: int, work: int, body: Callable[[slice], object]) -> None:
     range. The blocks must be independent. Raises what ``body`` raises."""
     threads = min(_num_threads, size)
     if (threads < 2 or work < _MIN_SPLIT_ELEMENTS
-            or not _run_parallel([functools.partial(body, block) for block in _blocks(size, threads)])):
+            or not run_parallel([functools.partial(body, block) for block in _blocks(size, threads)])):
         body(slice(0, size))
 
 
-def _run_parallel(jobs) -> bool:
+def splits_matmuls() -> bool:
+    """Whether products are split across our own threads (Note [Intra-op matmul]): False
+    where BLAS threads itself (``DISTRIB_INTRAOP=blas``, or a BLAS we cannot control)."""
+    return _splitting
+
+
+def run_parallel(jobs) -> bool:
     """Run the jobs, the first in this thread and the rest on the pool; False (nothing run)
-    when another thread is already using the pool."""
+    when another thread is already using the pool. Raises what a job raises, once all ran."""
     global _pool
     if not _split_lock.acquire(blocking=False):  # another thread is splitting: the cores are busy
         return False

@@ -121,8 +121,8 @@ def _use_threads() -> None:
 class FusedKernel:
     """Runs one fused group: reads its inputs from ``env``, writes its root's value."""
 
-    def __init__(self, graph, root: int, members) -> None:
-        self.spec = emit_kernel(graph, root, members)
+    def __init__(self, graph, root: int, members, split_dim: int | None = None) -> None:
+        self.spec = emit_kernel(graph, root, members, split_dim)
         node = graph.nodes[root]
         self.root, self.shape, self.dtype, self.device = root, node.shape, node.dtype, node.device
         self.source = self.spec.source
@@ -130,24 +130,43 @@ class FusedKernel:
         self._unpermute = None if order is None else tuple(order.index(d) for d in range(len(order)))
         self._kernel = None
 
-    def __call__(self, env) -> None:
+    def _load(self):
         if self._kernel is None:
             if config.output_code:
                 print(f"# tensor.compile output_code (kernel for %{self.root}):\n{self.source}", file=sys.stderr)
             self._kernel = load_kernel(self.source)
-        _use_threads()
-        arrays = [_as_operand(env[i]._data) for i in self.spec.inputs]
+        return self._kernel
+
+    def _operands(self, arrays) -> list:
+        arrays = [_as_operand(a) for a in arrays]
         for k, order in self.spec.in_orders.items():  # Note [Eager layouts]: C-contiguous when eager-stored
             arrays[k] = arrays[k].transpose(order)
+        return arrays
+
+    def __call__(self, env) -> None:
+        kernel = self._load()
+        _use_threads()
+        arrays = self._operands([env[i]._data for i in self.spec.inputs])
         out = np.empty(self.spec.out_shape, self.dtype)
-        if not self._kernel.overloads:
-            load_cached(self._kernel, (out, self.spec.sizes, *arrays))
-        self._kernel(out, self.spec.sizes, *arrays)
+        if not kernel.overloads:
+            load_cached(kernel, (out, self.spec.sizes, *arrays))
+        kernel(out, self.spec.sizes, *arrays)
         if self._unpermute is not None:  # ``out`` holds the axes in their eager memory order
             out = out.transpose(self._unpermute).reshape(self.shape)
         else:  # in place, so ``out`` stays its own base: the engine adopts a gradient as .grad uncopied
             out.shape = self.shape
         env[self.root] = _dispatch.make(out, self.device)
+
+    def run_slice(self, out, inputs, lo: int, hi: int) -> None:
+        """Write the elements of ``out`` (the root's whole array, C-contiguous) whose split dim
+        index is in ``[lo, hi)``, from the whole ``inputs`` (a kernel made with ``split_dim``)."""
+        kernel = self._load()
+        arrays = self._operands(inputs)
+        sizes = list(self.spec.sizes)
+        sizes[self.spec.bounds[0]], sizes[self.spec.bounds[1]] = lo, hi
+        if not kernel.overloads:
+            load_cached(kernel, (out, tuple(sizes), *arrays))
+        kernel(out, tuple(sizes), *arrays)
 
 
 def _as_operand(array):

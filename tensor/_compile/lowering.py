@@ -17,6 +17,7 @@ import importlib
 from .. import _dispatch
 from . import aot, fusion
 from .aot import AotSegment
+from .config import config
 from .runner import eager_segment, has_ref, run_node
 
 __all__ = ["lower", "kernels_of"]
@@ -27,10 +28,11 @@ def lower(graph, start: int, stop: int, backend: str, options: dict, differentia
     nodes = graph.nodes[start:stop]
     if backend == "eager" or not _numba():
         return eager_segment(nodes)
+    fused = functools.partial(_fused_segment, split_regions=options.get("split_regions", config.split_regions))
     if differentiable:
         whole = (start, stop) == (0, len(graph.nodes))
-        return AotSegment(graph, _fused_segment) if whole and aot.supports(graph) else eager_segment(nodes)
-    return _fused_segment(graph, start, stop)
+        return AotSegment(graph, fused) if whole and aot.supports(graph) else eager_segment(nodes)
+    return fused(graph, start, stop)
 
 
 def _numba() -> bool:
@@ -39,12 +41,15 @@ def _numba() -> bool:
     return numba_available()
 
 
-def _fused_kernel(graph, step):
+def _fused_kernel(graph, step, split_dim=None):
     """The kernel of a fused step, from the generator its device's backend names
-    (``Backend.fused_codegen``: ``codegen_numba`` on the CPU, ``codegen_cupy`` on a GPU)."""
+    (``Backend.fused_codegen``: ``codegen_numba`` on the CPU, ``codegen_cupy`` on a GPU);
+    with ``split_dim``, the CPU kernel of a split region's step (Note [Split regions])."""
     codegen = graph.nodes[step.node].device.backend.fused_codegen
     module = importlib.import_module(f"{__package__}.codegen_{codegen}")
-    return module.FusedKernel(graph, step.node, step.members)
+    if split_dim is None:
+        return module.FusedKernel(graph, step.node, step.members)
+    return module.FusedKernel(graph, step.node, step.members, split_dim)
 
 
 def kernels_of(graph, start: int, stop: int) -> list:
@@ -52,7 +57,7 @@ def kernels_of(graph, start: int, stop: int) -> list:
     return [_fused_kernel(graph, s) for s in fusion.plan(graph, start, stop) if s.kind == "kernel"]
 
 
-def _fused_segment(graph, start, stop):
+def _fused_segment(graph, start, stop, split_regions=True):
     outputs = fusion.live_after(graph, len(graph.nodes))  # returned, read at a break, or written back
     checked, direct = [], []  # the steps through the dispatcher, and through Note [Library calls]
     reads = []  # per step: the node ids it reads from env (None: not known), for _pair_products
@@ -69,6 +74,8 @@ def _fused_segment(graph, start, stop):
             checked.append(slow)
             direct.append(_library_call(node, step.node in outputs) or slow)
             reads.append(None if has_ref(node.params) else set(node.args))
+    if split_regions:
+        plan, direct, reads = _with_split_region(graph, plan, direct, reads)
     direct = _pair_products(graph, plan, direct, reads)
 
     def run(env, leaves):
@@ -77,6 +84,29 @@ def _fused_segment(graph, start, stop):
             step(env, leaves)
 
     return run
+
+
+def _with_split_region(graph, plan, runners: list, reads: list) -> tuple:
+    """``(plan, runners, reads)`` with the segment's split region, if it has one worth running,
+    as one step (Note [Split regions] in split_region.py): the steps it does not need first,
+    then the region, then the steps that read what it computes."""
+    from . import split_region  # noqa: PLC0415 - it needs the emitter, whose import needs this module's
+
+    region = split_region.find_region(graph, plan)
+    if region is None:
+        return plan, runners, reads
+    kernels = {
+        k: _fused_kernel(graph, plan[k], region.axis[plan[k].node]) for k in region.steps if plan[k].kind == "kernel"
+    }
+    runner = split_region.SplitRegion(graph, plan, region, kernels, [runners[k] for k in region.steps])
+    moved = set(region.steps) | set(region.after)
+    before = [k for k in range(len(plan)) if k not in moved]
+    order = [*before, None, *region.after]
+    return (
+        [split_region.region_step(region, plan) if k is None else plan[k] for k in order],
+        [runner if k is None else runners[k] for k in order],
+        [runner.reads if k is None else reads[k] for k in order],
+    )
 
 
 # Note [Paired products]
@@ -137,7 +167,7 @@ def _kernel_reads(graph, step):
 def _pairable(graph, step) -> bool:
     """Whether ``step`` is a plain 2-D float matmul (its device's backend decides, when it runs,
     whether the pair runs side by side: ``Backend.matmul_pair``)."""
-    if step.kind == "kernel":
+    if step.kind != "eager":
         return False
     node = graph.nodes[step.node]
     if node.kind != "call" or node.via != "apply" or node.op.name != "matmul" or node.device is None:

@@ -1,0 +1,340 @@
+"""Split regions: products and the kernels between them run one slice per thread, split
+by a dim they share (Note [Split regions]).
+
+Note [Split regions]
+    A GELU MLP block ``gelu(x @ w1) @ w2`` has a hidden dim that ``w1``'s columns, the
+    activation's columns and ``w2``'s rows all index. Split that dim across the threads
+    and each thread computes its columns of ``x @ w1``, their GELU and the product of those
+    columns with its rows of ``w2``, a partial sum of the output, with no thread waiting on
+    another: Megatron's column- then row-parallel MLP, on cores. The backward splits the
+    same way (the gradient of the activation by columns, ``w2``'s gradient by rows, ``w1``'s
+    by columns). Done op by op instead, each product is split in row halves on its own
+    (Note [Intra-op matmul] in tensor/_threads.py), with a hand-off each, and a half-row
+    product does more than half the work of the whole on BLAS (0.97 against 1.65-1.78 ms
+    for 256x512 by 512x1024 here); the pointwise kernels between them are too small to
+    split at all.
+
+    The dims of a segment's values are grouped into *classes* of dims indexed alike: the
+    output and operand dims a pointwise op, a permute, an expand or a product carries
+    through, and the two dims a product contracts. For one class (the one whose region
+    holds the most product work) every step is then *split* (each thread computes the
+    slice of its value along that class's dim), *partial* (a product contracting the dim:
+    each thread sums its slice of the contraction into a buffer of its own, added up after
+    the region), or outside the region. A step reading a partial value, or anything a
+    step outside the region computed from region values, is *after* the region; the steps
+    before it move ahead, so one hand-off runs the whole region. Fused kernels in a region
+    are generated with the split dim's loop bounds as arguments (``emitter.emit_kernel``'s
+    ``split_dim``) and run on the whole arrays, so they stay C-contiguous and vectorised.
+
+    Partial sums add a contraction in another order than one product does: the values
+    differ from the unsplit ones by rounding, as BLAS's own blocking differs between sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from math import prod
+
+import numpy as np
+
+from .. import _dispatch, _threads
+from .emitter import column_reduction, reduce_dims
+from .fusion import POINTWISE, REDUCTIONS, Step, _refs, classify
+
+__all__ = ["find_region", "SplitRegion"]
+
+# A thread's slice narrower than this makes BLAS's blocks inefficient (see _threads._COLUMN_BLOCK).
+_MIN_SLICE = 64
+# Slices start at multiples of this, so that every thread's rows of a kernel start a vector.
+_ALIGN = 16
+
+
+class _DimClasses:
+    """Union-find over ``(node id, dim)`` pairs (see Note [Split regions])."""
+
+    def __init__(self) -> None:
+        self.parent: dict = {}
+
+    def find(self, key):
+        parent = self.parent.setdefault(key, key)
+        if parent != key:
+            parent = self.parent[key] = self.find(parent)
+        return parent
+
+    def union(self, a, b) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def dims_in(self, node, cls) -> list[int]:
+        """The dims of ``node`` that belong to class ``cls``."""
+        return [d for d in range(len(node.shape)) if self.find((node.id, d)) == cls]
+
+
+def _link(classes: _DimClasses, nodes, stop: int) -> None:
+    """Group the dims of ``nodes[:stop]`` that their ops index alike."""
+    for node in nodes[:stop]:
+        if node.kind != "call" or not all(type(s) is int for s in node.shape):
+            continue
+        name, out = node.op.name, node.shape
+        if name == "matmul" and len(node.args) == 2:
+            a, b = (nodes[i] for i in node.args)
+            if len(a.shape) == 2 and len(b.shape) == 2 and len(out) == 2:
+                classes.union((node.id, 0), (a.id, 0))
+                classes.union((node.id, 1), (b.id, 1))
+                classes.union((a.id, 1), (b.id, 0))
+        elif name == "permute":
+            for j, d in enumerate(node.params[0]):
+                classes.union((node.id, j), (node.args[0], d % len(out)))
+        elif name in POINTWISE or name == "expand" or (name == "view" and nodes[node.args[0]].shape == out):
+            for a in node.args:
+                shape = nodes[a].shape
+                for j, size in enumerate(shape):
+                    if size != 1 and size == out[len(out) - len(shape) + j]:
+                        classes.union((node.id, len(out) - len(shape) + j), (a, j))
+        elif name in REDUCTIONS and node.args:
+            source = nodes[node.args[0]].shape
+            dims, keepdim = reduce_dims(node, len(source))
+            kept = [d for d in range(len(source)) if keepdim or d not in dims]
+            for j, d in enumerate(kept if not keepdim else range(len(source))):
+                if d not in dims:
+                    classes.union((node.id, j), (node.args[0], d))
+
+
+@dataclass
+class _Region:
+    """The plan of one split region (see ``find_region``)."""
+
+    extent: int
+    steps: list  # plan indices in the region, in order
+    axis: dict  # node id -> its split dim, for every value a region step reads or writes
+    partial: set = field(default_factory=set)  # product nodes summed over the threads
+    after: list = field(default_factory=list)  # plan indices that must run after the region
+    macs: int = 0
+    products: int = 0
+    traffic: int = 0  # elements the products read, a sliced operand as half: lower is better
+
+
+def _product_state(node, nodes, axis):
+    """``"split"``, ``"partial"`` or None for a 2-D product in the region's class: split by
+    its rows (``a``'s rows), its columns (``b``'s columns), or its contraction."""
+    a, b = node.args
+    if len(node.shape) != 2 or node.dtype.kind != "f" or any(nodes[i].dtype != node.dtype for i in node.args):
+        return None
+    state = (axis.get(node.id), axis.get(a), axis.get(b))
+    if state in ((0, 0, None), (1, None, 1)):
+        return "split"
+    return "partial" if state == (None, 1, 0) else None
+
+
+def _kernel_splits(graph, step, axis) -> bool:
+    """Whether a fused kernel runs on slices along its root's split dim: an elementwise loop
+    nest in C order whose members that do not carry the dim read nothing that does."""
+    nodes, members = graph.nodes, set(step.members) | {step.node}
+    root = nodes[step.node]
+    if root.id not in axis or classify(root, nodes) == "rowwise":
+        return False
+    if column_reduction(graph, step.node, members) is not None or nodes[step.node].op.name == "view":
+        return False
+    if graph.layouts.get(step.node, tuple(range(len(root.shape)))) != tuple(range(len(root.shape))):
+        return False
+
+    if any(axis.get(n, 0) is None for m in members for n in (m, *nodes[m].args)):
+        return False
+    if not all(_indexes_by_loop(nodes[m]) for m in members):
+        return False
+
+    def free_of_split(n, seen):
+        if n in axis:
+            return False
+        if n not in members or n in seen:
+            return True
+        seen.add(n)
+        return all(free_of_split(a, seen) for a in nodes[n].args)
+
+    return all(m in axis or free_of_split(m, set()) for m in members)
+
+
+def _indexes_by_loop(node) -> bool:
+    """Whether the emitter indexes ``node``'s operands by the loop variables themselves, or 0
+    (no reshape or slicing index map): the split loop's variable is unsigned, and an index
+    expression mixing it with signed numbers would turn into a float in numba."""
+    name = node.op.name
+    return name in POINTWISE or name in REDUCTIONS or name in ("permute", "expand")
+
+
+def _plan_class(graph, plan, classes, cls, extent) -> _Region:
+    """The region of class ``cls`` over ``plan`` (see Note [Split regions])."""
+    nodes = graph.nodes
+    axis: dict = {}
+    for node in nodes:
+        dims = classes.dims_in(node, cls)
+        if len(dims) == 1:
+            axis[node.id] = dims[0]
+        elif dims:  # two dims in one class (``x.T @ x``): no slice of it is the class's slice
+            axis[node.id] = None
+    region = _Region(extent, [], axis)
+    inside, after = set(), set()
+    for k, step in enumerate(plan):
+        node = nodes[step.node]
+        reads = {a for m in [step.node, *step.members] for a in (*nodes[m].args, *_refs(nodes[m].params))}
+        reads -= {*step.members, step.node}
+        blocked = any(a in after or a in region.partial for a in reads) or not all(type(d) is int for d in node.shape)
+        state = None
+        if not blocked and step.kind == "eager" and node.kind == "call" and _is_cpu(node):
+            if node.op.name == "matmul" and len(node.args) == 2 and all(len(nodes[i].shape) == 2 for i in node.args):
+                state = _product_state(node, nodes, axis)
+            elif node.op.name == "permute" and node.args[0] in inside and axis.get(node.id) is not None:
+                state = "split"
+        elif not blocked and step.kind == "kernel" and _is_cpu(node) and _kernel_splits(graph, step, axis):
+            state = "split"
+        if state is None:
+            if reads & inside or blocked:
+                after.add(step.node)
+                region.after.append(k)
+            continue
+        inside.add(step.node)
+        region.steps.append(k)
+        if state == "partial":
+            region.partial.add(step.node)
+        if node.op.name == "matmul":
+            region.macs += prod(nodes[node.args[0]].shape) * node.shape[1]
+            region.products += 1
+            region.traffic += sum(prod(nodes[a].shape) // (2 if a in axis else 1) for a in node.args)
+            region.traffic += 2 * prod(node.shape) if state == "partial" else 0
+    return region
+
+
+def _is_cpu(node) -> bool:
+    return node.device is not None and node.device.backend.fused_codegen == "numba"
+
+
+def find_region(graph, plan: list) -> _Region | None:
+    """The split region of the segment ``plan`` (fusion steps) worth running, or None: the
+    class of dims whose region holds the most product work, with two products at least; of
+    equals, the one whose products read the least (each thread then streams slices of the
+    weights, not the whole weights, and no partial sums need adding)."""
+    if not _threads.splits_matmuls():
+        return None
+    nodes = graph.nodes
+    stop = max(s.node for s in plan) + 1 if plan else 0
+    classes = _DimClasses()
+    _link(classes, nodes, stop)
+    candidates = {}
+    for step in plan:
+        node = nodes[step.node]
+        if step.kind == "eager" and node.kind == "call" and node.op.name == "matmul" and len(node.shape) == 2:
+            a = nodes[node.args[0]]
+            for key, size in (((node.id, 0), node.shape[0]), ((node.id, 1), node.shape[1]), ((a.id, 1), a.shape[1])):
+                if type(size) is int and size >= 2 * _MIN_SLICE:
+                    candidates[classes.find(key)] = size
+    best = None
+    for cls, extent in candidates.items():
+        region = _plan_class(graph, plan, classes, cls, extent)
+        if region.products >= 2 and region.macs >= 2 * _threads.MIN_SPLIT_MACS and (
+            best is None or (region.macs, -region.traffic) > (best.macs, -best.traffic)
+        ):
+            best = region
+    return best
+
+
+def _blocks(extent: int, threads: int) -> list[tuple[int, int]]:
+    """``threads`` ranges covering ``range(extent)``, inner edges at multiples of ``_ALIGN``."""
+    edges = [0] + [min(extent, (extent * t // threads) // _ALIGN * _ALIGN) for t in range(1, threads)] + [extent]
+    return list(zip(edges, edges[1:]))
+
+
+def _along(array, dim: int, lo: int, hi: int):
+    return array[(slice(None),) * dim + (slice(lo, hi),)]
+
+
+class SplitRegion:
+    """The runner of a split region: its steps on every thread, each on its slice."""
+
+    def __init__(self, graph, plan, region: _Region, kernels: dict, fallback: list) -> None:
+        nodes = graph.nodes
+        self.region, self.fallback = region, fallback
+        self.device = nodes[plan[region.steps[0]].node].device
+        self.ops, self.made, self.views = [], [], []
+        self.partials = [(n, nodes[n].shape, nodes[n].dtype) for n in sorted(region.partial)]
+        self.reads: set = set()
+        inside = {plan[k].node for k in region.steps}
+        for k in region.steps:
+            step = plan[k]
+            node = nodes[step.node]
+            if step.kind == "kernel":
+                kernel = kernels[k]
+                self.reads |= {i for i in kernel.spec.inputs if i not in inside}
+                self.ops.append(functools.partial(_run_kernel_slice, kernel, node.id, kernel.spec.inputs))
+                self.made.append(node)
+            elif node.op.name == "permute":
+                self.views.append((node.id, node.args[0], node.params[0]))
+            else:
+                self.reads |= {a for a in node.args if a not in inside}
+                a, b = node.args
+                run = _partial_product if node.id in region.partial else _split_product
+                self.ops.append(functools.partial(run, node.id, a, b, region.axis))
+                if node.id not in region.partial:
+                    self.made.append(node)
+        self.nodes = inside
+        self._blocks: dict = {}
+        self._ready = False
+
+    def __call__(self, env, leaves) -> None:
+        threads = _threads.get_num_threads()
+        blocks = self._blocks.get(threads)
+        if blocks is None:
+            blocks = self._blocks[threads] = _blocks(self.region.extent, threads)
+        if threads < 2 or blocks[0][1] - blocks[0][0] < _MIN_SLICE:
+            self._run_fallback(env, leaves)
+            return
+        arrays = {n: env[n]._data for n in self.reads}
+        for node in self.made:
+            arrays[node.id] = np.empty(node.shape, node.dtype)
+        for node_id, source, dims in self.views:
+            arrays[node_id] = arrays[source].transpose(dims)
+        parts = {n: np.empty((threads, *shape), dtype) for n, shape, dtype in self.partials}
+        if not self._ready:  # compile the kernels here, not on two threads at once
+            self._slice(arrays, parts, 0, (0, 0))
+            self._ready = True
+        jobs = [functools.partial(self._slice, arrays, parts, t, block) for t, block in enumerate(blocks)]
+        if not _threads.run_parallel(jobs):
+            self._run_fallback(env, leaves)
+            return
+        for node_id in self.nodes:
+            if node_id in parts:
+                value = parts[node_id]
+                total = value[0] + value[1]
+                for t in range(2, threads):
+                    total += value[t]
+                arrays[node_id] = total
+            env[node_id] = _dispatch.make(arrays[node_id], self.device)
+
+    def _slice(self, arrays, parts, t, block) -> None:
+        lo, hi = block
+        for op in self.ops:
+            op(arrays, parts, t, lo, hi)
+
+    def _run_fallback(self, env, leaves) -> None:
+        for run in self.fallback:
+            run(env, leaves)
+
+
+def _split_product(out, a, b, axis, arrays, parts, t, lo, hi) -> None:
+    if axis[out] == 0:
+        np.matmul(_along(arrays[a], 0, lo, hi), arrays[b], out=arrays[out][lo:hi])
+    else:
+        np.matmul(arrays[a], _along(arrays[b], 1, lo, hi), out=arrays[out][:, lo:hi])
+
+
+def _partial_product(out, a, b, axis, arrays, parts, t, lo, hi) -> None:
+    np.matmul(_along(arrays[a], 1, lo, hi), arrays[b][lo:hi], out=parts[out][t])
+
+
+def _run_kernel_slice(kernel, out, inputs, arrays, parts, t, lo, hi) -> None:
+    kernel.run_slice(arrays[out], [arrays[i] for i in inputs], lo, hi)
+
+
+def region_step(region: _Region, plan: list) -> Step:
+    """The fusion step standing for the whole region in a reordered plan."""
+    last = plan[region.steps[-1]]
+    return Step("region", last.node, [plan[k].node for k in region.steps])

@@ -1,0 +1,204 @@
+"""tensor.compile's split regions (tensor/_compile/split_region.py, Note [Split regions]):
+products sharing a dim, and the kernels between them, run one slice per thread. Values and
+gradients are compared with eager (and torch where installed); which thread ran which slice
+is recorded by wrapping the region's per-thread body."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import nn.functional as F
+import tensor
+from tensor import _threads
+from tensor._compile import split_region
+from tests.helpers import assert_close
+
+pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
+needs_split = pytest.mark.skipif(not _threads.splits_matmuls(), reason="numpy's BLAS is not an OpenBLAS we control")
+
+RNG = np.random.default_rng(11)
+HIDDEN = 512
+
+
+def _param(*shape, grad=True):
+    return tensor.tensor(RNG.standard_normal(shape) * 0.05, dtype=tensor.float64, requires_grad=grad)
+
+
+W1, W2 = _param(256, HIDDEN), _param(HIDDEN, 256)
+
+
+def gelu_block(x):
+    """The benchmark's GELU MLP block, smaller: a hidden dim of 512 between two products."""
+    return ((F.gelu(x @ W1, approximate="tanh") @ W2 + x) ** 2).mean()
+
+
+@pytest.fixture
+def two_threads():
+    threads = tensor.get_num_threads()
+    tensor.set_num_threads(2)
+    yield
+    tensor.set_num_threads(threads)
+
+
+@pytest.fixture
+def slices(monkeypatch):
+    """Records ``(region, thread, block)`` for every slice a split region runs."""
+    runs = []
+    real = split_region.SplitRegion._slice
+
+    def spy(self, arrays, parts, t, block):
+        if block[1] > block[0]:  # the first call's empty slice compiles the kernels
+            runs.append((self, threading.get_ident(), block))
+        real(self, arrays, parts, t, block)
+
+    monkeypatch.setattr(split_region.SplitRegion, "_slice", spy)
+    return runs
+
+
+def _step(fn, x):
+    for w in (W1, W2):
+        w.grad = None
+    loss = fn(x)
+    loss.backward()
+    return loss.detach(), W1.grad, W2.grad
+
+
+def _check_against_eager(compiled, x, rtol=1e-10):
+    got = _step(compiled, x)
+    expected = _step(gelu_block, x)
+    for g, e in zip(got, expected):
+        assert_close(g, e, rtol=rtol, atol=1e-13)
+    return got
+
+
+@needs_split
+def test_the_gelu_block_splits_its_hidden_dim_across_threads(two_threads, slices):
+    compiled = tensor.compile(gelu_block)
+    x = _param(128, 256, grad=False)
+    for _ in range(3):  # the capture, the joint graph's build, a replay
+        slices.clear()
+        _check_against_eager(compiled, x)
+    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    assert len(regions) == 2  # the forward's and the backward's
+    for region in regions:
+        runs = [(thread, block) for r, thread, block in slices if r is region]
+        assert sorted(block for _, block in runs) == [(0, HIDDEN // 2), (HIDDEN // 2, HIDDEN)]
+        assert len({thread for thread, _ in runs}) == 2
+        assert region.region.extent == HIDDEN
+    forward, backward = regions
+    assert len(forward.partials) == 1  # gelu(.) @ W2: each thread sums its half of the hidden dim
+    assert not backward.partials  # the three backward products split their outputs
+    kernels = [op.args[0] for region in regions for op in region.ops if op.func is split_region._run_kernel_slice]
+    assert len(kernels) == 2  # GELU and its derivative, each on its slice
+    for kernel in kernels:
+        assert "range(np.uint64(sz[" in kernel.source and "nogil=True" in kernel.source
+        assert "prange" not in kernel.source
+
+
+@needs_split
+def test_the_split_block_matches_torch(two_threads):
+    torch = pytest.importorskip("torch")
+    compiled = tensor.compile(gelu_block)
+    x = _param(128, 256, grad=False)
+    compiled(x)
+    loss, g1, g2 = _check_against_eager(compiled, x)
+    tw1, tw2 = (torch.tensor(w.detach().numpy(), requires_grad=True) for w in (W1, W2))
+    tx = torch.tensor(x.numpy())
+    expected = ((torch.nn.functional.gelu(tx @ tw1, approximate="tanh") @ tw2 + tx) ** 2).mean()
+    expected.backward()
+    assert_close(loss, expected.detach().numpy(), rtol=1e-10)
+    assert_close(g1, tw1.grad.numpy(), rtol=1e-9, atol=1e-13)
+    assert_close(g2, tw2.grad.numpy(), rtol=1e-9, atol=1e-13)
+
+
+def test_float32_partial_sums_stay_within_rounding(two_threads):
+    w1, w2 = (tensor.tensor(w.detach().numpy(), dtype=tensor.float32) for w in (W1, W2))
+    x = tensor.tensor(RNG.standard_normal((128, 256)), dtype=tensor.float32)
+
+    def block(x):
+        return F.gelu(x @ w1, approximate="tanh") @ w2
+
+    compiled = tensor.compile(block)
+    for _ in range(2):
+        assert_close(compiled(x), block(x), rtol=1e-4, atol=1e-5)
+
+
+@needs_split
+def test_one_thread_or_a_busy_pool_runs_the_steps_unsplit(two_threads, slices):
+    compiled = tensor.compile(gelu_block)
+    x = _param(128, 256, grad=False)
+    _check_against_eager(compiled, x)
+    _check_against_eager(compiled, x)
+    slices.clear()
+    with _threads._split_lock:  # another thread is splitting: the region must not wait for it
+        _check_against_eager(compiled, x)
+    tensor.set_num_threads(1)
+    _check_against_eager(compiled, x)
+    assert slices == []
+
+
+@needs_split
+def test_the_option_turns_regions_off(two_threads, slices):
+    compiled = tensor.compile(gelu_block, options={"split_regions": False})
+    x = _param(128, 256, grad=False)
+    for _ in range(3):
+        _check_against_eager(compiled, x)
+    assert slices == []
+
+
+@needs_split
+def test_inference_splits_the_forward(two_threads, slices):
+    def mlp(x):
+        return (x @ W1).relu() @ W2
+
+    compiled = tensor.compile(mlp)
+    x = _param(128, 256, grad=False)
+    with tensor.no_grad():
+        for _ in range(2):
+            assert_close(compiled(x), mlp(x), rtol=1e-10, atol=1e-13)
+    assert {block for _, _, block in slices} == {(0, HIDDEN // 2), (HIDDEN // 2, HIDDEN)}
+
+
+@needs_split
+def test_a_softmax_over_the_split_dim_is_not_sliced(two_threads, slices):
+    # Each thread would see half of every row: the softmax needs all of it, so it runs after
+    # the region, and the product reading it too; one product is left, not worth a region.
+    def block(x):
+        return F.softmax(x @ W1, -1) @ W2
+
+    compiled = tensor.compile(block)
+    x = _param(128, 256, grad=False)
+    with tensor.no_grad():
+        for _ in range(2):
+            assert_close(compiled(x), block(x), rtol=1e-10, atol=1e-13)
+    assert slices == []
+
+
+@needs_split
+def test_a_value_with_two_dims_in_the_class_is_not_sliced(two_threads, slices):
+    # h.T @ h: both dims of the product are the hidden dim, so no slice of it is one thread's
+    # along that dim; the batch dim it contracts can be split (a partial sum) instead.
+    def gram(x):
+        h = (x @ W1).relu()
+        return (h.T @ h) @ W1.T
+
+    compiled = tensor.compile(gram)
+    x = _param(128, 256, grad=False)
+    with tensor.no_grad():
+        for _ in range(2):
+            assert_close(compiled(x), gram(x), rtol=1e-10, atol=1e-10)
+    assert slices and {region.region.extent for region, _, _ in slices} == {128}
+    for region, _, _ in slices:
+        assert all(n in region.region.partial or region.region.axis.get(n) is not None for n in region.nodes)
+
+
+@pytest.mark.parametrize(("extent", "threads"), [(512, 2), (1000, 3), (130, 2), (64, 4)])
+def test_slices_cover_the_dim_and_start_on_vector_bounds(extent, threads):
+    blocks = split_region._blocks(extent, threads)
+    assert len(blocks) == threads
+    assert blocks[0][0] == 0 and blocks[-1][1] == extent
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+    assert all(lo % split_region._ALIGN == 0 and lo <= hi for lo, hi in blocks)
