@@ -39,15 +39,31 @@ from math import prod
 import numpy as np
 
 from .. import _dispatch, _threads
-from .emitter import column_reduction, reduce_dims
+from .emitter import PARALLEL_WORK, column_reduction, reduce_dims
 from .fusion import POINTWISE, REDUCTIONS, Step, _refs, classify
 
 __all__ = ["find_region", "SplitRegion"]
 
-# A thread's slice narrower than this makes BLAS's blocks inefficient (see _threads._COLUMN_BLOCK).
-_MIN_SLICE = 64
+# A region is planned only where each of two threads gets a slice this wide: narrower ones
+# made an MLP's products (64 batch rows a thread) and its step slower (0.93x eager, 0.85x
+# without the region). More threads may cut it down to _MIN_RUN_SLICE, below which BLAS's
+# blocks are inefficient (see _threads._COLUMN_BLOCK) and the region runs unsplit.
+_MIN_SLICE = 256
+_MIN_RUN_SLICE = 64
 # Slices start at multiples of this, so that every thread's rows of a kernel start a vector.
 _ALIGN = 16
+# A product split by its contraction must contract this many terms on each of two threads:
+# each thread writes an output of the whole size and they are added after the region, which
+# pays only for long contractions (a GELU block's 1024-wide hidden dim, not an MLP's batch of
+# 128 in its weight gradients: splitting those made its compiled train step 20% slower).
+_MIN_PARTIAL_DEPTH = 256
+# Regions whose split work is this close to the best are ranked by what their products read.
+_NEAR = 0.95
+# A region must take a kernel of this many elements that would otherwise run on one thread
+# (below the emitter's PARALLEL_WORK): without one, slicing the products costs about what the
+# hand-offs it saves do (an MLP's backward, whose only kernel is a 128x512 ReLU mask: its
+# compiled train step took 0.86x eager with the region, 0.845x without).
+_MIN_KERNEL_WORK = 1 << 17
 
 
 class _DimClasses:
@@ -112,18 +128,20 @@ class _Region:
     macs: int = 0
     products: int = 0
     traffic: int = 0  # elements the products read, a sliced operand as half: lower is better
+    kernel_work: int = 0  # elements of its largest kernel that would otherwise run serially
 
 
-def _product_state(node, nodes, axis):
-    """``"split"``, ``"partial"`` or None for a 2-D product in the region's class: split by
-    its rows (``a``'s rows), its columns (``b``'s columns), or its contraction."""
+def _product_state(node, nodes, axis, extent):
+    """``"split"``, ``"partial"`` or None for a 2-D product in the region's class (of size
+    ``extent``): split by its rows (``a``'s rows), its columns (``b``'s columns), or its
+    contraction."""
     a, b = node.args
     if len(node.shape) != 2 or node.dtype.kind != "f" or any(nodes[i].dtype != node.dtype for i in node.args):
         return None
     state = (axis.get(node.id), axis.get(a), axis.get(b))
     if state in ((0, 0, None), (1, None, 1)):
         return "split"
-    return "partial" if state == (None, 1, 0) else None
+    return "partial" if state == (None, 1, 0) and extent >= 2 * _MIN_PARTIAL_DEPTH else None
 
 
 def _kernel_splits(graph, step, axis) -> bool:
@@ -162,6 +180,13 @@ def _indexes_by_loop(node) -> bool:
     return name in POINTWISE or name in REDUCTIONS or name in ("permute", "expand")
 
 
+def _same_elements(node, nodes) -> bool:
+    """Whether ``node`` is a permute of its input, or a view of it in the same shape (the
+    engine's ``g.reshape(-1, n)`` of a 2-D gradient): in a region, a view of the input's array."""
+    name = node.op.name
+    return name == "permute" or (name == "view" and tuple(node.shape) == tuple(nodes[node.args[0]].shape))
+
+
 def _plan_class(graph, plan, classes, cls, extent) -> _Region:
     """The region of class ``cls`` over ``plan`` (see Note [Split regions])."""
     nodes = graph.nodes
@@ -182,8 +207,8 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
         state = None
         if not blocked and step.kind == "eager" and node.kind == "call" and _is_cpu(node):
             if node.op.name == "matmul" and len(node.args) == 2 and all(len(nodes[i].shape) == 2 for i in node.args):
-                state = _product_state(node, nodes, axis)
-            elif node.op.name == "permute" and node.args[0] in inside and axis.get(node.id) is not None:
+                state = _product_state(node, nodes, axis, extent)
+            elif _same_elements(node, nodes) and node.args[0] in inside and axis.get(node.id) is not None:
                 state = "split"
         elif not blocked and step.kind == "kernel" and _is_cpu(node) and _kernel_splits(graph, step, axis):
             state = "split"
@@ -196,6 +221,8 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
         region.steps.append(k)
         if state == "partial":
             region.partial.add(step.node)
+        if step.kind == "kernel" and prod(node.shape) < PARALLEL_WORK:
+            region.kernel_work = max(region.kernel_work, prod(node.shape))
         if node.op.name == "matmul":
             region.macs += prod(nodes[node.args[0]].shape) * node.shape[1]
             region.products += 1
@@ -210,9 +237,9 @@ def _is_cpu(node) -> bool:
 
 def find_region(graph, plan: list) -> _Region | None:
     """The split region of the segment ``plan`` (fusion steps) worth running, or None: the
-    class of dims whose region holds the most product work, with two products at least; of
-    equals, the one whose products read the least (each thread then streams slices of the
-    weights, not the whole weights, and no partial sums need adding)."""
+    class of dims whose region splits the most product work, with two products and some kernel
+    work at least; of near equals, the one whose products read the least (each thread then
+    streams slices of the weights, not the whole weights)."""
     if not _threads.splits_matmuls():
         return None
     nodes = graph.nodes
@@ -227,14 +254,15 @@ def find_region(graph, plan: list) -> _Region | None:
             for key, size in (((node.id, 0), node.shape[0]), ((node.id, 1), node.shape[1]), ((a.id, 1), a.shape[1])):
                 if type(size) is int and size >= 2 * _MIN_SLICE:
                     candidates[classes.find(key)] = size
-    best = None
-    for cls, extent in candidates.items():
-        region = _plan_class(graph, plan, classes, cls, extent)
-        if region.products >= 2 and region.macs >= 2 * _threads.MIN_SPLIT_MACS and (
-            best is None or (region.macs, -region.traffic) > (best.macs, -best.traffic)
-        ):
-            best = region
-    return best
+    regions = [_plan_class(graph, plan, classes, cls, extent) for cls, extent in candidates.items()]
+    regions = [
+        r for r in regions
+        if r.products >= 2 and r.macs >= 2 * _threads.MIN_SPLIT_MACS and r.kernel_work >= _MIN_KERNEL_WORK
+    ]
+    if not regions:
+        return None
+    most = max(r.macs for r in regions)
+    return min((r for r in regions if r.macs >= _NEAR * most), key=lambda r: r.traffic)
 
 
 def _blocks(extent: int, threads: int) -> list[tuple[int, int]]:
@@ -266,8 +294,8 @@ class SplitRegion:
                 self.reads |= {i for i in kernel.spec.inputs if i not in inside}
                 self.ops.append(functools.partial(_run_kernel_slice, kernel, node.id, kernel.spec.inputs))
                 self.made.append(node)
-            elif node.op.name == "permute":
-                self.views.append((node.id, node.args[0], node.params[0]))
+            elif node.op.name in ("permute", "view"):
+                self.views.append((node.id, node.args[0], node.params[0] if node.op.name == "permute" else None))
             else:
                 self.reads |= {a for a in node.args if a not in inside}
                 a, b = node.args
@@ -284,14 +312,14 @@ class SplitRegion:
         blocks = self._blocks.get(threads)
         if blocks is None:
             blocks = self._blocks[threads] = _blocks(self.region.extent, threads)
-        if threads < 2 or blocks[0][1] - blocks[0][0] < _MIN_SLICE:
+        if threads < 2 or blocks[0][1] - blocks[0][0] < _MIN_RUN_SLICE:
             self._run_fallback(env, leaves)
             return
         arrays = {n: env[n]._data for n in self.reads}
         for node in self.made:
             arrays[node.id] = np.empty(node.shape, node.dtype)
         for node_id, source, dims in self.views:
-            arrays[node_id] = arrays[source].transpose(dims)
+            arrays[node_id] = arrays[source] if dims is None else arrays[source].transpose(dims)
         parts = {n: np.empty((threads, *shape), dtype) for n, shape, dtype in self.partials}
         if not self._ready:  # compile the kernels here, not on two threads at once
             self._slice(arrays, parts, 0, (0, 0))

@@ -31,7 +31,8 @@ W1, W2 = _param(256, HIDDEN), _param(HIDDEN, 256)
 
 
 def gelu_block(x):
-    """The benchmark's GELU MLP block, smaller: a hidden dim of 512 between two products."""
+    """The benchmark's GELU MLP block, smaller: a hidden dim of 512 between two products, and
+    GELU kernels of 256x512 elements (a region needs one of 128k at least)."""
     return ((F.gelu(x @ W1, approximate="tanh") @ W2 + x) ** 2).mean()
 
 
@@ -77,7 +78,7 @@ def _check_against_eager(compiled, x, rtol=1e-10):
 @needs_split
 def test_the_gelu_block_splits_its_hidden_dim_across_threads(two_threads, slices):
     compiled = tensor.compile(gelu_block)
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     for _ in range(3):  # the capture, the joint graph's build, a replay
         slices.clear()
         _check_against_eager(compiled, x)
@@ -102,7 +103,7 @@ def test_the_gelu_block_splits_its_hidden_dim_across_threads(two_threads, slices
 def test_the_split_block_matches_torch(two_threads):
     torch = pytest.importorskip("torch")
     compiled = tensor.compile(gelu_block)
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     compiled(x)
     loss, g1, g2 = _check_against_eager(compiled, x)
     tw1, tw2 = (torch.tensor(w.detach().numpy(), requires_grad=True) for w in (W1, W2))
@@ -116,7 +117,7 @@ def test_the_split_block_matches_torch(two_threads):
 
 def test_float32_partial_sums_stay_within_rounding(two_threads):
     w1, w2 = (tensor.tensor(w.detach().numpy(), dtype=tensor.float32) for w in (W1, W2))
-    x = tensor.tensor(RNG.standard_normal((128, 256)), dtype=tensor.float32)
+    x = tensor.tensor(RNG.standard_normal((256, 256)), dtype=tensor.float32)
 
     def block(x):
         return F.gelu(x @ w1, approximate="tanh") @ w2
@@ -129,7 +130,7 @@ def test_float32_partial_sums_stay_within_rounding(two_threads):
 @needs_split
 def test_one_thread_or_a_busy_pool_runs_the_steps_unsplit(two_threads, slices):
     compiled = tensor.compile(gelu_block)
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     _check_against_eager(compiled, x)
     _check_against_eager(compiled, x)
     slices.clear()
@@ -143,7 +144,7 @@ def test_one_thread_or_a_busy_pool_runs_the_steps_unsplit(two_threads, slices):
 @needs_split
 def test_the_option_turns_regions_off(two_threads, slices):
     compiled = tensor.compile(gelu_block, options={"split_regions": False})
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     for _ in range(3):
         _check_against_eager(compiled, x)
     assert slices == []
@@ -155,7 +156,7 @@ def test_inference_splits_the_forward(two_threads, slices):
         return (x @ W1).relu() @ W2
 
     compiled = tensor.compile(mlp)
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     with tensor.no_grad():
         for _ in range(2):
             assert_close(compiled(x), mlp(x), rtol=1e-10, atol=1e-13)
@@ -170,7 +171,7 @@ def test_a_softmax_over_the_split_dim_is_not_sliced(two_threads, slices):
         return F.softmax(x @ W1, -1) @ W2
 
     compiled = tensor.compile(block)
-    x = _param(128, 256, grad=False)
+    x = _param(256, 256, grad=False)
     with tensor.no_grad():
         for _ in range(2):
             assert_close(compiled(x), block(x), rtol=1e-10, atol=1e-13)
@@ -180,19 +181,21 @@ def test_a_softmax_over_the_split_dim_is_not_sliced(two_threads, slices):
 @needs_split
 def test_a_value_with_two_dims_in_the_class_is_not_sliced(two_threads, slices):
     # h.T @ h: both dims of the product are the hidden dim, so no slice of it is one thread's
-    # along that dim; the batch dim it contracts can be split (a partial sum) instead.
+    # along that dim; the batch dim it contracts is split instead (a partial sum).
     def gram(x):
         h = (x @ W1).relu()
         return (h.T @ h) @ W1.T
 
     compiled = tensor.compile(gram)
-    x = _param(128, 256, grad=False)
+    x = _param(512, 256, grad=False)
     with tensor.no_grad():
         for _ in range(2):
             assert_close(compiled(x), gram(x), rtol=1e-10, atol=1e-10)
-    assert slices and {region.region.extent for region, _, _ in slices} == {128}
-    for region, _, _ in slices:
-        assert all(n in region.region.partial or region.region.axis.get(n) is not None for n in region.nodes)
+    regions = {region for region, _, _ in slices}
+    assert len(regions) == 1
+    (region,) = regions
+    assert len(region.partials) == 1 and region.partials[0][1] == (HIDDEN, HIDDEN)  # h.T @ h
+    assert all(n in region.region.partial or region.region.axis.get(n) is not None for n in region.nodes)
 
 
 @pytest.mark.parametrize(("extent", "threads"), [(512, 2), (1000, 3), (130, 2), (64, 4)])
@@ -202,3 +205,22 @@ def test_slices_cover_the_dim_and_start_on_vector_bounds(extent, threads):
     assert blocks[0][0] == 0 and blocks[-1][1] == extent
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
     assert all(lo % split_region._ALIGN == 0 and lo <= hi for lo, hi in blocks)
+
+
+@needs_split
+def test_an_mlp_with_light_kernels_keeps_its_products_whole(two_threads, slices):
+    # A 784-512-512-10 MLP at batch 128: its only kernels are 128x512 ReLU masks, and slicing
+    # its products cost more than the hand-offs it saved (Note [Split regions]'s thresholds).
+    model = [_param(784, 512), _param(512, 512), _param(512, 10)]
+
+    def loss(x):
+        h = x
+        for w in model[:-1]:
+            h = (h @ w).relu()
+        return F.cross_entropy(h @ model[-1], tensor.zeros(128, dtype=tensor.int64))
+
+    compiled = tensor.compile(loss)
+    x = _param(128, 784, grad=False)
+    for _ in range(3):
+        compiled(x).backward()
+    assert slices == []
