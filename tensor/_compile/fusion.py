@@ -31,7 +31,7 @@ import numpy as np
 from . import window_code
 from .graph import Ref
 
-__all__ = ["classify", "plan", "Step", "live_after"]
+__all__ = ["classify", "plan", "Step", "live_after", "refs"]
 
 POINTWISE = frozenset(
     {
@@ -143,24 +143,25 @@ def live_after(graph, stop: int) -> set:
     live = set()
     for node in graph.nodes[stop:]:
         live.update(a for a in node.args if a < stop)
-        live.update(_refs(node.params))
+        live.update(refs(node.params))
     for brk in graph.breaks:
         live.add(brk.node)
-    live.update(_refs(graph.outputs))
+    live.update(refs(graph.outputs))
     for target, source in graph.mutations:
         live.update((target, source))
     return live
 
 
-def _refs(value):
+def refs(value):
+    """The node ids of every Ref inside ``value`` (params, outputs: tuples, lists, dicts)."""
     if isinstance(value, Ref):
         yield value.node
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from _refs(v)
+            yield from refs(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _refs(v)
+            yield from refs(v)
 
 
 def plan(graph, start: int, stop: int) -> list[Step]:
@@ -169,7 +170,7 @@ def plan(graph, start: int, stop: int) -> list[Step]:
     kinds = {i: classify(nodes[i], nodes) for i in range(start, stop)}
     consumers: dict = {i: [] for i in range(start, stop)}
     for i in range(start, stop):
-        for a in set(nodes[i].args) | set(_refs(nodes[i].params)):
+        for a in set(nodes[i].args) | set(refs(nodes[i].params)):
             if a in consumers:
                 consumers[a].append(i)
     live = live_after(graph, stop)
@@ -214,7 +215,7 @@ def recomputed(graph, boundary: int) -> set:
     for node in nodes:
         for a in node.args:
             consumers.setdefault(a, []).append(node.id)
-    stored = set(_refs(graph.outputs)) | {r for node in nodes for r in _refs(node.params)}
+    stored = set(refs(graph.outputs)) | {r for node in nodes for r in refs(node.params)}
 
     def read_as_array(n) -> bool:
         """Whether a library call or an output reads ``n`` (through views): it must be stored."""
@@ -232,7 +233,7 @@ def recomputed(graph, boundary: int) -> set:
         node = nodes[n]
         # a window scan is stored (its int8 offsets are cheaper to read than to recompute)
         cheap = kinds[n] in ("pointwise", "view") and node.op.name not in _COSTLY | window_code.GATHERS
-        if cheap and not any(_refs(node.params)) and not read_as_array(n):
+        if cheap and not any(refs(node.params)) and not read_as_array(n):
             chosen.add(n)
             wanted.extend(node.args)
     return chosen

@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import _dispatch, _threads
 from .emitter import PARALLEL_WORK, column_reduction, reduce_dims
-from .fusion import POINTWISE, REDUCTIONS, Step, _refs, classify
+from .fusion import POINTWISE, REDUCTIONS, Step, classify, refs
 
 __all__ = ["find_region", "SplitRegion"]
 
@@ -92,12 +92,14 @@ def _link(classes: _DimClasses, nodes, stop: int) -> None:
         if node.kind != "call" or not all(type(s) is int for s in node.shape):
             continue
         name, out = node.op.name, node.shape
-        if name == "matmul" and len(node.args) == 2:
-            a, b = (nodes[i] for i in node.args)
-            if len(a.shape) == 2 and len(b.shape) == 2 and len(out) == 2:
-                classes.union((node.id, 0), (a.id, 0))
-                classes.union((node.id, 1), (b.id, 1))
-                classes.union((a.id, 1), (b.id, 0))
+        product = _product_operands(node, nodes)
+        if product is not None:
+            a, b, transposed, bias = product
+            classes.union((node.id, 0), (a, 0))
+            classes.union((node.id, 1), (b, 0 if transposed else 1))
+            classes.union((a, 1), (b, 1 if transposed else 0))
+            if bias is not None:
+                classes.union((node.id, 1), (bias, 0))
         elif name == "permute":
             for j, d in enumerate(node.params[0]):
                 classes.union((node.id, j), (node.args[0], d % len(out)))
@@ -131,14 +133,26 @@ class _Region:
     kernel_work: int = 0  # elements of its largest kernel that would otherwise run serially
 
 
+def _product_operands(node, nodes):
+    """``(a, b, transposed, bias)`` of a 2-D product node, ``a @ b`` (matmul) or ``a @ b.T +
+    bias`` (linear, bias None or 1-D), as node ids; None for any other node."""
+    name, args = node.op.name if node.kind == "call" else None, node.args
+    if name not in ("matmul", "linear") or len(node.shape) != 2 or len(args) < 2:
+        return None
+    if any(len(nodes[i].shape) != 2 for i in args[:2]) or (name == "matmul" and len(args) != 2):
+        return None
+    return args[0], args[1], name == "linear", args[2] if len(args) > 2 else None
+
+
 def _product_state(node, nodes, axis, extent):
     """``"split"``, ``"partial"`` or None for a 2-D product in the region's class (of size
     ``extent``): split by its rows (``a``'s rows), its columns (``b``'s columns), or its
     contraction."""
-    a, b = node.args
-    if len(node.shape) != 2 or node.dtype.kind != "f" or any(nodes[i].dtype != node.dtype for i in node.args):
+    a, b, transposed, _ = _product_operands(node, nodes)
+    if node.dtype.kind != "f" or any(nodes[i].dtype != node.dtype for i in node.args):
         return None
-    state = (axis.get(node.id), axis.get(a), axis.get(b))
+    b_dim = axis.get(b)
+    state = (axis.get(node.id), axis.get(a), b_dim if b_dim is None or not transposed else 1 - b_dim)
     if state in ((0, 0, None), (1, None, 1)):
         return "split"
     return "partial" if state == (None, 1, 0) and extent >= 2 * _MIN_PARTIAL_DEPTH else None
@@ -201,12 +215,12 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
     inside, after = set(), set()
     for k, step in enumerate(plan):
         node = nodes[step.node]
-        reads = {a for m in [step.node, *step.members] for a in (*nodes[m].args, *_refs(nodes[m].params))}
+        reads = {a for m in [step.node, *step.members] for a in (*nodes[m].args, *refs(nodes[m].params))}
         reads -= {*step.members, step.node}
         blocked = any(a in after or a in region.partial for a in reads) or not all(type(d) is int for d in node.shape)
         state = None
         if not blocked and step.kind == "eager" and node.kind == "call" and _is_cpu(node):
-            if node.op.name == "matmul" and len(node.args) == 2 and all(len(nodes[i].shape) == 2 for i in node.args):
+            if _product_operands(node, nodes) is not None:
                 state = _product_state(node, nodes, axis, extent)
             elif _same_elements(node, nodes) and node.args[0] in inside and axis.get(node.id) is not None:
                 state = "split"
@@ -223,10 +237,10 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
             region.partial.add(step.node)
         if step.kind == "kernel" and prod(node.shape) < PARALLEL_WORK:
             region.kernel_work = max(region.kernel_work, prod(node.shape))
-        if node.op.name == "matmul":
+        if step.kind == "eager" and _product_operands(node, nodes) is not None:
             region.macs += prod(nodes[node.args[0]].shape) * node.shape[1]
             region.products += 1
-            region.traffic += sum(prod(nodes[a].shape) // (2 if a in axis else 1) for a in node.args)
+            region.traffic += sum(prod(nodes[a].shape) // (2 if a in axis else 1) for a in node.args[:2])
             region.traffic += 2 * prod(node.shape) if state == "partial" else 0
     return region
 
@@ -249,7 +263,7 @@ def find_region(graph, plan: list) -> _Region | None:
     candidates = {}
     for step in plan:
         node = nodes[step.node]
-        if step.kind == "eager" and node.kind == "call" and node.op.name == "matmul" and len(node.shape) == 2:
+        if step.kind == "eager" and _product_operands(node, nodes) is not None:
             a = nodes[node.args[0]]
             for key, size in (((node.id, 0), node.shape[0]), ((node.id, 1), node.shape[1]), ((a.id, 1), a.shape[1])):
                 if type(size) is int and size >= 2 * _MIN_SLICE:
@@ -269,10 +283,6 @@ def _blocks(extent: int, threads: int) -> list[tuple[int, int]]:
     """``threads`` ranges covering ``range(extent)``, inner edges at multiples of ``_ALIGN``."""
     edges = [0] + [min(extent, (extent * t // threads) // _ALIGN * _ALIGN) for t in range(1, threads)] + [extent]
     return list(zip(edges, edges[1:]))
-
-
-def _along(array, dim: int, lo: int, hi: int):
-    return array[(slice(None),) * dim + (slice(lo, hi),)]
 
 
 class SplitRegion:
@@ -298,9 +308,8 @@ class SplitRegion:
                 self.views.append((node.id, node.args[0], node.params[0] if node.op.name == "permute" else None))
             else:
                 self.reads |= {a for a in node.args if a not in inside}
-                a, b = node.args
-                run = _partial_product if node.id in region.partial else _split_product
-                self.ops.append(functools.partial(run, node.id, a, b, region.axis))
+                mode = "partial" if node.id in region.partial else ("rows", "columns")[region.axis[node.id]]
+                self.ops.append(_Product(node.id, *_product_operands(node, nodes), mode))
                 if node.id not in region.partial:
                     self.made.append(node)
         self.nodes = inside
@@ -347,15 +356,31 @@ class SplitRegion:
             run(env, leaves)
 
 
-def _split_product(out, a, b, axis, arrays, parts, t, lo, hi) -> None:
-    if axis[out] == 0:
-        np.matmul(_along(arrays[a], 0, lo, hi), arrays[b], out=arrays[out][lo:hi])
-    else:
-        np.matmul(arrays[a], _along(arrays[b], 1, lo, hi), out=arrays[out][:, lo:hi])
+class _Product:
+    """One thread's share of a product ``a @ b`` (``a @ b.T + bias`` when ``transposed``):
+    its ``rows`` or ``columns`` of the output, or its ``partial`` sum over the contraction's
+    slice into the thread's own buffer (the bias added by the first thread only)."""
 
+    def __init__(self, out, a, b, transposed, bias, mode) -> None:
+        self.out, self.a, self.b, self.transposed, self.bias, self.mode = out, a, b, transposed, bias, mode
 
-def _partial_product(out, a, b, axis, arrays, parts, t, lo, hi) -> None:
-    np.matmul(_along(arrays[a], 1, lo, hi), arrays[b][lo:hi], out=parts[out][t])
+    def __call__(self, arrays, parts, t, lo, hi) -> None:
+        a, b = arrays[self.a], arrays[self.b]
+        b = b.T if self.transposed else b
+        bias = None if self.bias is None else arrays[self.bias]
+        if self.mode == "rows":
+            out = arrays[self.out][lo:hi]
+            np.matmul(a[lo:hi], b, out=out)
+        elif self.mode == "columns":
+            out = arrays[self.out][:, lo:hi]
+            np.matmul(a, b[:, lo:hi], out=out)
+            bias = None if bias is None else bias[lo:hi]
+        else:
+            out = parts[self.out][t]
+            np.matmul(a[:, lo:hi], b[lo:hi], out=out)
+            bias = bias if t == 0 else None
+        if bias is not None:
+            out += bias
 
 
 def _run_kernel_slice(kernel, out, inputs, arrays, parts, t, lo, hi) -> None:

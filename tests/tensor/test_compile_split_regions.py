@@ -59,12 +59,13 @@ def slices(monkeypatch):
     return runs
 
 
-def _step(fn, x):
-    for w in (W1, W2):
-        w.grad = None
+def _step(fn, x, params=(W1, W2)):
+    """``fn(x)`` trained one step: the loss and the gradients of ``params``."""
+    for p in params:
+        p.grad = None
     loss = fn(x)
     loss.backward()
-    return loss.detach(), W1.grad, W2.grad
+    return [loss.detach(), *(p.grad for p in params)]
 
 
 def _check_against_eager(compiled, x, rtol=1e-10):
@@ -92,7 +93,7 @@ def test_the_gelu_block_splits_its_hidden_dim_across_threads(two_threads, slices
     forward, backward = regions
     assert len(forward.partials) == 1  # gelu(.) @ W2: each thread sums its half of the hidden dim
     assert not backward.partials  # the three backward products split their outputs
-    kernels = [op.args[0] for region in regions for op in region.ops if op.func is split_region._run_kernel_slice]
+    kernels = [op.args[0] for region in regions for op in region.ops if not isinstance(op, split_region._Product)]
     assert len(kernels) == 2  # GELU and its derivative, each on its slice
     for kernel in kernels:
         assert "range(np.uint64(sz[" in kernel.source and "nogil=True" in kernel.source
@@ -113,6 +114,30 @@ def test_the_split_block_matches_torch(two_threads):
     assert_close(loss, expected.detach().numpy(), rtol=1e-10)
     assert_close(g1, tw1.grad.numpy(), rtol=1e-9, atol=1e-13)
     assert_close(g2, tw2.grad.numpy(), rtol=1e-9, atol=1e-13)
+
+
+@needs_split
+def test_linear_layers_with_biases_split_as_products_do(two_threads, slices):
+    # nn.Linear's op: each thread adds its slice of the first bias, and the first thread the
+    # whole second bias to its partial sum (the others would add it again).
+    b1, b2 = _param(HIDDEN), _param(256)
+
+    def block(x):
+        return (F.linear(F.gelu(F.linear(x, W1.T, b1), approximate="tanh"), W2.T, b2) ** 2).mean()
+
+    compiled = tensor.compile(block)
+    x = _param(256, 256, grad=False)
+    for _ in range(3):
+        slices.clear()
+        got = _step(compiled, x, (W1, W2, b1, b2))
+        expected = _step(block, x, (W1, W2, b1, b2))
+        for g, e in zip(got, expected):
+            assert_close(g, e, rtol=1e-10, atol=1e-13)
+    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    assert len(regions) == 2 and len(regions[0].partials) == 1
+    assert {op.mode for region in regions for op in region.ops if isinstance(op, split_region._Product)} == {
+        "columns", "partial", "rows"
+    }
 
 
 def test_float32_partial_sums_stay_within_rounding(two_threads):
