@@ -169,7 +169,6 @@ def _kernel_splits(graph, step, axis) -> bool:
         return False
     if graph.layouts.get(step.node, tuple(range(len(root.shape)))) != tuple(range(len(root.shape))):
         return False
-
     if any(axis.get(n, 0) is None for m in members for n in (m, *nodes[m].args)):
         return False
     if not all(_indexes_by_loop(nodes[m]) for m in members):
@@ -217,14 +216,16 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
         node = nodes[step.node]
         reads = {a for m in [step.node, *step.members] for a in (*nodes[m].args, *refs(nodes[m].params))}
         reads -= {*step.members, step.node}
-        blocked = any(a in after or a in region.partial for a in reads) or not all(type(d) is int for d in node.shape)
+        blocked = any(a in after or a in region.partial for a in reads)
+        # Dynamic sizes (Note [Dynamic sizes]) are not sliced: the region allocates its buffers.
+        sliceable = not blocked and _is_cpu(node) and all(type(d) is int for d in node.shape)
         state = None
-        if not blocked and step.kind == "eager" and node.kind == "call" and _is_cpu(node):
+        if sliceable and step.kind == "eager" and node.kind == "call":
             if _product_operands(node, nodes) is not None:
                 state = _product_state(node, nodes, axis, extent)
             elif _same_elements(node, nodes) and node.args[0] in inside and axis.get(node.id) is not None:
                 state = "split"
-        elif not blocked and step.kind == "kernel" and _is_cpu(node) and _kernel_splits(graph, step, axis):
+        elif sliceable and step.kind == "kernel" and _kernel_splits(graph, step, axis):
             state = "split"
         if state is None:
             if reads & inside or blocked:

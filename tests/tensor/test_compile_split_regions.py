@@ -249,3 +249,12 @@ def test_an_mlp_with_light_kernels_keeps_its_products_whole(two_threads, slices)
     for _ in range(3):
         compiled(x).backward()
     assert slices == []
+
+
+@needs_split
+def test_dynamic_batch_sizes_stay_correct(two_threads, slices):
+    # Sizes kept symbolic (Note [Dynamic sizes]) are not sliced: the region allocates its
+    # buffers, so it needs their sizes; each new batch size still matches eager.
+    compiled = tensor.compile(gelu_block, dynamic=True)
+    for rows in (256, 320, 288):
+        _check_against_eager(compiled, _param(rows, 256, grad=False))
