@@ -17,8 +17,21 @@ __all__ = [
 ]
 
 
-def _infer_shape(shape, numel: int) -> tuple:
-    shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+def _sizes(op: str, given: tuple, name: str, keyword) -> tuple:
+    """The sizes of a ``*sizes`` op, given as ``2, 3``, as ``(2, 3)`` or by keyword ``name=``
+    (PyTorch's parser takes all three).
+
+    Raises:
+        TypeError: if they are given both ways.
+    """
+    if keyword is not None:
+        if given:
+            raise TypeError(f"{op}() got multiple values for argument '{name}'")
+        return tuple(keyword)
+    return tuple(given[0]) if len(given) == 1 and isinstance(given[0], (tuple, list)) else tuple(given)
+
+
+def _infer_shape(shape: tuple, numel: int) -> tuple:
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
@@ -44,14 +57,15 @@ def _(node, g):
     return (g.reshape(node.input_shapes[0]),)
 
 
-def view(input, *shape):
-    """A view with a new shape (one dim may be -1).
+def view(input, *shape, size=None):
+    """A view with a new shape (one dim may be -1), given as sizes, a tuple or ``size=``.
 
     Raises:
         RuntimeError: if the sizes do not match, or the strides cannot be viewed that way
             (use ``reshape``).
+        TypeError: if the shape is given both positionally and by keyword.
     """
-    shape = _infer_shape(shape, input.numel())
+    shape = _infer_shape(_sizes("view", shape, "size", size), input.numel())
     try:
         return _dispatch.apply_unary(_view, input, (shape,))
     except ValueError:
@@ -61,9 +75,15 @@ def view(input, *shape):
         ) from None
 
 
-def reshape(input, *shape):
-    """Like ``view`` when the strides allow it; otherwise a contiguous copy."""
-    shape = _infer_shape(shape, input.numel())
+def reshape(input, *sizes, shape=None):
+    """Like ``view`` when the strides allow it; otherwise a contiguous copy. The shape is given
+    as sizes, a tuple or ``shape=``.
+
+    Raises:
+        RuntimeError: if the sizes do not match the number of elements.
+        TypeError: if the shape is given both positionally and by keyword.
+    """
+    shape = _infer_shape(_sizes("reshape", sizes, "shape", shape), input.numel())
     if shape == input.shape:
         return view(input, shape)
     try:
@@ -111,14 +131,14 @@ def _(node, g):
     return (g.permute(*inverse),)
 
 
-def permute(input, *dims):
-    """Reorder the dims; a view.
+def permute(input, *order, dims=None):
+    """Reorder the dims (given as dims, a tuple or ``dims=``); a view.
 
     Raises:
         RuntimeError: if ``dims`` is not a permutation of the input's dims.
+        TypeError: if the dims are given both positionally and by keyword.
     """
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
+    dims = _sizes("permute", order, "dims", dims)
     wrapped = tuple(wrap_dim(d, input.ndim) for d in dims)
     if sorted(wrapped) != list(range(input.ndim)):
         raise RuntimeError(
@@ -174,14 +194,14 @@ def _(node, g):
     return (g.sum_to_size(node.input_shapes[0]),)
 
 
-def expand(input, *sizes):
-    """Broadcast to ``sizes`` without copying (-1 keeps a dim); a read-only view.
+def expand(input, *sizes, size=None):
+    """Broadcast to ``sizes`` (or ``size=``) without copying (-1 keeps a dim); a read-only view.
 
     Raises:
         RuntimeError: naming both shapes when they do not broadcast.
+        TypeError: if the sizes are given both positionally and by keyword.
     """
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
+    sizes = _sizes("expand", sizes, "size", size)
     lead = len(sizes) - input.ndim
     if lead < 0:
         raise RuntimeError(
@@ -288,12 +308,18 @@ def narrow(input, dim: int, start: int, length: int):
     return input[index]
 
 
-def split(input, split_size_or_sections, dim: int = 0):
-    """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes.
+def split(input, split_size_or_sections=None, dim: int = 0, *, split_size=None):
+    """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes
+    (``Tensor.split`` names the argument ``split_size``, ``tensor.split`` the other way).
 
     Raises:
         RuntimeError: if explicit sizes do not add up to the dim's size.
+        TypeError: if the sizes are missing or given twice.
     """
+    if (split_size_or_sections is None) == (split_size is None):
+        given = "both" if split_size is not None else "neither"
+        raise TypeError(f"split() takes one of split_size_or_sections and split_size, got {given}")
+    split_size_or_sections = split_size if split_size is not None else split_size_or_sections
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(split_size_or_sections, int):

@@ -6,6 +6,8 @@ Forward values, shapes and dtypes are checked against numpy on every device; gra
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -268,6 +270,13 @@ TORCH_CASES = [
     ("chunk", (5, 2), lambda m, t: t.chunk(3)[-1] * 3),
     ("flatten_movedim", (2, 3, 4), lambda m, t: t.movedim(1, 2).flatten(1) * m.arange(12.0)),
     ("squeeze_unsqueeze", (1, 3, 1), lambda m, t: t.squeeze().unsqueeze(-1).expand(3, 2)),
+    # the sizes by keyword, as PyTorch's parser takes them
+    ("permute_dims_keyword", (2, 3, 4), lambda m, t: t.permute(dims=(2, 0, 1)) * m.arange(4.0).reshape(4, 1, 1)),
+    ("module_permute_dims_keyword", (2, 3, 4), lambda m, t: m.permute(t, dims=(1, 0, 2)) * 2),
+    ("reshape_shape_keyword", (2, 3, 4), lambda m, t: t.reshape(shape=(4, -1)) * m.arange(6.0)),
+    ("view_size_keyword", (2, 3, 4), lambda m, t: t.view(size=[6, 4]) * 3),
+    ("expand_size_keyword", (3, 1), lambda m, t: (t.expand(size=(2, 3, 5)) * 2).sum()),
+    ("split_size_keyword", (5, 2), lambda m, t: t.split(split_size=2)[-1] * 3),
 ]
 
 
@@ -281,3 +290,19 @@ def test_shape_op_matches_torch(torch, name, shape, fn):
     ref.backward(torch.ones_like(ref))
     assert_close(ours.grad, theirs.grad.numpy())
     assert to_numpy(ours.grad).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda t: t.reshape(3, 2, shape=(3, 2)), "reshape() got multiple values for argument 'shape'"),
+        (lambda t: t.permute(1, 0, dims=(1, 0)), "permute() got multiple values for argument 'dims'"),
+        (lambda t: t.view(6, size=(6,)), "view() got multiple values for argument 'size'"),
+        (lambda t: t.expand(2, 3, size=(2, 3)), "expand() got multiple values for argument 'size'"),
+        (lambda t: t.split(), "got neither"),
+        (lambda t: t.split(1, split_size=1), "got both"),
+    ],
+)
+def test_sizes_given_twice_or_not_at_all_raise_type_error(call, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        call(tensor.ones(2, 3))
