@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tensor
+from tensor import _threads
 
 
 def child_pythonpath(root: str) -> str:
@@ -17,6 +18,12 @@ def child_pythonpath(root: str) -> str:
     stand-in's directory under ``DISTRIB_CUPY_STANDIN=1``)."""
     inherited = os.environ.get("PYTHONPATH")
     return os.pathsep.join([root, inherited]) if inherited else root
+
+
+# For tests of our own intra-op splitting (tensor/_threads.py), which BLAS threading replaces.
+needs_split = pytest.mark.skipif(
+    not _threads.splits_matmuls(), reason="numpy's BLAS is not an OpenBLAS we control"
+)
 
 
 def to_numpy(t) -> np.ndarray:

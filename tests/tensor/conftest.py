@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import tensor
+
 
 @pytest.fixture(scope="module")
 def torch_one_thread():
@@ -21,3 +23,12 @@ def torch_one_thread():
         yield torch
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def two_threads():
+    """Two intra-op threads while the test runs (the number before, after it)."""
+    before = tensor.get_num_threads()
+    tensor.set_num_threads(2)
+    yield
+    tensor.set_num_threads(before)

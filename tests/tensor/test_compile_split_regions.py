@@ -14,10 +14,9 @@ import nn.functional as F
 import tensor
 from tensor import _threads
 from tensor._compile import split_region
-from tests.helpers import assert_close
+from tests.helpers import assert_close, needs_split
 
 pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
-needs_split = pytest.mark.skipif(not _threads.splits_matmuls(), reason="numpy's BLAS is not an OpenBLAS we control")
 
 RNG = np.random.default_rng(11)
 HIDDEN = 512
@@ -34,14 +33,6 @@ def gelu_block(x):
     """The benchmark's GELU MLP block, smaller: a hidden dim of 512 between two products, and
     GELU kernels of 256x512 elements (a region needs one of 128k at least)."""
     return ((F.gelu(x @ W1, approximate="tanh") @ W2 + x) ** 2).mean()
-
-
-@pytest.fixture
-def two_threads():
-    threads = tensor.get_num_threads()
-    tensor.set_num_threads(2)
-    yield
-    tensor.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -19,17 +19,9 @@ import pytest
 import tensor
 from tensor import _threads
 from tensor.ops.special import linear
+from tests.helpers import needs_split
 
 RNG = np.random.default_rng(5)
-needs_split = pytest.mark.skipif(not _threads._splitting, reason="numpy's BLAS is not an OpenBLAS we control")
-
-
-@pytest.fixture
-def two_threads():
-    before = tensor.get_num_threads()
-    tensor.set_num_threads(2)
-    yield
-    tensor.set_num_threads(before)
 
 
 def _run(code: str, **env) -> str:
