@@ -224,6 +224,8 @@ def _in_memory_order(loops, dims, order):
 
 
 def reduce_dims(node, ndim):
+    """``(dims, keepdim)`` of a reduction ``node`` over a source of ``ndim`` dims, the dims
+    wrapped to be non-negative."""
     if node.op.name in ("argmin", "argmax"):
         dim, keepdim = node.params
         return {dim % max(ndim, 1)}, keepdim

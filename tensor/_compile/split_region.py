@@ -16,8 +16,9 @@ Note [Split regions]
 
     The dims of a segment's values are grouped into *classes* of dims indexed alike: the
     output and operand dims a pointwise op, a permute, an expand or a product carries
-    through, and the two dims a product contracts. For one class (the one whose region
-    holds the most product work) every step is then *split* (each thread computes the
+    through, and the two dims a product contracts. For one class (``find_region``: the one
+    whose region splits the most product work, if the region is worth a hand-off, see the
+    thresholds below) every step is then *split* (each thread computes the
     slice of its value along that class's dim), *partial* (a product contracting the dim:
     each thread sums its slice of the contraction into a buffer of its own, added up after
     the region), or outside the region. A step reading a partial value, or anything a
@@ -28,6 +29,9 @@ Note [Split regions]
 
     Partial sums add a contraction in another order than one product does: the values
     differ from the unsplit ones by rounding, as BLAS's own blocking differs between sizes.
+    With one thread, or the pool busy, the region's steps run one by one as lowered.
+    ``tensor.compile(options={"split_regions": False})`` (or ``tensor.compile.config``)
+    turns regions off.
 """
 
 from __future__ import annotations
