@@ -20,6 +20,24 @@ def _mlp_block(lib, F):
     return block, x, (w1, w2)
 
 
+def _mlp_stack(lib, F, blocks=4):
+    """Four GELU-tanh MLP blocks of ``_mlp_block``'s sizes, residual: a split region each."""
+    rng = np.random.default_rng(4)
+    x = lib.tensor(rng.standard_normal((256, 512)), dtype=lib.float32)
+    weights = [
+        lib.tensor(rng.standard_normal(shape) * 0.03, dtype=lib.float32).requires_grad_()
+        for _ in range(blocks)
+        for shape in ((512, 1024), (1024, 512))
+    ]
+
+    def stack(x):
+        for w1, w2 in zip(weights[::2], weights[1::2]):
+            x = F.gelu(x @ w1, approximate="tanh") @ w2 + x
+        return (x**2).mean()
+
+    return stack, x, weights
+
+
 def _norm_block(lib, F):
     rng = np.random.default_rng(1)
     x = lib.tensor(rng.standard_normal((512, 1024)), dtype=lib.float32).requires_grad_()
@@ -117,14 +135,20 @@ def _gemm_floor_rows(lib, F, repeat, paired_times):
     ]
 
 
+def _stack_row(lib, F, repeat, paired_times):
+    fn, x, params = _mlp_stack(lib, F)
+    ours, eager = paired_times(_step(lib.compile(fn), x, params), _step(fn, x, params), max(3, repeat // 4))
+    return ("GELU-tanh MLP stack of 4 blocks fwd+bwd (ms)", ours * 1e3, eager * 1e3, "eager", "info")
+
+
 def bench(repeat, paired_times, have_torch):
     """Rows for ``bench.py --only compile_blocks``: the fused blocks, the GELU block's matmul
-    floor and a fused softmax."""
+    floor, a stack of four such blocks and a fused softmax."""
     import tensor  # noqa: PLC0415
     from nn import functional as F  # noqa: PLC0415
 
     return (
         block_rows(repeat, paired_times)
         + _gemm_floor_rows(tensor, F, repeat, paired_times)
-        + [_softmax_row(tensor, F, repeat, paired_times)]
+        + [_stack_row(tensor, F, repeat, paired_times), _softmax_row(tensor, F, repeat, paired_times)]
     )

@@ -75,7 +75,7 @@ def _fused_segment(graph, start, stop, split_regions=True):
             direct.append(_library_call(node, step.node in outputs) or slow)
             reads.append(None if has_ref(node.params) else set(node.args))
     if split_regions:
-        plan, direct, reads = _with_split_region(graph, plan, direct, reads)
+        plan, direct, reads = _with_split_regions(graph, plan, direct, reads)
     direct = _pair_products(graph, plan, direct, reads)
 
     def run(env, leaves):
@@ -86,10 +86,11 @@ def _fused_segment(graph, start, stop, split_regions=True):
     return run
 
 
-def _with_split_region(graph, plan, runners: list, reads: list) -> tuple:
-    """``(plan, runners, reads)`` with the segment's split region, if it has one worth running,
-    as one step (Note [Split regions] in split_region.py): the steps it does not need first,
-    then the region, then the steps that read what it computes."""
+def _with_split_regions(graph, plan, runners: list, reads: list) -> tuple:
+    """``(plan, runners, reads)`` with the segment's split regions worth running, each as one
+    step (Note [Split regions] in split_region.py): the best region's class is chosen first,
+    the steps it does not need move before it and the steps that read what it computes stay
+    after it, and both sides are searched again (one region for each block of an MLP stack)."""
     from . import split_region  # noqa: PLC0415 - it needs the emitter, whose import needs this module's
 
     region = split_region.find_region(graph, plan)
@@ -100,12 +101,14 @@ def _with_split_region(graph, plan, runners: list, reads: list) -> tuple:
     }
     runner = split_region.SplitRegion(graph, plan, region, kernels, [runners[k] for k in region.steps])
     moved = set(region.steps) | set(region.after)
-    before = [k for k in range(len(plan)) if k not in moved]
-    order = [*before, None, *region.after]
+    sides = []
+    for side in ([k for k in range(len(plan)) if k not in moved], region.after):
+        sides.append(_with_split_regions(graph, *([seq[k] for k in side] for seq in (plan, runners, reads))))
+    (plan_before, runners_before, reads_before), (plan_after, runners_after, reads_after) = sides
     return (
-        [split_region.region_step(region, plan) if k is None else plan[k] for k in order],
-        [runner if k is None else runners[k] for k in order],
-        [runner.reads if k is None else reads[k] for k in order],
+        [*plan_before, split_region.region_step(region, plan), *plan_after],
+        [*runners_before, runner, *runners_after],
+        [*reads_before, runner.reads, *reads_after],
     )
 
 

@@ -249,3 +249,28 @@ def test_dynamic_batch_sizes_stay_correct(two_threads, slices):
     compiled = tensor.compile(gelu_block, dynamic=True)
     for rows in (256, 320, 288):
         _check_against_eager(compiled, _param(rows, 256, grad=False))
+
+
+@needs_split
+def test_each_block_of_a_stack_gets_its_own_region(two_threads, slices):
+    # One class per block's hidden dim: the best is taken first, then the steps before and
+    # after it are searched again.
+    w3, w4 = _param(256, HIDDEN), _param(HIDDEN, 256)
+
+    def stack(x):
+        for a, b in ((W1, W2), (w3, w4)):
+            x = F.gelu(x @ a, approximate="tanh") @ b + x
+        return (x**2).mean()
+
+    compiled = tensor.compile(stack)
+    x = _param(256, 256, grad=False)
+    params = (W1, W2, w3, w4)
+    for _ in range(3):
+        slices.clear()
+        for g, e in zip(_step(compiled, x, params), _step(stack, x, params)):
+            assert_close(g, e, rtol=1e-10, atol=1e-13)
+    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    assert len(regions) == 4  # two blocks, forward and backward
+    # Partial sums: each block's forward output, and the second block's input gradient
+    # (``dh @ w3.T`` contracts its hidden dim); the first block's input needs none.
+    assert sum(len(region.partials) for region in regions) == 3
