@@ -15,8 +15,10 @@ Note [Split regions]
     split at all.
 
     The dims of a segment's values are grouped into *classes* of dims indexed alike: the
-    output and operand dims a pointwise op, a permute, an expand or a product carries
-    through, and the two dims a product contracts. For one class (``find_region``: the one
+    output and operand dims a pointwise op, a permute, an expand, a product (``matmul`` or
+    ``linear`` of an input of 2 or more dims by a matrix) or a reshape (its equal leading and
+    trailing sizes: the backward's ``(batch * seq, features)`` views) carries through, and
+    the two dims a product contracts. For one class (``find_region``: the one
     whose region splits the most product work, if the region is worth a hand-off, see the
     thresholds below) every step is then *split* (each thread computes the
     slice of its value along that class's dim), *partial* (a product contracting the dim:
@@ -99,15 +101,20 @@ def _link(classes: _DimClasses, nodes, stop: int) -> None:
         product = _product_operands(node, nodes)
         if product is not None:
             a, b, transposed, bias = product
-            classes.union((node.id, 0), (a, 0))
-            classes.union((node.id, 1), (b, 0 if transposed else 1))
-            classes.union((a, 1), (b, 1 if transposed else 0))
+            last = len(out) - 1
+            for d in range(last):  # the rows, and any batch dims before them
+                classes.union((node.id, d), (a, d))
+            classes.union((node.id, last), (b, 0 if transposed else 1))
+            classes.union((a, last), (b, 1 if transposed else 0))
             if bias is not None:
-                classes.union((node.id, 1), (bias, 0))
+                classes.union((node.id, last), (bias, 0))
         elif name == "permute":
             for j, d in enumerate(node.params[0]):
                 classes.union((node.id, j), (node.args[0], d % len(out)))
-        elif name in POINTWISE or name == "expand" or (name == "view" and nodes[node.args[0]].shape == out):
+        elif name == "view":
+            for d, e in _kept_dims(nodes[node.args[0]].shape, out):
+                classes.union((node.id, e), (node.args[0], d))
+        elif name in POINTWISE or name == "expand":
             for a in node.args:
                 shape = nodes[a].shape
                 for j, size in enumerate(shape):
@@ -138,14 +145,30 @@ class _Region:
 
 
 def _product_operands(node, nodes):
-    """``(a, b, transposed, bias)`` of a 2-D product node, ``a @ b`` (matmul) or ``a @ b.T +
-    bias`` (linear, bias None or 1-D), as node ids; None for any other node."""
+    """``(a, b, transposed, bias)`` of a product of an ``a`` of 2 or more dims by a matrix,
+    ``a @ b`` (matmul) or ``a @ b.T + bias`` (linear, bias None or 1-D), as node ids; None
+    for any other node."""
     name, args = node.op.name if node.kind == "call" else None, node.args
-    if name not in ("matmul", "linear") or len(node.shape) != 2 or len(args) < 2:
+    if name not in ("matmul", "linear") or len(args) < 2 or (name == "matmul" and len(args) != 2):
         return None
-    if any(len(nodes[i].shape) != 2 for i in args[:2]) or (name == "matmul" and len(args) != 2):
+    a, b = nodes[args[0]], nodes[args[1]]
+    if len(b.shape) != 2 or len(a.shape) < 2 or len(node.shape) != len(a.shape):
         return None
     return args[0], args[1], name == "linear", args[2] if len(args) > 2 else None
+
+
+def _kept_dims(source: tuple, shape: tuple) -> list[tuple[int, int]]:
+    """``(source dim, view dim)`` pairs a reshape of ``source`` to ``shape`` keeps: its equal
+    leading and trailing sizes (a C-order reshape keeps ``i // rest`` and ``i % last``)."""
+    kept, lead = [], 0
+    while lead < min(len(source), len(shape)) and source[lead] == shape[lead]:
+        kept.append((lead, lead))
+        lead += 1
+    for back in range(1, min(len(source), len(shape)) - lead + 1):
+        if source[-back] != shape[-back]:
+            break
+        kept.append((len(source) - back, len(shape) - back))
+    return kept
 
 
 def _product_state(node, nodes, axis, extent):
@@ -155,11 +178,12 @@ def _product_state(node, nodes, axis, extent):
     a, b, transposed, _ = _product_operands(node, nodes)
     if node.dtype.kind != "f" or any(nodes[i].dtype != node.dtype for i in node.args):
         return None
-    b_dim = axis.get(b)
-    state = (axis.get(node.id), axis.get(a), b_dim if b_dim is None or not transposed else 1 - b_dim)
-    if state in ((0, 0, None), (1, None, 1)):
+    b_dim, last = axis.get(b), len(node.shape) - 1
+    out, a_dim, b_dim = axis.get(node.id), axis.get(a), b_dim if b_dim is None or not transposed else 1 - b_dim
+    rows = out is not None and out < last and a_dim == out and b_dim is None  # or a batch dim
+    if rows or (out == last and (a_dim, b_dim) == (None, 1)):
         return "split"
-    return "partial" if state == (None, 1, 0) and extent >= 2 * _MIN_PARTIAL_DEPTH else None
+    return "partial" if (out, a_dim, b_dim) == (None, last, 0) and extent >= 2 * _MIN_PARTIAL_DEPTH else None
 
 
 def _kernel_splits(graph, step, axis) -> bool:
@@ -197,11 +221,10 @@ def _indexes_by_loop(node) -> bool:
     return name in POINTWISE or name in REDUCTIONS or name in ("permute", "expand")
 
 
-def _same_elements(node, nodes) -> bool:
-    """Whether ``node`` is a permute of its input, or a view of it in the same shape (the
-    engine's ``g.reshape(-1, n)`` of a 2-D gradient): in a region, a view of the input's array."""
-    name = node.op.name
-    return name == "permute" or (name == "view" and tuple(node.shape) == tuple(nodes[node.args[0]].shape))
+def _is_view_in_region(node, made: set) -> bool:
+    """Whether ``node``, a permute of a region value or a reshape of one the region writes
+    C-contiguous (its own buffers, or reshapes of them), is a view of that value's array."""
+    return node.op.name == "permute" or (node.op.name == "view" and node.args[0] in made)
 
 
 def _plan_class(graph, plan, classes, cls, extent) -> _Region:
@@ -216,6 +239,7 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
             axis[node.id] = None
     region = _Region(extent, [], axis)
     inside, after = set(), set()
+    contiguous = set()  # region values in buffers of their own, C-contiguous, or reshapes of them
     for k, step in enumerate(plan):
         node = nodes[step.node]
         reads = {a for m in [step.node, *step.members] for a in (*nodes[m].args, *refs(nodes[m].params))}
@@ -227,7 +251,7 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
         if sliceable and step.kind == "eager" and node.kind == "call":
             if _product_operands(node, nodes) is not None:
                 state = _product_state(node, nodes, axis, extent)
-            elif _same_elements(node, nodes) and node.args[0] in inside and axis.get(node.id) is not None:
+            elif _is_view_in_region(node, contiguous) and node.args[0] in inside and axis.get(node.id) is not None:
                 state = "split"
         elif sliceable and step.kind == "kernel" and _kernel_splits(graph, step, axis):
             state = "split"
@@ -238,12 +262,14 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
             continue
         inside.add(step.node)
         region.steps.append(k)
+        if node.op.name != "permute":
+            contiguous.add(step.node)
         if state == "partial":
             region.partial.add(step.node)
         if step.kind == "kernel" and prod(node.shape) < PARALLEL_WORK:
             region.kernel_work = max(region.kernel_work, prod(node.shape))
         if step.kind == "eager" and _product_operands(node, nodes) is not None:
-            region.macs += prod(nodes[node.args[0]].shape) * node.shape[1]
+            region.macs += prod(nodes[node.args[0]].shape) * node.shape[-1]
             region.products += 1
             region.traffic += sum(prod(nodes[a].shape) // (2 if a in axis else 1) for a in node.args[:2])
             region.traffic += 2 * prod(node.shape) if state == "partial" else 0
@@ -269,8 +295,9 @@ def find_region(graph, plan: list) -> _Region | None:
     for step in plan:
         node = nodes[step.node]
         if step.kind == "eager" and _product_operands(node, nodes) is not None:
-            a = nodes[node.args[0]]
-            for key, size in (((node.id, 0), node.shape[0]), ((node.id, 1), node.shape[1]), ((a.id, 1), a.shape[1])):
+            a = nodes[node.args[0]]  # the output's dims, and the contraction
+            keys = [((node.id, d), size) for d, size in enumerate(node.shape)]
+            for key, size in [*keys, ((a.id, len(a.shape) - 1), a.shape[-1])]:
                 if type(size) is int and size >= 2 * _MIN_SLICE:
                     candidates[classes.find(key)] = size
     regions = [_plan_class(graph, plan, classes, cls, extent) for cls, extent in candidates.items()]
@@ -310,11 +337,12 @@ class SplitRegion:
                 self.ops.append(functools.partial(_run_kernel_slice, kernel, node.id, kernel.spec.inputs))
                 self.made.append(node)
             elif node.op.name in ("permute", "view"):
-                self.views.append((node.id, node.args[0], node.params[0] if node.op.name == "permute" else None))
+                dims = node.params[0] if node.op.name == "permute" else None
+                self.views.append((node.id, node.args[0], dims, node.shape))
             else:
                 self.reads |= {a for a in node.args if a not in inside}
-                mode = "partial" if node.id in region.partial else ("rows", "columns")[region.axis[node.id]]
-                self.ops.append(_Product(node.id, *_product_operands(node, nodes), mode))
+                mode = None if node.id in region.partial else region.axis[node.id]
+                self.ops.append(_Product(node.id, *_product_operands(node, nodes), mode, len(node.shape)))
                 if node.id not in region.partial:
                     self.made.append(node)
         self.nodes = inside
@@ -332,8 +360,8 @@ class SplitRegion:
         arrays = {n: env[n]._data for n in self.reads}
         for node in self.made:
             arrays[node.id] = np.empty(node.shape, node.dtype)
-        for node_id, source, dims in self.views:
-            arrays[node_id] = arrays[source] if dims is None else arrays[source].transpose(dims)
+        for node_id, source, dims, shape in self.views:  # views, never copies (see _is_view_in_region)
+            arrays[node_id] = arrays[source].reshape(shape) if dims is None else arrays[source].transpose(dims)
         parts = {n: np.empty((threads, *shape), dtype) for n, shape, dtype in self.partials}
         if not self._ready:  # compile the kernels here, not on two threads at once
             self._slice(arrays, parts, 0, (0, 0))
@@ -362,28 +390,38 @@ class SplitRegion:
 
 
 class _Product:
-    """One thread's share of a product ``a @ b`` (``a @ b.T + bias`` when ``transposed``):
-    its ``rows`` or ``columns`` of the output, or its ``partial`` sum over the contraction's
+    """One thread's share of a product ``a @ b`` (``a @ b.T + bias`` when ``transposed``, ``b``
+    a matrix): the slice of the output along its dim ``dim`` (a row or batch dim of ``a``, or
+    the last: ``b``'s columns), or with ``dim`` None its partial sum over the contraction's
     slice into the thread's own buffer (the bias added by the first thread only)."""
 
-    def __init__(self, out, a, b, transposed, bias, mode) -> None:
-        self.out, self.a, self.b, self.transposed, self.bias, self.mode = out, a, b, transposed, bias, mode
+    def __init__(self, out, a, b, transposed, bias, dim, ndim) -> None:
+        self.out, self.a, self.b, self.transposed, self.bias, self.dim = out, a, b, transposed, bias, dim
+        self.ndim = ndim
+
+    @property
+    def mode(self) -> str:
+        """``partial``, ``columns`` (``b``'s) or ``rows`` (of ``a``, or a batch dim before them)."""
+        if self.dim is None:
+            return "partial"
+        return "columns" if self.dim == self.ndim - 1 else "rows"
 
     def __call__(self, arrays, parts, t, lo, hi) -> None:
         a, b = arrays[self.a], arrays[self.b]
         b = b.T if self.transposed else b
         bias = None if self.bias is None else arrays[self.bias]
-        if self.mode == "rows":
-            out = arrays[self.out][lo:hi]
-            np.matmul(a[lo:hi], b, out=out)
-        elif self.mode == "columns":
-            out = arrays[self.out][:, lo:hi]
+        if self.dim is None:
+            out = parts[self.out][t]
+            np.matmul(a[..., lo:hi], b[lo:hi], out=out)
+            bias = bias if t == 0 else None
+        elif self.dim == self.ndim - 1:
+            out = arrays[self.out][..., lo:hi]
             np.matmul(a, b[:, lo:hi], out=out)
             bias = None if bias is None else bias[lo:hi]
         else:
-            out = parts[self.out][t]
-            np.matmul(a[:, lo:hi], b[lo:hi], out=out)
-            bias = bias if t == 0 else None
+            rows = (slice(None),) * self.dim + (slice(lo, hi),)
+            out = arrays[self.out][rows]
+            np.matmul(a[rows], b, out=out)
         if bias is not None:
             out += bias
 

@@ -274,3 +274,45 @@ def test_each_block_of_a_stack_gets_its_own_region(two_threads, slices):
     # Partial sums: each block's forward output, and the second block's input gradient
     # (``dh @ w3.T`` contracts its hidden dim); the first block's input needs none.
     assert sum(len(region.partials) for region in regions) == 3
+
+
+@needs_split
+def test_a_transformer_feed_forward_on_3d_inputs_splits(two_threads, slices):
+    # (batch, seq, features) through nn.Linear's op: the products take a of 3 dims, and the
+    # backward's reshapes to (batch * seq, features) keep the hidden dim (_kept_dims).
+    b1, b2 = _param(HIDDEN), _param(256)
+
+    def feed_forward(x):
+        return (F.linear(F.gelu(F.linear(x, W1.T, b1)), W2.T, b2) ** 2).mean()
+
+    compiled = tensor.compile(feed_forward)
+    x = _param(4, 64, 256, grad=False)
+    params = (W1, W2, b1, b2)
+    for _ in range(3):
+        slices.clear()
+        for g, e in zip(_step(compiled, x, params), _step(feed_forward, x, params)):
+            assert_close(g, e, rtol=1e-10, atol=1e-13)
+    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    assert len(regions) == 2
+    assert all(region.region.extent == HIDDEN for region in regions)
+    forward, backward = regions
+    assert [op.mode for op in forward.ops if isinstance(op, split_region._Product)] == ["columns", "partial"]
+    assert sum(isinstance(op, split_region._Product) for op in backward.ops) == 3  # w2's and w1's grads, dh
+
+
+@pytest.mark.parametrize(
+    ("source", "shape", "kept"),
+    [
+        ((8, 64, 1024), (512, 1024), [(2, 1)]),
+        ((512, 1024), (8, 64, 1024), [(1, 2)]),
+        ((4, 6, 5), (4, 30), [(0, 0)]),
+        ((2, 3, 4), (3, 2, 4), [(2, 2)]),
+        ((2, 3), (2, 3), [(0, 0), (1, 1)]),
+        ((6,), (2, 3), []),
+    ],
+)
+def test_reshapes_keep_their_equal_leading_and_trailing_dims(source, shape, kept):
+    assert split_region._kept_dims(source, shape) == kept
+    for d, e in kept:  # each element's index along a kept dim is the same in both
+        index = np.indices(source)[d].reshape(-1)
+        assert np.array_equal(index, np.indices(shape)[e].reshape(-1))
