@@ -92,10 +92,15 @@ class _DimClasses:
         return [d for d in range(len(node.shape)) if self.find((node.id, d)) == cls]
 
 
+def _sized(node) -> bool:
+    """Whether every size of ``node`` is a number (not symbolic: Note [Dynamic sizes])."""
+    return all(type(s) is int for s in node.shape)
+
+
 def _link(classes: _DimClasses, nodes, stop: int) -> None:
     """Group the dims of ``nodes[:stop]`` that their ops index alike."""
     for node in nodes[:stop]:
-        if node.kind != "call" or not all(type(s) is int for s in node.shape):
+        if node.kind != "call" or not _sized(node):
             continue
         name, out = node.op.name, node.shape
         product = _product_operands(node, nodes)
@@ -111,12 +116,12 @@ def _link(classes: _DimClasses, nodes, stop: int) -> None:
         elif name == "permute":
             for j, d in enumerate(node.params[0]):
                 classes.union((node.id, j), (node.args[0], d % len(out)))
-        elif name == "view":
+        elif name == "view" and _sized(nodes[node.args[0]]):
             for d, e in _kept_dims(nodes[node.args[0]].shape, out):
                 classes.union((node.id, e), (node.args[0], d))
         elif name in POINTWISE or name == "expand":
             for a in node.args:
-                shape = nodes[a].shape
+                shape = nodes[a].shape if _sized(nodes[a]) else ()
                 for j, size in enumerate(shape):
                     if size != 1 and size == out[len(out) - len(shape) + j]:
                         classes.union((node.id, len(out) - len(shape) + j), (a, j))
@@ -246,7 +251,7 @@ def _plan_class(graph, plan, classes, cls, extent) -> _Region:
         reads -= {*step.members, step.node}
         blocked = any(a in after or a in region.partial for a in reads)
         # Dynamic sizes (Note [Dynamic sizes]) are not sliced: the region allocates its buffers.
-        sliceable = not blocked and _is_cpu(node) and all(type(d) is int for d in node.shape)
+        sliceable = not blocked and _is_cpu(node) and _sized(node)
         state = None
         if sliceable and step.kind == "eager" and node.kind == "call":
             if _product_operands(node, nodes) is not None:
