@@ -59,6 +59,18 @@ def _step(fn, x, params=(W1, W2)):
     return [loss.detach(), *(p.grad for p in params)]
 
 
+def _regions_of_training(fn, x, params, slices, steps=3):
+    """Train ``fn`` compiled for ``steps`` steps (the capture, the joint graph's build, then
+    replays), each step's loss and gradients checked against eager; the regions the last step
+    ran, in order."""
+    compiled = tensor.compile(fn)
+    for _ in range(steps):
+        slices.clear()
+        for g, e in zip(_step(compiled, x, params), _step(fn, x, params)):
+            assert_close(g, e, rtol=1e-10, atol=1e-13)
+    return list(dict.fromkeys(region for region, _, _ in slices))
+
+
 def _check_against_eager(compiled, x, rtol=1e-10):
     got = _step(compiled, x)
     expected = _step(gelu_block, x)
@@ -116,15 +128,7 @@ def test_linear_layers_with_biases_split_as_products_do(two_threads, slices):
     def block(x):
         return (F.linear(F.gelu(F.linear(x, W1.T, b1), approximate="tanh"), W2.T, b2) ** 2).mean()
 
-    compiled = tensor.compile(block)
-    x = _param(256, 256, grad=False)
-    for _ in range(3):
-        slices.clear()
-        got = _step(compiled, x, (W1, W2, b1, b2))
-        expected = _step(block, x, (W1, W2, b1, b2))
-        for g, e in zip(got, expected):
-            assert_close(g, e, rtol=1e-10, atol=1e-13)
-    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    regions = _regions_of_training(block, _param(256, 256, grad=False), (W1, W2, b1, b2), slices)
     assert len(regions) == 2 and len(regions[0].partials) == 1
     assert {op.mode for region in regions for op in region.ops if isinstance(op, split_region._Product)} == {
         "columns", "partial", "rows"
@@ -262,14 +266,7 @@ def test_each_block_of_a_stack_gets_its_own_region(two_threads, slices):
             x = F.gelu(x @ a, approximate="tanh") @ b + x
         return (x**2).mean()
 
-    compiled = tensor.compile(stack)
-    x = _param(256, 256, grad=False)
-    params = (W1, W2, w3, w4)
-    for _ in range(3):
-        slices.clear()
-        for g, e in zip(_step(compiled, x, params), _step(stack, x, params)):
-            assert_close(g, e, rtol=1e-10, atol=1e-13)
-    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    regions = _regions_of_training(stack, _param(256, 256, grad=False), (W1, W2, w3, w4), slices)
     assert len(regions) == 4  # two blocks, forward and backward
     # Partial sums: each block's forward output, and the second block's input gradient
     # (``dh @ w3.T`` contracts its hidden dim); the first block's input needs none.
@@ -285,14 +282,7 @@ def test_a_transformer_feed_forward_on_3d_inputs_splits(two_threads, slices):
     def feed_forward(x):
         return (F.linear(F.gelu(F.linear(x, W1.T, b1)), W2.T, b2) ** 2).mean()
 
-    compiled = tensor.compile(feed_forward)
-    x = _param(4, 64, 256, grad=False)
-    params = (W1, W2, b1, b2)
-    for _ in range(3):
-        slices.clear()
-        for g, e in zip(_step(compiled, x, params), _step(feed_forward, x, params)):
-            assert_close(g, e, rtol=1e-10, atol=1e-13)
-    regions = list(dict.fromkeys(region for region, _, _ in slices))
+    regions = _regions_of_training(feed_forward, _param(4, 64, 256, grad=False), (W1, W2, b1, b2), slices)
     assert len(regions) == 2
     assert all(region.region.extent == HIDDEN for region in regions)
     forward, backward = regions
