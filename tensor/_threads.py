@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 __all__ = [
-    "matmul", "matmul_pair", "parallel_for", "run_parallel", "splits_matmuls", "set_num_threads", "get_num_threads",
+    "blocks", "matmul", "matmul_pair", "parallel_for", "run_parallel", "splits_matmuls", "set_num_threads",
+    "get_num_threads",
 ]
 
 # Below this many multiply-adds a product is faster on one thread than the hand-off costs.
@@ -151,8 +152,10 @@ def set_num_threads(num: int) -> None:
             _pool = None
 
 
-def _blocks(size: int, parts: int) -> list[slice]:
-    edges = [size * i // parts for i in range(parts + 1)]
+def blocks(size: int, parts: int, align: int = 1) -> list[slice]:
+    """``parts`` consecutive slices covering ``range(size)``, as equal as the inner edges allow
+    when they fall on multiples of ``align``."""
+    edges = [0, *(size * i // parts // align * align for i in range(1, parts)), size]
     return [slice(lo, hi) for lo, hi in zip(edges, edges[1:])]
 
 
@@ -194,7 +197,7 @@ def parallel_for(size: int, work: int, body: Callable[[slice], object]) -> None:
     range. The blocks must be independent. Raises what ``body`` raises."""
     threads = min(_num_threads, size)
     if (threads < 2 or work < _MIN_SPLIT_ELEMENTS
-            or not run_parallel([functools.partial(body, block) for block in _blocks(size, threads)])):
+            or not run_parallel([functools.partial(body, block) for block in blocks(size, threads)])):
         body(slice(0, size))
 
 
@@ -235,11 +238,11 @@ def _plan(a, b, threads):
         if (b.ndim != 2 and a.shape[:-2] != b.shape[:-2]) or a.shape[0] < threads:
             return None, None
         out = np.empty(a.shape[:-1] + b.shape[-1:], dtype=a.dtype)
-        return [(a[i], b if b.ndim == 2 else b[i], out[i]) for i in _blocks(a.shape[0], threads)], out
+        return [(a[i], b if b.ndim == 2 else b[i], out[i]) for i in blocks(a.shape[0], threads)], out
     m, n = a.shape[0], b.shape[1]
     out = np.empty((m, n), dtype=a.dtype)
     if m >= _ROW_BLOCK * threads or (n < _COLUMN_BLOCK * threads and m >= _MIN_BLOCK * threads):
-        return [(a[rows], b, out[rows]) for rows in _blocks(m, threads)], out
+        return [(a[rows], b, out[rows]) for rows in blocks(m, threads)], out
     if n >= _COLUMN_BLOCK * threads:
-        return [(a, b[:, cols], out[:, cols]) for cols in _blocks(n, threads)], out
+        return [(a, b[:, cols], out[:, cols]) for cols in blocks(n, threads)], out
     return None, None

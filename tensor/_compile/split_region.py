@@ -317,9 +317,8 @@ def find_region(graph, plan: list) -> _Region | None:
 
 
 def _blocks(extent: int, threads: int) -> list[tuple[int, int]]:
-    """``threads`` ranges covering ``range(extent)``, inner edges at multiples of ``_ALIGN``."""
-    edges = [0] + [min(extent, (extent * t // threads) // _ALIGN * _ALIGN) for t in range(1, threads)] + [extent]
-    return list(zip(edges, edges[1:]))
+    """``threads`` ranges ``(lo, hi)`` covering ``range(extent)``, inner edges at multiples of ``_ALIGN``."""
+    return [(block.start, block.stop) for block in _threads.blocks(extent, threads, _ALIGN)]
 
 
 class SplitRegion:

@@ -13,7 +13,7 @@ from .. import _dispatch, _dtype
 from .indexing import index_select
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
-from .shape import cat, expand, movedim, reshape, stack
+from .shape import cat, expand, movedim, reshape, stack, unpacked
 
 __all__ = [
     "tril",
@@ -159,17 +159,13 @@ def rot90(input, k: int = 1, dims=(0, 1)):
     return input.clone()
 
 
-def _sizes(sizes):
-    return tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
-
-
 def repeat(input, *sizes):
     """Tile the input ``sizes[i]`` times along dim ``i`` (new leading dims allowed).
 
     Raises:
         RuntimeError: if fewer sizes than dims are given.
     """
-    sizes = _sizes(sizes)
+    sizes = unpacked(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of "
@@ -267,7 +263,7 @@ def broadcast_shapes(*shapes):
 
 def meshgrid(*tensors, indexing: str = "ij"):
     """Coordinate grids from 1-d tensors (``indexing='ij'`` or ``'xy'``), as expanded views."""
-    tensors = _sizes(tensors)
+    tensors = unpacked(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     shape = tuple(t.numel() for t in tensors)

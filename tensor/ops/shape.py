@@ -17,6 +17,11 @@ __all__ = [
 ]
 
 
+def unpacked(given: tuple) -> tuple:
+    """The items of a ``*items`` argument given as ``2, 3`` or as one sequence ``(2, 3)``."""
+    return tuple(given[0]) if len(given) == 1 and isinstance(given[0], (tuple, list)) else tuple(given)
+
+
 def _sizes(op: str, given: tuple, name: str, keyword) -> tuple:
     """The sizes of a ``*sizes`` op, given as ``2, 3``, as ``(2, 3)`` or by keyword ``name=``
     (PyTorch's parser takes all three).
@@ -28,7 +33,7 @@ def _sizes(op: str, given: tuple, name: str, keyword) -> tuple:
         if given:
             raise TypeError(f"{op}() got multiple values for argument '{name}'")
         return tuple(keyword)
-    return tuple(given[0]) if len(given) == 1 and isinstance(given[0], (tuple, list)) else tuple(given)
+    return unpacked(given)
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
