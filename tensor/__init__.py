@@ -73,7 +73,7 @@ from ._torch_misc import (
     unsafe_split_with_sizes,
 )
 from . import _legacy_classes  # builds on _torch_misc.Size
-from . import _numpy_names, _tensor_methods
+from . import _numpy_names, _out_arg, _tensor_methods
 from ._typeinfo import finfo, iinfo
 from ._runtime_flags import (
     are_deterministic_algorithms_enabled, channels_last, channels_last_3d, contiguous_format,
@@ -142,6 +142,7 @@ globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
 _tensor_methods.install()  # torch.Tensor methods built from the functions above
 _numpy_names.install(globals(), [n for n in list(globals()) if not n.startswith("_")], Tensor)  # axis=, keepdims=
+_out_arg.install(globals())  # out=
 
 # ``tensor.autograd``, ``tensor.nn``, ``tensor.optim``, ``tensor.distributed``, ``tensor.hub``,
 # ``tensor.multiprocessing``, ``tensor.utils.data``: the higher layers, and ``tensor.conv2d`` & co. (nn.functional's

@@ -89,6 +89,20 @@ ALIASES = {
     "long": int64, "int": int32, "short": int16, "bool": bool_,
     "cfloat": complex64, "cdouble": complex128,
 }
+# PyTorch's C++ names of the dtypes (c10::ScalarType), which its error messages use.
+_SCALAR_TYPE_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
+    "float16": "Half", "bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+}
+
+
+def scalar_type_name(d: dtype) -> str:
+    """PyTorch's C++ name of ``d`` (``Float`` for float32), as its error messages say it."""
+    return _SCALAR_TYPE_NAMES[d.name]
+
+
 # The complex dtype whose parts are each float dtype (PyTorch's toComplexType), and back.
 _COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128}
 _REAL_OF = {complex64: float32, complex128: float64}

@@ -22,27 +22,42 @@ __all__ = ["install"]
 _ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
 
 
-def _accepting_numpy_names(fn):
-    """``fn``, or a wrapper of it taking ``axis``/``keepdims`` for its ``dim``/``keepdim``."""
+def renames_of(fn) -> tuple:
+    """``(numpy_name, name)`` pairs for the ``dim``/``keepdim`` parameters ``fn`` has without the
+    NumPy spelling (empty for a builtin without a signature)."""
     try:
         params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # a builtin without a signature
-        return fn
-    renames = tuple((alias, name) for alias, name in _ALIASES if name in params and alias not in params)
+    except (TypeError, ValueError):
+        return ()
+    return tuple((alias, name) for alias, name in _ALIASES if name in params and alias not in params)
+
+
+def rename(fn_name: str, kwargs: dict, renames: tuple) -> None:
+    """Rename NumPy's keywords in ``kwargs`` to PyTorch's.
+
+    Raises:
+        TypeError: when both spellings are given.
+    """
+    for alias, name in renames:
+        if alias in kwargs:
+            if name in kwargs:
+                raise TypeError(f"{fn_name}() got multiple values for argument '{name}'")
+            kwargs[name] = kwargs.pop(alias)
+
+
+def _accepting_numpy_names(fn):
+    """``fn``, or a wrapper of it taking ``axis``/``keepdims`` for its ``dim``/``keepdim``."""
+    renames = renames_of(fn)
     if not renames:
         return fn
 
     @functools.wraps(fn)
     def accepting(*args, **kwargs):
         if kwargs:
-            for alias, name in renames:
-                if alias in kwargs:
-                    if name in kwargs:
-                        raise TypeError(f"{fn.__name__}() got multiple values for argument '{name}'")
-                    kwargs[name] = kwargs.pop(alias)
+            rename(fn.__name__, kwargs, renames)
         return fn(*args, **kwargs)
 
-    accepting.__numpy_names__ = True
+    accepting.__numpy_names__ = renames
     return accepting
 
 

@@ -491,7 +491,10 @@ class Tensor(TensorBase):
     __abs__ = ops.abs
 
     def __invert__(self):
-        return ops.logical_not(self) if self._data.dtype.kind == "b" else ops.bitwise_not(self)
+        kind = self._data.dtype.kind
+        if kind in "fcV":
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        return ops.logical_not(self) if kind == "b" else ops.bitwise_not(self)
 
     __and__ = ops.bitwise_and
     __or__ = ops.bitwise_or

@@ -53,13 +53,10 @@ def float_power_(self, exponent):
     if self.dtype not in (_dtype.float64, _dtype.complex128):
         wanted = "ComplexDouble" if self.is_complex() or (_dispatch.is_tensor(exponent) and exponent.is_complex()) \
             else "Double"
-        raise RuntimeError(f"the base given to float_power_ has dtype {_legacy_name(self.dtype)} but the operation's "
+        base = _dtype.scalar_type_name(self.dtype)
+        raise RuntimeError(f"the base given to float_power_ has dtype {base} but the operation's "
                            f"result requires dtype {wanted}")
     return _inplace.commit(self, ops.float_power, (exponent,), {})
-
-
-def _legacy_name(dtype) -> str:
-    return {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16"}.get(dtype.name, dtype.name)
 
 
 # ---------------------------------------------------------------- in-place view ops

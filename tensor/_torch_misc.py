@@ -9,7 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _creation, _dtype, linalg, ops
+from . import _creation, _dispatch, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
 from ._factory import layout, strided  # noqa: F401 - tensor.layout, tensor.strided
 from ._tensor import Tensor
@@ -102,26 +102,43 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None, requires_
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor of ``size``. Its strides are the contiguous ones: ``stride`` is
-    checked for length only (arrays here are allocated contiguous).
+    """An uninitialised tensor of ``size`` with the given ``stride`` (in elements), in new storage
+    of just the elements those strides reach.
 
     Raises:
-        RuntimeError: when ``stride`` and ``size`` differ in length.
+        RuntimeError: when ``stride`` and ``size`` differ in length, or for negative sizes or
+            strides (PyTorch's messages).
     """
-    if len(stride) != len(size):
-        raise RuntimeError(f"mismatch in length of strides ({len(stride)}) and shape ({len(size)})")
-    return _creation.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _in_new_storage(size, stride, dtype, device, requires_grad)
 
 
 def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """An uninitialised tensor of ``size`` (contiguous: the physical layout is not modelled here).
+    """An uninitialised tensor of ``size`` whose dims lie in memory in the order
+    ``physical_layout`` gives, outermost first (``(0, 2, 3, 1)``: channels last).
 
     Raises:
         RuntimeError: when ``physical_layout`` is not a permutation of the dims.
     """
+    size = tuple(int(n) for n in size)
     if sorted(physical_layout) != list(builtins.range(len(size))):
         raise RuntimeError(f"physical_layout {list(physical_layout)} is not a permutation of {len(size)} dims")
-    return _creation.empty(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    stride, step = [0] * len(size), 1
+    for dim in reversed(physical_layout):
+        stride[dim], step = step, step * max(size[dim], 1)
+    return _in_new_storage(size, stride, dtype, device, requires_grad)
+
+
+def _in_new_storage(size, stride, dtype, device, requires_grad: bool) -> Tensor:
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    if len(stride) != len(size):
+        raise RuntimeError(
+            f"dimensionality of sizes ({len(size)}) must match dimensionality of strides ({len(stride)})"
+        )
+    reach = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    storage = _creation.empty(max(reach, 0), dtype=dtype, device=device)  # negative: as_strided raises
+    view = ops.as_strided(storage, size, stride, 0)  # checks the strides and sizes
+    result = _dispatch.make(view._data, view._device)  # a tensor of its own, not a view
+    return result.requires_grad_() if requires_grad else result
 
 
 def get_device(input: Tensor) -> int:

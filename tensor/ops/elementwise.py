@@ -417,15 +417,31 @@ def clamp(input, min=None, max=None):
 # ---------------------------------------------------------------- comparisons and logic
 
 
-def _no_grad_binary(name, ufunc_name, result):
+def check_integral(kernel_name: str, array) -> None:
+    """Raise PyTorch's ``NotImplementedError`` for an integer-only kernel (bitwise ops, shifts,
+    ``gcd``) given a floating or complex array (its inputs' promoted dtype)."""
+    if array.dtype.kind in "fcV":
+        type_name = _dtype.scalar_type_name(_dtype.from_numpy_dtype(array.dtype))
+        raise NotImplementedError(f'"{kernel_name}" not implemented for \'{type_name}\'')
+
+
+def _no_grad_binary(name, ufunc_name, result, integral=False):
     """The public function ``name``: the xp ufunc ``ufunc_name`` on two broadcast inputs, as a
-    non-differentiable op whose output is ``result`` (said in its docstring)."""
+    non-differentiable op whose output is ``result`` (said in its docstring); with ``integral``,
+    of integer or bool inputs only (``NotImplementedError`` otherwise, as in PyTorch)."""
     def kernel(xp, a, b):
+        if integral:
+            check_integral(name, a)
         ufunc = getattr(xp, ufunc_name)
         return ufunc(a, b) if a.dtype.kind != "V" else _backend.in_float32(ufunc, a, b)
 
     op = defop(name, differentiable=False)(kernel)
     return public(_dispatch.binary_function(op), name, f"Elementwise ``{ufunc_name}``; returns {result}.")
+
+
+def _invert(xp, a):
+    check_integral("bitwise_not", a)
+    return xp.invert(a)
 
 
 _BOOL = "a bool tensor"
@@ -439,11 +455,12 @@ ge = _no_grad_binary("ge", "greater_equal", _BOOL)
 logical_and = _no_grad_binary("logical_and", "logical_and", _BOOL)
 logical_or = _no_grad_binary("logical_or", "logical_or", _BOOL)
 logical_xor = _no_grad_binary("logical_xor", "logical_xor", _BOOL)
-bitwise_and = _no_grad_binary("bitwise_and", "bitwise_and", _BITS)
-bitwise_or = _no_grad_binary("bitwise_or", "bitwise_or", _BITS)
-bitwise_xor = _no_grad_binary("bitwise_xor", "bitwise_xor", _BITS)
+bitwise_and = _no_grad_binary("bitwise_and", "bitwise_and", _BITS, integral=True)
+bitwise_or = _no_grad_binary("bitwise_or", "bitwise_or", _BITS, integral=True)
+bitwise_xor = _no_grad_binary("bitwise_xor", "bitwise_xor", _BITS, integral=True)
 logical_not = _unary("logical_not", lambda xp, a: xp.logical_not(a), floats_only=False)
-bitwise_not = _unary("bitwise_not", lambda xp, a: xp.invert(a), floats_only=False)
+
+bitwise_not = _unary("bitwise_not", _invert, floats_only=False)
 isnan = _unary("isnan", lambda xp, a: xp.isnan(a), floats_only=False)
 isinf = _unary("isinf", lambda xp, a: xp.isinf(a), floats_only=False)
 isfinite = _unary("isfinite", lambda xp, a: xp.isfinite(a), floats_only=False)

@@ -335,18 +335,22 @@ def _integer_binary(name, kernel):
 
 
 def _gcd_kernel(xp, a, b):
+    _ew.check_integral("gcd", a)
     return xp.gcd(a, b)
 
 
 def _lcm_kernel(xp, a, b):
+    _ew.check_integral("lcm", a)
     return xp.lcm(a, b)
 
 
 def _left_shift_kernel(xp, a, b):
+    _ew.check_integral("lshift", a)
     return xp.left_shift(a, b)
 
 
 def _right_shift_kernel(xp, a, b):
+    _ew.check_integral("rshift", a)
     return xp.right_shift(a, b)
 
 

@@ -340,3 +340,44 @@ def test_bool_subtraction_raises_like_torch(device, expr, msg):
 def test_binary_op_rejects_non_numbers(device):
     with pytest.raises(TypeError, match=r"add\(\): expected a Tensor or a Python number .* got str"):
         tensor.ones(2, device=device) + "a"
+
+
+# Integer-only ops on floating or complex inputs: PyTorch's NotImplementedError, or TypeError for
+# ``~``; (name, call, error, also on complex: torch raises another error type for the others).
+INTEGRAL_ONLY = [
+    ("bitwise_and", lambda m, x: m.bitwise_and(x, x), NotImplementedError, True),
+    ("and_operator", lambda m, x: x & x, NotImplementedError, True),
+    ("bitwise_or", lambda m, x: m.bitwise_or(x, x), NotImplementedError, True),
+    ("bitwise_xor", lambda m, x: x ^ x, NotImplementedError, True),
+    ("bitwise_not", lambda m, x: m.bitwise_not(x), NotImplementedError, True),
+    ("invert_operator", lambda m, x: ~x, TypeError, True),
+    ("lshift", lambda m, x: m.bitwise_left_shift(x, 1), NotImplementedError, False),
+    ("rshift", lambda m, x: m.bitwise_right_shift(x, 1), NotImplementedError, False),
+    ("gcd", lambda m, x: m.gcd(x, x), NotImplementedError, False),
+    ("lcm", lambda m, x: m.lcm(x, x), NotImplementedError, False),
+    ("int_and_float", lambda m, x: m.bitwise_and(m.tensor([3, 5]), x), NotImplementedError, False),
+]
+INTEGRAL_CASES = [
+    (name, call, error, dtype)
+    for name, call, error, complex_too in INTEGRAL_ONLY
+    for dtype in ("float32", "float64", *(("complex64",) if complex_too else ()))
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "error", "dtype"), INTEGRAL_CASES, ids=[f"{c[0]}-{c[3]}" for c in INTEGRAL_CASES]
+)
+def test_integer_only_ops_refuse_floats_as_torch_does(torch, name, call, error, dtype):
+    with pytest.raises(error, match="not implemented for|only implemented on integer"):
+        call(tensor, tensor.tensor([1.5, 2.5], dtype=getattr(tensor, dtype)))
+    with pytest.raises(error):
+        call(torch, torch.tensor([1.5, 2.5], dtype=getattr(torch, dtype)))
+
+
+def test_integer_only_ops_still_take_integers_and_bools(torch):
+    def results(m):
+        i, b = m.tensor([3, 5, 12]), m.tensor([True, False, True])
+        return [i & 6, i | 1, i ^ 5, ~i, ~b, m.gcd(i, m.tensor([6, 10, 8])), m.bitwise_left_shift(i, 2)]
+
+    for ours, theirs in zip(results(tensor), results(torch)):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -54,7 +54,7 @@ def test_both_spellings_at_once_raise_type_error():
 def test_wrapped_functions_keep_their_names_and_docs():
     assert tensor.sum.__name__ == "sum" and tensor.sum.__doc__ == tensor.ops.sum.__doc__
     assert tensor.Tensor.mean.__name__ == "mean"
-    assert tensor.add is tensor.ops.add  # no dim: left as it is
+    assert tensor.flatten is tensor.ops.flatten  # no dim (and no out=): left as it is
 
 
 def test_nn_functional_takes_only_dim_as_torch_does():

@@ -168,7 +168,7 @@ def test_small_torch_functions_match_torch(torch):
     assert tensor.Size(x.shape) == x.shape and tensor.Size((2, 3)).numel() == torch.Size((2, 3)).numel()
     assert tensor.get_device(x) == torch.get_device(torch.ones(1)) == -1
     assert [p.shape for p in tensor.split_with_sizes(tensor.ones(5), [2, 3])] == [(2,), (3,)]
-    with pytest.raises(RuntimeError, match="mismatch in length of strides"):
+    with pytest.raises(RuntimeError, match="dimensionality of sizes"):
         tensor.empty_strided((2, 3), (1,))
     tensor.set_float32_matmul_precision("high")
     assert tensor.get_float32_matmul_precision() == "high"
@@ -231,3 +231,32 @@ def test_kaiser_window_and_constant_pad_nd_match_torch(torch, length, periodic, 
     np.testing.assert_array_equal(
         tensor.constant_pad_nd(x, pad, beta).numpy(), torch.constant_pad_nd(tx, pad, beta).numpy()
     )
+
+
+# (size, stride) for empty_strided, (size, physical_layout) for empty_permuted
+STRIDED = [((2, 3), (1, 2)), ((2, 3, 4), (12, 1, 3)), ((0, 3), (3, 1)), ((4,), (2,)), ((2, 2), (0, 1)), ((), ())]
+PERMUTED = [((2, 3, 4, 5), (0, 2, 3, 1)), ((3, 4), (1, 0)), ((2, 0, 3), (2, 0, 1)), ((5,), (0,))]
+
+
+@pytest.mark.parametrize(("size", "stride"), STRIDED, ids=str)
+def test_empty_strided_has_torchs_strides(torch, size, stride):
+    ours, theirs = tensor.empty_strided(size, stride), torch.empty_strided(size, stride)
+    assert (ours.shape, ours.stride()) == (tuple(theirs.shape), theirs.stride())
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    if 0 not in stride:  # no element shares memory with another: writable, and each keeps its value
+        ours.copy_(tensor.arange(ours.numel(), dtype=tensor.float32).reshape(size))
+        assert ours.reshape(-1).tolist() == list(range(ours.numel()))
+
+
+@pytest.mark.parametrize(("size", "layout"), PERMUTED, ids=str)
+def test_empty_permuted_lays_out_dims_as_torch_does(torch, size, layout):
+    ours, theirs = tensor.empty_permuted(size, layout), torch.empty_permuted(size, layout)
+    assert (ours.shape, ours.stride()) == (tuple(theirs.shape), theirs.stride())
+
+
+def test_empty_strided_errors_and_requires_grad(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(RuntimeError):
+            lib.empty_strided((2,), (-1,))
+        t = lib.empty_strided((2, 2), (1, 2), requires_grad=True, dtype=lib.float64)
+        assert t.requires_grad and t.is_leaf and t.dtype == lib.float64
