@@ -2,11 +2,12 @@
 
 Note [out= arguments]
     ``torch.add(a, b, out=c)`` writes the result into ``c`` and returns ``c``; ported code uses
-    it to reuse buffers. ``install`` wraps each function of ``tensor`` whose PyTorch
-    counterpart takes ``out`` (``OUT_FUNCTIONS``: the names in torch 2.13's
-    ``_VariableFunctions.pyi`` and Python functions with an ``out`` parameter, that
-    ``tensor`` has too; ``tests/tensor/test_out_arg.py`` keeps the list equal to torch's).
-    ``Tensor`` methods take no ``out``, as in PyTorch.
+    it to reuse buffers. ``install`` wraps each function of ``tensor``, ``tensor.linalg``,
+    ``tensor.special`` and ``tensor.fft`` whose PyTorch counterpart takes ``out``
+    (``OUT_FUNCTIONS``: for ``torch``, the names in torch 2.13's ``_VariableFunctions.pyi`` and
+    the Python functions with an ``out`` parameter; for the others, the functions whose
+    documented signature has ``out=None``; ``tests/tensor/test_out_arg.py`` keeps the lists
+    equal to torch's). ``Tensor`` methods take no ``out``, as in PyTorch.
 
     The wrapped function computes its result as usual and then writes it into ``out``, so an
     ``out`` that aliases an input (``add(a, b, out=a)``) is safe. As in PyTorch:
@@ -45,31 +46,48 @@ from ._torch_misc import can_cast
 
 __all__ = ["OUT_FUNCTIONS", "install"]
 
-OUT_FUNCTIONS = frozenset("""
-    abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin aminmax
-    angle any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort
-    as_strided_copy asin asinh atan atan2 atanh baddbmm batch_norm_elemt bernoulli bitwise_and
-    bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor bmm bucketize cat ceil
-    chain_matmul cholesky cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip column_stack
-    complex concat concatenate conj_physical copysign cos cosh cross cummax cummin cumprod cumsum
-    deg2rad detach_copy diag diagonal_copy diff digamma div divide dot dstack empty eq erf erfc erfinv
-    exp exp2 expand_copy expm1 eye fix float_power floor floor_divide fmax fmin fmod frac frexp
-    frobenius_norm full gather gcd ge geqrf ger greater greater_equal gt hash_tensor heaviside histc
-    histogram hstack hypot i0 igamma igammac index_add index_copy index_reduce index_select inner
-    inverse isin isneginf isposinf kron kthvalue lcm ldexp le lerp less less_equal lgamma linspace log
-    log10 log1p log2 log_softmax logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or
-    logical_xor logit logspace logsumexp lt lu_solve lu_unpack masked_select matmul matrix_power max
-    maximum mean median min minimum mm mode msort mul multinomial multiply mv mvlgamma nan_to_num
-    nanmean nanmedian nanquantile nansum narrow_copy native_batch_norm ne neg negative nextafter
-    nonzero nonzero_static norm normal not_equal nuclear_norm ones orgqr ormqr outer permute_copy
-    polar polygamma pow prod qr quantile rad2deg rand randint randn randperm range reciprocal
-    remainder renorm round row_stack rsqrt scatter scatter_add scatter_reduce searchsorted
-    select_copy sgn sigmoid sign signbit sin sinc sinh slice_copy slice_scatter slogdet softmax sort
-    split_copy split_with_sizes_copy sqrt square squeeze_copy stack std sub subtract sum svd t_copy
-    take take_along_dim tan tanh tensordot topk transpose_copy triangular_solve tril triu true_divide
-    trunc unbind_copy unfold_copy unsqueeze_copy var vdot view_as_complex_copy view_as_real_copy
-    view_copy vstack where xlogy zeros
-""".split())
+# module of ``tensor`` ('' for ``tensor`` itself) -> its functions whose torch counterparts take ``out``
+OUT_FUNCTIONS = {
+    "": frozenset("""
+        abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr alias_copy all amax amin
+        aminmax angle any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh argmax argmin
+        argsort as_strided_copy asin asinh atan atan2 atanh baddbmm batch_norm_elemt bernoulli
+        bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor bmm
+        bucketize cat ceil chain_matmul cholesky cholesky_inverse cholesky_solve clamp clamp_max
+        clamp_min clip column_stack complex concat concatenate conj_physical copysign cos cosh cross
+        cummax cummin cumprod cumsum deg2rad detach_copy diag diagonal_copy diff digamma div divide dot
+        dstack empty eq erf erfc erfinv exp exp2 expand_copy expm1 eye fix float_power floor
+        floor_divide fmax fmin fmod frac frexp frobenius_norm full gather gcd ge geqrf ger greater
+        greater_equal gt hash_tensor heaviside histc histogram hstack hypot i0 igamma igammac index_add
+        index_copy index_reduce index_select inner inverse isin isneginf isposinf kron kthvalue lcm
+        ldexp le lerp less less_equal lgamma linspace log log10 log1p log2 log_softmax logaddexp
+        logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit logspace logsumexp
+        lt lu_solve lu_unpack masked_select matmul matrix_power max maximum mean median min minimum mm
+        mode msort mul multinomial multiply mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum
+        narrow_copy native_batch_norm ne neg negative nextafter nonzero nonzero_static norm normal
+        not_equal nuclear_norm ones orgqr ormqr outer permute_copy polar polygamma pow prod qr quantile
+        rad2deg rand randint randn randperm range reciprocal remainder renorm round row_stack rsqrt
+        scatter scatter_add scatter_reduce searchsorted select_copy sgn sigmoid sign signbit sin sinc
+        sinh slice_copy slice_scatter slogdet softmax sort split_copy split_with_sizes_copy sqrt square
+        squeeze_copy stack std sub subtract sum svd t_copy take take_along_dim tan tanh tensordot topk
+        transpose_copy triangular_solve tril triu true_divide trunc unbind_copy unfold_copy
+        unsqueeze_copy var vdot view_as_complex_copy view_as_real_copy view_copy vstack where xlogy
+        zeros
+    """.split()),
+    "linalg": frozenset("""
+        cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product inv inv_ex
+        ldl_factor ldl_factor_ex ldl_solve lu lu_factor lu_factor_ex lu_solve matmul matrix_norm
+        matrix_power matrix_rank multi_dot norm pinv qr slogdet solve solve_ex solve_triangular svd
+        svdvals tensorinv tensorsolve vecdot vector_norm
+    """.split()),
+    "special": frozenset("""
+        digamma entr erf erfc erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln i0 i1 log1p
+        log_ndtr logit logsumexp multigammaln ndtr ndtri polygamma psi round sinc xlog1py xlogy
+    """.split()),
+    "fft": frozenset("""
+        fft fft2 fftfreq fftn hfft ifft ifft2 ifftn ihfft irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn
+    """.split()),
+}
 
 # PyTorch's ``split_copy`` & co. fill the list given and return None.
 _FILLING = frozenset(("split_copy", "split_with_sizes_copy", "unbind_copy"))
@@ -82,12 +100,15 @@ _RESIZE_WARNING = (
 
 
 def install(namespace: dict) -> None:
-    """Give the functions ``OUT_FUNCTIONS`` of ``namespace`` (``tensor``'s globals) an ``out``
-    keyword (Note [out= arguments])."""
-    for name in OUT_FUNCTIONS:
-        fn = namespace.get(name)
-        if callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__out_arg__"):
-            namespace[name] = _accepting_out(fn, name)
+    """Give the functions ``OUT_FUNCTIONS`` of ``tensor`` (``namespace``: its globals) and of its
+    ``linalg``, ``special`` and ``fft`` modules an ``out`` keyword (Note [out= arguments])."""
+    for module, names in OUT_FUNCTIONS.items():
+        functions = vars(namespace[module]) if module else namespace
+        for name in names:
+            fn = functions.get(name)
+            if callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__out_arg__"):
+                # PyTorch's messages name the ATen op: ``linalg_solve``
+                functions[name] = _accepting_out(fn, f"{module}_{name}" if module else name)
 
 
 def _accepting_out(fn, name: str):

@@ -17,79 +17,96 @@ from tensor._out_arg import OUT_FUNCTIONS
 from tests.helpers import assert_close
 from tests.tensor.opinfo import OPS, Bool, Int
 
+ALL_OUT_FUNCTIONS = {f"{m}.{n}" if m else n for m, names in OUT_FUNCTIONS.items() for n in names}
+
 # Functions whose values two calls need not share: random draws, and empty's uninitialised memory.
 _UNREPEATABLE = {"bernoulli", "empty", "multinomial", "normal", "rand", "randint", "randn", "randperm"}
 
 
-def _torch_out_functions(torch) -> set:
-    """The names of ``tensor``'s functions whose torch counterparts take ``out``."""
+def _torch_out_functions(torch, module: str) -> set:
+    """The names of the functions of ``tensor`` (``module`` '') or of its ``linalg``, ``special``
+    or ``fft`` whose torch counterparts take ``out``: for ``torch``, from its bindings' stub; for
+    the others, from the signature their docs begin with (``solve(A, B, *, left=True, out=None)``)."""
+    ours_module, theirs_module = (getattr(tensor, module), getattr(torch, module)) if module else (tensor, torch)
     stub = os.path.join(os.path.dirname(torch.__file__), "_C", "_VariableFunctions.pyi")
-    with open(stub) as f:
-        source = f.read()
     bound, with_out = set(), set()
-    for match in re.finditer(r"^def (\w+)\((.*?)\) ->", source, re.S | re.M):
-        bound.add(match.group(1))
-        if re.search(r"\bout: ", match.group(2)):
-            with_out.add(match.group(1))
+    if not module:
+        with open(stub) as f:
+            source = f.read()
+        for match in re.finditer(r"^def (\w+)\((.*?)\) ->", source, re.S | re.M):
+            bound.add(match.group(1))
+            if re.search(r"\bout: ", match.group(2)):
+                with_out.add(match.group(1))
     names = set()
-    for name in dir(tensor):
-        ours, theirs = getattr(tensor, name, None), getattr(torch, name, None)
+    for name in dir(ours_module):
+        ours, theirs = getattr(ours_module, name, None), getattr(theirs_module, name, None)
         if name.startswith("_") or not callable(ours) or isinstance(ours, type) or theirs is None:
             continue
+        if isinstance(theirs, type) or not callable(theirs):
+            continue
         if name in bound:
-            if name in with_out:
-                names.add(name)
-        elif callable(theirs) and not isinstance(theirs, type):
+            takes_out = name in with_out
+        else:
             try:
-                if "out" in inspect.signature(theirs).parameters:
-                    names.add(name)
-            except (TypeError, ValueError):
-                pass
+                takes_out = "out" in inspect.signature(theirs).parameters
+            except (TypeError, ValueError):  # a builtin: its docs begin with its signature
+                takes_out = bool(re.search(r"\bout=None", (theirs.__doc__ or "").strip().split("\n\n")[0]))
+        if takes_out:
+            names.add(name)
     return names
 
 
-def test_the_functions_taking_out_are_torchs(torch):
-    assert OUT_FUNCTIONS == _torch_out_functions(torch)
+@pytest.mark.parametrize("module", ["", "linalg", "special", "fft"], ids=["tensor", "linalg", "special", "fft"])
+def test_the_functions_taking_out_are_torchs(torch, module):
+    assert OUT_FUNCTIONS[module] == _torch_out_functions(torch, module)
 
 
 class _WithOut:
-    """A stand-in for the module an op-table lambda calls: each function in ``OUT_FUNCTIONS``
-    runs plainly and then again with ``out=`` tensors of no elements and the plain result's
-    dtypes (so they are resized without a warning); the ``out=`` call's result is returned,
-    and any difference from the plain one is collected in ``problems``."""
+    """A stand-in for the module an op-table lambda calls (``tensor`` or ``torch``): each function
+    in ``OUT_FUNCTIONS`` (its ``linalg``, ``special`` and ``fft`` too) runs plainly and then
+    again with ``out=`` tensors of no elements and the plain result's dtypes (so they are resized
+    without a warning); the ``out=`` call's result is returned, and any difference from the
+    plain one is collected in ``problems``."""
 
-    def __init__(self, lib) -> None:
-        self.lib, self.called, self.problems = lib, set(), []
-        self.without_out = set()  # torch's overloads without out (argsort without stable=, median())
-        self.drew = False  # whether an unrepeatable function ran since the caller last reset it
+    def __init__(self, lib, module: str = "", parent=None) -> None:
+        self.lib, self.module, self.root = lib, module, parent or self
+        if parent is None:
+            self.called, self.problems = set(), []
+            self.without_out = set()  # torch's overloads without out (argsort without stable=, median())
+            self.drew = False  # whether an unrepeatable function ran since the caller last reset it
 
     def __getattr__(self, name):
         fn = getattr(self.lib, name)
-        if name not in OUT_FUNCTIONS:
+        if not self.module and name in ("linalg", "special", "fft"):
+            return _WithOut(fn, name, self)
+        if name not in OUT_FUNCTIONS[self.module]:
             return fn
+        root, qualified = self.root, f"{self.module}.{name}" if self.module else name
+        tensor_type = root.lib.Tensor
 
         def call(*args, **kwargs):
-            self.drew |= name in _UNREPEATABLE
+            root.drew |= name in _UNREPEATABLE
             plain = fn(*args, **kwargs)
-            single = isinstance(plain, self.lib.Tensor)
-            outs = [self.lib.empty(0, dtype=p.dtype) for p in ((plain,) if single else plain)]
+            single = isinstance(plain, tensor_type)
+            outs = [root.lib.empty(0, dtype=p.dtype) for p in ((plain,) if single else plain)]
             with warnings.catch_warnings():
                 warnings.filterwarnings("error", "An output with one or more elements")  # empty: silent
                 try:
                     got = fn(*args, out=outs[0] if single else tuple(outs), **kwargs)
                 except TypeError:
-                    if self.lib is tensor:
+                    if root.lib is tensor:
                         raise
-                    self.without_out.add(name)
+                    root.without_out.add(qualified)
                     return plain
-            self.called.add(name)
+            root.called.add(qualified)
             if single and got is not outs[0]:
-                self.problems.append(f"{name}: did not return its out tensor")
+                root.problems.append(f"{qualified}: did not return its out tensor")
             for k, (a, b) in enumerate(zip((plain,) if single else plain, outs)):
                 if a.dtype != b.dtype or a.shape != b.shape:
-                    self.problems.append(f"{name} output {k}: {b.dtype}{list(b.shape)} for {a.dtype}{list(a.shape)}")
+                    got_as = f"{b.dtype}{list(b.shape)} for {a.dtype}{list(a.shape)}"
+                    root.problems.append(f"{qualified} output {k}: {got_as}")
                 elif name not in _UNREPEATABLE and not np.array_equal(_host(a), _host(b), equal_nan=True):
-                    self.problems.append(f"{name} output {k}: values differ from the plain call")
+                    root.problems.append(f"{qualified} output {k}: values differ from the plain call")
             return got
 
         return call
@@ -101,7 +118,7 @@ def _values(t, expected) -> None:
 
 
 def _host(t):
-    return np.asarray(t.detach().cpu().numpy())
+    return np.asarray(t.detach().cpu().resolve_conj().numpy())  # torch's ihfft gives a conjugate view
 
 
 def _inputs(lib, sample):
@@ -174,13 +191,58 @@ COMMON = [
     lambda m, x, y, b, i: m.slice_copy(x, 1, 1, 3), lambda m, x, y, b, i: m.narrow_copy(x, 0, 1, 2),
     lambda m, x, y, b, i: m.detach_copy(x), lambda m, x, y, b, i: m.alias_copy(x),
     lambda m, x, y, b, i: m.unfold_copy(x, 1, 2, 1), lambda m, x, y, b, i: m.as_strided_copy(x, (2, 2), (1, 2)),
-    lambda m, x, y, b, i: m.inverse(x @ x.T + 3 * m.eye(3, dtype=x.dtype)),
+    lambda m, x, y, b, i: m.inverse(_spd(m, x)),
     lambda m, x, y, b, i: m.matrix_power(x[:, :3], 2),
-    lambda m, x, y, b, i: m.cholesky(x @ x.T + m.eye(3, dtype=x.dtype)),
-    lambda m, x, y, b, i: m.qr(x), lambda m, x, y, b, i: m.svd(x),
+    lambda m, x, y, b, i: m.cholesky(_spd(m, x)),
+    lambda m, x, y, b, i: m.qr(_tall(m, x)),
+    lambda m, x, y, b, i: m.svd(_tall(m, x))[1],  # the singular vectors' signs differ from torch's
     lambda m, x, y, b, i: m.slogdet(x[:, :3] + 3 * m.eye(3, dtype=x.dtype)),
     lambda m, x, y, b, i: m.frobenius_norm(x, (0, 1)),
+    lambda m, x, y, b, i: m.cholesky_inverse(m.linalg.cholesky(_spd(m, x))),
+    lambda m, x, y, b, i: m.cholesky_solve(y[:, :2], m.linalg.cholesky(_spd(m, x))),
+    lambda m, x, y, b, i: m.triangular_solve(y[:, :2], m.triu(_spd(m, x))), lambda m, x, y, b, i: m.geqrf(_tall(m, x)),
+    lambda m, x, y, b, i: m.orgqr(*m.geqrf(_tall(m, x))), lambda m, x, y, b, i: m.ormqr(*m.geqrf(_spd(m, x)), y[:, :2]),
+    lambda m, x, y, b, i: m.lu_solve(y[:, :2], *m.linalg.lu_factor(_spd(m, x))),
+    lambda m, x, y, b, i: m.lu_unpack(*m.linalg.lu_factor(_spd(m, x))),
+    lambda m, x, y, b, i: m.view_as_real_copy(m.complex(x, y)), lambda m, x, y, b, i: m.view_as_complex_copy(x[:, :2]),
+    lambda m, x, y, b, i: m.nonzero_static(b, size=12),
+    lambda m, x, y, b, i: m.linalg.cholesky_ex(_spd(m, x)), lambda m, x, y, b, i: m.linalg.inv_ex(_spd(m, x)),
+    lambda m, x, y, b, i: m.linalg.eigvals(m.triu(x[:, :3])), lambda m, x, y, b, i: m.linalg.eig(m.triu(x[:, :3]))[0],
+    lambda m, x, y, b, i: m.linalg.householder_product(*m.geqrf(_tall(m, x))),
+    lambda m, x, y, b, i: m.linalg.ldl_factor(_spd(m, x)), lambda m, x, y, b, i: m.linalg.ldl_factor_ex(_spd(m, x)),
+    lambda m, x, y, b, i: m.linalg.ldl_solve(*m.linalg.ldl_factor(_spd(m, x)), y[:, :2]),
+    lambda m, x, y, b, i: m.linalg.lu(_tall(m, x)), lambda m, x, y, b, i: m.linalg.lu_factor(_spd(m, x)),
+    lambda m, x, y, b, i: m.linalg.lu_factor_ex(_spd(m, x)),
+    lambda m, x, y, b, i: m.linalg.lu_solve(*m.linalg.lu_factor(_spd(m, x)), y[:, :2]),
+    lambda m, x, y, b, i: m.linalg.matmul(x, y.T), lambda m, x, y, b, i: m.linalg.solve_ex(_spd(m, x), y[:, :2]),
+    lambda m, x, y, b, i: m.linalg.vecdot(x, y),
+    lambda m, x, y, b, i: m.special.digamma(y), lambda m, x, y, b, i: m.special.erf(x),
+    lambda m, x, y, b, i: m.special.erfc(x), lambda m, x, y, b, i: m.special.erfinv(x / 3),
+    lambda m, x, y, b, i: m.special.exp2(x), lambda m, x, y, b, i: m.special.expm1(x),
+    lambda m, x, y, b, i: m.special.gammainc(y, y), lambda m, x, y, b, i: m.special.gammaincc(y, y),
+    lambda m, x, y, b, i: m.special.i0(x), lambda m, x, y, b, i: m.special.log1p(y),
+    lambda m, x, y, b, i: m.special.logit(y / 4), lambda m, x, y, b, i: m.special.logsumexp(x, 1),
+    lambda m, x, y, b, i: m.special.multigammaln(y + 1, 2), lambda m, x, y, b, i: m.special.polygamma(1, y),
+    lambda m, x, y, b, i: m.special.round(x), lambda m, x, y, b, i: m.special.sinc(x),
+    lambda m, x, y, b, i: m.special.xlogy(x, y),
+    lambda m, x, y, b, i: m.fft.fft(x), lambda m, x, y, b, i: m.fft.ifft(x, dim=0),
+    lambda m, x, y, b, i: m.fft.fft2(x), lambda m, x, y, b, i: m.fft.ifft2(x), lambda m, x, y, b, i: m.fft.fftn(x),
+    lambda m, x, y, b, i: m.fft.ifftn(x), lambda m, x, y, b, i: m.fft.rfft(x), lambda m, x, y, b, i: m.fft.irfft(x),
+    lambda m, x, y, b, i: m.fft.rfft2(x), lambda m, x, y, b, i: m.fft.irfft2(x), lambda m, x, y, b, i: m.fft.rfftn(x),
+    lambda m, x, y, b, i: m.fft.irfftn(x), lambda m, x, y, b, i: m.fft.hfft(x),
+    lambda m, x, y, b, i: m.fft.ihfft(x), lambda m, x, y, b, i: m.fft.fftfreq(5),
+    lambda m, x, y, b, i: m.fft.rfftfreq(6, 0.5),
 ]
+
+
+def _spd(m, x):
+    """A symmetric positive definite 3x3 matrix made from ``x`` (whose rank is 2)."""
+    return x @ x.T + 3 * m.eye(3, dtype=x.dtype)
+
+
+def _tall(m, x):
+    """A 4x3 matrix of full rank made from ``x``, so that its factors are unique."""
+    return x.T + 2 * m.eye(4, 3, dtype=x.dtype)
 
 
 def _common_inputs(lib):
@@ -204,7 +266,7 @@ def _run_all(lib):
 def test_out_gives_the_plain_results():
     proxy, _ = _run_all(tensor)
     assert not proxy.problems
-    assert len(proxy.called) >= 245, sorted(OUT_FUNCTIONS - proxy.called)
+    assert len(proxy.called) >= 330, sorted(ALL_OUT_FUNCTIONS - proxy.called)
 
 
 def test_out_results_match_torchs_out(torch):
