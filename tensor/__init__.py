@@ -75,6 +75,7 @@ from ._torch_misc import (
 from . import _legacy_classes  # builds on _torch_misc.Size
 from . import _numpy_names, _out_arg, _tensor_methods
 from ._typeinfo import finfo, iinfo
+from ._storage import TypedStorage, UntypedStorage
 from ._runtime_flags import (
     are_deterministic_algorithms_enabled, channels_last, channels_last_3d, contiguous_format,
     get_deterministic_debug_mode, get_device_module, get_num_interop_threads, init_num_threads,

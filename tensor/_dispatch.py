@@ -208,6 +208,30 @@ def binary_function(op, float_result=False):
     def run(input, other):
         return apply_binary(op, input, other, float_result)
 
+    _BINARY[run] = (op, float_result)
+    return run
+
+
+# A function binary_function made -> (op, float_result), for binary_with_out.
+_BINARY: dict = {}
+
+
+def binary_with_out(fn, write_out):
+    """``fn`` (a function ``binary_function`` made) taking PyTorch's ``out=`` too, for the
+    ``tensor`` namespace (Note [out= arguments] in tensor/_out_arg.py): with ``out`` given,
+    ``write_out(fn, input, other, out)`` runs. Compiled, a call without ``out`` is still a C
+    function, where a Python wrapper would add a frame. None for another function."""
+    found = _BINARY.get(fn)
+    if found is None:
+        return None
+    op, float_result = found
+
+    def run(input, other, *, out=None):
+        if out is None:
+            return apply_binary(op, input, other, float_result)
+        return write_out(fn, input, other, out)
+
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run
 
 

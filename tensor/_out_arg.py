@@ -108,7 +108,8 @@ def install(namespace: dict) -> None:
             fn = functions.get(name)
             if callable(fn) and not isinstance(fn, type) and not hasattr(fn, "__out_arg__"):
                 # PyTorch's messages name the ATen op: ``linalg_solve``
-                functions[name] = _accepting_out(fn, f"{module}_{name}" if module else name)
+                qualified = f"{module}_{name}" if module else name
+                functions[name] = _dispatch.binary_with_out(fn, _binary_into) or _accepting_out(fn, qualified)
 
 
 def _accepting_out(fn, name: str):
@@ -118,8 +119,8 @@ def _accepting_out(fn, name: str):
     wrapped = fn.__wrapped__ if renames else fn
     try:
         signature = inspect.signature(wrapped)
-    except (TypeError, ValueError):  # a compiled function without one (binary ops): no dtype or device
-        signature = inspect.Signature()
+    except (TypeError, ValueError):  # a builtin without one: no dtype or device
+        signature = _NO_SIGNATURE
     takes = tuple(p for p in ("dtype", "device") if p in signature.parameters)
 
     @functools.wraps(wrapped)
@@ -133,6 +134,14 @@ def _accepting_out(fn, name: str):
     accepting_out.__out_arg__ = True
     accepting_out.__numpy_names__ = renames
     return accepting_out
+
+
+def _binary_into(fn, input, other, out):
+    """``fn(input, other)`` written into ``out``, for ``_dispatch.binary_with_out``."""
+    return _call_into(fn, fn.__name__, _NO_SIGNATURE, (), (input, other), {}, out)
+
+
+_NO_SIGNATURE = inspect.Signature()
 
 
 def _call_into(fn, name, signature, takes, args, kwargs, out):

@@ -38,7 +38,16 @@ def storage_offset(input) -> int:
     return offset // input._data.itemsize
 
 
-def _check_geometry(size: tuple, stride: tuple, offset: int, item: int, have: int) -> None:
+def contiguous_strides(size: tuple) -> tuple:
+    """PyTorch's row-major strides (elements) for ``size``: a dim of length 0 counts as 1."""
+    strides, step = [], 1
+    for n in reversed(size):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def check_geometry(size: tuple, stride: tuple, offset: int, item: int, have: int) -> None:
     """Raise RuntimeError (PyTorch's messages) for a geometry that is malformed or reaches outside
     a storage of ``have`` bytes."""
     if len(size) != len(stride):
@@ -147,7 +156,7 @@ def as_strided(input, size, stride, storage_offset: int | None = None):
     item = array.itemsize
     geometry = (array.shape, tuple(s // item for s in array.strides), start // item)
     offset = geometry[2] if storage_offset is None else int(storage_offset)
-    _check_geometry(size, stride, offset, item, storage.nbytes)
+    check_geometry(size, stride, offset, item, storage.nbytes)
     return _dispatch.apply_unary(_as_strided, input, (size, stride, offset, geometry))
 
 
