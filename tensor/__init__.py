@@ -12,9 +12,10 @@ from ._accelerator import accelerated as _accelerated  # noqa: I001 - first: loa
 from ._tensor import Tensor  # the modules below build on the class
 from . import _higher_layers, _torch_aliases, cuda
 from ._creation import (
-    arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
     linspace, ones, ones_like, tensor, zeros, zeros_like,
 )
+from ._dlpack import from_dlpack  # objects with __dlpack__, and bare capsules
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bool_ as bool,  # noqa: A004 - PyTorch's name, reachable only as tensor.bool
