@@ -15,7 +15,7 @@ from ._creation import (
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
     linspace, ones, ones_like, tensor, zeros, zeros_like,
 )
-from ._dlpack import from_dlpack  # objects with __dlpack__, and bare capsules
+from ._dlpack import from_dlpack, to_dlpack  # objects with __dlpack__, and bare capsules
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bool_ as bool,  # noqa: A004 - PyTorch's name, reachable only as tensor.bool
@@ -71,8 +71,9 @@ from ._torch_misc import (
     get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, layout, range,
     scalar_tensor, strided,
     set_float32_matmul_precision, split_with_sizes, triangular_solve, unsafe_chunk, unsafe_split,
-    unsafe_split_with_sizes,
+    unsafe_split_with_sizes, typename, is_vulkan_available, REMOVED_FUNCTIONS as _REMOVED_FUNCTIONS,
 )
+from ._lowrank import pca_lowrank, svd_lowrank
 from . import _legacy_classes  # builds on _torch_misc.Size
 from . import _numpy_names, _out_arg, _tensor_methods
 from ._typeinfo import finfo, iinfo
@@ -142,6 +143,7 @@ def inference_mode(mode: bool = True):
 # torch's method forms, in-place and view-copy variants, ATen-signature nn.functional wrappers
 globals().update(_torch_aliases.forms(globals()))
 globals().update(_legacy_classes.CLASSES)  # tensor.FloatTensor & co.
+globals().update(_REMOVED_FUNCTIONS)  # tensor.solve & co.: removed from PyTorch in 1.9, raise saying what replaced them
 _tensor_methods.install()  # torch.Tensor methods built from the functions above
 _numpy_names.install(globals(), [n for n in list(globals()) if not n.startswith("_")], Tensor)  # axis=, keepdims=
 _out_arg.install(globals())  # out=

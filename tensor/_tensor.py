@@ -65,8 +65,14 @@ class Tensor(TensorBase):
         """True for tensors on the CPU."""
         return self._device.type == "cpu"
 
-    is_xpu = is_mps = is_meta = is_sparse = is_quantized = property(
-        lambda self: False, doc="Always False: there are no XPU, MPS, meta, sparse or quantized tensors.")
+    is_xpu = is_mps = is_meta = is_sparse = is_sparse_csr = is_quantized = is_mkldnn = property(
+        lambda self: False, doc="Always False: there are no XPU, MPS, meta, sparse, quantized or MKL-DNN tensors.")
+    is_xla = is_vulkan = is_ipu = is_mtia = is_maia = property(
+        lambda self: False, doc="Always False: there are no XLA, Vulkan, IPU, MTIA or MAIA devices.")
+
+    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
+        """This tensor (in ``dtype`` when given): every tensor here is dense already."""
+        return self if dtype is None else self.to(dtype)
 
     @property
     def requires_grad(self) -> bool:

@@ -329,6 +329,7 @@ _IN_PLACE = {
 }
 _OTHERS = {
     "untyped_storage": _storage.untyped_storage, "storage": _storage.storage, "set_": _storage.set_,
+    **_torch_misc.REMOVED_FUNCTIONS,
     "where": where, "float_power_": float_power_, "bernoulli_": bernoulli_, "exponential_": exponential_,
     "geometric_": geometric_, "cauchy_": cauchy_, "log_normal_": log_normal_, "random_": random_,
     "fill_diagonal_": fill_diagonal_, "resize_": resize_, "new": new, "apply_": apply_, "map_": map_,

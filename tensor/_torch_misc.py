@@ -205,3 +205,46 @@ def is_storage(obj) -> bool:
 
 
 unsafe_chunk, unsafe_split, unsafe_split_with_sizes = ops.chunk, ops.split, split_with_sizes
+
+
+def typename(obj) -> str:
+    """The type name of ``obj`` as PyTorch's ``torch.typename`` gives it: ``torch.FloatTensor``
+    for a float32 tensor (``Tensor.type()``), ``module.QualName`` for another object, the bare
+    name for a builtin."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        name = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        name = obj.__name__
+    else:
+        module, name = type(obj).__module__ or "", type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def is_vulkan_available() -> bool:
+    """False: there is no Vulkan backend."""
+    return False
+
+
+# PyTorch's functions removed in 1.9 (and their Tensor methods), which raise with where to go now.
+_REMOVED = {
+    "eig": "tensor.linalg.eig (complex eigenvalues and vectors) or tensor.linalg.eigvals",
+    "lstsq": "tensor.linalg.lstsq, whose arguments are reversed",
+    "matrix_rank": "tensor.linalg.matrix_rank, where 'symmetric' is named 'hermitian'",
+    "solve": "tensor.linalg.solve, whose arguments are reversed (tensor.linalg.lu_factor gives the LU)",
+    "symeig": "tensor.linalg.eigh (its default triangle is the lower one: UPLO='L')",
+}
+
+
+def _removed(name: str):
+    def removed(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. Use {_REMOVED[name]}.")
+
+    removed.__name__ = removed.__qualname__ = name
+    removed.__doc__ = f"Removed from PyTorch in 1.9: raises RuntimeError naming {_REMOVED[name]}."
+    return removed
+
+
+REMOVED_FUNCTIONS = {name: _removed(name) for name in _REMOVED}

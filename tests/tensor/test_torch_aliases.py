@@ -260,3 +260,31 @@ def test_empty_strided_errors_and_requires_grad(torch):
             lib.empty_strided((2,), (-1,))
         t = lib.empty_strided((2, 2), (1, 2), requires_grad=True, dtype=lib.float64)
         assert t.requires_grad and t.is_leaf and t.dtype == lib.float64
+
+
+def test_typename_is_torchs(torch):
+    import nn
+
+    assert tensor.typename(tensor.ones(2)) == torch.typename(torch.ones(2)) == "torch.FloatTensor"
+    assert tensor.typename(tensor.ones(2, dtype=tensor.int64)) == torch.typename(torch.ones(2, dtype=torch.int64))
+    assert tensor.typename(3) == torch.typename(3) == "int"
+    assert tensor.typename(nn.Linear(2, 2)) == "nn.modules.linear.Linear"
+    assert torch.typename(torch.nn.Linear(2, 2)) == "torch.nn.modules.linear.Linear"
+
+
+@pytest.mark.parametrize("name", ["eig", "lstsq", "matrix_rank", "solve", "symeig"])
+def test_functions_removed_from_torch_say_what_replaced_them(torch, name):
+    replacement = "tensor.linalg." + {"symeig": "eigh"}.get(name, name)
+    for target in (tensor, tensor.ones(2, 2)):
+        with pytest.raises(RuntimeError, match=f"since version 1.9 and is now removed. Use {replacement}"):
+            getattr(target, name)(tensor.ones(2, 2))
+    with pytest.raises((RuntimeError, TypeError)):  # torch: RuntimeError, or TypeError from its stub's signature
+        getattr(torch, name)(torch.ones(2, 2))
+
+
+def test_flags_and_to_dense_of_dense_tensors(torch):
+    for lib in (tensor, torch):
+        x = lib.ones(2)
+        assert not (x.is_xla or x.is_vulkan or x.is_mkldnn or x.is_sparse_csr or x.is_ipu or x.is_mtia)
+        assert x.to_dense() is x and x.to_dense(lib.float64).dtype == lib.float64
+    assert tensor.is_vulkan_available() is torch.is_vulkan_available() is False
