@@ -89,7 +89,7 @@ from ._runtime_flags import (
 from ._streams import Event, Stream
 from ._format import set_printoptions
 from ._buffers import from_file, frombuffer
-from ._control_flow import cond
+from ._control_flow import cond, while_loop
 from ._vmap import vmap
 from . import cpu, func
 from .amp import GradScaler

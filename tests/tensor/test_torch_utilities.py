@@ -244,6 +244,38 @@ def test_cond_runs_one_branch_with_gradients():
         tensor.cond(True, 3, lambda t: t, (x,))
 
 
+def test_while_loop_matches_torch_with_gradients(torch):
+    cases = [  # (cond_fn, body_fn, carried inputs) over a library m
+        (lambda i, x: i < 3, lambda i, x: (i + 1, x * 2), lambda m: (0, m.ones(2))),
+        (lambda i, x: i.sum() < 10, lambda i, x: (i + 1, x.sin()), lambda m: (m.zeros(1), m.ones(2))),
+        (lambda x: x.sum() > 100, lambda x: (x - 1,), lambda m: (m.ones(3),)),  # no iteration
+    ]
+    for cond_fn, body_fn, inputs in cases:
+        ours = tensor.while_loop(cond_fn, body_fn, inputs(tensor))
+        theirs = torch.while_loop(cond_fn, body_fn, inputs(torch))
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            as_list = [v.tolist() if hasattr(v, "tolist") else v for v in (a, b)]
+            np.testing.assert_allclose(*map(np.asarray, as_list), rtol=1e-6)
+    x = tensor.tensor([0.5, 1.0], requires_grad=True)
+    _, y = tensor.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * v), (0, x))
+    y.sum().backward()  # y = x ** 4
+    np.testing.assert_allclose(x.grad.numpy(), 4 * np.array([0.5, 1.0]) ** 3)
+
+
+def test_while_loop_errors():
+    with pytest.raises(RuntimeError, match="output 0 is tensor.float32\\[2\\], but the carried input is"):
+        tensor.while_loop(lambda x: x.sum() < 3, lambda x: (tensor.cat([x, x]),), (tensor.ones(1),))
+    with pytest.raises(RuntimeError, match="returned 1 values for 2 carried inputs"):
+        tensor.while_loop(lambda i, x: i < 1, lambda i, x: (i + 1,), (0, tensor.ones(1)))
+    with pytest.raises(RuntimeError, match="carried_inputs must be a tuple or list"):
+        tensor.while_loop(lambda x: x < 3, lambda x: x + 1, 0)
+    with pytest.raises(RuntimeError, match="single-element tensor"):
+        tensor.while_loop(lambda x: x > 0, lambda x: (x - 1,), (tensor.ones(2),))
+    with pytest.raises(TypeError, match="must be callable"):
+        tensor.while_loop(lambda x: x < 3, 5, (0,))
+
+
 def test_vmap_matches_torch_with_dims_nesting_and_gradients(torch):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 3))
