@@ -220,6 +220,24 @@ def new(self, *args, **kwargs):
     return _creation.tensor(data, dtype=dtype, device=device)
 
 
+def as_subclass(self, cls):
+    """``self`` as an instance of ``cls`` (a subclass of Tensor), on the same memory and on the
+    same autograd graph: an alias whose gradient flows back to ``self``, as PyTorch's. ``cls``'s
+    ``__init__`` is not called.
+
+    Raises:
+        TypeError: if ``cls`` does not inherit from Tensor.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(
+            "Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
+            "Make sure your class inherits from Tensor."
+        )
+    alias = self.view_as(self)
+    alias.__class__ = cls
+    return alias
+
+
 def narrow_copy(self, dim: int, start: int, length: int):
     """``narrow``'s slice, copied into new storage."""
     return self.narrow(dim, start, length).clone()
@@ -329,7 +347,7 @@ _IN_PLACE = {
 }
 _OTHERS = {
     "untyped_storage": _storage.untyped_storage, "storage": _storage.storage, "set_": _storage.set_,
-    **_torch_misc.REMOVED_FUNCTIONS,
+    **_torch_misc.REMOVED_FUNCTIONS, "as_subclass": as_subclass,
     "where": where, "float_power_": float_power_, "bernoulli_": bernoulli_, "exponential_": exponential_,
     "geometric_": geometric_, "cauchy_": cauchy_, "log_normal_": log_normal_, "random_": random_,
     "fill_diagonal_": fill_diagonal_, "resize_": resize_, "new": new, "apply_": apply_, "map_": map_,

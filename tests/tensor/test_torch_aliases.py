@@ -288,3 +288,21 @@ def test_flags_and_to_dense_of_dense_tensors(torch):
         assert not (x.is_xla or x.is_vulkan or x.is_mkldnn or x.is_sparse_csr or x.is_ipu or x.is_mtia)
         assert x.to_dense() is x and x.to_dense(lib.float64).dtype == lib.float64
     assert tensor.is_vulkan_available() is torch.is_vulkan_available() is False
+
+
+def test_as_subclass_aliases_on_the_graph_as_torch_does(torch):
+    results = []
+    for lib in (tensor, torch):
+        class Marked(lib.Tensor):
+            pass
+
+        x = lib.ones(2, requires_grad=True)
+        y = x.as_subclass(Marked)
+        assert type(y) is Marked and y.data_ptr() == x.data_ptr() and not y.is_leaf
+        (y * 2).sum().backward()
+        plain = lib.zeros(2).as_subclass(Marked)
+        plain.add_(1)  # the alias writes through
+        results.append((x.grad.tolist(), plain.tolist()))
+        with pytest.raises(TypeError, match="does not inherit from Tensor"):
+            lib.ones(2).as_subclass(int)
+    assert results[0] == results[1] == ([2.0, 2.0], [1.0, 1.0])
