@@ -253,3 +253,22 @@ def sparse_(tensor_: Tensor, sparsity: float, std: float = 0.01, generator=None)
         picked = keys.argsort(0)[:zeros]
         tensor_.scatter_(0, picked, tensor_.new_zeros(picked.shape))  # a zeros tensor: no host scalar
     return tensor_
+
+
+def _deprecated(initializer):
+    """PyTorch's old spelling of ``initializer`` (``normal`` for ``normal_``), which warns."""
+    old, new = initializer.__name__[:-1], initializer.__name__
+
+    def deprecated(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning, stacklevel=2)
+        return initializer(*args, **kwargs)
+
+    deprecated.__name__ = deprecated.__qualname__ = old
+    deprecated.__doc__ = f"Deprecated (FutureWarning): ``{new}``."
+    return deprecated
+
+
+uniform, normal, constant, eye, dirac = map(_deprecated, (uniform_, normal_, constant_, eye_, dirac_))
+xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
+orthogonal, sparse = _deprecated(orthogonal_), _deprecated(sparse_)

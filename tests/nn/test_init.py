@@ -131,3 +131,23 @@ def test_float64_and_device(device):
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "name", ["uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+             "kaiming_normal", "orthogonal", "sparse"],
+)
+def test_the_old_spellings_warn_and_fill_as_torchs(torch, name):
+    shape = (3, 4, 3) if name == "dirac" else (6, 4)
+    args = {"constant": (0.5,), "sparse": (0.5,)}.get(name, ())
+    ours = tensor.empty(shape)
+    with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+        assert getattr(init, name)(ours, *args) is ours
+    with pytest.warns(FutureWarning):
+        getattr(torch.nn.init, name)(torch.empty(shape), *args)
+    assert getattr(init, name).__name__ == name
+    if name in ("constant", "eye", "dirac"):  # the deterministic ones: torch's values
+        theirs = torch.empty(shape)
+        with pytest.warns(FutureWarning):
+            getattr(torch.nn.init, name)(theirs, *args)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
