@@ -14,6 +14,7 @@ import importlib
 import numpy as np
 
 from . import _creation, _dispatch, _dtype, _inplace, _pinned, _random, _storage, _torch_misc, linalg, ops
+from . import cuda as _cuda
 from ._device import as_device
 from ._tensor import Tensor
 
@@ -348,6 +349,7 @@ _IN_PLACE = {
 _OTHERS = {
     "untyped_storage": _storage.untyped_storage, "storage": _storage.storage, "set_": _storage.set_,
     **_torch_misc.REMOVED_FUNCTIONS, "as_subclass": as_subclass,
+    "record_stream": lambda self, stream: _cuda.record_stream(self, stream),
     "where": where, "float_power_": float_power_, "bernoulli_": bernoulli_, "exponential_": exponential_,
     "geometric_": geometric_, "cauchy_": cauchy_, "log_normal_": log_normal_, "random_": random_,
     "fill_diagonal_": fill_diagonal_, "resize_": resize_, "new": new, "apply_": apply_, "map_": map_,

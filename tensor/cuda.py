@@ -7,6 +7,8 @@ an index, ``"cuda:N"``, a ``tensor.device`` or None/``"cuda"``: the current devi
 
 from __future__ import annotations
 
+import weakref
+
 from . import _backend, _random
 from ._device import device as _make_device
 from .profiler import _live
@@ -72,6 +74,7 @@ def get_device_name(device=None) -> str:
 def synchronize(device=None) -> None:
     """Wait for all queued work on ``device`` (the current one by default)."""
     _backend.cuda_backend().synchronize(_index(device))
+    _release_done()
 
 
 def manual_seed(seed: int, device=None) -> None:
@@ -139,6 +142,43 @@ class Stream:
         self._entered.pop().__exit__(*exc)
 
 
+# Note [record_stream]
+#     PyTorch's caching allocator hands a freed block out again at once to work on the stream it
+#     was allocated on; a tensor used on another stream is marked with ``record_stream(s)`` so
+#     that, when it is freed, its block waits for the work queued on ``s`` by then. CuPy's pool
+#     reuses freed memory the same way, so ``record_stream`` keeps the tensor's array alive after
+#     the tensor is freed, until an event recorded on ``s`` at that moment has completed. Arrays
+#     whose events are done are let go at the next ``record_stream``, ``synchronize`` or
+#     ``empty_cache``.
+_held: list = []  # (event recorded when the tensor was freed, its array)
+
+
+def record_stream(t, stream) -> None:
+    """Keep ``t``'s memory from being reused, once ``t`` is freed, until the work queued on
+    ``stream`` by then is done (Note [record_stream]); ``Tensor.record_stream``.
+
+    Raises:
+        RuntimeError: for a tensor that is not on a GPU.
+        TypeError: for a ``stream`` that is not a CUDA stream.
+    """
+    if t.device.type != "cuda":
+        raise RuntimeError(f"record_stream expects a CUDA tensor, got one on {t.device}")
+    stream = getattr(stream, "_cuda", stream)  # a tensor.Stream on cuda wraps one of these
+    if not isinstance(stream, Stream):
+        raise TypeError(f"record_stream expects a CUDA stream, got {type(stream).__name__}")
+    _release_done()
+    weakref.finalize(t, _hold_until_done, t._data, stream)
+
+
+def _hold_until_done(array, stream: Stream) -> None:
+    with _backend.cuda_backend().device_guard(stream.device.index):
+        _held.append((stream._stream.record(), array))
+
+
+def _release_done() -> None:
+    _held[:] = [(event, array) for event, array in _held if not event.done]
+
+
 def current_stream(device=None) -> Stream:
     """The stream that new work on ``device`` goes to (in this thread)."""
     index = _index(device)
@@ -169,6 +209,7 @@ def reset_peak_memory_stats(device=None) -> None:
 def empty_cache() -> None:
     """Release cached, unused GPU memory to the driver."""
     if is_available():
+        _release_done()
         _backend.cuda_backend().free_cached()
 
 

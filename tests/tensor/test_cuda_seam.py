@@ -167,3 +167,28 @@ def test_memory_statistics_are_kept_without_walking_the_pool(monkeypatch):
     assert tensor.cuda.memory_allocated(0) == start
     assert tensor.cuda.max_memory_allocated(0) == held
     assert walks == []
+
+
+def test_record_stream_holds_the_memory_until_the_streams_work_is_done():
+    import gc
+
+    import cupy
+
+    side = tensor.cuda.Stream()
+    t = tensor.ones(1024, device="cuda")
+    t.record_stream(side)
+    allocated = tensor.cuda.memory_allocated()
+    trace = cupy._state.start_trace()
+    try:
+        del t
+        gc.collect()
+    finally:
+        cupy._state.stop_trace(trace)
+    assert [entry[0::2] for entry in trace] == [("record", side._stream.ptr)]  # on the side stream, at the free
+    assert tensor.cuda.memory_allocated() == allocated  # still held
+    tensor.cuda.synchronize()  # the side stream's work is done: let go
+    assert tensor.cuda.memory_allocated() < allocated
+    with pytest.raises(RuntimeError, match="expects a CUDA tensor"):
+        tensor.ones(2).record_stream(side)
+    with pytest.raises(TypeError, match="expects a CUDA stream"):
+        tensor.ones(2, device="cuda").record_stream("stream")
