@@ -31,7 +31,9 @@ Note [out= arguments]
     the result casts to.
 
     A call without ``out`` costs one more Python frame (~0.1 us); the wrapper also renames
-    NumPy's keywords where the function takes them, so that there is never a second one.
+    NumPy's keywords where the function takes them, so that there is never a second one. The
+    plain binary ops (``tensor.mul``, ``tensor.eq``, ...) get a compiled variant instead
+    (``_dispatch.binary_with_out``), which costs nothing without ``out``.
 """
 
 from __future__ import annotations

@@ -255,8 +255,8 @@ def untyped_storage(self) -> UntypedStorage:
 
 
 def storage(self) -> TypedStorage:
-    """``self``'s storage seen as elements of its dtype (deprecated in PyTorch: it warns once,
-    as PyTorch does; ``untyped_storage()`` is the replacement)."""
+    """``self``'s storage seen as elements of its dtype. Deprecated in PyTorch, so it warns with
+    PyTorch's ``UserWarning``; ``untyped_storage()`` is the replacement."""
     warnings.warn(
         "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
         "storage class. This should only matter to you if you are using storages directly.  To access "

@@ -239,6 +239,12 @@ def as_subclass(self, cls):
     return alias
 
 
+def record_stream(self, stream) -> None:
+    """Keep ``self``'s memory, once it is freed, from reuse until the work then queued on ``stream``
+    is done (Note [record_stream] in tensor/cuda.py). Raises as ``tensor.cuda.record_stream``."""
+    _cuda.record_stream(self, stream)
+
+
 def narrow_copy(self, dim: int, start: int, length: int):
     """``narrow``'s slice, copied into new storage."""
     return self.narrow(dim, start, length).clone()
@@ -349,7 +355,7 @@ _IN_PLACE = {
 _OTHERS = {
     "untyped_storage": _storage.untyped_storage, "storage": _storage.storage, "set_": _storage.set_,
     **_torch_misc.REMOVED_FUNCTIONS, "as_subclass": as_subclass,
-    "record_stream": lambda self, stream: _cuda.record_stream(self, stream),
+    "record_stream": record_stream,
     "where": where, "float_power_": float_power_, "bernoulli_": bernoulli_, "exponential_": exponential_,
     "geometric_": geometric_, "cauchy_": cauchy_, "log_normal_": log_normal_, "random_": random_,
     "fill_diagonal_": fill_diagonal_, "resize_": resize_, "new": new, "apply_": apply_, "map_": map_,

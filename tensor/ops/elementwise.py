@@ -459,7 +459,6 @@ bitwise_and = _no_grad_binary("bitwise_and", "bitwise_and", _BITS, integral=True
 bitwise_or = _no_grad_binary("bitwise_or", "bitwise_or", _BITS, integral=True)
 bitwise_xor = _no_grad_binary("bitwise_xor", "bitwise_xor", _BITS, integral=True)
 logical_not = _unary("logical_not", lambda xp, a: xp.logical_not(a), floats_only=False)
-
 bitwise_not = _unary("bitwise_not", _invert, floats_only=False)
 isnan = _unary("isnan", lambda xp, a: xp.isnan(a), floats_only=False)
 isinf = _unary("isinf", lambda xp, a: xp.isinf(a), floats_only=False)
