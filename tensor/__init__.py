@@ -155,6 +155,6 @@ __getattr__ = _higher_layers.module_getattr(
     __name__,
     globals(),
     {"autograd": "autograd", "nn": "nn", "optim": "nn.optim", "distributed": "distrib", "utils": "tensor.utils",
-     "hub": "nn.hub", "multiprocessing": "distrib.multiprocessing"},
+     "hub": "nn.hub", "multiprocessing": "distrib.multiprocessing", "distributions": "tensor.distributions"},
     dict.fromkeys(_torch_aliases.F_ALIASES, "nn.functional"),
 )

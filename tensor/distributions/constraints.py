@@ -1,0 +1,112 @@
+"""Constraints on a distribution's parameters and support (PyTorch's
+``torch.distributions.constraints``): each checks values elementwise, giving a bool tensor."""
+
+from __future__ import annotations
+
+__all__ = [
+    "Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "integer_interval",
+    "interval", "nonnegative", "nonnegative_integer", "positive", "real", "simplex", "unit_interval",
+]
+
+
+class Constraint:
+    """A set of valid values; ``check(value)`` is a bool tensor, True where ``value`` is in it.
+    ``event_dim`` is how many trailing dims make one value (1 for ``simplex``)."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        """Elementwise membership (over the trailing ``event_dim`` dims together)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return type(self).__name__.lstrip("_") + "()"
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value  # False only for NaN
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound) -> None:
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return self.lower_bound < value
+
+    def __repr__(self) -> str:
+        return f"GreaterThan(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    def check(self, value):
+        return self.lower_bound <= value
+
+    def __repr__(self) -> str:
+        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _Interval(Constraint):
+    """``[lower_bound, upper_bound]``."""
+
+    def __init__(self, lower_bound, upper_bound) -> None:
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__.lstrip('_')}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    """``[lower_bound, upper_bound)``."""
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+
+class _IntegerInterval(_Interval):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & super().check(value)
+
+
+class _IntegerGreaterThanEq(_GreaterThanEq):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & super().check(value)
+
+    def __repr__(self) -> str:
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Simplex(Constraint):
+    """Nonnegative vectors summing to 1 over the last dim."""
+
+    event_dim = 1
+
+    def check(self, value):
+        return (value >= 0).all(dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+real = _Real()
+boolean = _Boolean()
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+unit_interval = _Interval(0.0, 1.0)
+nonnegative_integer = _IntegerGreaterThanEq(0)
+simplex = _Simplex()
+greater_than, greater_than_eq = _GreaterThan, _GreaterThanEq
+interval, half_open_interval, integer_interval = _Interval, _HalfOpenInterval, _IntegerInterval

@@ -1,0 +1,145 @@
+"""``Normal`` and ``Uniform`` (PyTorch's ``torch.distributions``; Note [Distribution shapes])."""
+
+from __future__ import annotations
+
+import math
+
+import tensor
+from tensor import Tensor
+
+from . import constraints
+from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
+
+__all__ = ["Normal", "Uniform"]
+
+
+class Normal(Distribution):
+    """The normal distribution of mean ``loc`` and standard deviation ``scale`` (broadcast).
+
+    Raises:
+        ValueError: with ``validate_args``, for a ``scale`` not positive (or a NaN parameter).
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, (), validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+    @property
+    def stddev(self) -> Tensor:
+        """``scale``."""
+        return self.scale
+
+    @property
+    def variance(self) -> Tensor:
+        """``scale ** 2``."""
+        return self.scale.pow(2)
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        """``loc + scale * eps`` for standard normal ``eps``: differentiable in the parameters."""
+        eps = tensor.randn(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """The log density at ``value``.
+
+        Raises:
+            ValueError: with ``validate_args``, for a value of the wrong shape or a NaN.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        return -((value - self.loc) ** 2) / (2 * self.variance) - self.scale.log() - LOG_SQRT_2PI
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``P(X <= value)``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 * (1 + tensor.erf((value - self.loc) / (self.scale * math.sqrt(2))))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """The value below which the probability is ``value``."""
+        return self.loc + self.scale * tensor.erfinv(2 * value - 1) * math.sqrt(2)
+
+    def entropy(self) -> Tensor:
+        """``0.5 + log(sqrt(2 pi) * scale)``."""
+        return 0.5 + LOG_SQRT_2PI + self.scale.log()
+
+
+class Uniform(Distribution):
+    """The uniform distribution on ``[low, high)`` (broadcast).
+
+    Raises:
+        ValueError: with ``validate_args``, for ``low >= high``.
+    """
+
+    arg_constraints = {"low": constraints.real, "high": constraints.real}
+    has_rsample = True
+
+    def __init__(self, low, high, validate_args=None) -> None:
+        self.low, self.high = broadcast_all(low, high)
+        super().__init__(self.low.shape, (), validate_args)
+        if self._validate_args and not (self.low < self.high).all():
+            raise ValueError("Uniform is not defined when low >= high")
+
+    @property
+    def support(self):
+        """``[low, high)``."""
+        return constraints.half_open_interval(self.low, self.high)
+
+    @property
+    def mean(self) -> Tensor:
+        """``(low + high) / 2``."""
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self) -> Tensor:
+        """NaN: every value in the support is as likely."""
+        return tensor.full_like(self.high, math.nan)
+
+    @property
+    def variance(self) -> Tensor:
+        """``(high - low) ** 2 / 12``."""
+        return (self.high - self.low).pow(2) / 12
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        """``low + u * (high - low)`` for ``u`` uniform on ``[0, 1)``."""
+        u = tensor.rand(self._extended_shape(sample_shape), dtype=self.low.dtype, device=self.low.device)
+        return self.low + u * (self.high - self.low)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """``-log(high - low)`` inside ``[low, high)``, ``-inf`` outside.
+
+        Raises:
+            ValueError: with ``validate_args``, for a value outside the support.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        inside = ((self.low <= value) & (value < self.high)).to(self.low.dtype)
+        return inside.log() - (self.high - self.low).log()
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``(value - low) / (high - low)``, clamped to ``[0, 1]``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """``low + value * (high - low)``."""
+        return self.low + value * (self.high - self.low)
+
+    def entropy(self) -> Tensor:
+        """``log(high - low)``."""
+        return (self.high - self.low).log()

@@ -1,0 +1,86 @@
+"""``kl_divergence`` and ``register_kl`` (PyTorch's ``torch.distributions.kl``): closed forms
+registered per pair of distribution types, found through their classes' MROs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensor
+from tensor import Tensor
+
+from .continuous import Normal, Uniform
+from .discrete import Bernoulli, Categorical, _softplus
+from .distribution import Distribution, Independent, sum_rightmost
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL: dict = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Callable:
+    """A decorator registering ``fn(p, q)`` as the KL divergence of a ``type_p`` from a ``type_q``.
+
+    Raises:
+        TypeError: for arguments that are not Distribution subclasses.
+    """
+    for t in (type_p, type_q):
+        if not (isinstance(t, type) and issubclass(t, Distribution)):
+            raise TypeError(f"Expected a subclass of Distribution but got {t}")
+
+    def decorator(fn: Callable) -> Callable:
+        _KL[type_p, type_q] = fn
+        return fn
+
+    return decorator
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """``KL(p || q)`` for each distribution of the batch, from the closed form registered for
+    the most specific pair of their types.
+
+    Raises:
+        NotImplementedError: when no form is registered for the pair.
+    """
+    for type_p in type(p).__mro__:
+        for type_q in type(q).__mro__:
+            fn = _KL.get((type_p, type_q))
+            if fn is not None:
+                return fn(p, q)
+    raise NotImplementedError(f"No KL(p || q) is implemented for p type {type(p).__name__} and q type "
+                              f"{type(q).__name__}")
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    # sum over {0, 1} of p(x) (log p(x) - log q(x)), through the logits
+    return p.probs * (_softplus(-q.logits) - _softplus(-p.logits)) + (1 - p.probs) * (
+        _softplus(q.logits) - _softplus(p.logits)
+    )
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = tensor.where(q.probs == 0, tensor.full_like(t, float("inf")), t)
+    return tensor.where(p.probs == 0, tensor.zeros_like(t), t).sum(-1)
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    outside = (q.low > p.low) | (q.high < p.high)
+    return tensor.where(outside, tensor.full_like(result, float("inf")), result)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("KL between Independents with different event dims is not implemented")
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)

@@ -1,0 +1,172 @@
+"""``tensor.distributions`` (tensor/distributions/, Note [Distribution shapes]) against torch's:
+densities, moments, entropies, KL divergences, shapes, validation errors, and gradients through
+``rsample`` and ``log_prob`` by float64 finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensor
+from autograd import gradcheck
+
+RNG = np.random.default_rng(11)
+LOC, SCALE = RNG.standard_normal((3, 2)), RNG.uniform(0.5, 2.0, (3, 2))
+LOW, HIGH = RNG.uniform(-2, 0, 4), RNG.uniform(0.5, 2, 4)
+PROBS = RNG.uniform(0.05, 0.95, (2, 3))
+LOGITS = RNG.standard_normal((2, 4))
+
+# (name, make(m, t) over a library m and its tensor constructor t, a value in the support)
+CASES = [
+    ("normal", lambda m, t: m.distributions.Normal(t(LOC), t(SCALE)), RNG.standard_normal((3, 2))),
+    ("normal_broadcast", lambda m, t: m.distributions.Normal(t(LOC), 1.5), RNG.standard_normal((5, 3, 2))),
+    ("uniform", lambda m, t: m.distributions.Uniform(t(LOW), t(HIGH)), RNG.uniform(0, 0.5, 4)),
+    ("bernoulli_probs", lambda m, t: m.distributions.Bernoulli(probs=t(PROBS)), (RNG.random((2, 3)) > 0.5) * 1.0),
+    ("bernoulli_logits", lambda m, t: m.distributions.Bernoulli(logits=t(LOGITS)), (RNG.random((2, 4)) > 0.5) * 1.0),
+    ("categorical_probs", lambda m, t: m.distributions.Categorical(probs=t(PROBS)), np.array([0, 2])),
+    ("categorical_logits", lambda m, t: m.distributions.Categorical(logits=t(LOGITS)), np.array([[3, 1], [0, 2]])),
+    ("independent", lambda m, t: m.distributions.Independent(m.distributions.Normal(t(LOC), t(SCALE)), 1),
+     RNG.standard_normal((3, 2))),
+]
+IDS = [c[0] for c in CASES]
+
+
+def _lib(lib):
+    return lambda a: lib.tensor(a) if a.dtype.kind != "i" else lib.tensor(a).long()
+
+
+def _close(ours, theirs, **kw):
+    np.testing.assert_allclose(np.asarray(ours.tolist(), dtype=float), np.asarray(theirs.tolist(), dtype=float),
+                               rtol=kw.get("rtol", 1e-10), atol=kw.get("atol", 1e-12))
+
+
+@pytest.mark.parametrize(("name", "make", "value"), CASES, ids=IDS)
+def test_values_and_shapes_match_torch(torch, name, make, value):
+    ours, theirs = make(tensor, _lib(tensor)), make(torch, _lib(torch))
+    assert (ours.batch_shape, ours.event_shape) == (tuple(theirs.batch_shape), tuple(theirs.event_shape))
+    _close(ours.log_prob(_lib(tensor)(value)), theirs.log_prob(_lib(torch)(value)))
+    _close(ours.entropy(), theirs.entropy())
+    for moment in ("mean", "variance", "stddev", "mode"):
+        _close(getattr(ours, moment), getattr(theirs, moment))
+    for shape in ((), (4,), (2, 3)):
+        assert ours.sample(shape).shape == tuple(theirs.sample(shape).shape)
+        assert str(ours.sample(shape).dtype).split(".")[-1] == str(theirs.sample(shape).dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("name", ["normal", "uniform"])
+def test_cdf_and_icdf_match_torch(torch, name):
+    make = dict((c[0], c[1]) for c in CASES)[name]
+    ours, theirs = make(tensor, _lib(tensor)), make(torch, _lib(torch))
+    value = np.asarray(ours.mean.tolist()) + 0.1
+    _close(ours.cdf(tensor.tensor(value)), theirs.cdf(torch.tensor(value)))
+    q = RNG.uniform(0.1, 0.9, np.shape(value))
+    _close(ours.icdf(tensor.tensor(q)), theirs.icdf(torch.tensor(q)), rtol=1e-9)
+
+
+def test_samples_follow_the_distribution():
+    tensor.manual_seed(0)
+    draws = tensor.distributions.Normal(tensor.tensor(LOC), tensor.tensor(SCALE)).sample((20000,)).numpy()
+    np.testing.assert_allclose(draws.mean(0), LOC, atol=0.05)
+    np.testing.assert_allclose(draws.std(0), SCALE, rtol=0.03)
+    cat = tensor.distributions.Categorical(probs=tensor.tensor(PROBS)).sample((20000,)).numpy()
+    counts = np.stack([(cat == k).mean(0) for k in range(3)], -1)
+    np.testing.assert_allclose(counts, PROBS / PROBS.sum(-1, keepdims=True), atol=0.02)
+    bern = tensor.distributions.Bernoulli(probs=tensor.tensor(PROBS)).sample((20000,)).numpy()
+    np.testing.assert_allclose(bern.mean(0), PROBS, atol=0.02)
+    uni = tensor.distributions.Uniform(tensor.tensor(LOW), tensor.tensor(HIGH)).sample((20000,)).numpy()
+    assert (uni >= LOW).all() and (uni < HIGH).all()
+    np.testing.assert_allclose(uni.mean(0), (LOW + HIGH) / 2, atol=0.05)
+
+
+# (p, q) over a library's distributions D and its tensor constructor t
+KL_PAIRS = [
+    ("normal", lambda D, t: (D.Normal(t(LOC), t(SCALE)), D.Normal(0.5, t(SCALE[::-1].copy())))),
+    ("bernoulli", lambda D, t: (D.Bernoulli(probs=t(PROBS)), D.Bernoulli(logits=t(LOGITS[:, :3])))),
+    ("categorical", lambda D, t: (D.Categorical(probs=t(PROBS)), D.Categorical(logits=t(LOGITS[:, :3])))),
+    ("uniform", lambda D, t: (D.Uniform(t(LOW), t(HIGH)), D.Uniform(t(LOW - 1), t(HIGH * 2)))),
+    ("uniform_outside", lambda D, t: (D.Uniform(t(LOW), t(HIGH)), D.Uniform(t(LOW + 0.1), t(HIGH)))),
+    ("independent", lambda D, t: tuple(D.Independent(D.Normal(t(LOC), t(s)), 1) for s in (SCALE, SCALE**2))),
+]
+
+
+@pytest.mark.parametrize(("name", "pair"), KL_PAIRS, ids=[k[0] for k in KL_PAIRS])
+def test_kl_divergence_matches_torch(torch, name, pair):
+    p, q = pair(tensor.distributions, _lib(tensor))
+    tp, tq = pair(torch.distributions, _lib(torch))
+    _close(tensor.distributions.kl_divergence(p, q), torch.distributions.kl_divergence(tp, tq))
+
+
+def test_kl_registry():
+    D = tensor.distributions
+    with pytest.raises(NotImplementedError, match="No KL"):
+        D.kl_divergence(D.Normal(0.0, 1.0), D.Bernoulli(probs=0.5))
+
+    class Wider(D.Normal):
+        pass
+
+    assert D.kl_divergence(Wider(0.0, 2.0), D.Normal(0.0, 1.0)).item() > 0  # found through the MRO
+
+    @D.register_kl(Wider, D.Normal)
+    def _kl(p, q):
+        return tensor.tensor(-1.0)
+
+    assert D.kl_divergence(Wider(0.0, 2.0), D.Normal(0.0, 1.0)).item() == -1.0
+    with pytest.raises(TypeError, match="subclass of Distribution"):
+        D.register_kl(int, D.Normal)
+
+
+def test_validation_errors_are_torchs(torch):
+    for lib in (tensor, torch):
+        D = lib.distributions
+        with pytest.raises(ValueError, match="Expected parameter scale"):
+            D.Normal(lib.zeros(2), -lib.ones(2))
+        with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified, but not both"):
+            D.Bernoulli()
+        with pytest.raises(ValueError, match="not broadcastable"):
+            D.Normal(lib.zeros(2), lib.ones(2)).log_prob(lib.ones(3))
+        with pytest.raises(ValueError, match="within the support"):
+            D.Bernoulli(probs=lib.tensor([0.3])).log_prob(lib.tensor([0.5]))
+        with pytest.raises(ValueError, match="within the support"):
+            D.Categorical(probs=lib.tensor([0.5, 0.5])).log_prob(lib.tensor(2))
+        with pytest.raises(ValueError):
+            D.Uniform(1.0, 0.0)
+        D.Normal(lib.zeros(2), -lib.ones(2), validate_args=False)  # unchecked when asked
+
+
+def test_rsample_and_log_prob_gradients():
+    loc = tensor.tensor(LOC[0], requires_grad=True)
+    scale = tensor.tensor(SCALE[0], requires_grad=True)
+
+    def reparameterised(loc, scale):
+        tensor.manual_seed(1)  # the same noise at every evaluation
+        return tensor.distributions.Normal(loc, scale).rsample((3,))
+
+    assert gradcheck(reparameterised, (loc, scale))
+    value = tensor.tensor(RNG.standard_normal(2))
+    assert gradcheck(lambda loc, scale: tensor.distributions.Normal(loc, scale).log_prob(value), (loc, scale))
+    logits = tensor.tensor(LOGITS, requires_grad=True)
+    index = tensor.tensor([1, 3]).long()
+    assert gradcheck(lambda lg: tensor.distributions.Categorical(logits=lg).log_prob(index), (logits,))
+    assert gradcheck(lambda lg: tensor.distributions.Bernoulli(logits=lg).entropy(), (logits,))
+    low, high = tensor.tensor(LOW, requires_grad=True), tensor.tensor(HIGH, requires_grad=True)
+
+    def uniform_draws(low, high):
+        tensor.manual_seed(2)
+        return tensor.distributions.Uniform(low, high).rsample((2,))
+
+    assert gradcheck(uniform_draws, (low, high))
+
+
+def test_expand_enumerate_support_and_repr(torch):
+    for lib in (tensor, torch):
+        D = lib.distributions
+        n = D.Normal(lib.zeros(2), lib.ones(2)).expand((3, 2))
+        assert tuple(n.batch_shape) == (3, 2) and tuple(n.sample().shape) == (3, 2)
+        b = D.Bernoulli(probs=lib.tensor([0.2, 0.7]))
+        assert b.enumerate_support().tolist() == [[0.0, 0.0], [1.0, 1.0]]
+        c = D.Categorical(logits=lib.zeros(2, 3))
+        assert c.enumerate_support().tolist() == [[0, 0], [1, 1], [2, 2]]
+        assert tuple(c.expand((4, 2)).sample().shape) == (4, 2)
+        assert tuple(D.Independent(D.Normal(lib.zeros(3, 2), 1.0), 1).expand((5, 3)).event_shape) == (2,)
+    assert repr(tensor.distributions.Bernoulli(probs=tensor.tensor([0.3]))) == "Bernoulli(probs: tensor([0.3000]))"
+    assert repr(tensor.distributions.Normal(tensor.zeros(2), 1.0)) == "Normal(loc: (2,), scale: (2,))"
