@@ -19,6 +19,7 @@ from .ops.decomp import (
     _checked,
     _eye_like,
     cholesky,
+    cholesky_with_info,
     det,
     eigh,
     eigvalsh,
@@ -87,7 +88,10 @@ __all__ = [
 
 _lstsq_result = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
 _eig_result = namedtuple("eig", ["eigenvalues", "eigenvectors"])
-_ex_result = namedtuple("result_info", ["result", "info"])
+# torch.return_types' names: ``inverse``/``L``/``result``, then ``info``
+_inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+_cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+_solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
@@ -116,17 +120,29 @@ def _info(A):
 
 def inv_ex(A, *, check_errors: bool = False):
     """``(inv(A), info)``; info is 0 for every invertible matrix (errors raise, as with check_errors)."""
-    return _ex_result(inv(A), _info(A))
+    return _inv_ex_result(inv(A), _info(A))
 
 
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
-    """``(cholesky(A), info)`` (errors raise)."""
-    return _ex_result(cholesky(A, upper=upper), _info(A))
+    """``(L, info)``: ``cholesky(A)`` with ``info`` 0 per matrix; where a matrix is not positive
+    definite, its ``info`` is the order of the first leading minor that is not and its ``L`` is
+    factored up to there, as PyTorch's (that result is not differentiable).
+
+    Raises:
+        LinAlgError: with ``check_errors``, for a matrix that is not positive definite.
+    """
+    try:
+        return _cholesky_ex_result(cholesky(A, upper=upper), _info(A))
+    except LinAlgError:
+        if check_errors:
+            raise
+    L, info = cholesky_with_info(A)
+    return _cholesky_ex_result(L.mT if upper else L, info)
 
 
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     """``(solve(A, B), info)`` (errors raise)."""
-    return _ex_result(solve(A, B, left=left), _info(A))
+    return _solve_ex_result(solve(A, B, left=left), _info(A))
 
 
 @defop("eig", saves_output=True)

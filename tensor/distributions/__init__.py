@@ -1,15 +1,17 @@
 """``tensor.distributions``: PyTorch's ``torch.distributions`` for the common cases: ``Normal``,
-``Uniform``, ``Bernoulli``, ``Categorical``, ``Independent``, ``kl_divergence`` and the
-``constraints`` (Note [Distribution shapes] in distribution.py). Imported on first access to
+``Uniform``, ``Exponential``, ``Laplace``, ``MultivariateNormal``, ``Bernoulli``, ``Categorical``,
+``OneHotCategorical``, ``Poisson``, ``Independent``, ``kl_divergence`` and the ``constraints``
+(Note [Distribution shapes] in distribution.py). Imported on first access to
 ``tensor.distributions``."""
 
 from . import constraints
-from .continuous import Normal, Uniform
-from .discrete import Bernoulli, Categorical
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution, Independent
 from .kl import kl_divergence, register_kl
+from .multivariate_normal import MultivariateNormal
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Independent", "Normal", "Uniform", "constraints", "kl_divergence",
-    "register_kl",
+    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "MultivariateNormal",
+    "Normal", "OneHotCategorical", "Poisson", "Uniform", "constraints", "kl_divergence", "register_kl",
 ]

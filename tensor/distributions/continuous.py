@@ -1,4 +1,5 @@
-"""``Normal`` and ``Uniform`` (PyTorch's ``torch.distributions``; Note [Distribution shapes])."""
+"""``Normal``, ``Uniform``, ``Exponential`` and ``Laplace`` (PyTorch's ``torch.distributions``;
+Note [Distribution shapes])."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from tensor import Tensor
 from . import constraints
 from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
 
-__all__ = ["Normal", "Uniform"]
+__all__ = ["Exponential", "Laplace", "Normal", "Uniform"]
 
 
 class Normal(Distribution):
@@ -143,3 +144,137 @@ class Uniform(Distribution):
     def entropy(self) -> Tensor:
         """``log(high - low)``."""
         return (self.high - self.low).log()
+
+
+class Exponential(Distribution):
+    """The exponential distribution of rate ``rate`` (mean ``1 / rate``).
+
+    Raises:
+        ValueError: with ``validate_args``, for a ``rate`` not positive.
+    """
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None) -> None:
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.shape, (), validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        """``1 / rate``."""
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self) -> Tensor:
+        """0."""
+        return tensor.zeros_like(self.rate)
+
+    @property
+    def stddev(self) -> Tensor:
+        """``1 / rate``."""
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self) -> Tensor:
+        """``1 / rate ** 2``."""
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        """``-log(1 - u) / rate`` for ``u`` uniform on ``[0, 1)``."""
+        u = tensor.rand(self._extended_shape(sample_shape), dtype=self.rate.dtype, device=self.rate.device)
+        return -(-u).log1p() / self.rate
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """``log(rate) - rate * value``.
+
+        Raises:
+            ValueError: with ``validate_args``, for a negative value.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``1 - exp(-rate * value)``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """``-log(1 - value) / rate``."""
+        return -(-value).log1p() / self.rate
+
+    def entropy(self) -> Tensor:
+        """``1 - log(rate)``."""
+        return 1.0 - self.rate.log()
+
+
+class Laplace(Distribution):
+    """The Laplace distribution of location ``loc`` and scale ``scale`` (broadcast).
+
+    Raises:
+        ValueError: with ``validate_args``, for a ``scale`` not positive.
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, (), validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        """``2 * scale ** 2``."""
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self) -> Tensor:
+        """``sqrt(2) * scale``."""
+        return math.sqrt(2) * self.scale
+
+    def rsample(self, sample_shape=()) -> Tensor:
+        """``loc - scale * sign(u) * log(1 - |u|)`` for ``u`` uniform on ``(-1, 1)``."""
+        eps = tensor.finfo(self.loc.dtype).eps
+        u = tensor.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device)
+        u = (2 * u - 1).clamp(eps - 1, 1 - eps)  # never -1: log(0)
+        return self.loc - self.scale * u.sign() * (-u.abs()).log1p()
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """``-log(2 scale) - |value - loc| / scale``.
+
+        Raises:
+            ValueError: with ``validate_args``, for a value of the wrong shape or a NaN.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        return -(2 * self.scale).log() - (value - self.loc).abs() / self.scale
+
+    def cdf(self, value: Tensor) -> Tensor:
+        """``P(X <= value)``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        z = value - self.loc
+        return 0.5 - 0.5 * z.sign() * (-z.abs() / self.scale).expm1()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """The value below which the probability is ``value``."""
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * (-2 * term.abs()).log1p()
+
+    def entropy(self) -> Tensor:
+        """``1 + log(2 scale)``."""
+        return 1 + (2 * self.scale).log()

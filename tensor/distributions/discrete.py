@@ -1,4 +1,5 @@
-"""``Bernoulli`` and ``Categorical`` (PyTorch's ``torch.distributions``; Note [Distribution shapes]).
+"""``Bernoulli``, ``Categorical``, ``OneHotCategorical`` and ``Poisson`` (PyTorch's
+``torch.distributions``; Note [Distribution shapes]).
 
 Each takes ``probs`` or ``logits`` (exactly one) and derives the other when asked, as PyTorch's
 do: a Bernoulli's logits are ``log(p) - log(1 - p)``, a Categorical's are normalised so that
@@ -15,7 +16,7 @@ from tensor import Tensor
 from . import constraints
 from .distribution import Distribution, broadcast_all
 
-__all__ = ["Bernoulli", "Categorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Poisson"]
 
 
 def _one_of(probs, logits) -> None:
@@ -201,3 +202,131 @@ class Categorical(Distribution):
         values = tensor.arange(self._num_events, device=self.probs.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + self._batch_shape) if expand else values
+
+
+class OneHotCategorical(Distribution):
+    """``Categorical`` with its draws as one-hot vectors (event shape ``(K,)``).
+
+    Raises:
+        ValueError: as ``Categorical``.
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None) -> None:
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args=False)
+        self._validate_args = self._categorical._validate_args
+
+    @property
+    def probs(self) -> Tensor:
+        """The normalised probabilities."""
+        return self._categorical.probs
+
+    @property
+    def logits(self) -> Tensor:
+        """The normalised log-probabilities."""
+        return self._categorical.logits
+
+    @property
+    def mean(self) -> Tensor:
+        """``probs``."""
+        return self.probs
+
+    @property
+    def mode(self) -> Tensor:
+        """The one-hot vector of the most likely category."""
+        return _one_hot(self.probs.argmax(-1), self._event_shape[0], self.probs.dtype)
+
+    @property
+    def variance(self) -> Tensor:
+        """``probs * (1 - probs)``."""
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=()) -> Tensor:
+        """One-hot draws in the parameters' dtype."""
+        return _one_hot(self._categorical.sample(sample_shape), self._event_shape[0], self.probs.dtype)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """The log-probability of the category ``value`` marks.
+
+        Raises:
+            ValueError: with ``validate_args``, for a value that is not one-hot.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self) -> Tensor:
+        """As the categorical distribution's."""
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """The ``K`` one-hot vectors along a new first dim."""
+        k = self._event_shape[0]
+        values = tensor.eye(k, dtype=self.probs.dtype, device=self.probs.device)
+        values = values.reshape((k,) + (1,) * len(self._batch_shape) + (k,))
+        return values.expand((k,) + self._batch_shape + (k,)) if expand else values
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution with the batch broadcast to ``batch_shape``."""
+        new = OneHotCategorical.__new__(OneHotCategorical)
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, tuple(batch_shape), self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def __repr__(self) -> str:
+        return f"OneHotCategorical({repr(self._categorical)[len('Categorical('):-1]})"
+
+
+def _one_hot(indices: Tensor, k: int, dtype) -> Tensor:
+    return (indices.unsqueeze(-1) == tensor.arange(k, device=indices.device)).to(dtype)
+
+
+class Poisson(Distribution):
+    """The Poisson distribution of rate ``rate`` (mean and variance ``rate``).
+
+    Raises:
+        ValueError: with ``validate_args``, for a negative ``rate``.
+    """
+
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, rate, validate_args=None) -> None:
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.shape, (), validate_args)
+
+    @property
+    def mean(self) -> Tensor:
+        """``rate``."""
+        return self.rate
+
+    @property
+    def mode(self) -> Tensor:
+        """``floor(rate)``."""
+        return self.rate.floor()
+
+    @property
+    def variance(self) -> Tensor:
+        """``rate``."""
+        return self.rate
+
+    def sample(self, sample_shape=()) -> Tensor:
+        """Counts in the rate's dtype (without gradients)."""
+        with tensor.no_grad():
+            return tensor.poisson(self.rate.expand(self._extended_shape(sample_shape)))
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        """``value * log(rate) - rate - log(value!)`` (0 log 0 taken as 0).
+
+        Raises:
+            ValueError: with ``validate_args``, for a value that is not a nonnegative integer.
+        """
+        if self._validate_args:
+            self._validate_sample(value)
+        rate, value = tensor.broadcast_tensors(self.rate, value.to(self.rate.dtype))
+        return tensor.xlogy(value, rate) - rate - (value + 1).lgamma()

@@ -8,9 +8,10 @@ from collections.abc import Callable
 import tensor
 from tensor import Tensor
 
-from .continuous import Normal, Uniform
-from .discrete import Bernoulli, Categorical, _softplus
+from .continuous import Exponential, Laplace, Normal, Uniform
+from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson, _softplus
 from .distribution import Distribution, Independent, sum_rightmost
+from .multivariate_normal import MultivariateNormal
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -84,3 +85,43 @@ def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
         raise NotImplementedError("KL between Independents with different event dims is not implemented")
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return ratio - 1 - ratio.log()
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    distance = (p.loc - q.loc).abs() / q.scale
+    return -scale_ratio.log() + distance + scale_ratio * (-distance / scale_ratio).exp() - 1
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with different event shapes cannot be computed"
+        )
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    batch = tensor.broadcast_shapes(p.batch_shape, q.batch_shape)
+    lq = lq.expand(batch + (n, n))
+    trace = tensor.linalg.solve_triangular(lq, lp.expand(batch + (n, n)), upper=False).pow(2).sum((-2, -1))
+    diff = (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)
+    mahalanobis = tensor.linalg.solve_triangular(lq, diff, upper=False).pow(2).sum((-2, -1))
+    log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    return 0.5 * (trace + mahalanobis - n) + log_det

@@ -190,6 +190,30 @@ def cholesky(A, *, upper: bool = False):
     return L.mT if upper else L
 
 
+def cholesky_with_info(A):
+    """``(L, info)`` for a batch ``cholesky`` refused: the factorization column by column, as
+    LAPACK's ``potrf`` does it, with ``info`` 0 for a positive-definite matrix and otherwise the
+    order of its first leading minor that is not, where its ``L`` stops (the rest zero). Not
+    differentiable (``linalg.cholesky_ex``'s failure path)."""
+    xp = A._device.backend.xp
+    a = A._data.reshape((-1,) + tuple(A.shape[-2:]))
+    count, n = a.shape[0], a.shape[-1]
+    L = xp.zeros_like(a)
+    info = xp.zeros(count, dtype=np.int32)
+    alive = xp.ones(count, dtype=bool)
+    for j in range(n):
+        row = L[:, j, :j]
+        d = (a[:, j, j] - (row * row.conj()).sum(-1)).real
+        failed = alive & ~(d > 0)
+        info[failed] = j + 1
+        alive &= ~failed
+        pivot = xp.sqrt(xp.where(alive, d, 1.0))
+        L[:, j, j] = xp.where(alive, pivot, 0)
+        below = a[:, j + 1 :, j] - (L[:, j + 1 :, :j] * row.conj()[:, None, :]).sum(-1)
+        L[:, j + 1 :, j] = xp.where(alive[:, None], below / pivot[:, None], 0)
+    return _dispatch.make(L.reshape(A.shape), A._device), _dispatch.make(info.reshape(A.shape[:-2]), A._device)
+
+
 def _off_diagonal_inverse(values):
     """``F[i, j] = 1 / (values[j] - values[i])`` off the diagonal, 0 on it."""
     diff = values.unsqueeze(-2) - values.unsqueeze(-1)

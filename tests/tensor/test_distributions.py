@@ -15,6 +15,11 @@ LOC, SCALE = RNG.standard_normal((3, 2)), RNG.uniform(0.5, 2.0, (3, 2))
 LOW, HIGH = RNG.uniform(-2, 0, 4), RNG.uniform(0.5, 2, 4)
 PROBS = RNG.uniform(0.05, 0.95, (2, 3))
 LOGITS = RNG.standard_normal((2, 4))
+RATE = RNG.uniform(0.5, 3.0, 5)
+_A = RNG.standard_normal((2, 3, 3))
+COV = _A @ _A.transpose(0, 2, 1) + 3 * np.eye(3)
+MVN_LOC = RNG.standard_normal((2, 3))
+TRIL = np.linalg.cholesky(COV)
 
 # (name, make(m, t) over a library m and its tensor constructor t, a value in the support)
 CASES = [
@@ -27,6 +32,16 @@ CASES = [
     ("categorical_logits", lambda m, t: m.distributions.Categorical(logits=t(LOGITS)), np.array([[3, 1], [0, 2]])),
     ("independent", lambda m, t: m.distributions.Independent(m.distributions.Normal(t(LOC), t(SCALE)), 1),
      RNG.standard_normal((3, 2))),
+    ("exponential", lambda m, t: m.distributions.Exponential(t(RATE)), RNG.uniform(0, 3, 5)),
+    ("laplace", lambda m, t: m.distributions.Laplace(t(LOC), t(SCALE)), RNG.standard_normal((3, 2))),
+    ("poisson", lambda m, t: m.distributions.Poisson(t(RATE)), np.array([0.0, 1.0, 4.0, 2.0, 7.0])),
+    ("onehot", lambda m, t: m.distributions.OneHotCategorical(probs=t(PROBS)), np.eye(3)[[2, 0]]),
+    ("mvn_covariance", lambda m, t: m.distributions.MultivariateNormal(t(MVN_LOC), covariance_matrix=t(COV)),
+     RNG.standard_normal((4, 2, 3))),
+    ("mvn_precision", lambda m, t: m.distributions.MultivariateNormal(t(MVN_LOC[0]), precision_matrix=t(COV)),
+     RNG.standard_normal((2, 3))),
+    ("mvn_scale_tril", lambda m, t: m.distributions.MultivariateNormal(t(MVN_LOC), scale_tril=t(TRIL)),
+     RNG.standard_normal(3)),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -45,7 +60,12 @@ def test_values_and_shapes_match_torch(torch, name, make, value):
     ours, theirs = make(tensor, _lib(tensor)), make(torch, _lib(torch))
     assert (ours.batch_shape, ours.event_shape) == (tuple(theirs.batch_shape), tuple(theirs.event_shape))
     _close(ours.log_prob(_lib(tensor)(value)), theirs.log_prob(_lib(torch)(value)))
-    _close(ours.entropy(), theirs.entropy())
+    if name == "poisson":  # no closed form: neither has one
+        for dist in (ours, theirs):
+            with pytest.raises(NotImplementedError):
+                dist.entropy()
+    else:
+        _close(ours.entropy(), theirs.entropy())
     for moment in ("mean", "variance", "stddev", "mode"):
         _close(getattr(ours, moment), getattr(theirs, moment))
     for shape in ((), (4,), (2, 3)):
@@ -53,7 +73,7 @@ def test_values_and_shapes_match_torch(torch, name, make, value):
         assert str(ours.sample(shape).dtype).split(".")[-1] == str(theirs.sample(shape).dtype).split(".")[-1]
 
 
-@pytest.mark.parametrize("name", ["normal", "uniform"])
+@pytest.mark.parametrize("name", ["normal", "uniform", "exponential", "laplace"])
 def test_cdf_and_icdf_match_torch(torch, name):
     make = dict((c[0], c[1]) for c in CASES)[name]
     ours, theirs = make(tensor, _lib(tensor)), make(torch, _lib(torch))
@@ -73,6 +93,17 @@ def test_samples_follow_the_distribution():
     np.testing.assert_allclose(counts, PROBS / PROBS.sum(-1, keepdims=True), atol=0.02)
     bern = tensor.distributions.Bernoulli(probs=tensor.tensor(PROBS)).sample((20000,)).numpy()
     np.testing.assert_allclose(bern.mean(0), PROBS, atol=0.02)
+    counts = tensor.distributions.Poisson(tensor.tensor(RATE)).sample((20000,)).numpy()
+    np.testing.assert_allclose(counts.mean(0), RATE, rtol=0.05)
+    mvn = tensor.distributions.MultivariateNormal(tensor.tensor(MVN_LOC[0]), covariance_matrix=tensor.tensor(COV[0]))
+    vectors = mvn.sample((40000,)).numpy()
+    np.testing.assert_allclose(np.cov(vectors.T), COV[0], atol=0.15 * np.abs(COV[0]).max())
+    D = tensor.distributions
+    for dist, mean, var in ((D.Exponential(tensor.tensor(RATE)), 1 / RATE, 1 / RATE**2),
+                            (D.Laplace(tensor.tensor(LOC), tensor.tensor(SCALE)), LOC, 2 * SCALE**2)):
+        draws = dist.sample((40000,)).numpy()
+        np.testing.assert_allclose(draws.mean(0), mean, atol=0.05 * np.abs(mean).max() + 0.03)
+        np.testing.assert_allclose(draws.var(0), var, rtol=0.1)
     uni = tensor.distributions.Uniform(tensor.tensor(LOW), tensor.tensor(HIGH)).sample((20000,)).numpy()
     assert (uni >= LOW).all() and (uni < HIGH).all()
     np.testing.assert_allclose(uni.mean(0), (LOW + HIGH) / 2, atol=0.05)
@@ -86,6 +117,12 @@ KL_PAIRS = [
     ("uniform", lambda D, t: (D.Uniform(t(LOW), t(HIGH)), D.Uniform(t(LOW - 1), t(HIGH * 2)))),
     ("uniform_outside", lambda D, t: (D.Uniform(t(LOW), t(HIGH)), D.Uniform(t(LOW + 0.1), t(HIGH)))),
     ("independent", lambda D, t: tuple(D.Independent(D.Normal(t(LOC), t(s)), 1) for s in (SCALE, SCALE**2))),
+    ("exponential", lambda D, t: (D.Exponential(t(RATE)), D.Exponential(t(RATE[::-1].copy())))),
+    ("laplace", lambda D, t: (D.Laplace(t(LOC), t(SCALE)), D.Laplace(0.3, t(SCALE**2)))),
+    ("poisson", lambda D, t: (D.Poisson(t(RATE)), D.Poisson(t(RATE[::-1].copy())))),
+    ("onehot", lambda D, t: (D.OneHotCategorical(probs=t(PROBS)), D.OneHotCategorical(logits=t(LOGITS[:, :3])))),
+    ("mvn", lambda D, t: (D.MultivariateNormal(t(MVN_LOC), covariance_matrix=t(COV)),
+                          D.MultivariateNormal(t(MVN_LOC[::-1].copy()), precision_matrix=t(COV[::-1].copy())))),
 ]
 
 
@@ -130,6 +167,14 @@ def test_validation_errors_are_torchs(torch):
             D.Categorical(probs=lib.tensor([0.5, 0.5])).log_prob(lib.tensor(2))
         with pytest.raises(ValueError):
             D.Uniform(1.0, 0.0)
+        with pytest.raises(ValueError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+            D.MultivariateNormal(lib.zeros(2))
+        with pytest.raises(ValueError, match="covariance_matrix"):
+            D.MultivariateNormal(lib.zeros(2), covariance_matrix=lib.tensor([[1.0, 2.0], [2.0, 1.0]]))
+        with pytest.raises(ValueError, match="within the support"):
+            D.Poisson(lib.ones(2)).log_prob(lib.tensor([0.5, 1.0]))
+        with pytest.raises(ValueError, match="within the support"):
+            D.OneHotCategorical(probs=lib.tensor([0.5, 0.5])).log_prob(lib.tensor([1.0, 1.0]))
         D.Normal(lib.zeros(2), -lib.ones(2), validate_args=False)  # unchecked when asked
 
 
@@ -155,6 +200,24 @@ def test_rsample_and_log_prob_gradients():
         return tensor.distributions.Uniform(low, high).rsample((2,))
 
     assert gradcheck(uniform_draws, (low, high))
+    rate = tensor.tensor(RATE, requires_grad=True)
+
+    def exponential_and_laplace_draws(rate, loc, scale):
+        tensor.manual_seed(3)
+        D = tensor.distributions
+        return D.Exponential(rate).rsample(), D.Laplace(loc, scale).rsample((2,))
+
+    assert gradcheck(exponential_and_laplace_draws, (rate, loc, scale))
+    mvn_loc = tensor.tensor(MVN_LOC[0], requires_grad=True)
+    tril = tensor.tensor(np.linalg.cholesky(COV[0]), requires_grad=True)
+    vectors = tensor.tensor(RNG.standard_normal((4, 3)))
+
+    def mvn(loc, tril):
+        tensor.manual_seed(4)
+        d = tensor.distributions.MultivariateNormal(loc, scale_tril=tril.tril(), validate_args=False)
+        return d.log_prob(vectors), d.rsample((2,)), d.entropy()
+
+    assert gradcheck(mvn, (mvn_loc, tril))
 
 
 def test_expand_enumerate_support_and_repr(torch):

@@ -221,3 +221,19 @@ def test_linalg_matches_torch(torch, name, fn, shape_a, shape_b):
     (ref * torch.tensor(weights)).sum().backward()
     for mine, reference in zip(ours, theirs):
         assert_close(mine.grad, reference.grad.numpy())
+
+
+def test_cholesky_ex_reports_info_instead_of_raising_as_torch_does(torch):
+    not_pd = np.array([[1.0, 2.0], [2.0, 1.0]])  # its second leading minor is negative
+    indefinite3 = np.array([[4.0, 1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 0.0, 1.0]])
+    for batch in (not_pd, np.stack([not_pd, 2 * np.eye(2)]), indefinite3, 3 * np.eye(3)):
+        ours, theirs = tensor.linalg.cholesky_ex(tensor.tensor(batch)), torch.linalg.cholesky_ex(torch.tensor(batch))
+        assert ours.info.tolist() == theirs.info.tolist() and ours.info.dtype == tensor.int32
+        ok = np.asarray(theirs.info) == 0  # torch leaves LAPACK's partial work in a failed factor
+        np.testing.assert_allclose(ours.L.numpy()[ok], theirs.L.numpy()[ok])
+    with pytest.raises(tensor.linalg.LinAlgError):
+        tensor.linalg.cholesky_ex(tensor.tensor(not_pd), check_errors=True)
+    upper = tensor.linalg.cholesky_ex(tensor.tensor(np.stack([not_pd, 2 * np.eye(2)])), upper=True)
+    np.testing.assert_allclose(upper.L.numpy()[1], np.sqrt(2) * np.eye(2))
+    assert tensor.linalg.inv_ex(tensor.eye(2)).inverse.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    assert tensor.linalg.solve_ex(tensor.eye(2), tensor.ones(2)).result.tolist() == [1.0, 1.0]
