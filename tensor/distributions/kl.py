@@ -12,6 +12,7 @@ from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson, _softplus
 from .distribution import Distribution, Independent, sum_rightmost
 from .multivariate_normal import MultivariateNormal
+from .transforms import LogNormal
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -125,3 +126,8 @@ def _kl_mvn_mvn(p, q):
     mahalanobis = tensor.linalg.solve_triangular(lq, diff, upper=False).pow(2).sum((-2, -1))
     log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     return 0.5 * (trace + mahalanobis - n) + log_det
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)  # KL is invariant under the same bijection

@@ -42,6 +42,7 @@ CASES = [
      RNG.standard_normal((2, 3))),
     ("mvn_scale_tril", lambda m, t: m.distributions.MultivariateNormal(t(MVN_LOC), scale_tril=t(TRIL)),
      RNG.standard_normal(3)),
+    ("lognormal", lambda m, t: m.distributions.LogNormal(t(LOC), t(SCALE)), RNG.uniform(0.1, 3.0, (3, 2))),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -121,6 +122,7 @@ KL_PAIRS = [
     ("laplace", lambda D, t: (D.Laplace(t(LOC), t(SCALE)), D.Laplace(0.3, t(SCALE**2)))),
     ("poisson", lambda D, t: (D.Poisson(t(RATE)), D.Poisson(t(RATE[::-1].copy())))),
     ("onehot", lambda D, t: (D.OneHotCategorical(probs=t(PROBS)), D.OneHotCategorical(logits=t(LOGITS[:, :3])))),
+    ("lognormal", lambda D, t: (D.LogNormal(t(LOC), t(SCALE)), D.LogNormal(0.2, t(SCALE**2)))),
     ("mvn", lambda D, t: (D.MultivariateNormal(t(MVN_LOC), covariance_matrix=t(COV)),
                           D.MultivariateNormal(t(MVN_LOC[::-1].copy()), precision_matrix=t(COV[::-1].copy())))),
 ]
@@ -233,3 +235,61 @@ def test_expand_enumerate_support_and_repr(torch):
         assert tuple(D.Independent(D.Normal(lib.zeros(3, 2), 1.0), 1).expand((5, 3)).event_shape) == (2,)
     assert repr(tensor.distributions.Bernoulli(probs=tensor.tensor([0.3]))) == "Bernoulli(probs: tensor([0.3000]))"
     assert repr(tensor.distributions.Normal(tensor.zeros(2), 1.0)) == "Normal(loc: (2,), scale: (2,))"
+
+
+# (name, transforms over a library's transforms module T and tensor constructor t, values in the codomain)
+TRANSFORMED = [
+    ("tanh", lambda T, t: [T.TanhTransform()], RNG.uniform(-0.95, 0.95, (4, 3, 2))),
+    ("sigmoid_affine", lambda T, t: [T.SigmoidTransform(), T.AffineTransform(2.0, 3.0)], RNG.uniform(2.1, 4.9, (3, 2))),
+    ("exp_affine_tensor", lambda T, t: T.ComposeTransform([T.ExpTransform(), T.AffineTransform(t(LOC), t(SCALE))]),
+     LOC + SCALE * RNG.uniform(0.5, 2.0, (3, 2))),
+    ("inverse_exp", lambda T, t: [T.ExpTransform().inv], RNG.standard_normal((3, 2))),
+]
+
+
+@pytest.mark.parametrize(("name", "transforms", "value"), TRANSFORMED, ids=[c[0] for c in TRANSFORMED])
+def test_transformed_distributions_match_torch(torch, name, transforms, value):
+    ours, theirs = (
+        lib.distributions.TransformedDistribution(
+            lib.distributions.Normal(lib.tensor(LOC), lib.tensor(SCALE)),
+            transforms(lib.distributions.transforms, lib.tensor),
+        )
+        for lib in (tensor, torch)
+    )
+    if name == "inverse_exp":  # the log of a normal variable: defined for positive draws only
+        ours._validate_args = theirs._validate_args = False
+        value = np.abs(value) + 0.1
+    else:
+        assert ours.rsample((5,)).shape == (5, 3, 2)
+    _close(ours.log_prob(tensor.tensor(value)), theirs.log_prob(torch.tensor(value)), rtol=1e-9)
+    assert ours.batch_shape == tuple(theirs.batch_shape)
+    inside = np.abs(LOC) + 0.1  # in every transform's domain, the log's too
+    for t_ours, t_theirs in zip(ours.transforms, theirs.transforms):
+        x = tensor.tensor(inside)
+        y = t_ours(x)
+        _close(y, t_theirs(torch.tensor(inside)))
+        _close(t_ours.inv(y), x, rtol=1e-9)
+        theirs_ladj = t_theirs.log_abs_det_jacobian(torch.tensor(inside), torch.tensor(y.numpy()))
+        _close(t_ours.log_abs_det_jacobian(x, y), theirs_ladj)
+
+
+def test_squashed_normal_gradients_and_the_cache():
+    D, T = tensor.distributions, tensor.distributions.transforms
+    loc, scale = tensor.tensor(LOC[0], requires_grad=True), tensor.tensor(SCALE[0], requires_grad=True)
+
+    def policy(loc, scale):  # a soft actor-critic action and its log-probability
+        tensor.manual_seed(5)
+        squashed = D.TransformedDistribution(D.Normal(loc, scale), [T.TanhTransform(cache_size=1)])
+        action = squashed.rsample()
+        return action, squashed.log_prob(action)
+
+    assert gradcheck(policy, (loc, scale))
+    cached = T.TanhTransform(cache_size=1)
+    x = tensor.tensor([30.0])
+    assert cached.inv(cached(x)).item() == 30.0  # the exact input, where atanh(tanh(30)) is not
+    assert T.TanhTransform().inv(T.TanhTransform()(x)).item() < 30.0
+    with pytest.raises(ValueError, match="cache_size"):
+        T.TanhTransform(cache_size=2)
+    with pytest.raises(ValueError, match="within the support"):
+        D.TransformedDistribution(D.Normal(0.0, 1.0), T.TanhTransform()).log_prob(tensor.tensor(1.5))
+    assert type(D.LogNormal(0.0, 1.0).expand((2,))) is D.LogNormal
