@@ -9,13 +9,13 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .distribution import LOG_SQRT_2PI, Distribution, broadcast_all
+from .distribution import LOG_SQRT_2PI, Distribution, Located, broadcast_all
 
 __all__ = ["Exponential", "Laplace", "Normal", "Uniform"]
 
 
-class Normal(Distribution):
-    """The normal distribution of mean ``loc`` and standard deviation ``scale`` (broadcast).
+class _LocationScale(Located):
+    """A real distribution of location ``loc`` and positive scale ``scale`` (broadcast).
 
     Raises:
         ValueError: with ``validate_args``, for a ``scale`` not positive (or a NaN parameter).
@@ -29,15 +29,13 @@ class Normal(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(self.loc.shape, (), validate_args)
 
-    @property
-    def mean(self) -> Tensor:
-        """``loc``."""
-        return self.loc
 
-    @property
-    def mode(self) -> Tensor:
-        """``loc``."""
-        return self.loc
+class Normal(_LocationScale):
+    """The normal distribution of mean ``loc`` and standard deviation ``scale`` (broadcast).
+
+    Raises:
+        ValueError: with ``validate_args``, for a ``scale`` not positive (or a NaN parameter).
+    """
 
     @property
     def stddev(self) -> Tensor:
@@ -211,30 +209,12 @@ class Exponential(Distribution):
         return 1.0 - self.rate.log()
 
 
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """The Laplace distribution of location ``loc`` and scale ``scale`` (broadcast).
 
     Raises:
         ValueError: with ``validate_args``, for a ``scale`` not positive.
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, (), validate_args)
-
-    @property
-    def mean(self) -> Tensor:
-        """``loc``."""
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        """``loc``."""
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

@@ -14,7 +14,7 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, broadcast_all, softplus
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Poisson"]
 
@@ -92,11 +92,11 @@ class Bernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = tensor.broadcast_tensors(self.logits, value.to(self.logits.dtype))
-        return logits * value - _softplus(logits)
+        return logits * value - softplus(logits)
 
     def entropy(self) -> Tensor:
         """``-(p log p + (1 - p) log(1 - p))``."""
-        return _softplus(self.logits) - self.probs * self.logits
+        return softplus(self.logits) - self.probs * self.logits
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         """``[0, 1]`` along a new first dim (expanded over the batch with ``expand``)."""
@@ -106,11 +106,6 @@ class Bernoulli(Distribution):
 
     def _param(self) -> Tensor:
         return self.__dict__.get("probs", self.__dict__.get("logits"))
-
-
-def _softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))`` without overflow."""
-    return x.clamp(min=0) + (-x.abs()).exp().log1p()
 
 
 class Categorical(Distribution):

@@ -19,7 +19,7 @@ import math
 import tensor
 from tensor import Tensor
 
-__all__ = ["Distribution", "Independent"]
+__all__ = ["Distribution", "Independent", "Located"]
 
 
 class Distribution:
@@ -174,6 +174,25 @@ class Distribution:
                 value = self.__dict__[name]
                 shown.append(f"{name}: {value if value.numel() == 1 else tuple(value.shape)}")
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class Located(Distribution):
+    """A distribution whose mean and mode are its parameter ``loc``."""
+
+    @property
+    def mean(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+    @property
+    def mode(self) -> Tensor:
+        """``loc``."""
+        return self.loc
+
+
+def softplus(x: Tensor) -> Tensor:
+    """``log(1 + exp(x))`` without overflow."""
+    return x.clamp(min=0) + (-x.abs()).exp().log1p()
 
 
 def broadcast_all(*values) -> tuple:

@@ -9,8 +9,8 @@ import tensor
 from tensor import Tensor
 
 from .continuous import Exponential, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson, _softplus
-from .distribution import Distribution, Independent, sum_rightmost
+from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
+from .distribution import Distribution, Independent, softplus, sum_rightmost
 from .multivariate_normal import MultivariateNormal
 from .transforms import LogNormal
 
@@ -62,8 +62,8 @@ def _kl_normal_normal(p, q):
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
     # sum over {0, 1} of p(x) (log p(x) - log q(x)), through the logits
-    return p.probs * (_softplus(-q.logits) - _softplus(-p.logits)) + (1 - p.probs) * (
-        _softplus(q.logits) - _softplus(p.logits)
+    return p.probs * (softplus(-q.logits) - softplus(-p.logits)) + (1 - p.probs) * (
+        softplus(q.logits) - softplus(p.logits)
     )
 
 

@@ -14,12 +14,12 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .distribution import LOG_SQRT_2PI, Distribution
+from .distribution import LOG_SQRT_2PI, Located
 
 __all__ = ["MultivariateNormal"]
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(Located):
     """The normal distribution over vectors of mean ``loc`` and covariance ``covariance_matrix``
     (or ``precision_matrix``, its inverse, or ``scale_tril``, its Cholesky factor): exactly
     one of the three. Batch dims of ``loc`` and the matrix broadcast.
@@ -77,16 +77,6 @@ class MultivariateNormal(Distribution):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         self.__dict__[name] = value
         return value
-
-    @property
-    def mean(self) -> Tensor:
-        """``loc``."""
-        return self.loc
-
-    @property
-    def mode(self) -> Tensor:
-        """``loc``."""
-        return self.loc
 
     @property
     def variance(self) -> Tensor:

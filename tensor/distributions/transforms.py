@@ -21,7 +21,7 @@ from tensor import Tensor
 
 from . import constraints
 from .continuous import Normal
-from .distribution import Distribution, sum_rightmost
+from .distribution import Distribution, softplus, sum_rightmost
 
 __all__ = [
     "AffineTransform", "ComposeTransform", "ExpTransform", "LogNormal", "SigmoidTransform", "TanhTransform",
@@ -103,10 +103,6 @@ class _Inverse(Transform):
         return f"_InverseTransform({self._transform!r})"
 
 
-def _softplus(x: Tensor) -> Tensor:
-    return x.clamp(min=0) + (-x.abs()).exp().log1p()
-
-
 class ExpTransform(Transform):
     """``y = exp(x)``."""
 
@@ -138,7 +134,7 @@ class SigmoidTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         """``log sigmoid(x) + log sigmoid(-x)``, through softplus."""
-        return -_softplus(-x) - _softplus(x)
+        return -softplus(-x) - softplus(x)
 
 
 class TanhTransform(Transform):
@@ -155,7 +151,7 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         """``log(1 - tanh(x) ** 2)``, as ``2 (log 2 - x - softplus(-2x))``, exact for large ``|x|``."""
-        return 2.0 * (math.log(2.0) - x - _softplus(-2.0 * x))
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
 class AffineTransform(Transform):
