@@ -293,3 +293,17 @@ def test_squashed_normal_gradients_and_the_cache():
     with pytest.raises(ValueError, match="within the support"):
         D.TransformedDistribution(D.Normal(0.0, 1.0), T.TanhTransform()).log_prob(tensor.tensor(1.5))
     assert type(D.LogNormal(0.0, 1.0).expand((2,))) is D.LogNormal
+
+
+def test_the_default_validation_can_be_switched_off_as_in_torch(torch):
+    for lib in (tensor, torch):
+        D = lib.distributions
+        D.Distribution.set_default_validate_args(False)
+        try:
+            D.Normal(lib.zeros(1), -lib.ones(1))  # unchecked
+        finally:
+            D.Distribution.set_default_validate_args(True)
+        with pytest.raises(ValueError, match="Expected parameter scale"):
+            D.Normal(lib.zeros(1), -lib.ones(1))
+    with pytest.raises(ValueError, match="expects a bool"):
+        tensor.distributions.Distribution.set_default_validate_args("yes")
