@@ -171,11 +171,14 @@ def test_memory_statistics_are_kept_without_walking_the_pool(monkeypatch):
 
 def test_record_stream_holds_the_memory_until_the_streams_work_is_done():
     import gc
+    import weakref
 
     import cupy
 
     side = tensor.cuda.Stream()
+    gc.collect()  # earlier tests' garbage, so that what is freed below is ours alone
     t = tensor.ones(1024, device="cuda")
+    array = weakref.ref(t._data)
     t.record_stream(side)
     allocated = tensor.cuda.memory_allocated()
     trace = cupy._state.start_trace()
@@ -185,9 +188,9 @@ def test_record_stream_holds_the_memory_until_the_streams_work_is_done():
     finally:
         cupy._state.stop_trace(trace)
     assert [entry[0::2] for entry in trace] == [("record", side._stream.ptr)]  # on the side stream, at the free
-    assert tensor.cuda.memory_allocated() == allocated  # still held
+    assert array() is not None and tensor.cuda.memory_allocated() == allocated  # still held
     tensor.cuda.synchronize()  # the side stream's work is done: let go
-    assert tensor.cuda.memory_allocated() < allocated
+    assert array() is None and tensor.cuda.memory_allocated() < allocated
     with pytest.raises(RuntimeError, match="expects a CUDA tensor"):
         tensor.ones(2).record_stream(side)
     with pytest.raises(TypeError, match="expects a CUDA stream"):
