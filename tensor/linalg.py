@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from . import _backend, _dispatch, _dtype
 from .ops.decomp import (
     LinAlgError,
@@ -119,8 +121,21 @@ def _info(A):
 
 
 def inv_ex(A, *, check_errors: bool = False):
-    """``(inv(A), info)``; info is 0 for every invertible matrix (errors raise, as with check_errors)."""
-    return _inv_ex_result(inv(A), _info(A))
+    """``(inverse, info)``: ``inv(A)`` with ``info`` 0 per matrix; for a singular matrix ``info`` is
+    the (1-based) index of its LU factor's first zero pivot and ``inverse`` holds what solving
+    with that factor gives (infinities), as PyTorch's (that result is not differentiable).
+
+    Raises:
+        LinAlgError: with ``check_errors``, for a singular matrix.
+    """
+    try:
+        return _inv_ex_result(inv(A), _info(A))
+    except LinAlgError:
+        if check_errors:
+            raise
+    factor = lu_factor_ex(A)
+    with np.errstate(all="ignore"):  # the infinities of a zero pivot, as LAPACK gives them (CuPy does not warn)
+        return _inv_ex_result(lu_solve(factor.LU, factor.pivots, _eye_like(A)), factor.info)
 
 
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
@@ -141,8 +156,23 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
 
 
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
-    """``(solve(A, B), info)`` (errors raise)."""
-    return _solve_ex_result(solve(A, B, left=left), _info(A))
+    """``(result, info)``: ``solve(A, B, left=left)`` with ``info`` as ``inv_ex`` gives it; for a
+    singular ``A``, ``result`` is what solving with its LU factor gives (infinities, NaNs).
+
+    Raises:
+        LinAlgError: with ``check_errors``, for a singular ``A``.
+        RuntimeError: for shapes ``solve`` refuses.
+    """
+    try:
+        return _solve_ex_result(solve(A, B, left=left), _info(A))
+    except LinAlgError:
+        if check_errors:
+            raise
+    factor = lu_factor_ex(A)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    with np.errstate(all="ignore"):  # as in inv_ex
+        result = lu_solve(factor.LU, factor.pivots, B.unsqueeze(-1) if vector else B, left=left)
+    return _solve_ex_result(result.squeeze(-1) if vector else result, factor.info)
 
 
 @defop("eig", saves_output=True)

@@ -237,3 +237,23 @@ def test_cholesky_ex_reports_info_instead_of_raising_as_torch_does(torch):
     np.testing.assert_allclose(upper.L.numpy()[1], np.sqrt(2) * np.eye(2))
     assert tensor.linalg.inv_ex(tensor.eye(2)).inverse.tolist() == [[1.0, 0.0], [0.0, 1.0]]
     assert tensor.linalg.solve_ex(tensor.eye(2), tensor.ones(2)).result.tolist() == [1.0, 1.0]
+
+
+def test_inv_ex_and_solve_ex_report_singular_matrices_as_torch_does(torch):
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    for batch in (singular, np.stack([singular, 2 * np.eye(2)]), np.zeros((3, 3))):
+        ours, theirs = tensor.linalg.inv_ex(tensor.tensor(batch)), torch.linalg.inv_ex(torch.tensor(batch))
+        assert ours.info.tolist() == theirs.info.tolist() and ours.info.dtype == tensor.int32
+        ok = np.asarray(theirs.info) == 0
+        np.testing.assert_allclose(ours.inverse.numpy()[ok], theirs.inverse.numpy()[ok])
+        assert not np.isfinite(ours.inverse.numpy()[~ok]).all()  # what a zero pivot gives, not a number
+        for rhs, left in ((np.ones(batch.shape[:-1]), True), (np.ones(batch.shape[:-1] + (2,)), True),
+                          (np.ones(batch.shape[:-2] + (2, batch.shape[-1])), False)):
+            ours = tensor.linalg.solve_ex(tensor.tensor(batch), tensor.tensor(rhs), left=left)
+            theirs = torch.linalg.solve_ex(torch.tensor(batch), torch.tensor(rhs), left=left)
+            assert ours.info.tolist() == theirs.info.tolist() and ours.result.shape == tuple(theirs.result.shape)
+            np.testing.assert_allclose(ours.result.numpy()[ok], theirs.result.numpy()[ok])
+    for fn in (lambda: tensor.linalg.inv_ex(tensor.tensor(singular), check_errors=True),
+               lambda: tensor.linalg.solve_ex(tensor.tensor(singular), tensor.ones(2), check_errors=True)):
+        with pytest.raises(tensor.linalg.LinAlgError):
+            fn()
