@@ -39,12 +39,17 @@ def _write(tensor, result) -> None:
             f"output with shape {list(tensor.shape)} doesn't match the broadcast shape "
             f"{list(result.shape)}"
         )
-    if result.dtype._category > tensor.dtype._category:
-        raise RuntimeError(
-            f"result type {result.dtype.name} can't be cast to the desired output type "
-            f"{tensor.dtype.name}"
-        )
+    check_cast(result.dtype, tensor.dtype)
     _store(tensor, Ellipsis, result._data)
+
+
+def check_cast(result_dtype, target_dtype) -> None:
+    """Raise PyTorch's RuntimeError when a result of ``result_dtype`` cannot be written into a
+    tensor of ``target_dtype`` (down a kind: complex to real, float to integer, to bool)."""
+    if result_dtype._category > target_dtype._category:
+        raise RuntimeError(
+            f"result type {result_dtype.name} can't be cast to the desired output type {target_dtype.name}"
+        )
 
 
 def _store(tensor, index, value) -> None:

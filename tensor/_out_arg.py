@@ -44,7 +44,6 @@ import warnings
 
 from . import _dispatch, _inplace, _numpy_names
 from ._autograd_hooks import grad_mode
-from ._torch_misc import can_cast
 
 __all__ = ["OUT_FUNCTIONS", "install"]
 
@@ -214,7 +213,4 @@ def _requires_grad(args, kwargs) -> bool:
 def _check_target(value, target) -> None:
     if target.device != value.device:
         raise RuntimeError(f"Expected out tensor to have device {value.device}, but got {target.device} instead")
-    if not can_cast(value.dtype, target.dtype):
-        raise RuntimeError(
-            f"result type {value.dtype.name} can't be cast to the desired output type {target.dtype.name}"
-        )
+    _inplace.check_cast(value.dtype, target.dtype)

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _backend, _dispatch, _dtype, _inplace, _shared, ops
 from ._device import as_device
+from ._memory_format import dense_strides
 
 __all__ = ["TypedStorage", "UntypedStorage", "set_", "storage", "untyped_storage"]
 
@@ -291,7 +292,7 @@ def set_(self, source=None, storage_offset: int = 0, size=None, stride=None):
         if size is None:
             size = ((source.nbytes() // item) - storage_offset,)
         size = tuple(int(n) for n in size)
-        stride = ops.strided.contiguous_strides(size) if stride is None else tuple(int(s) for s in stride)
+        stride = dense_strides(size, tuple(range(len(size)))) if stride is None else tuple(int(s) for s in stride)
         ops.strided.check_geometry(size, stride, storage_offset, item, source.nbytes())
         xp = self._device.backend.xp
         byte_strides = tuple(s * item for s in stride)

@@ -153,7 +153,7 @@ class Tensor(TensorBase):
         """Strides in elements (not bytes), as in PyTorch."""
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         if not self._data.size and not any(strides):  # numpy zeroes a new empty array's strides
-            strides = ops.strided.contiguous_strides(self._data.shape)
+            strides = _formats.dense_strides(self._data.shape, tuple(range(self._data.ndim)))
         return strides if dim is None else strides[ops.reduction.wrap_dim(dim, self.ndim)]
 
     def is_contiguous(self, memory_format=_formats.contiguous_format) -> bool:

@@ -12,6 +12,7 @@ import numpy as np
 from . import _creation, _dispatch, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
 from ._factory import layout, strided  # noqa: F401 - tensor.layout, tensor.strided
+from ._memory_format import dense_strides
 from ._tensor import Tensor
 
 
@@ -122,10 +123,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, device=None, requires_g
     size = tuple(int(n) for n in size)
     if sorted(physical_layout) != list(builtins.range(len(size))):
         raise RuntimeError(f"physical_layout {list(physical_layout)} is not a permutation of {len(size)} dims")
-    stride, step = [0] * len(size), 1
-    for dim in reversed(physical_layout):
-        stride[dim], step = step, step * max(size[dim], 1)
-    return _in_new_storage(size, stride, dtype, device, requires_grad)
+    return _in_new_storage(size, dense_strides(size, tuple(physical_layout)), dtype, device, requires_grad)
 
 
 def _in_new_storage(size, stride, dtype, device, requires_grad: bool) -> Tensor:

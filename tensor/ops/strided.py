@@ -38,15 +38,6 @@ def storage_offset(input) -> int:
     return offset // input._data.itemsize
 
 
-def contiguous_strides(size: tuple) -> tuple:
-    """PyTorch's row-major strides (elements) for ``size``: a dim of length 0 counts as 1."""
-    strides, step = [], 1
-    for n in reversed(size):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 def check_geometry(size: tuple, stride: tuple, offset: int, item: int, have: int) -> None:
     """Raise RuntimeError (PyTorch's messages) for a geometry that is malformed or reaches outside
     a storage of ``have`` bytes."""
