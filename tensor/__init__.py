@@ -66,6 +66,8 @@ from ._aten_norm import (
 )
 from ._aten_rnn import gru, gru_cell, lstm, lstm_cell, rnn_relu, rnn_relu_cell, rnn_tanh, rnn_tanh_cell
 from ._random_extra import binomial, poisson
+from ._random_extra import standard_gamma as _standard_gamma
+from .ops.special_extra import standard_gamma_grad as _standard_gamma_grad
 from ._torch_misc import (
     Size, adjoint, asarray, can_cast, cholesky_inverse, cholesky_solve, empty_permuted, empty_strided, fill,
     get_device, get_float32_matmul_precision, is_inference_mode_enabled, is_storage, kaiser_window, layout, range,

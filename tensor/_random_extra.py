@@ -1,7 +1,8 @@
-"""``torch.binomial`` and ``torch.poisson``: samples drawn on the input's device by its generator
-(Note [Random numbers per device] in ``_random.py``). Both generators, numpy's and CuPy's
-``Generator``, take arrays of parameters (``binomial(n, p)``, ``poisson(lam)``), so there is no
-device difference to keep in the seam. The numbers are not torch's stream: tests compare moments.
+"""``torch.binomial``, ``torch.poisson`` and ``torch._standard_gamma``: samples drawn on the
+input's device by its generator (Note [Random numbers per device] in ``_random.py``). Both
+generators, numpy's and CuPy's ``Generator``, take arrays of parameters (``binomial(n, p)``,
+``poisson(lam)``, ``standard_gamma(shape)``), so there is no device difference to keep in the
+seam. The numbers are not torch's stream: tests compare moments.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 from . import _dtype
 from ._random import Generator, _sample
 from ._tensor import Tensor
+from ._typeinfo import finfo
 from .ops.elementwise import where
+from .ops.special_extra import reparameterized_gamma
 
-__all__ = ["binomial", "poisson"]
+__all__ = ["binomial", "poisson", "standard_gamma"]
 
 
 def _check_generator(name: str, input: Tensor, generator: Generator | None) -> None:
@@ -64,3 +67,25 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     _check_values(input, ~valid.all(), "invalid Poisson rate, expected rate to be non-negative")
     lam = where(valid, rates.to(_dtype.float64), 0.0)._data  # as in binomial
     return _sample(lambda rng: rng.poisson(lam), generator, input.dtype, input.device)
+
+
+def standard_gamma(input: Tensor, generator: Generator | None = None) -> Tensor:
+    """Samples of Gamma(``input``, 1), elementwise, in ``input``'s dtype (``torch._standard_gamma``):
+    differentiable in ``input`` by implicit reparameterisation (Note [Implicit gamma gradient] in
+    ops/special_extra.py). As in torch, samples are at least the dtype's smallest normal number,
+    which is also what a concentration that is not positive gives.
+
+    Raises:
+        NotImplementedError: for a non-floating input, as torch.
+        RuntimeError: for a generator on another device.
+    """
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"gamma\" not implemented for '{input.dtype.name}': concentrations are floats")
+    _check_generator("_standard_gamma", input, generator)
+    concentration = input.detach().to(_dtype.float64)
+    valid = concentration > 0  # False for NaN too
+    shape = where(valid, concentration, 1.0)._data
+    sample = _sample(lambda rng: rng.standard_gamma(shape), generator, input.dtype, input.device)
+    tiny = finfo(input.dtype).tiny
+    sample = where(valid, sample, tiny).clamp_(min=tiny)
+    return reparameterized_gamma(input, sample)

@@ -1,19 +1,22 @@
 """``tensor.distributions``: PyTorch's ``torch.distributions`` for the common cases: ``Normal``,
 ``Uniform``, ``Exponential``, ``Laplace``, ``MultivariateNormal``, ``Bernoulli``, ``Categorical``,
-``OneHotCategorical``, ``Poisson``, ``Independent``, ``LogNormal``, ``TransformedDistribution``
-with the ``transforms``, ``kl_divergence`` and the ``constraints`` (Note [Distribution shapes] in
-distribution.py). Imported on first access to ``tensor.distributions``."""
+``OneHotCategorical``, ``Poisson``, ``Gamma``, ``Chi2``, ``Beta``, ``Dirichlet``, ``StudentT``,
+``Independent``, ``LogNormal``, ``TransformedDistribution`` with the ``transforms``,
+``kl_divergence`` and the ``constraints`` (Note [Distribution shapes] in distribution.py).
+Imported on first access to ``tensor.distributions``."""
 
 from . import constraints, transforms
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution, Independent
+from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .multivariate_normal import MultivariateNormal
 from .transforms import LogNormal, TransformedDistribution
 
 __all__ = [
-    "Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "LogNormal",
+    "Bernoulli", "Beta", "Categorical", "Chi2", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent",
+    "Laplace", "LogNormal", "StudentT",
     "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "TransformedDistribution", "Uniform",
     "constraints", "kl_divergence", "register_kl", "transforms",
 ]

@@ -11,6 +11,7 @@ from tensor import Tensor
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution, Independent, softplus, sum_rightmost
+from .gamma import Beta, Dirichlet, Gamma
 from .multivariate_normal import MultivariateNormal
 from .transforms import LogNormal
 
@@ -131,3 +132,29 @@ def _kl_mvn_mvn(p, q):
 @register_kl(LogNormal, LogNormal)
 def _kl_lognormal_lognormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)  # KL is invariant under the same bijection
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b = p.concentration, q.concentration
+    return (b * (p.rate / q.rate).log() + tensor.lgamma(b) - tensor.lgamma(a) + (a - b) * tensor.digamma(a)
+            + (q.rate - p.rate) * (a / p.rate))
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    total_p, total_q = p.concentration1 + p.concentration0, q.concentration1 + q.concentration0
+    log_norm = (tensor.lgamma(q.concentration1) + tensor.lgamma(q.concentration0) + tensor.lgamma(total_p)
+                - tensor.lgamma(p.concentration1) - tensor.lgamma(p.concentration0) - tensor.lgamma(total_q))
+    return (log_norm + (p.concentration1 - q.concentration1) * tensor.digamma(p.concentration1)
+            + (p.concentration0 - q.concentration0) * tensor.digamma(p.concentration0)
+            + (total_q - total_p) * tensor.digamma(total_p))
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    total_p, total_q = p.concentration.sum(-1), q.concentration.sum(-1)
+    log_norm = tensor.lgamma(total_p) - tensor.lgamma(total_q)
+    log_norm = log_norm - (tensor.lgamma(p.concentration) - tensor.lgamma(q.concentration)).sum(-1)
+    expected_log = tensor.digamma(p.concentration) - tensor.digamma(total_p).unsqueeze(-1)
+    return log_norm + ((p.concentration - q.concentration) * expected_log).sum(-1)
