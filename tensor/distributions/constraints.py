@@ -7,7 +7,7 @@ import tensor
 
 __all__ = [
     "Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "independent",
-    "integer_interval", "interval", "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot",
+    "integer_interval", "interval", "lower_cholesky", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
     "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval",
 ]
 
@@ -104,6 +104,19 @@ class _Simplex(Constraint):
         return (value >= 0).all(dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _Multinomial(Constraint):
+    """Vectors of nonnegative counts over the last dim summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value >= 0).all(dim=-1) & (value.sum(dim=-1) <= self.upper_bound)
+
+
 class _IndependentConstraint(Constraint):
     """``base`` over values whose last ``reinterpreted_batch_ndims`` dims make one event."""
 
@@ -162,6 +175,7 @@ one_hot = _OneHot()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 real_vector = _IndependentConstraint(real, 1)
+multinomial = _Multinomial
 independent = _IndependentConstraint
 greater_than, greater_than_eq = _GreaterThan, _GreaterThanEq
 interval, half_open_interval, integer_interval = _Interval, _HalfOpenInterval, _IntegerInterval

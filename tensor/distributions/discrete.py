@@ -29,7 +29,38 @@ def _clamped(probs: Tensor) -> Tensor:
     return probs.clamp(eps, 1 - eps)
 
 
-class Bernoulli(Distribution):
+class SuccessProbability(Distribution):
+    """A distribution over trials of success probability ``probs`` (``sigmoid(logits)``): the
+    parameter given, broadcast, and the other derived on first use (PyTorch's lazy_property)."""
+
+    def _set_parameters(self, probs, logits, *others) -> tuple:
+        """Store ``probs`` or ``logits`` (exactly one), broadcast with ``others``; returns the
+        broadcast ``others``.
+
+        Raises:
+            ValueError: for both or neither of ``probs`` and ``logits``.
+        """
+        _one_of(probs, logits)
+        name, given = ("probs", probs) if probs is not None else ("logits", logits)
+        *others, param = broadcast_all(*others, given)
+        setattr(self, name, param)
+        return tuple(o.to(param.dtype) for o in others)
+
+    def __getattr__(self, name: str):
+        if name == "logits" and "probs" in self.__dict__:
+            p = _clamped(self.probs)
+            self.logits = p.log() - (-p).log1p()
+            return self.logits
+        if name == "probs" and "logits" in self.__dict__:
+            self.probs = tensor.sigmoid(self.logits)
+            return self.probs
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _param(self) -> Tensor:
+        return self.__dict__.get("probs", self.__dict__.get("logits"))
+
+
+class Bernoulli(SuccessProbability):
     """1 with probability ``probs`` (``sigmoid(logits)``), else 0.
 
     Raises:
@@ -42,25 +73,8 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None) -> None:
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            shape = self.probs.shape
-        else:
-            (self.logits,) = broadcast_all(logits)
-            shape = self.logits.shape
-        super().__init__(shape, (), validate_args)
-
-    def __getattr__(self, name: str):
-        # The parameter not given, derived on first use (PyTorch's lazy_property).
-        if name == "logits" and "probs" in self.__dict__:
-            p = _clamped(self.probs)
-            self.logits = p.log() - (-p).log1p()
-            return self.logits
-        if name == "probs" and "logits" in self.__dict__:
-            self.probs = tensor.sigmoid(self.logits)
-            return self.probs
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._set_parameters(probs, logits)
+        super().__init__(self._param().shape, (), validate_args)
 
     @property
     def mean(self) -> Tensor:
@@ -103,9 +117,6 @@ class Bernoulli(Distribution):
         values = tensor.arange(2, dtype=self._param().dtype, device=self._param().device)
         values = values.reshape((2,) + (1,) * len(self._batch_shape))
         return values.expand((2,) + self._batch_shape) if expand else values
-
-    def _param(self) -> Tensor:
-        return self.__dict__.get("probs", self.__dict__.get("logits"))
 
 
 class Categorical(Distribution):
