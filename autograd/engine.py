@@ -376,12 +376,18 @@ def grad(
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
 
     Raises:
-        RuntimeError: if an input does not require grad, or was not used in the graph
-            and ``allow_unused`` is False.
+        RuntimeError: if ``inputs`` is empty, an input does not require grad, or one was not
+            used in the graph and ``allow_unused`` is False.
+        ValueError: for ``allow_unused=False`` with ``materialize_grads=True``.
     """
     outputs = [outputs] if _dispatch.is_tensor(outputs) else list(outputs)
     single_input = _dispatch.is_tensor(inputs)
     inputs = [inputs] if single_input else list(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
     if grad_outputs is None:
         grad_outputs = [None] * len(outputs)
     elif _dispatch.is_tensor(grad_outputs):

@@ -28,7 +28,7 @@ from tensor._opdef import OpDef
 from .grad_mode import no_grad
 from .graph import Node
 
-__all__ = ["Function", "FunctionCtx"]
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
 
 class FunctionCtx:
@@ -44,6 +44,7 @@ class FunctionCtx:
         self._saved = ()
         self._versions = ()
         self.non_differentiable = set()
+        self.dirty = set()
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors) -> None:
@@ -97,6 +98,11 @@ class FunctionCtx:
         """Declare outputs that never get a gradient (e.g. indices)."""
         self.non_differentiable.update(id(t) for t in tensors)
 
+    def mark_dirty(self, *tensors) -> None:
+        """Declare inputs that ``forward`` modified in place and returns: the returned tensors are
+        those inputs themselves, their history now ending in this function's node."""
+        self.dirty.update(id(t) for t in tensors)
+
     def set_materialize_grads(self, value: bool) -> None:
         """Whether None output gradients become zeros before ``backward`` (default True)."""
         self.materialize_grads = value
@@ -115,13 +121,11 @@ def _function_backward(cls, node, grads):
     grads = grads if node.n_outputs > 1 else (grads,)
     if ctx.materialize_grads:
         grads = tuple(_zeros_like_output(node, i) if g is None else g for i, g in enumerate(grads))
-    result = cls.backward(ctx, *grads)
+    result = cls._backward_function()(ctx, *grads)
     if not isinstance(result, tuple):
         result = (result,)
     expected = len(node.next_fns)
-    if len(result) < expected:
-        result = result + (None,) * (expected - len(result))
-    if len(result) > expected and any(r is not None for r in result[expected:]):
+    if len(result) < expected or any(r is not None for r in result[expected:]):
         raise RuntimeError(
             f"function {cls.__name__}Backward returned an incorrect number of gradients "
             f"(expected {expected}, got {len(result)})"
@@ -134,8 +138,23 @@ def _zeros_like_output(node, i):
     return tensor.zeros(shape, dtype=dtype, device=device)
 
 
+def once_differentiable(backward):
+    """Decorate a Function's ``backward`` that is not itself differentiable: it runs without
+    recording, so its results carry no graph (a second derivative through it is zero where
+    PyTorch raises)."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper
+
+
 class Function:
-    """Base class for custom differentiable ops; subclass and define ``forward``/``backward``."""
+    """Base class for custom differentiable ops; subclass and define ``forward`` and ``backward``
+    (or ``vjp``), and optionally ``setup_context``: then ``forward`` takes no ``ctx`` and
+    ``setup_context(ctx, inputs, output)`` saves what ``backward`` needs, PyTorch 2's style."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -143,18 +162,48 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Save what ``backward`` needs from the ``inputs`` and ``output`` of a ``forward`` that
+        takes no ``ctx`` (define it to use that style)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
     def backward(ctx, *grad_outputs):
         """Return one gradient per ``forward`` input (None for non-tensors)."""
-        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def _backward_function(cls):
+        """``backward``, or ``vjp`` where that is the one defined.
+
+        Raises:
+            RuntimeError: when both are defined, as PyTorch.
+        """
+        backward, vjp = cls.backward, cls.vjp
+        if backward is not Function.backward and vjp is not Function.vjp:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+                               "You should only implement one of them.")
+        return vjp if vjp is not Function.vjp else backward
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run ``forward`` and record a node whose derivative is ``backward``."""
+        """Run ``forward`` and record a node whose derivative is ``backward``.
+
+        Raises:
+            RuntimeError: for an input marked dirty that is a leaf requiring grad.
+        """
         is_tensor = _dispatch.is_tensor
         needs = tuple(is_tensor(a) and a._requires_grad for a in args)
         ctx = FunctionCtx(needs)
         with no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is Function.setup_context:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            else:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
         if not (grad_mode.enabled and any(needs)):
             return outputs
         single = not isinstance(outputs, tuple)
@@ -166,7 +215,10 @@ class Function:
         wrapped = []
         for i, o in enumerate(outs):
             if is_tensor(o) and id(o) not in ctx.non_differentiable and o.is_floating_point():
-                if o._grad_fn is not None or o._requires_grad or any(o is a for a in args):
+                if id(o) in ctx.dirty:  # modified in place: its history is rebased on this node
+                    if o._requires_grad and o._grad_fn is None:
+                        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+                elif o._grad_fn is not None or o._requires_grad or any(o is a for a in args):
                     o = o.detach()
                 o._grad_fn, o._output_nr, o._requires_grad = node, i, True
             wrapped.append(o)

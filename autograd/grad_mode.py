@@ -40,17 +40,31 @@ class _GradModeContext:
         return type(self)()
 
 
-class no_grad(_GradModeContext):
-    """Disable recording: results of ops do not require grad."""
+class _BareDecorator(_GradModeContext):
+    """A context that is also a decorator without parentheses (``@no_grad`` as ``@no_grad()``),
+    as PyTorch's ``_NoParamDecoratorContextManager``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_BareDecorator):
+    """Disable recording: results of ops do not require grad. Also a decorator, with or without
+    parentheses."""
 
     _enabled = False
 
-    def __init__(self) -> None:
+    def __init__(self, orig_func=None) -> None:
         self._inference = grad_mode.inference
 
 
-class enable_grad(_GradModeContext):
-    """Re-enable recording inside a ``no_grad`` block."""
+class enable_grad(_BareDecorator):
+    """Re-enable recording inside a ``no_grad`` block. Also a decorator, with or without parentheses."""
+
+    def __init__(self, orig_func=None) -> None:
+        pass
 
     _enabled = True
 
@@ -81,7 +95,14 @@ class inference_mode(_GradModeContext):
     cannot be written in place, require grad or be saved for a backward outside the region
     (Note [Inference tensors] in tensor/_grad_state.py)."""
 
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # ``@inference_mode`` without parentheses: ``mode`` is the function
+
     def __init__(self, mode: bool = True) -> None:
+        if not isinstance(mode, bool):
+            return  # the decorator made by __new__, already initialised
         self._enabled = not mode
         self._inference = bool(mode)
         self._mode = mode

@@ -122,14 +122,14 @@ def is_grad_enabled() -> bool:
     return _grad_mode.enabled
 
 
-def no_grad():
-    """``autograd.no_grad``, re-exported as ``torch.no_grad`` is."""
-    return _api.no_grad()
+def no_grad(orig_func=None):
+    """``autograd.no_grad``, re-exported as ``torch.no_grad`` is (``@tensor.no_grad`` decorates too)."""
+    return _api.no_grad(orig_func)
 
 
-def enable_grad():
-    """``autograd.enable_grad``, re-exported."""
-    return _api.enable_grad()
+def enable_grad(orig_func=None):
+    """``autograd.enable_grad``, re-exported (``@tensor.enable_grad`` decorates too)."""
+    return _api.enable_grad(orig_func)
 
 
 def set_grad_enabled(mode: bool):
@@ -137,8 +137,8 @@ def set_grad_enabled(mode: bool):
     return _api.set_grad_enabled(mode)
 
 
-def inference_mode(mode: bool = True):
-    """``autograd.inference_mode``, re-exported."""
+def inference_mode(mode=True):
+    """``autograd.inference_mode``, re-exported (``@tensor.inference_mode`` decorates too)."""
     return _api.inference_mode(mode)
 
 

@@ -68,6 +68,8 @@ def to(tensor, *args, memory_format=_formats.preserve_format, **kwargs):
         return to_memory_format(to(tensor, device, dtype, copy=copy), _formats.check(memory_format, "to"))
     out = tensor
     if dtype is not None and dtype.numpy != out._data.dtype:
+        if out._requires_grad and not (dtype.is_floating_point or dtype.is_complex):
+            out = out.detach()  # integers carry no gradient: the cast ends the graph, as in PyTorch
         out = _dispatch.apply_unary(_to_dtype, out, (dtype.numpy, out.dtype))
         copy = False
     if device is not None:

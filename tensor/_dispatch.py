@@ -258,10 +258,14 @@ def _binary_kernel(op, backend, a, b, float_result):
     else:
         kind = ad_dtype.kind
         if kind not in "fcV":
-            if float_result or isinstance(b, float):
+            if type(b) is complex:
+                ad = ad.astype(_dtype.scalar_result_type(a.dtype, b).numpy)
+            elif float_result or isinstance(b, float):
                 ad = ad.astype(_dtype.get_default_dtype().numpy)
             elif kind == "b" and type(b) is int:
                 ad = ad.astype("int64")
+        elif kind != "c" and type(b) is complex:
+            ad = ad.astype(_dtype.scalar_result_type(a.dtype, b).numpy)
         bd = backend.scalar_operand(b, ad.dtype)
     try:
         operator = op.operator
@@ -308,7 +312,7 @@ def _retry_binary(op, xp, ad, bd, exc):
 
 
 def _check_scalar(op, value):
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (bool, int, float, complex)):
         return value
     if hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:  # numpy scalar
         return value.item()

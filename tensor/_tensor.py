@@ -469,7 +469,7 @@ class Tensor(TensorBase):
     __truediv__ = ops.div
 
     def __rtruediv__(self, other):
-        return ops.div(self._scalar_operand(other), self)
+        return ops.div(self._scalar_operand(other, floating=True), self)
 
     __floordiv__ = ops.floor_divide
 
@@ -504,6 +504,15 @@ class Tensor(TensorBase):
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return ops.logical_not(self) if kind == "b" else ops.bitwise_not(self)
 
+    __lshift__ = ops.bitwise_left_shift
+    __rshift__ = ops.bitwise_right_shift
+
+    def __rlshift__(self, other):
+        return ops.bitwise_left_shift(self._scalar_operand(other), self)
+
+    def __rrshift__(self, other):
+        return ops.bitwise_right_shift(self._scalar_operand(other), self)
+
     __and__ = ops.bitwise_and
     __or__ = ops.bitwise_or
     __xor__ = ops.bitwise_xor
@@ -521,11 +530,16 @@ class Tensor(TensorBase):
     def __setitem__(self, index, value):
         _inplace.setitem(self, index, value)
 
-    def _scalar_operand(self, value) -> Tensor:
-        """A Python number as a 0-d tensor of the dtype it would give combined with ``self``."""
+    def _scalar_operand(self, value, floating: bool = False) -> Tensor:
+        """A Python number as a 0-d tensor of the dtype it would give combined with ``self``
+        (with ``floating``, at least the default float: the left operand of a true division, which
+        must not wrap around in an integer dtype first, as ``-2 / uint8_tensor``)."""
         if isinstance(value, Tensor):
             return value
-        return _dispatch.scalar_tensor(value, _dtype.scalar_result_type(self.dtype, value), self._device)
+        dtype = _dtype.scalar_result_type(self.dtype, value)
+        if floating and not (dtype.is_floating_point or dtype.is_complex):
+            dtype = _dtype.get_default_dtype()
+        return _dispatch.scalar_tensor(value, dtype, self._device)
 
     # ------------------------------------------------------------ op methods
     # Each is the function of the same name in ``tensor.ops``; ``self`` is its first argument.

@@ -384,6 +384,11 @@ def install() -> None:
     methods.update({name + "_": _view_in_place(name)
                     for name in ("unsqueeze", "squeeze", "t", "transpose", "swapaxes", "swapdims")})
     methods.update(_PROPERTIES)
+    # ``x //= 2`` and friends update ``x`` itself (and its views), as ``+=`` does
+    for operator, name in (("ifloordiv", "floor_divide_"), ("imod", "remainder_"), ("ilshift", "bitwise_left_shift_"),
+                           ("irshift", "bitwise_right_shift_"), ("iand", "bitwise_and_"), ("ior", "bitwise_or_"),
+                           ("ixor", "bitwise_xor_")):
+        methods[f"__{operator}__"] = methods[name]
     for name, value in methods.items():
         if name not in Tensor.__dict__:
             if getattr(value, "__name__", "") == "<lambda>":

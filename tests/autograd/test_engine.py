@@ -314,3 +314,20 @@ def test_retain_grad_keeps_non_leaf_grad(device):
     other = x * 4
     (other * other).sum().backward()
     assert other.grad is None, "non-leaves without retain_grad keep no .grad"
+
+
+def test_grad_argument_errors_as_torch():
+    x = tensor.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        autograd.grad((x * 2).sum(), [])
+    with pytest.raises(ValueError, match="allow_unused"):
+        autograd.grad((x * 2).sum(), x, allow_unused=False, materialize_grads=True)
+
+
+def test_casting_to_an_integer_dtype_ends_the_graph():
+    x = tensor.tensor([1.5, 2.5], requires_grad=True)
+    for y in (x.long(), x.int(), x.bool(), x.to(tensor.int64), x.type(tensor.int32)):
+        assert not y.requires_grad and y.grad_fn is None
+    assert x.double().requires_grad and x.to(tensor.complex64).requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (x.long() * 2).sum().backward()

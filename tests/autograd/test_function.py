@@ -205,3 +205,92 @@ def test_custom_function_grad_fn_name_is_class_name_plus_backward(device):
     x = tensor.ones(2, device=device, requires_grad=True)
     assert Cube.apply(x).grad_fn.name() == "CubeBackward"
     assert ScaledMul.apply(x, x, 2.0).grad_fn.name() == "ScaledMulBackward"
+
+
+def test_too_few_gradients_raise_as_torch():
+    class OnlyOne(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a, b = tensor.ones(2, requires_grad=True), tensor.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        OnlyOne.apply(a, b).sum().backward()
+
+
+def test_mark_dirty_rebases_the_input_on_the_function(torch):
+    def run(lib, function):
+        class AddOne(function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        a = lib.ones(2, requires_grad=True)
+        x = a * 3
+        y = AddOne.apply(x)
+        (y * y).sum().backward()
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad has been used in an in-place"):
+            AddOne.apply(lib.ones(2, requires_grad=True))
+        return y is x, x.tolist(), a.grad.tolist()
+
+    assert run(tensor, Function) == run(torch, torch.autograd.Function) == (True, [4.0, 4.0], [48.0, 48.0])
+
+
+def test_setup_context_vjp_and_once_differentiable(torch):
+    def run(lib, autograd_module):
+        class Scale(autograd_module.Function):
+            @staticmethod
+            def forward(a, k):
+                return a * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.k = inputs[1]
+
+            @staticmethod
+            def vjp(ctx, g):
+                return g * ctx.k, None
+
+        class Square(autograd_module.Function):
+            @staticmethod
+            def forward(ctx, a):
+                ctx.save_for_backward(a)
+                return a**2
+
+            @staticmethod
+            @autograd_module.function.once_differentiable
+            def backward(ctx, g):
+                (a,) = ctx.saved_tensors
+                return 2 * a * g
+
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        (Scale.apply(a, 3.0).sum() + Square.apply(a).sum()).backward()
+        return a.grad.tolist()
+
+    assert run(tensor, autograd) == run(torch, torch.autograd) == [5.0, 7.0]
+
+    class Both(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="both 'backward' and 'vjp'"):
+        Both.apply(tensor.ones(1, requires_grad=True)).sum().backward()

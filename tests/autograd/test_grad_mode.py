@@ -231,3 +231,26 @@ def test_backward_works_after_no_grad_forward_of_constants(device):
         c = w * 10  # a constant: no history
     (w * c).sum().backward()
     assert w.grad.item() == 20.0
+
+
+def test_bare_decorators_as_torch():
+    """``@no_grad``, ``@enable_grad`` and ``@inference_mode`` without parentheses, as PyTorch 2 allows."""
+
+    @tensor.no_grad
+    def doubled(x):
+        return x * 2
+
+    @autograd.enable_grad
+    def recorded(x):
+        return x * 2
+
+    @tensor.inference_mode
+    def inferred(x):
+        return x * 2
+
+    x = tensor.ones(2, requires_grad=True)
+    assert not doubled(x).requires_grad and doubled.__name__ == "doubled"
+    with tensor.no_grad():
+        assert recorded(x).requires_grad
+    assert inferred(x).is_inference()
+    assert isinstance(tensor.no_grad(), autograd.no_grad)

@@ -72,8 +72,34 @@ def test_tensor_with_python_scalar_matches_torch(torch, name):
         ours = _operands(name, True)
         assert tensor.result_type(ours, scalar).name == _torch_name(expected), (name, scalar)
         assert tensor.result_type(scalar, ours).name == _torch_name(expected), (name, scalar)
-        if not isinstance(scalar, complex):  # binary ops take real Python numbers only
-            assert (ours + scalar).dtype.name == _torch_name(expected), (name, scalar)
+        theirs = _operands(name, True, torch)
+        for op in (lambda x, s: x + s, lambda x, s: s * x, lambda x, s: x == s):
+            assert op(ours, scalar).dtype.name == _torch_name(op(theirs, scalar).dtype), (name, scalar)
+
+
+def test_operators_match_torch(torch):
+    """Shifts, in-place floor division and remainder (updating aliases and views), a scalar on the
+    left of a true division (no integer wrap-around first) and complex Python scalars."""
+    for lib in (tensor, torch):
+        a = lib.tensor([5.0, 7.0])
+        alias, view = a, a[:1]
+        a //= 2
+        b = lib.tensor([5, 7])
+        b %= 3
+        c = lib.tensor([1, 2])
+        c <<= 2
+        c |= 1
+        c >>= 1
+        results = [alias, view, b, c, lib.tensor([1, 2]) << 2, 1 << lib.tensor([3]), 16 >> lib.tensor([2]),
+                   -2 / lib.tensor([2], dtype=lib.uint8), -300 / lib.tensor([2], dtype=lib.int8),
+                   lib.tensor([1.0, 2.0]) * 1j, 1j - lib.tensor([1, 2]), lib.tensor([1 + 1j]) / 2j]
+        if lib is tensor:
+            ours = [r.tolist() for r in results]
+        else:
+            assert ours == [r.tolist() for r in results]
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            d = lib.tensor([1, 2])
+            d //= 2.5
 
 
 def test_result_type_of_two_python_numbers_matches_torch(torch):
