@@ -22,6 +22,20 @@ def check_nonnegative(**options: float) -> None:
             raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {value}")
 
 
+def torch_flags(differentiable: bool, **accepted) -> dict:
+    """Param-group entries for torch's options that change nothing here: ``capturable`` (for CUDA
+    graphs, which there are none of: steps run as usual) and, where an optimizer has no fused step,
+    ``fused``; and ``differentiable``, which must be False.
+
+    Raises:
+        NotImplementedError: for ``differentiable=True`` (a step that autograd differentiates).
+    """
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: optimizer steps update the parameters "
+                                  "outside autograd")
+    return {**accepted, "differentiable": False}
+
+
 def check_betas(betas: tuple[float, float]) -> None:
     """Raise unless both betas are in ``[0, 1)``.
 

@@ -7,7 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_nonnegative
+from ._checks import check_nonnegative, torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer, effective_grad, square_avg_
 
 __all__ = ["Adadelta"]
@@ -34,6 +34,8 @@ class Adadelta(ParamwiseOptimizer):
         foreach: bool | None = None,
         *,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         check_nonnegative(lr=lr)
         if not 0.0 <= rho <= 1.0:
@@ -46,6 +48,7 @@ class Adadelta(ParamwiseOptimizer):
             "weight_decay": weight_decay,
             "maximize": maximize,
             "foreach": foreach,
+            **torch_flags(differentiable, capturable=capturable),
         }
         super().__init__(params, defaults)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import tensor
 
+from ._checks import torch_flags
 from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, new_step
 
 __all__ = ["Adagrad"]
@@ -25,7 +26,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None,
-                 *, maximize: bool = False) -> None:
+                 *, maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -38,7 +39,7 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid epsilon value: {eps}")
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
-                    "maximize": maximize}
+                    "maximize": maximize, **torch_flags(differentiable, fused=fused)}
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:

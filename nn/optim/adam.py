@@ -10,6 +10,7 @@ from typing import Any
 import tensor
 
 from . import _fused
+from ._checks import torch_flags
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -42,8 +43,9 @@ class Adam(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False,
-                 decoupled_weight_decay: bool = False, fused: bool | None = None) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, decoupled_weight_decay: bool = False,
+                 fused: bool | None = None) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -58,7 +60,8 @@ class Adam(Optimizer):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
-                    "decoupled_weight_decay": decoupled_weight_decay, "fused": fused}
+                    "decoupled_weight_decay": decoupled_weight_decay, "fused": fused,
+                    **torch_flags(differentiable, capturable=capturable)}
         super().__init__(params, defaults)
         _fused.check_options(self, fused, foreach)
 
@@ -163,9 +166,11 @@ class AdamW(Adam):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None, fused: bool | None = None) -> None:
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         decoupled_weight_decay=True, fused=fused)
+                         capturable=capturable, differentiable=differentiable, decoupled_weight_decay=True,
+                         fused=fused)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)

@@ -7,6 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
+from ._checks import torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, effective_grad, lerp_
 
 __all__ = ["Adamax"]
@@ -32,10 +33,13 @@ class Adamax(ParamwiseOptimizer):
         foreach: bool | None = None,
         *,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
-            adam_defaults(lr, betas, eps, weight_decay, foreach=foreach, maximize=maximize),
+            adam_defaults(lr, betas, eps, weight_decay, foreach=foreach, maximize=maximize,
+                          **torch_flags(differentiable, capturable=capturable)),
         )
 
     def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:

@@ -7,7 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_nonnegative
+from ._checks import check_nonnegative, torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer, effective_grad
 
 __all__ = ["ASGD"]
@@ -38,6 +38,8 @@ class ASGD(ParamwiseOptimizer):
         weight_decay: float = 0,
         foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
     ) -> None:
         check_nonnegative(lr=lr, weight_decay=weight_decay)
         defaults = {
@@ -48,6 +50,7 @@ class ASGD(ParamwiseOptimizer):
             "weight_decay": weight_decay,
             "foreach": foreach,
             "maximize": maximize,
+            **torch_flags(differentiable, capturable=capturable),
         }
         super().__init__(params, defaults)
 

@@ -7,7 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_nonnegative
+from ._checks import check_nonnegative, torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, decayed_grad, lerp_, square_avg_
 
 __all__ = ["NAdam"]
@@ -37,6 +37,8 @@ class NAdam(ParamwiseOptimizer):
         *,
         foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         defaults = adam_defaults(
             lr,
@@ -47,6 +49,7 @@ class NAdam(ParamwiseOptimizer):
             decoupled_weight_decay=decoupled_weight_decay,
             maximize=maximize,
             foreach=foreach,
+            **torch_flags(differentiable, capturable=capturable),
         )
         check_nonnegative(momentum_decay=momentum_decay)
         super().__init__(params, defaults)

@@ -7,6 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
+from ._checks import torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, decayed_grad, lerp_, square_avg_
 
 __all__ = ["RAdam"]
@@ -35,6 +36,8 @@ class RAdam(ParamwiseOptimizer):
         *,
         foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         super().__init__(
             params,
@@ -46,6 +49,7 @@ class RAdam(ParamwiseOptimizer):
                 maximize=maximize,
                 foreach=foreach,
                 decoupled_weight_decay=decoupled_weight_decay,
+                **torch_flags(differentiable, capturable=capturable),
             ),
         )
 

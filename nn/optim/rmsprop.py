@@ -7,6 +7,7 @@ from typing import Any
 
 import tensor
 
+from ._checks import torch_flags
 from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step, square_avg_
 
 __all__ = ["RMSprop"]
@@ -26,7 +27,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -38,7 +40,8 @@ class RMSprop(Optimizer):
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
-                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize}
+                    "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize,
+                    **torch_flags(differentiable, capturable=capturable)}
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None):

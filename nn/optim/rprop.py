@@ -7,7 +7,7 @@ from typing import Any
 import tensor
 from tensor import Tensor
 
-from ._checks import check_nonnegative
+from ._checks import check_nonnegative, torch_flags
 from .optimizer import ParamsT, ParamwiseOptimizer
 
 __all__ = ["Rprop"]
@@ -34,6 +34,8 @@ class Rprop(ParamwiseOptimizer):
         *,
         foreach: bool | None = None,
         maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
     ) -> None:
         check_nonnegative(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
@@ -44,6 +46,7 @@ class Rprop(ParamwiseOptimizer):
             "step_sizes": tuple(step_sizes),
             "foreach": foreach,
             "maximize": maximize,
+            **torch_flags(differentiable, capturable=capturable),
         }
         super().__init__(params, defaults)
 

@@ -9,6 +9,7 @@ from typing import Any
 import tensor
 
 from . import _fused
+from ._checks import torch_flags
 from .optimizer import Optimizer, ParamsT, effective_grad, for_blocks
 
 __all__ = ["SGD"]
@@ -30,7 +31,7 @@ class SGD(Optimizer):
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None, fused: bool | None = None) -> None:
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -40,7 +41,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
-                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "fused": fused}
+                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "fused": fused,
+                    **torch_flags(differentiable)}
         super().__init__(params, defaults)
         _fused.check_options(self, fused, foreach)
 

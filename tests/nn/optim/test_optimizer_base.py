@@ -98,7 +98,8 @@ def test_param_groups_defaults_and_add_param_group():
     assert opt.param_groups[2]["lr"] == 0.1 and opt.param_groups[2]["weight_decay"] == 0.1
     with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
         opt.add_param_group({"params": [a]})
-    expected = ("Parameter Group 1\n    dampening: 0\n    foreach: None\n    fused: None\n    lr: 0.5\n"
+    expected = ("Parameter Group 1\n    dampening: 0\n    differentiable: False\n    foreach: None\n    fused: None\n"
+                "    lr: 0.5\n"
                 "    maximize: False\n"
                 "    momentum: 0.9")
     assert expected in repr(opt)
@@ -291,3 +292,16 @@ def test_warning_free_plain_training_loop():
             (p * p).sum().backward()
             opt.step()
     assert opt.state[p]["step"].item() == 3.0
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+                                  "RMSprop", "Rprop", "ASGD"])
+def test_param_groups_have_torchs_keys_and_values(torch, name):
+    """torch's ``capturable``/``differentiable``/``fused`` options are accepted and kept in the
+    groups, so state dicts have torch's structure; ``differentiable=True`` is refused."""
+    ours = getattr(nn.optim, name)([tensor.ones(2, requires_grad=True)], lr=0.1, differentiable=False)
+    theirs = getattr(torch.optim, name)([torch.ones(2, requires_grad=True)], lr=0.1)
+    strip = lambda group: {k: v for k, v in group.items() if k != "params"}  # noqa: E731
+    assert strip(ours.param_groups[0]) == strip(theirs.param_groups[0])
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        getattr(nn.optim, name)([tensor.ones(2, requires_grad=True)], lr=0.1, differentiable=True)
