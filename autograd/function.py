@@ -214,7 +214,7 @@ class Function:
         node.out_meta = tuple((o._data.shape, o._data.dtype) if is_tensor(o) else None for o in outs)
         wrapped = []
         for i, o in enumerate(outs):
-            if is_tensor(o) and id(o) not in ctx.non_differentiable and o.is_floating_point():
+            if is_tensor(o) and id(o) not in ctx.non_differentiable and (o.is_floating_point() or o.is_complex()):
                 if id(o) in ctx.dirty:  # modified in place: its history is rebased on this node
                     if o._requires_grad and o._grad_fn is None:
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")

@@ -32,35 +32,53 @@ def _host(t) -> np.ndarray:
     return t.detach().cpu().numpy().reshape(-1)
 
 
+def _as_real(values: np.ndarray) -> np.ndarray:
+    """A flattened output as real numbers: a complex one as its real parts, then its imaginary parts."""
+    return np.concatenate([values.real, values.imag]) if np.iscomplexobj(values) else values
+
+
 def _numerical_jacobian(fn, inputs, target, eps):
-    """d(outputs)/d(target) by central differences, as one (numel_in, numel_out) matrix per output."""
+    """d(outputs)/d(target) by central differences, as one (numel_in, numel_out) matrix per output.
+
+    Complex values follow PyTorch's convention (Note [Complex gradcheck])."""
     flat = target._data.reshape(-1) if target.is_contiguous() else None
     if flat is None:
         raise GradcheckError("gradcheck needs contiguous inputs to perturb")
+    directions = (1, 1j) if target.is_complex() else (1,)
     columns = []
     with tensor.no_grad():
         for k in range(flat.size):
-            original = flat[k].item()
-            flat[k] = original + eps
-            plus = [o.detach().clone() for o in _as_tuple(fn(*inputs)) if _dispatch.is_tensor(o)]
-            flat[k] = original - eps
-            minus = [o.detach().clone() for o in _as_tuple(fn(*inputs)) if _dispatch.is_tensor(o)]
-            flat[k] = original
-            columns.append([_host((p - m) / (2 * eps)) for p, m in zip(plus, minus)])
+            column = None
+            for direction in directions:
+                original = flat[k].item()
+                flat[k] = original + eps * direction
+                plus = [o.detach().clone() for o in _as_tuple(fn(*inputs)) if _dispatch.is_tensor(o)]
+                flat[k] = original - eps * direction
+                minus = [o.detach().clone() for o in _as_tuple(fn(*inputs)) if _dispatch.is_tensor(o)]
+                flat[k] = original
+                slopes = [_as_real(_host((p - m) / (2 * eps))) for p, m in zip(plus, minus)]
+                column = slopes if column is None else [c + 1j * s for c, s in zip(column, slopes)]
+            columns.append(column)
     n_outputs = len(columns[0]) if columns else 0
     return [np.stack([c[j] for c in columns]) if columns else None for j in range(n_outputs)]
 
 
+# Note [Complex gradcheck]
+#     As in PyTorch, a complex output counts as two real ones (its real and its imaginary parts,
+#     whose gradients backward gives for the seeds 1 and 1j), and the gradient of a real value
+#     with respect to a complex input z = x + iy is dL/dx + i dL/dy: the numerical Jacobian
+#     perturbs x and y in turn and combines the two slopes so.
 def _analytical_jacobian(outputs, target):
-    """One row per output element: the gradient of that element with respect to ``target``."""
+    """One row per (real) output element: the gradient of that element with respect to ``target``."""
     jacobians = []
     for out in outputs:
         rows = []
-        for k in range(out.numel()):
-            seed = tensor.zeros_like(out)
-            seed._data.reshape(-1)[k] = 1
-            (g,) = grad(out, target, seed, retain_graph=True, allow_unused=True)
-            rows.append(np.zeros(target.numel()) if g is None else _host(g))
+        for unit in (1, 1j) if out.is_complex() else (1,):
+            for k in range(out.numel()):
+                seed = tensor.zeros_like(out)
+                seed._data.reshape(-1)[k] = unit
+                (g,) = grad(out, target, seed, retain_graph=True, allow_unused=True)
+                rows.append(np.zeros(target.numel()) if g is None else _host(g))
         jacobians.append(np.stack(rows, axis=1) if rows else np.zeros((target.numel(), 0)))
     return jacobians
 
@@ -69,7 +87,9 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
               raise_exception: bool = True, **_ignored) -> bool:
     """Check ``fn``'s gradients at ``inputs`` against central finite differences.
 
-    Inputs that require grad should be float64; others are passed through unchanged.
+    Inputs that require grad should be float64 (or complex128); others are passed through
+    unchanged. Complex inputs and outputs are checked as PyTorch checks them (Note [Complex
+    gradcheck]).
 
     Raises:
         GradcheckError: naming the input, output and both Jacobians on a mismatch
@@ -80,7 +100,7 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
     if not targets:
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
     for t in targets:
-        if t.dtype is not tensor.float64:
+        if t.dtype not in (tensor.float64, tensor.complex128):
             warnings.warn(f"gradcheck input of dtype {t.dtype.name} is not float64; the check may "
                           "fail from rounding alone", stacklevel=2)
     outputs = _differentiable_outputs(fn, inputs)

@@ -98,3 +98,32 @@ def test_gradgradcheck_rejects_a_backward_that_is_not_differentiable_correctly(d
     assert autograd.gradcheck(DetachedBackward.apply, (x,))
     with pytest.raises(GradcheckError, match="Jacobian mismatch"):
         autograd.gradgradcheck(DetachedBackward.apply, (x,))
+
+
+def test_complex_inputs_and_outputs_are_checked_as_torch(torch):
+    """A complex output counts as its real and imaginary parts, a complex input's gradient is
+    dL/dx + i dL/dy (Note [Complex gradcheck]); a wrong complex gradient fails."""
+    w = [0.5 - 2j, 1 + 1j]
+    functions = {
+        "real of a square": lambda lib, z: (z * z).real,
+        "product": lambda lib, z: z * lib.tensor(w, dtype=lib.complex128),
+        "modulus": lambda lib, z: z.abs(),
+        "as real pairs": lambda lib, z: lib.view_as_real(z * z.conj()),
+    }
+    for name, f in functions.items():
+        for lib, check in ((tensor, autograd.gradcheck), (torch, torch.autograd.gradcheck)):
+            z = lib.tensor([1 + 1j, 2 - 1j], dtype=lib.complex128, requires_grad=True)
+            assert check(lambda z, f=f, lib=lib: f(lib, z), (z,), raise_exception=False), (name, lib.__name__)
+
+    class WrongSquare(autograd.Function):
+        @staticmethod
+        def forward(ctx, z):
+            return z * z
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2  # misses the conjugate of 2z
+
+    z = tensor.tensor([1 + 1j, 2 - 1j], dtype=tensor.complex128, requires_grad=True)
+    assert WrongSquare.apply(z).requires_grad  # complex outputs of a Function are differentiable
+    assert not autograd.gradcheck(WrongSquare.apply, (z,), raise_exception=False)
