@@ -26,11 +26,16 @@ def _check_leaf(tensor) -> None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
         )
-    base = tensor._base
-    if base is not None and base._requires_grad and base._grad_fn is None:
-        raise RuntimeError(
-            "a view of a leaf Variable that requires grad is being used in an in-place operation."
-        )
+    # every tensor the view was taken from, up to its base: a view made a leaf (``x.t().requires_grad_()``)
+    # is one of them
+    source = tensor._view_src
+    while source is not None:
+        parent = source[0]
+        if parent._requires_grad and parent._grad_fn is None:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place operation."
+            )
+        source = parent._view_src
 
 
 def _write(tensor, result) -> None:

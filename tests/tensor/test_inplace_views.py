@@ -197,6 +197,10 @@ def test_inplace_on_leaf_requiring_grad_raises():
         leaf[0] = 1.0
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         leaf[0].mul_(2.0)
+    view_leaf = tensor.tensor(A34).t().requires_grad_()  # a view made a leaf: its views count too
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        view_leaf[0].add_(1.0)
+    view_leaf.detach()[0].add_(1.0)  # not through the leaf's history
 
 
 def test_inplace_on_leaf_under_no_grad_is_allowed():
