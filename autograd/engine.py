@@ -371,9 +371,12 @@ def grad(
     retain_graph=None,
     create_graph=False,
     allow_unused=None,
+    is_grads_batched=False,
     materialize_grads=False,
 ):
-    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``. With
+    ``is_grads_batched``, the first dim of every ``grad_outputs`` is a batch of seeds and each
+    result gets that dim too (PyTorch vectorises it with vmap; here it is a loop over the seeds).
 
     Raises:
         RuntimeError: if ``inputs`` is empty, an input does not require grad, or one was not
@@ -392,6 +395,9 @@ def grad(
         grad_outputs = [None] * len(outputs)
     elif _dispatch.is_tensor(grad_outputs):
         grad_outputs = [grad_outputs]
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, list(grad_outputs), retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     if allow_unused is None:
         allow_unused = materialize_grads
     if retain_graph is None:
@@ -418,6 +424,25 @@ def grad(
             g = g.detach()
         results.append(g)
     return tuple(results)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad`` for each seed along the first dim of the ``grad_outputs``, stacked.
+
+    Raises:
+        RuntimeError: for a missing seed or seeds of different batch sizes.
+    """
+    if any(g is None for g in grad_outputs):
+        raise RuntimeError("is_grads_batched=True needs a grad_output for every output")
+    sizes = {g.shape[0] if g.ndim else None for g in grad_outputs}
+    if len(sizes) != 1 or None in sizes:
+        raise RuntimeError(f"is_grads_batched=True needs grad_outputs with one batch dim of the same size, "
+                           f"got shapes {[tuple(g.shape) for g in grad_outputs]}")
+    (count,) = sizes
+    per_seed = [grad(outputs, inputs, [g[k] for g in grad_outputs], retain_graph=retain_graph or k < count - 1,
+                     create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+                for k in range(count)]
+    return tuple(None if results[0] is None else tensor.stack(results) for results in zip(*per_seed))
 
 
 def _capture_key(t):

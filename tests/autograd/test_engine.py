@@ -331,3 +331,16 @@ def test_casting_to_an_integer_dtype_ends_the_graph():
     assert x.double().requires_grad and x.to(tensor.complex64).requires_grad
     with pytest.raises(RuntimeError, match="does not require grad"):
         (x.long() * 2).sum().backward()
+
+
+def test_grad_with_batched_seeds_matches_torch(torch):
+    def run(lib, grad):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        b = lib.tensor([3.0], requires_grad=True)
+        seeds = (lib.tensor([[1.0, 0.0], [0.5, 2.0], [0.0, 1.0]]), lib.tensor([[1.0], [2.0], [-1.0]]))
+        return [g.tolist() for g in grad((a**2, b * a.sum()), (a, b), seeds, is_grads_batched=True)]
+
+    assert run(tensor, autograd.grad) == run(torch, torch.autograd.grad)
+    x = tensor.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="is_grads_batched"):
+        autograd.grad(x * 2, x, tensor.tensor(1.0), is_grads_batched=True)
