@@ -78,9 +78,12 @@ def sigmoid(input: Tensor) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``; the gradient is
+    ``sigmoid(beta * x)`` (0.5 at 0)."""
     scaled = input * beta
-    soft = (scaled.abs().neg().exp().log1p() + scaled.relu()) / beta
+    # PyTorch's formula. Clamping first keeps exp finite in the branch ``where`` discards, whose
+    # gradient would otherwise be 0 * inf = nan.
+    soft = scaled.clamp(max=threshold).exp().log1p() / beta
     return tensor.where(scaled > threshold, input, soft)
 
 
@@ -99,12 +102,26 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    """Clamp into ``[min_val, max_val]``; the gradient is zero at and beyond the bounds.
+    """Clamp into ``[min_val, max_val]``; the gradient is zero at and beyond the bounds. An
+    integer input keeps its dtype (the bounds are truncated to integers).
 
     Raises:
-        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+        ValueError: if ``min_val > max_val``.
+        RuntimeError: for a bool input, or an unsigned one with ``min_val < 0``; with
+            ``inplace``, on a leaf that requires grad while autograd records.
     """
-    return _run(activation.hardtanh, input, inplace, min_val, max_val)
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    op = activation.hardtanh if input.is_floating_point() else _hardtanh_integer
+    return _run(op, input, inplace, min_val, max_val)
+
+
+def _hardtanh_integer(input: Tensor, min_val: float, max_val: float) -> Tensor:
+    if input.dtype == tensor.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not input.dtype.is_signed and min_val < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return input.clamp(int(min_val), int(max_val))
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:

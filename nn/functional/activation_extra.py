@@ -7,7 +7,7 @@ from __future__ import annotations
 import tensor
 from tensor import Tensor
 
-from .activation import elu, hardtanh, leaky_relu, softmax
+from .activation import _run, elu, hardtanh, leaky_relu, softmax
 
 __all__ = [
     "hardsigmoid",
@@ -34,21 +34,30 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _in_place(input: Tensor, result: Tensor) -> Tensor:
-    """Write ``result`` into ``input`` (recorded as a copy) and return ``input``."""
-    return input.copy_(result)
+def _hardsigmoid(input: Tensor) -> Tensor:
+    return (hardtanh(input, -3.0, 3.0) + 3.0) / 6.0
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """``relu6(x + 3) / 6``; the gradient is ``1/6`` strictly inside ``(-3, 3)``."""
-    out = (hardtanh(input, -3.0, 3.0) + 3.0) / 6.0
-    return _in_place(input, out) if inplace else out
+    """``relu6(x + 3) / 6``; the gradient is ``1/6`` strictly inside ``(-3, 3)``.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(_hardsigmoid, input, inplace)
+
+
+def _hardswish(input: Tensor) -> Tensor:
+    return input * _hardsigmoid(input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    """``x * relu6(x + 3) / 6``."""
-    out = input * hardsigmoid(input)
-    return _in_place(input, out) if inplace else out
+    """``x * relu6(x + 3) / 6``.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(_hardswish, input, inplace)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -87,12 +96,19 @@ def rrelu(
     input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False
 ) -> Tensor:
     """Randomized leaky ReLU: in training each negative element gets a slope drawn uniformly from
-    ``[lower, upper]``; in evaluation the slope is ``(lower + upper) / 2``."""
+    ``[lower, upper]``; in evaluation the slope is ``(lower + upper) / 2``.
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
+    return _run(_rrelu_random, input, inplace, lower, upper)
+
+
+def _rrelu_random(input: Tensor, lower: float, upper: float) -> Tensor:
     slopes = tensor.rand_like(input.detach()) * (upper - lower) + lower
-    out = tensor.where(input >= 0, input, input * slopes)
-    return _in_place(input, out) if inplace else out
+    return tensor.where(input >= 0, input, input * slopes)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
@@ -104,12 +120,16 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
 
     Raises:
-        RuntimeError: for ``alpha == 0``.
+        RuntimeError: for ``alpha == 0``; with ``inplace``, on a leaf that requires grad while
+            autograd records.
     """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu's alpha must not be 0")
-    out = input.relu() + alpha * (tensor.clamp(input, max=0.0) / alpha).expm1()
-    return _in_place(input, out) if inplace else out
+    return _run(_celu, input, inplace, alpha)
+
+
+def _celu(input: Tensor, alpha: float) -> Tensor:
+    return input.relu() + alpha * (tensor.clamp(input, max=0.0) / alpha).expm1()
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -118,9 +138,16 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    """Scaled ELU with the self-normalising constants (``scale * elu(x, alpha)``)."""
-    out = SELU_SCALE * elu(input, SELU_ALPHA)
-    return _in_place(input, out) if inplace else out
+    """Scaled ELU with the self-normalising constants (``scale * elu(x, alpha)``).
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(_selu, input, inplace)
+
+
+def _selu(input: Tensor) -> Tensor:
+    return SELU_SCALE * elu(input, SELU_ALPHA)
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -144,35 +171,38 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def _threshold(input: Tensor, limit: float, value: float) -> Tensor:
-    return tensor.where(input > limit, input, tensor.full_like(input, value))
+    # ``x <= limit`` rather than ``x > limit`` so that NaN stays NaN, as PyTorch.
+    return tensor.where(input <= limit, tensor.full_like(input, value), input)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """``x`` where ``x > threshold``, else ``value``."""
-    out = _threshold(input, threshold, value)
-    return _in_place(input, out) if inplace else out
+    """``value`` where ``x <= threshold``, else ``x`` (NaN stays NaN).
+
+    Raises:
+        RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
+    """
+    return _run(_threshold, input, inplace, threshold, value)
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place ``threshold``."""
-    return _in_place(input, _threshold(input, threshold, value))
+    return _run(_threshold, input, True, threshold, value)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between.
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 between (NaN stays NaN).
 
     Raises:
         RuntimeError: for a negative ``lambd``.
     """
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    zero = tensor.zeros_like(input)
-    return tensor.where(input > lambd, input - lambd, tensor.where(input < -lambd, input + lambd, zero))
+    return tensor.where(input.abs() <= lambd, tensor.zeros_like(input), input - input.sign() * lambd)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """``x`` where ``|x| > lambd``, else 0."""
-    return tensor.where(input.abs() > lambd, input, tensor.zeros_like(input))
+    """``x`` where ``|x| > lambd``, else 0 (NaN stays NaN)."""
+    return tensor.where(input.abs() <= lambd, tensor.zeros_like(input), input)
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:

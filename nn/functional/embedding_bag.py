@@ -14,7 +14,7 @@ __all__ = ["embedding_bag"]
 
 
 def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> tuple[Tensor, np.ndarray, int]:
-    """The flat indices, the bag of each, and the number of bags."""
+    """The flat indices, the bag of each (-1 for none), and the number of bags."""
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError(
@@ -40,7 +40,7 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> t
         ends, starts = starts[1:], starts[:-1]
     else:
         ends = starts[1:] + [n]
-    bag_of = np.zeros(n, dtype=np.int64)
+    bag_of = np.full(n, -1, dtype=np.int64)  # indices past the last offset belong to no bag
     for bag, (start, end) in enumerate(zip(starts, ends)):
         bag_of[start:end] = bag
     return input, bag_of, len(starts)
@@ -62,7 +62,9 @@ def embedding_bag(
     """Reduce bags of rows of ``weight``: the rows of a 2-D ``input`` are the bags, or a 1-D
     ``input`` is cut at ``offsets``. ``mode`` is 'sum', 'mean' or 'max'; ``per_sample_weights``
     (with 'sum') scale each row; indices equal to ``padding_idx`` are left out of their bag; an
-    empty bag gives zeros.
+    empty bag gives zeros. With ``include_last_offset`` the last offset ends the last bag, and
+    any indices after it are in no bag (as PyTorch's float32 'sum'; its other kernels
+    disagree with each other there).
 
     Raises:
         ValueError: for an unknown mode, bad ``offsets``, or ``per_sample_weights`` with a mode
@@ -84,9 +86,9 @@ def embedding_bag(
             )
     flat, bag_of, bags = _bags(input, offsets, include_last_offset)
     padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
-    keep = np.ones(flat.shape[0], dtype=bool)
+    keep = bag_of >= 0
     if padding_idx is not None:
-        keep = flat.cpu().numpy() != padding_idx
+        keep &= flat.cpu().numpy() != padding_idx
     kept = tensor.tensor(np.nonzero(keep)[0], dtype=tensor.int64, device=input.device)
     rows = embedding(flat.index_select(0, kept), weight, None, max_norm, norm_type, scale_grad_by_freq)
     if per_sample_weights is not None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import warnings
 
 import tensor
-from tensor import Tensor
+from autograd import Function
+from tensor import Tensor, _dtype
 from tensor.ops import special
 
 __all__ = [
@@ -100,12 +101,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     Raises:
         ValueError: for mismatched batch sizes or an unknown reduction.
         IndexError: "Target k is out of bounds." for a class outside [0, C).
-        RuntimeError: for a non-integer target or a wrong-sized weight.
+        RuntimeError: for a target that is not int64 or uint8, or a wrong-sized weight.
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}")
+    if target.dtype not in (tensor.int64, tensor.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {_dtype.scalar_type_name(target.dtype)}"
+        )
     _check_class_target(input, target, "nll_loss")
     classes = input.shape[0 if input.ndim == 1 else 1]
     _check_weight(weight, classes)
@@ -287,12 +290,35 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         )
     if input.numel() and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_p = input.log().clamp(min=-100)
-    log_q = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+class _BinaryCrossEntropy(Function):
+    """The elementwise loss ``-(t * log(p) + (1 - t) * log(1 - p))``, logs clamped at -100, with
+    PyTorch's derivatives: ``(p - t) / max(p * (1 - p), 1e-12)`` for ``p``, finite where ``p``
+    is exactly 0 or 1 (differentiating the clamped logs gives ``0 * inf = nan`` there), and
+    ``log(1 - p) - log(p)`` for ``t``."""
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor) -> Tensor:
+        ctx.save_for_backward(input, target)
+        log_p = input.log().clamp(min=-100)
+        log_q = (1 - input).log().clamp(min=-100)
+        return -(target * log_p + (1 - target) * log_q)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        input, target = ctx.saved_tensors
+        need_input, need_target = ctx.needs_input_grad
+        grad_input = grad_target = None
+        if need_input:
+            grad_input = grad * (input - target) / (input * (1 - input)).clamp(min=1e-12)
+        if need_target:
+            grad_target = grad * ((1 - input).log() - input.log())
+        return grad_input, grad_target
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,

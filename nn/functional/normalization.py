@@ -149,10 +149,14 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
     return out
 
 
-def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
-    """Divide by the ``p``-norm along ``dim`` (at least ``eps``)."""
-    if p == 2.0:
-        norm = (input * input).sum(dim, keepdim=True).sqrt()
-    else:
-        norm = (input.abs() ** p).sum(dim, keepdim=True) ** (1.0 / p)
-    return input / norm.clamp(min=eps)
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
+    """Divide by the ``p``-norm along ``dim`` (at least ``eps``); ``p`` may be ``inf``,
+    ``-inf`` or 0 (the count of non-zeros), as ``tensor.linalg.vector_norm``. With ``out``, the
+    result is written there.
+
+    Raises:
+        RuntimeError: for an integer input.
+    """
+    norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return tensor.div(input, norm, out=out)

@@ -115,16 +115,26 @@ def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size, stride, padding, 
                     f"{[d - s for d, s in zip(default, stride)]} and {[d + s for d, s in zip(default, stride)]})"
                 )
     n, c = x.shape[:2]
+    flat = idx.reshape(n, c, -1)
+    _check_unpool_indices(flat, sizes)
     out = tensor.zeros(n, c, math.prod(sizes), dtype=x.dtype, device=x.device)
-    out = out.scatter(2, idx.reshape(n, c, -1), x.reshape(n, c, -1)).reshape(n, c, *sizes)
+    out = out.scatter(2, flat, x.reshape(n, c, -1)).reshape(n, c, *sizes)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_unpool_indices(flat: Tensor, sizes: list[int]) -> None:
+    bad = (flat < 0) | (flat >= math.prod(sizes))
+    if flat.numel() and bool(bad.any()):
+        index = int(flat[bad].reshape(-1)[0])
+        shape = "x".join(str(s) for s in sizes)
+        raise RuntimeError(f"Found an invalid max index: {index} (output volumes are of size {shape})")
 
 
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
     """The partial inverse of ``max_pool1d``: each value put back at its index, zeros elsewhere.
 
     Raises:
-        RuntimeError: if ``indices`` does not match ``input``.
+        RuntimeError: if ``indices`` does not match ``input`` or holds an index outside the output.
         ValueError: for an ``output_size`` the pooling could not have come from.
     """
     return _max_unpoolnd(input, indices, kernel_size, stride, padding, output_size, 1, "max_unpool1d")
@@ -142,13 +152,18 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
 
 def _lp_poolnd(input: Tensor, norm_type: float, kernel_size, stride, ceil_mode: bool, nd: int) -> Tensor:
     kernel = ntuple(kernel_size, nd, "kernel_size", f"lp_pool{nd}d")
+    if math.isinf(norm_type):  # the limits: the largest or smallest magnitude in each window
+        max_pool = (max_pool1d, max_pool2d, max_pool3d)[nd - 1]
+        sign = 1.0 if norm_type > 0 else -1.0
+        return max_pool(input.abs() * sign, kernel, stride, 0, 1, ceil_mode) * sign
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
     out = pool(input**norm_type, kernel, stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * math.prod(kernel)) ** (1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
-    """Power-average pooling: ``(sum over the window of x**p) ** (1/p)``."""
+    """Power-average pooling: ``(sum over the window of x**p) ** (1/p)``; ``p = inf`` is the
+    largest ``|x|`` in the window and ``-inf`` the smallest."""
     return _lp_poolnd(input, norm_type, kernel_size, stride, ceil_mode, 1)
 
 

@@ -144,6 +144,16 @@ def _output_size(input: Tensor, nd: int, size, scale_factor) -> tuple[list[int],
     return [math.floor(n * s) for n, s in zip(input.shape[2:], scales)], scales
 
 
+def _check_sizes(in_sizes: Sequence[int], out_sizes: Sequence[int]) -> None:
+    if min(*in_sizes, *out_sizes) <= 0:
+        names = "DHW"[3 - len(in_sizes):]
+        raise RuntimeError(
+            "Input and output sizes should be greater than 0, but got input ("
+            + ", ".join(f"{d}: {n}" for d, n in zip(names, in_sizes)) + ") and output ("
+            + ", ".join(f"{d}: {n}" for d, n in zip(names, out_sizes)) + ")"
+        )
+
+
 def interpolate(
     input: Tensor,
     size: int | Sequence[int] | None = None,
@@ -160,13 +170,14 @@ def interpolate(
 
     Raises:
         ValueError: for both or neither of ``size`` and ``scale_factor``, ``align_corners`` with a
-            non-interpolating mode, a size of the wrong length, or an unknown mode.
-        NotImplementedError: for a mode that does not fit the input's rank, or ``antialias`` with
-            a mode other than bilinear/bicubic.
+            non-interpolating mode, or a size of the wrong length.
+        NotImplementedError: for an unknown mode, a mode that does not fit the input's rank, or
+            ``antialias`` with a mode other than bilinear/bicubic.
+        RuntimeError: for an empty spatial input or output size (except in 'area' mode).
     """
     nd = input.ndim - 2
     if mode not in (*_MODE_DIMS, "nearest", "nearest-exact", "area"):
-        raise ValueError(f"Unsupported interpolation mode {mode!r}")
+        raise NotImplementedError(f"Unsupported interpolation mode {mode!r}")
     if align_corners is not None and mode not in _MODE_DIMS:
         raise ValueError(
             "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
@@ -184,6 +195,7 @@ def interpolate(
     if mode == "area":
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
         return pool(input, sizes)
+    _check_sizes(input.shape[2:], sizes)
     build = _antialias_matrix if antialias else _matrix
     out = input
     for axis in range(nd):
@@ -333,7 +345,8 @@ def grid_sample(
     sizes = input.shape[2:][::-1]  # W, H (, D): the order of the grid's coordinates
     coords = [_unnormalize(grid[..., k], sizes[k], align, padding_mode) for k in range(nd)]
     if mode == "nearest":
-        return _gather_points(input, [c.detach().round() for c in coords])
+        out = _gather_points(input, [c.detach().round() for c in coords])
+        return _with_zero_gradient_to(out, grid) if grid.requires_grad else out
     lows = [c.detach().floor() for c in coords]
     fractions = [c - low for c, low in zip(coords, lows)]
     out = None
@@ -345,6 +358,14 @@ def grid_sample(
         term = _gather_points(input, [low + upper for low, upper in zip(lows, corner)]) * weight.unsqueeze(1)
         out = term if out is None else out + term
     return out
+
+
+def _with_zero_gradient_to(out: Tensor, source: Tensor) -> Tensor:
+    """``out``, recorded as depending on ``source`` with a zero gradient, as PyTorch's nearest
+    ``grid_sample`` gives the grid zeros rather than no gradient. An always-true ``where`` never
+    reads ``source``'s values, so NaN or inf in it stay out of the result and the gradient."""
+    always = tensor.ones((), dtype=tensor.bool, device=out.device)
+    return tensor.where(always, out, source.sum().to(out.dtype))
 
 
 def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tensor:

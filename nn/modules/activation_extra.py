@@ -36,6 +36,13 @@ class _Inplace(Module):
         return "inplace=True" if self.inplace else ""
 
 
+class _UnlabelledInplace(_Inplace):
+    """An ``inplace`` flag that the repr leaves out, as PyTorch's Hardswish and Hardsigmoid do."""
+
+    def extra_repr(self) -> str:
+        return ""
+
+
 class PReLU(Module):
     """``x`` where positive, ``a * x`` elsewhere, with a learned slope ``a`` (one, or one per
     channel), initialised to ``init``."""
@@ -74,7 +81,7 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Hardswish(_Inplace):
+class Hardswish(_UnlabelledInplace):
     """``x * relu6(x + 3) / 6``."""
 
     def forward(self, input: Tensor) -> Tensor:
@@ -82,7 +89,7 @@ class Hardswish(_Inplace):
         return F.hardswish(input, self.inplace)
 
 
-class Hardsigmoid(_Inplace):
+class Hardsigmoid(_UnlabelledInplace):
     """``relu6(x + 3) / 6``."""
 
     def forward(self, input: Tensor) -> Tensor:

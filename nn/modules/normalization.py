@@ -39,6 +39,7 @@ class _BatchNorm(Module):
     """Batch normalization over dim 1 with running statistics, as ``torch.nn.modules.batchnorm``."""
 
     _expected_dims: tuple = ()
+    _version = 2  # version 2 added num_batches_tracked
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
@@ -71,6 +72,17 @@ class _BatchNorm(Module):
         """Reset the running statistics, and the affine weight to ones and bias to zeros."""
         self.reset_running_stats()
         _reset_affine(self)
+
+    def _load_from_state_dict(self, state_dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Load as ``Module`` does; a state dict older than version 2 (or without a version, like
+        a hand-built one) may lack ``num_batches_tracked``, which keeps its current value."""
+        key = prefix + "num_batches_tracked"
+        version = local_metadata.get("version")
+        if (version is None or version < 2) and self.num_batches_tracked is not None and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._expected_dims:

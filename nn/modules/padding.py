@@ -55,12 +55,15 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self.mode)
 
     def extra_repr(self) -> str:
-        return f"padding={self.padding}" + (f", value={self.value}" if self.mode == "constant" else "")
+        return f"{self.padding}"
 
 
 class _ConstantPadNd(_PadNd):
     def __init__(self, padding: int | Sequence[int], value: float) -> None:
         super().__init__(padding, value)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
 
 
 class _ZeroPadNd(_PadNd):

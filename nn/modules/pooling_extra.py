@@ -172,7 +172,10 @@ class _LPPoolNd(Module):
         return pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self) -> str:
-        return f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}"
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
 
 
 LPPool1d, LPPool2d, LPPool3d = _per_dim(

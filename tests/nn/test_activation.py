@@ -161,10 +161,13 @@ def test_inplace_forms_overwrite_the_input():
 
 
 @pytest.mark.parametrize("name, args", [("leaky_relu", (0.3,)), ("elu", (0.5,)), ("hardtanh", (-1.0, 1.0)),
-                                        ("relu6", ()), ("silu", ()), ("mish", ())])
+                                        ("relu6", ()), ("silu", ()), ("mish", ()), ("softplus", ()),
+                                        ("softplus", (2.0, 3.0)), ("logsigmoid", ())])
 def test_gradient_at_the_kinks_matches_torch(torch, name, args):
-    # At 0 leaky_relu takes the slope; hardtanh and relu6 are flat at their bounds (unlike clamp).
-    values = [-1.0, 0.0, 1.0, 6.0, -100.0, 100.0]
+    # At 0 leaky_relu takes the slope; hardtanh and relu6 are flat at their bounds (unlike clamp);
+    # softplus and logsigmoid have the derivative sigmoid(0) = 0.5 there; softplus(x, 2, 3) is
+    # linear from x = 1.5.
+    values = [-1.0, 0.0, 1.0, 1.5, 6.0, -100.0, 100.0, float("inf"), -float("inf")]
     x = tensor.tensor(values, requires_grad=True)
     getattr(F, name)(x, *args).sum().backward()
     ref = torch.tensor(values, requires_grad=True)
@@ -172,7 +175,20 @@ def test_gradient_at_the_kinks_matches_torch(torch, name, args):
     assert_close(x.grad, ref.grad.numpy())
 
 
+@pytest.mark.parametrize("name, args", [("hardtanh", (0.0, 1.0)), ("hardtanh", (0.5, 2.7)), ("relu6", ())])
+@pytest.mark.parametrize("dtype", ["int64", "uint8"])
+def test_hardtanh_and_relu6_keep_an_integer_dtype_as_torch(torch, name, args, dtype):
+    values = [1, 7, 0, 3] if dtype == "uint8" else [1, 7, -2, 3]
+    out = getattr(F, name)(tensor.tensor(values, dtype=getattr(tensor, dtype)), *args)
+    ref = getattr(torch.nn.functional, name)(torch.tensor(values, dtype=getattr(torch, dtype)), *args)
+    assert out.dtype == getattr(tensor, dtype) and out.tolist() == ref.tolist()
+
+
 @pytest.mark.parametrize("call, error, message", [
+    (lambda: F.hardtanh(tensor.ones(2), 1.0, 0.0), ValueError, "min_val cannot be greater than max_val"),
+    (lambda: F.hardtanh(tensor.tensor([True])), RuntimeError, "Bool inputs not supported for hardtanh"),
+    (lambda: F.hardtanh(tensor.tensor([1], dtype=tensor.uint8)), RuntimeError,
+     "cannot do hardtanh on an unsigned type with negative limits"),
     (lambda: F.gelu(tensor.randn(3), approximate="fast"), RuntimeError, "approximate argument must be"),
     (lambda: nn.GELU("exact")(tensor.randn(3)), RuntimeError, "'exact'"),
     (lambda: F.softmax(tensor.randn(2, 3), 2), IndexError, "Dimension out of range"),

@@ -97,3 +97,21 @@ def test_errors():
         F.prelu(tensor.zeros(2, 3), tensor.zeros(2))
     with pytest.raises(ValueError, match="Softmax2d: expected input to be 3D or 4D, got 2D"):
         nn.Softmax2d()(tensor.zeros(2, 3))
+
+
+@pytest.mark.parametrize("name, args", [("threshold", (0.0, -1.0)), ("softshrink", (0.5,)), ("hardshrink", (0.5,))])
+def test_nan_stays_nan_and_passes_the_gradient_as_torch(name, args, torch):
+    values = [float("nan"), -2.0, 0.2, 0.5, 2.0]
+    x = tensor.tensor(values, requires_grad=True)
+    out = getattr(F, name)(x, *args)
+    out.sum().backward()
+    ref_x = torch.tensor(values, requires_grad=True)
+    ref = getattr(torch.nn.functional, name)(ref_x, *args)
+    ref.sum().backward()
+    assert_close(out, ref.detach().numpy())
+    assert_close(x.grad, ref_x.grad.numpy())
+
+
+@pytest.mark.parametrize("name", ["Hardswish", "Hardsigmoid", "SELU"])
+def test_inplace_repr_matches_torch(name, torch):
+    assert repr(getattr(nn, name)(inplace=True)) == repr(getattr(torch.nn, name)(inplace=True))

@@ -19,8 +19,9 @@ OFFSETS = np.array([0, 3, 3, 7], dtype=np.int64)  # the second bag is empty
 # per_sample_weights is sum-only (as in torch)
 @pytest.mark.parametrize(
     "mode, layout",
-    [(m, lay) for m in ("sum", "mean", "max") for lay in ("2d", "offsets", "last_offset", "padding", "weights")
-     if lay != "weights" or m == "sum"],
+    [(m, lay) for m in ("sum", "mean", "max")
+     for lay in ("2d", "offsets", "last_offset", "short_last_offset", "padding", "weights")
+     if lay not in ("weights", "short_last_offset") or m == "sum"],
 )
 def test_matches_torch(mode, layout, torch):
     kwargs = {"mode": mode}
@@ -29,6 +30,9 @@ def test_matches_torch(mode, layout, torch):
         inputs = {"input": FLAT.reshape(2, 5)}
     elif layout == "last_offset":
         inputs["offsets"] = np.append(OFFSETS, len(FLAT))
+        kwargs["include_last_offset"] = True
+    elif layout == "short_last_offset":  # the last two indices are in no bag
+        inputs["offsets"] = np.append(OFFSETS, len(FLAT) - 2)
         kwargs["include_last_offset"] = True
     elif layout == "padding":
         kwargs["padding_idx"] = 4
@@ -45,6 +49,15 @@ def test_matches_torch(mode, layout, torch):
     (out * tensor.tensor(cot)).sum().backward()
     (ref * torch.tensor(cot)).sum().backward()
     assert_close(ours_w.grad, theirs_w.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_indices_after_the_last_offset_are_in_no_bag():
+    # torch's float32 'mean' divides by the count up to the end of the input; its 'max' and float64
+    # kernels run the last bag to the end. The last offset ends the last bag, as documented.
+    weight = np.arange(20.0).reshape(10, 2)
+    out = nn.functional.embedding_bag(tensor.tensor([1, 2, 4, 5, 4, 3]), tensor.tensor(weight),
+                                      tensor.tensor([0, 2, 4]), mode="mean", include_last_offset=True)
+    assert_close(out, np.array([weight[[1, 2]].mean(0), weight[[4, 5]].mean(0)]))
 
 
 def test_layer_and_from_pretrained(torch):

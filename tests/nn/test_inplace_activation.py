@@ -35,6 +35,19 @@ DETERMINISTIC = {
     "hardtanh": lambda nn, F, x: F.hardtanh(x, -2.0, 3.0, inplace=True),
     "ReLU6": lambda nn, F, x: nn.ReLU6(inplace=True)(x),
     "relu6": lambda nn, F, x: F.relu6(x, inplace=True),
+    "SELU": lambda nn, F, x: nn.SELU(inplace=True)(x),
+    "selu": lambda nn, F, x: F.selu(x, inplace=True),
+    "selu_": lambda nn, F, x: F.selu_(x),
+    "CELU": lambda nn, F, x: nn.CELU(0.7, inplace=True)(x),
+    "celu": lambda nn, F, x: F.celu(x, 0.7, inplace=True),
+    "celu_": lambda nn, F, x: F.celu_(x, 0.7),
+    "Hardswish": lambda nn, F, x: nn.Hardswish(inplace=True)(x),
+    "hardswish": lambda nn, F, x: F.hardswish(x, inplace=True),
+    "Hardsigmoid": lambda nn, F, x: nn.Hardsigmoid(inplace=True)(x),
+    "hardsigmoid": lambda nn, F, x: F.hardsigmoid(x, inplace=True),
+    "Threshold": lambda nn, F, x: nn.Threshold(0.5, -2.0, inplace=True)(x),
+    "threshold": lambda nn, F, x: F.threshold(x, 0.5, -2.0, inplace=True),
+    "threshold_": lambda nn, F, x: F.threshold_(x, 0.5, -2.0),
 }
 
 # The dropouts draw from different generators here and in torch: each case takes an ``inplace``
@@ -49,6 +62,7 @@ RANDOM = {
     "Dropout3d": (lambda nn, F, x, inplace: nn.Dropout3d(0.4, inplace)(x), (2, 6, 2, 3, 5)),
     "dropout3d": (lambda nn, F, x, inplace: F.dropout3d(x, 0.4, True, inplace), (6, 2, 3, 5)),
     "alpha_dropout": (lambda nn, F, x, inplace: F.alpha_dropout(x, 0.4, True, inplace), (6, 5)),
+    "rrelu": (lambda nn, F, x, inplace: F.rrelu(x, 0.1, 0.3, True, inplace), (6, 5)),
 }
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation"
 RNG = np.random.default_rng(7)

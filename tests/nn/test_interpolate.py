@@ -112,6 +112,31 @@ def test_errors():
         F.interpolate(x, size=2, mode="linear")
     with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
         F.pixel_shuffle(tensor.zeros(1, 3, 2, 2), 2)
+    with pytest.raises(NotImplementedError, match="Unsupported interpolation mode 'foo'"):
+        F.interpolate(x, size=3, mode="foo")
+
+
+@pytest.mark.parametrize("shape, kwargs", [
+    ((1, 1, 1), {"scale_factor": 0.7}),
+    ((1, 1, 1), {"scale_factor": 0.5, "recompute_scale_factor": True}),
+    ((1, 1, 2, 2), {"size": (3, 0), "mode": "bilinear"}),
+    ((1, 1, 0), {"size": 2}),
+])
+def test_empty_spatial_sizes_are_refused_as_torch(shape, kwargs, torch):
+    message = "Input and output sizes should be greater than 0"
+    with pytest.raises(RuntimeError, match=message):
+        torch.nn.functional.interpolate(torch.ones(shape), **kwargs)
+    with pytest.raises(RuntimeError, match=message):
+        F.interpolate(tensor.ones(*shape), **kwargs)
+    assert F.interpolate(tensor.ones(1, 1, 1), size=0, mode="area").shape == (1, 1, 0)
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_nearest_grid_sample_gives_the_grid_a_zero_gradient_as_torch(input_grad):
+    grid = tensor.tensor([[[[0.2, -0.4], [-3.0, 0.5]]]], requires_grad=True)
+    x = tensor.ones(1, 1, 2, 2, requires_grad=input_grad)
+    F.grid_sample(x, grid, mode="nearest", align_corners=False).sum().backward()
+    assert grid.grad is not None and grid.grad.tolist() == [[[[0.0, 0.0], [0.0, 0.0]]]]
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "nearest"])

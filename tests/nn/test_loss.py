@@ -91,6 +91,23 @@ def test_elementwise_losses_gradcheck(name, in_kind, tgt_kind, kwargs):
     assert autograd.gradcheck(lambda a: getattr(F, name)(a, t, reduction="sum", **extra), (x,))
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_binary_cross_entropy_gradient_at_saturated_inputs_matches_torch(torch, reduction):
+    # Exactly 0 or 1 (a saturated sigmoid): PyTorch's derivative clamps p(1 - p) at 1e-12.
+    p_values, t_values = [0.0, 1.0, 0.0, 1.0, 0.5], [1.0, 0.0, 0.0, 1.0, 0.3]
+    weight = [1.0, 2.0, 0.5, 1.0, 3.0]
+    grads = []
+    for lib in (tensor, torch):
+        p = lib.tensor(p_values, dtype=lib.float64, requires_grad=True)
+        t = lib.tensor(t_values, dtype=lib.float64, requires_grad=True)
+        fn = F if lib is tensor else torch.nn.functional
+        loss = fn.binary_cross_entropy(p, t, lib.tensor(weight, dtype=lib.float64), reduction=reduction)
+        loss.sum().backward()
+        grads.append((loss.detach().numpy(), p.grad.numpy(), t.grad.numpy()))
+    for mine, theirs in zip(*grads):
+        assert_close(mine, theirs, rtol=1e-6)
+
+
 # (input shape, target shape, options) for class-index targets
 CE_INDEX_CASES = [
     ((5, 4), (5,), {}),
@@ -241,7 +258,9 @@ def test_legacy_size_average_and_reduce_flags(torch):
     (lambda: F.cross_entropy(tensor.randn(3, 4), tensor.rand(3, 5)), RuntimeError,
      r"class-probability targets must have the input's shape \[3, 4\]"),
     (lambda: F.nll_loss(tensor.randn(3, 4), tensor.tensor([0.0, 1.0, 1.0])), RuntimeError,
-     "expected scalar type Long but found float32"),
+     "expected target dtype to be Long or Byte, but got Float"),
+    (lambda: F.cross_entropy(tensor.randn(2, 3), tensor.tensor([0, 1], dtype=tensor.int32)), RuntimeError,
+     "expected target dtype to be Long or Byte, but got Int"),
     (lambda: F.binary_cross_entropy(tensor.rand(3), tensor.rand(2)), ValueError,
      r"Using a target size \(\(2,\)\) that is different to the input size \(\(3,\)\)"),
     (lambda: F.binary_cross_entropy(tensor.tensor([0.5, 1.5]), tensor.rand(2)), RuntimeError,

@@ -83,6 +83,27 @@ def test_pdist_matches_torch(p, torch):
     check_fn(lambda t: F.pdist(t, p), lambda t: torch.nn.functional.pdist(t, p), torch, A)
 
 
+def test_distance_gradients_at_zero_norms_match_torch(torch):
+    # Identical rows (a zero distance) and a zero vector: finite gradients, as PyTorch's.
+    rows = np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 3.0]])
+    for p in (1, 2, 3.5):
+        check_fn(lambda t: F.pdist(t, p), lambda t: torch.nn.functional.pdist(t, p), torch, rows)
+    pair = (np.array([[0.0, 0.0, 0.0], [1.0, -1.0, 2.0]]), np.array([[1.0, 2.0, 3.0], [1.0, -1.0, 2.0]]))
+    check_fn(F.cosine_similarity, torch.nn.functional.cosine_similarity, torch, *pair, rtol=1e-6, atol=1e-2)
+    check_fn(lambda a, b: F.pairwise_distance(a, b, eps=0.0),
+             lambda a, b: torch.nn.functional.pairwise_distance(a, b, eps=0.0), torch, *pair)
+
+
+def test_p0_distances_count_nonzeros_and_stay_in_the_graph(torch):
+    rows = np.array([[0.0, 1.0], [2.0, 1.0], [0.0, 3.0]])
+    out = check_fn(lambda t: F.pdist(t, 0), lambda t: torch.nn.functional.pdist(t, 0), torch, rows)
+    assert out.requires_grad
+    rows[2, 1] = float("nan")  # counted as non-zero, as torch's pairwise_distance and vector_norm
+    out = check_fn(lambda a, b: F.pairwise_distance(a, b, 0),
+                   lambda a, b: torch.nn.functional.pairwise_distance(a, b, 0), torch, rows, rows[::-1].copy())
+    assert out.requires_grad
+
+
 def test_one_sample_forms_match_torch(torch):
     check_fn(
         lambda x, y: F.multi_margin_loss(x, y),

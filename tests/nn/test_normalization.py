@@ -69,6 +69,41 @@ def test_batchnorm_buffers_and_state_dict_keys():
     assert_close(bn.running_var, np.ones(4, np.float32))
 
 
+def test_batchnorm_loads_a_state_dict_without_num_batches_tracked(torch):
+    # An old (version < 2) or hand-built state dict: the count keeps its value, as in PyTorch.
+    ref = torch.nn.BatchNorm1d(3)
+    state = {k: tensor.tensor(v.numpy()) for k, v in ref.state_dict().items() if k != "num_batches_tracked"}
+    bn = nn.BatchNorm1d(3)
+    bn(tensor.randn(4, 3))
+    assert not bn.load_state_dict(state).missing_keys
+    assert bn.num_batches_tracked.item() == 1
+    current = nn.BatchNorm1d(3).state_dict()
+    assert current._metadata[""]["version"] == 2
+    del current["num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key.*"num_batches_tracked"'):
+        nn.BatchNorm1d(3).load_state_dict(current)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf"), -float("inf"), 0])
+def test_normalize_matches_torch(torch, p):
+    x = RNG.standard_normal((3, 4))
+    x[1] = 0.0
+    ours = tensor.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    got, expected = F.normalize(ours, p=p), torch.nn.functional.normalize(theirs, p=p)
+    assert_close(got, expected.detach().numpy())
+    got.pow(3).sum().backward()
+    expected.pow(3).sum().backward()
+    assert_close(ours.grad, theirs.grad.numpy())
+
+
+def test_normalize_writes_into_out():
+    out = tensor.empty(2, 2)
+    result = F.normalize(tensor.tensor([[3.0, 4.0], [0.0, 2.0]]), out=out)
+    assert result is out
+    assert_close(out, np.array([[0.6, 0.8], [0.0, 1.0]], np.float32))
+
+
 def test_batchnorm_running_var_is_unbiased_and_momentum_none_is_cumulative():
     bn = nn.BatchNorm1d(1, momentum=None, affine=False)
     batches = [np.array([[1.0], [3.0]], np.float32), np.array([[2.0], [6.0]], np.float32)]

@@ -30,13 +30,20 @@ RNG = np.random.default_rng(0)
         ("LPPool1d", (2, 3), (2, 3, 7)),
         ("LPPool2d", (1.5, 2, 1), (2, 3, 4, 5)),
         ("LPPool3d", (3, 2), (1, 2, 4, 4, 4)),
+        ("LPPool1d", (float("inf"), 2), (2, 3, 7)),
+        ("LPPool2d", (float("inf"), 2, 1), (2, 3, 4, 5)),
+        ("LPPool2d", (-float("inf"), 2), (2, 3, 4, 5)),
+        ("LPPool3d", (float("inf"), 2), (1, 2, 4, 4, 4)),
         ("Unfold", ((2, 3), 1, 1, 2), (2, 3, 5, 6)),
         ("Fold", ((4, 5), (2, 2)), (2, 12, 12)),
     ],
 )
 def test_layers_match_torch(layer, args, shape, torch):
-    x = RNG.uniform(0.1, 2.0, shape) if layer.startswith("LP") else RNG.standard_normal(shape)
-    check_fn(getattr(nn, layer)(*args), getattr(torch.nn, layer)(*args), torch, x)
+    finite_lp = layer.startswith("LP") and not np.isinf(args[0])
+    x = RNG.uniform(0.1, 2.0, shape) if finite_lp else RNG.standard_normal(shape)
+    ours, theirs = getattr(nn, layer)(*args), getattr(torch.nn, layer)(*args)
+    check_fn(ours, theirs, torch, x)
+    assert repr(ours) == repr(theirs)
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
@@ -69,6 +76,15 @@ def test_conv_transpose3d_matches_torch(options, torch):
 def test_unpool_checks_indices_shape():
     with pytest.raises(RuntimeError, match="Expected shape of indices to be same as that of the input"):
         F.max_unpool2d(tensor.zeros(1, 1, 2, 2), tensor.zeros(1, 1, 2, 3, dtype=tensor.int64), 2)
+
+
+@pytest.mark.parametrize("bad", [5, -1])
+def test_unpool_refuses_an_index_outside_the_output_as_torch(torch, bad):
+    indices = [[[0, bad]]]
+    with pytest.raises(RuntimeError, match=f"Found an invalid max index: {bad}"):
+        torch.nn.functional.max_unpool1d(torch.ones(1, 1, 2), torch.tensor(indices), 2)
+    with pytest.raises(RuntimeError, match=f"Found an invalid max index: {bad}"):
+        F.max_unpool1d(tensor.ones(1, 1, 2), tensor.tensor(indices), 2)
 
 
 @pytest.mark.parametrize(
