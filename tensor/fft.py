@@ -36,6 +36,10 @@ __all__ = [
     "irfftn",
     "hfft",
     "ihfft",
+    "hfft2",
+    "ihfft2",
+    "hfftn",
+    "ihfftn",
     "fftfreq",
     "rfftfreq",
     "fftshift",
@@ -125,13 +129,25 @@ def _as_real(x, name):
     return x if x.dtype.is_floating_point else x.to(_dtype.get_default_dtype())
 
 
-def _dims_and_sizes(x, s, dim, name, default_all=True):
-    """The transform dims and their lengths from PyTorch's ``s``/``dim`` arguments."""
+def _dims_and_sizes(x, s, dim, name, at_least_one=False):
+    """The transform dims and their lengths from PyTorch's ``s``/``dim`` arguments.
+
+    Raises:
+        RuntimeError: for more ``s`` than dims, repeated dims, ``s`` and ``dim`` of different
+            lengths, a length below 1, or no dim where ``at_least_one`` (the real transforms).
+        IndexError: for a dim out of range.
+    """
     if dim is None:
+        if s is not None and len(s) > x.ndim:
+            raise RuntimeError(f"{name}: Got shape with {len(s)} values but input tensor only has {x.ndim} dimensions.")
         dims = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
     else:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = tuple(wrap_dim(d, x.ndim) for d in dims)
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"{name}: FFT dims must be unique, got {dim}")
+    if at_least_one and not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
     if s is None:
         sizes = tuple(x.shape[d] for d in dims)
     else:
@@ -189,7 +205,7 @@ def rfftn(input, s=None, dim=None, norm=None):
         RuntimeError: for a complex input.
     """
     x = _as_real(input, "rfftn")
-    dims, sizes = _dims_and_sizes(x, s, dim, "rfftn")
+    dims, sizes = _dims_and_sizes(x, s, dim, "rfftn", at_least_one=True)
     norm = _check_norm(norm)
     for d, n in zip(dims, sizes):
         x = _resize(x, d, n)
@@ -200,7 +216,7 @@ def rfftn(input, s=None, dim=None, norm=None):
 def irfftn(input, s=None, dim=None, norm=None):
     """The inverse of ``rfftn``: a real output, ``2 * (m - 1)`` long in the last dim unless ``s`` says."""
     x = _as_complex(input)
-    dims, sizes = _dims_and_sizes(x, s, dim, "irfftn")
+    dims, sizes = _dims_and_sizes(x, s, dim, "irfftn", at_least_one=True)
     norm = _check_norm(norm)
     last = sizes[-1] if s is not None and s[-1] != -1 else 2 * (x.shape[dims[-1]] - 1)
     if last < 1:
@@ -241,6 +257,31 @@ def hfft(input, n=None, dim: int = -1, norm=None):
 def ihfft(input, n=None, dim: int = -1, norm=None):
     """The inverse of ``hfft``: the first half of the spectrum of a real signal."""
     return conj(rfft(input, n, dim, _DUAL[_check_norm(norm)]))
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    """The n-d transform of a Hermitian-symmetric signal given by its first half along the last
+    dim: a real spectrum (``irfftn`` of the conjugate with the dual normalisation)."""
+    return irfftn(conj(_as_complex(input)), s, dim, _DUAL[_check_norm(norm)])
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``hfftn``: the one-sided spectrum of a real signal.
+
+    Raises:
+        RuntimeError: for a complex input.
+    """
+    return conj(rfftn(input, s, dim, _DUAL[_check_norm(norm)]))
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``hfftn`` over the last two dims."""
+    return hfftn(input, s, dim, norm)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``ihfftn`` over the last two dims."""
+    return ihfftn(input, s, dim, norm)
 
 
 def fftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, requires_grad: bool = False):

@@ -11,6 +11,7 @@ cholesky, eigh, svd, qr) and ``tensor.ops.norms``; the rest are compositions of 
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -34,7 +35,8 @@ from .ops.decomp import (
 )
 from .ops.elementwise import where
 from .ops.householder import householder_product
-from .ops.layout import diag_embed, diagonal
+from .ops.layout import diag_embed
+from .ops.layout import diagonal as _diagonal
 from .ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg import matmul
 from .ops.lu import check_float_matrix, conj_transpose, lu, lu_factor, lu_factor_ex, solve_triangular
@@ -101,7 +103,8 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
     2-tuple ``dim``), as ``torch.linalg.norm`` chooses.
 
     Raises:
-        RuntimeError: for a matrix ``ord`` on an input that is not a matrix.
+        RuntimeError: for a matrix ``ord`` on an input that is not a matrix, or an ``ord`` without
+            ``dim`` on an input that is neither 1-d nor 2-d.
     """
     if isinstance(dim, int):
         dim = (dim,)
@@ -109,6 +112,10 @@ def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
     if ord is None:
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None and A.ndim not in (1, 2):
+        raise RuntimeError(
+            f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D."
+        )
     if dim is None and A.ndim == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     if isinstance(ord, str):
@@ -152,7 +159,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
         if check_errors:
             raise
     L, info = cholesky_with_info(A)
-    return _cholesky_ex_result(L.mT if upper else L, info)
+    return _cholesky_ex_result(conj_transpose(L) if upper else L, info)
 
 
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
@@ -232,12 +239,26 @@ def _tolerance(S, atol, rtol, shape):
     return cutoff if atol is None else where(cutoff > atol, cutoff, float(atol))
 
 
+def _inverse_above(values, cutoff):
+    """``1 / values`` where ``|values| > cutoff``, else 0 (the pseudo-inverse of a diagonal)."""
+    keep = values.abs() > cutoff
+    return where(keep, 1.0 / where(keep, values, 1.0), 0.0)
+
+
 def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
-    """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff count as 0)."""
+    """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff count as 0);
+    with ``hermitian``, from ``eigh`` of ``A``'s lower triangle (eigenvalues by magnitude).
+
+    Raises:
+        RuntimeError: for integer input, or a non-square ``A`` with ``hermitian``.
+    """
+    if hermitian:
+        values, V = eigh(A)
+        inverse = _inverse_above(values, _tolerance(values.abs(), atol, rtol, A.shape))
+        return (V * inverse.unsqueeze(-2)) @ conj_transpose(V)
     U, S, Vh = svd(A, full_matrices=False)
-    keep = S > _tolerance(S, atol, rtol, A.shape)
-    S_inv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)
-    return (Vh.mT * S_inv.unsqueeze(-2)) @ U.mT
+    S_inv = _inverse_above(S, _tolerance(S, atol, rtol, A.shape))
+    return (conj_transpose(Vh) * S_inv.unsqueeze(-2)) @ conj_transpose(U)
 
 
 def pinverse(input, rcond: float = 1e-15):
@@ -246,8 +267,13 @@ def pinverse(input, rcond: float = 1e-15):
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
-    """The number of singular values above the cutoff ``max(atol, rtol * largest)``."""
-    S = svdvals(A)
+    """The number of singular values above the cutoff ``max(atol, rtol * largest)`` (with
+    ``hermitian``, eigenvalue magnitudes of ``A``'s lower triangle).
+
+    Raises:
+        RuntimeError: for integer input, or a non-square ``A`` with ``hermitian``.
+    """
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
     return (S > _tolerance(S, atol, rtol, A.shape)).sum(-1)
 
 
@@ -262,20 +288,22 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A.shape[-2:]
     residuals = A.new_zeros((0,))
     if m > n and bool((rank == n).all()):
-        residuals = ((A @ X - rhs) ** 2).sum(-2)
+        error = A @ X - rhs
+        residuals = ((error.abs() if error.dtype.is_complex else error) ** 2).sum(-2)
     return _lstsq_result(X.squeeze(-1) if vector else X, residuals, rank, S)
 
 
 def matrix_power(A, n: int):
-    """``A`` multiplied by itself ``n`` times (``n < 0``: of its inverse; ``n = 0``: the identity).
+    """``A`` multiplied by itself ``n`` times (``n < 0``: of its inverse; ``n = 0``: the identity,
+    which stays on ``A``'s graph with a zero gradient, as PyTorch's).
 
     Raises:
-        RuntimeError: for a non-square ``A``.
+        RuntimeError: for a non-square ``A``, or a negative ``n`` with integer ``A``.
     """
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {list(A.shape)}")
     if n == 0:
-        return diag_embed(A.new_ones(A.shape[:-1]))
+        return where(A.new_ones((), dtype=_dtype.bool_), _eye_like(A), A)
     base = inv(A) if n < 0 else A
     result, n = None, abs(n)
     while n:  # binary powering
@@ -326,8 +354,22 @@ def vander(x, *, N=None):
 
 
 def vecdot(x, y, *, dim: int = -1):
-    """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting)."""
-    return (x * y).sum(dim)
+    """The dot product ``sum(conj(x) * y)`` along ``dim`` (broadcasting).
+
+    Raises:
+        RuntimeError: for integer inputs.
+    """
+    for t in (x, y):
+        if not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(
+                f"linalg.vecdot: Expected a floating point or complex tensor as input. Got {t.dtype.name}"
+            )
+    return (x.conj() * y).sum(dim)
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    """The diagonals of the matrices in ``A`` (``dim1``, ``dim2``: the last two dims by default)."""
+    return _diagonal(A, offset, dim1, dim2)
 
 
 def matrix_exp(A):
@@ -346,16 +388,24 @@ def matrix_exp(A):
 
 
 def cond(A, p=None):
-    """The condition number in the ``p`` norm (the ratio of extreme singular values for None, 2, -2).
+    """The condition number in the ``p`` norm (the ratio of extreme singular values for None, 2,
+    -2; otherwise ``norm(A) * norm(inv(A))``, inf for a singular matrix). Real, also for complex
+    ``A``; 0 for a 0x0 matrix.
 
     Raises:
-        RuntimeError: for an unknown ``p``.
+        RuntimeError: for an unknown ``p``, integer input, or a non-square ``A`` unless ``p`` is
+            None, 2 or -2.
     """
+    if A.ndim >= 2 and A.shape[-2:] == (0, 0):
+        return matrix_norm(A)  # 0 (torch's value for empty matrices, whatever p)
     if p in (None, 2, -2):
         S = svdvals(A)
+        if not S.shape[-1]:  # an m x 0 or 0 x n matrix
+            return S.sum(-1)
         high, low = S.amax(-1), S.amin(-1)
         return high / low if p != -2 else low / high
-    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+    inverse, info = inv_ex(A)
+    return where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
 
 
 def tensorinv(A, ind: int = 2):

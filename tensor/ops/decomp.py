@@ -4,8 +4,11 @@ svd, qr (the primitives of ``tensor.linalg``).
 Note [Packed outputs]: the op table's kernels return one array, so decompositions with several
 outputs (eigh, svd, qr) return them flattened and concatenated along the last dim; the public
 function slices them apart (differentiable views), and the derivative splits the incoming
-gradient the same way. Derivatives are the real-valued formulas PyTorch uses, written in tensor
-ops, so second derivatives work.
+gradient the same way (a complex input's real eigen/singular values are packed as complex and
+taken back with ``real``). Derivatives are PyTorch's formulas, written in tensor ops so second
+derivatives work; for complex input they follow its convention (the gradient of a real loss is
+the conjugate Wirtinger derivative), which turns the real formulas' transposes into conjugate
+transposes.
 """
 
 from __future__ import annotations
@@ -41,15 +44,26 @@ def _checked(name, fn, *args):
         raise LinAlgError(f"linalg.{name}: {exc}") from None
 
 
-def _square(name, A):
+def conj_transpose(x):
+    """The conjugate transpose of the last two dims (the transpose for real tensors)."""
+    return x.mT.conj() if x.dtype.is_complex else x.mT
+
+
+def check_float_matrix(name: str, A, *, square: bool = False, integer_error: type = RuntimeError) -> None:
+    """Raise torch's errors unless ``A`` is a (batch of) float32/64 or complex matrix:
+    RuntimeError for the rank or shape, ``integer_error`` for an integer dtype (torch's LAPACK
+    kernels raise NotImplementedError, its checked entry points RuntimeError), NotImplementedError
+    for 16- and 8-bit floats (LAPACK has none, and torch's CPU kernels refuse them too)."""
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
-    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
-            f"linalg.{name}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
+            f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
         )
-    if not A.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got {A.dtype.name}")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise integer_error(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype.name}")
+    if A.dtype.is_floating_point and A.dtype.itemsize < 4:
+        raise NotImplementedError(f"{name}: not implemented for {A.dtype.name}; convert to float32 first")
 
 
 def _eye_like(A):
@@ -62,7 +76,10 @@ def _inv(xp, a):
     return _checked("inv", xp.linalg.inv, a)
 
 
-_inv.derivative(lambda node, g: (-(node.output.mT @ g @ node.output.mT),))
+@_inv.derivative
+def _(node, g):
+    inverse_h = conj_transpose(node.output)
+    return (-(inverse_h @ g @ inverse_h),)
 
 
 def inv(A):
@@ -72,7 +89,7 @@ def inv(A):
         RuntimeError: for non-square or integer input.
         LinAlgError: if a matrix is singular.
     """
-    _square("inv", A)
+    check_float_matrix("linalg.inv", A, square=True)
     return _dispatch.apply_unary(_inv, A)
 
 
@@ -85,8 +102,8 @@ def _solve(xp, a, b):
 def _(node, g):
     (a,) = node.saved
     needs_a, needs_b = node.needs_input_grad
-    gb = solve(a.mT, g)  # the public solve expanded both operands to one batch shape
-    return (-(gb @ node.output.mT) if needs_a else None), (gb if needs_b else None)
+    gb = solve(conj_transpose(a), g)  # the public solve expanded both operands to one batch shape
+    return (-(gb @ conj_transpose(node.output)) if needs_a else None), (gb if needs_b else None)
 
 
 def solve(A, B, *, left: bool = True):
@@ -96,9 +113,9 @@ def solve(A, B, *, left: bool = True):
         RuntimeError: for non-square ``A`` or mismatched shapes.
         LinAlgError: if ``A`` is singular.
     """
-    _square("solve", A)
+    check_float_matrix("linalg.solve", A, square=True)
     if not left:
-        return solve(A.mT, B.mT).mT
+        return solve(A.mT, B.mT).mT  # X A = B  <=>  A^T X^T = B^T
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
     rhs = B.unsqueeze(-1) if vector else B
     if rhs.shape[-2] != A.shape[-1]:
@@ -120,16 +137,17 @@ def _det(xp, a):
 
 @_det.derivative
 def _(node, g):
-    # d det(A) = tr(adj(A) dA): det(A) A^-T for invertible A; for singular A (PyTorch too) the
-    # adjugate from the SVD, adj(A)^T = det(U) det(V) U adj(S) V^T, adj(S)_i = prod_{j != i} s_j.
+    # d det(A) = tr(adj(A) dA), so gA = g adj(A)^H: conj(det(A)) A^-H for invertible A; for singular
+    # A (PyTorch too) the adjugate from the SVD, adj(A)^H = conj(det(U) det(Vh)) U adj(S) Vh with
+    # adj(S)_i = prod_{j != i} s_j.
     (A,) = node.saved
     if not bool((node.output == 0).any()):
-        return ((g * node.output)[..., None, None] * inv(A).mT,)
+        return ((g * node.output.conj())[..., None, None] * conj_transpose(inv(A)),)
     U, S, Vh = svd(A, full_matrices=False)
     ones = S.new_ones(S.shape[:-1] + (1,))
     before = cat([ones, S[..., :-1]], -1).cumprod(-1)
     after = cat([ones, S.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)
-    sign = (det(U) * det(Vh)).detach()
+    sign = (det(U) * det(Vh)).detach().conj()
     adj_t = (U * (before * after).unsqueeze(-2)) @ Vh
     return ((g * sign)[..., None, None] * adj_t,)
 
@@ -140,13 +158,23 @@ def det(A):
     Raises:
         RuntimeError: for non-square or integer input.
     """
-    _square("det", A)
+    check_float_matrix("linalg.det", A, square=True)
     return _dispatch.apply_unary(_det, A)
 
 
-@defop("slogdet_sign", differentiable=False)
+@defop("slogdet_sign", saves=(0,), saves_output=True)
 def _slogdet_sign(xp, a):
     return xp.linalg.slogdet(a)[0]
+
+
+@_slogdet_sign.derivative
+def _(node, g):
+    # A real sign is piecewise constant; a complex one, det/|det|, moves with the phase of det:
+    # gA = i Im(g conj(sign)) A^-H, as PyTorch.
+    if not node.output.dtype.is_complex:
+        return (None,)
+    phase = 1j * (g * node.output.conj()).imag
+    return (phase[..., None, None] * conj_transpose(inv(node.saved[0])),)
 
 
 @defop("logabsdet", saves=(0,))
@@ -154,12 +182,17 @@ def _logabsdet(xp, a):
     return xp.linalg.slogdet(a)[1]
 
 
-_logabsdet.derivative(lambda node, g: (g[..., None, None] * inv(node.saved[0]).mT,))
+_logabsdet.derivative(lambda node, g: (g[..., None, None] * conj_transpose(inv(node.saved[0])),))
 
 
 def slogdet(A):
-    """``(sign, log|det|)`` of each square matrix in ``A``; the gradient flows through ``logabsdet``."""
-    _square("slogdet", A)
+    """``(sign, log|det|)`` of each square matrix in ``A`` (``sign`` is ``det/|det|``, complex
+    for complex ``A``; ``log|det|`` real).
+
+    Raises:
+        RuntimeError: for non-square or integer input.
+    """
+    check_float_matrix("linalg.slogdet", A, square=True)
     return _slogdet_result(_dispatch.apply_unary(_slogdet_sign, A), _dispatch.apply_unary(_logabsdet, A))
 
 
@@ -170,24 +203,25 @@ def _cholesky(xp, a):
 
 @_cholesky.derivative
 def _(node, g):
-    # gA = sym(L^-T Phi(L^T gL) L^-1), Phi: the lower triangle with the diagonal halved.
+    # PyTorch's cholesky_backward: gA = L^-H Phi L^-1 with M = tril(L^H gL) and
+    # Phi = (M + tril(M, -1)^H) / 2 (Hermitian off the diagonal, which keeps M's halved).
     L = node.output
-    phi = tril(L.mT @ tril(g))
-    phi = phi - 0.5 * diag_embed(phi.diagonal(0, -2, -1))
+    M = tril(conj_transpose(L) @ g)
+    phi = 0.5 * (M + conj_transpose(tril(M, -1)))
     L_inv = inv(L)
-    s = L_inv.mT @ phi @ L_inv
-    return (0.5 * (s + s.mT),)
+    return (conj_transpose(L_inv) @ phi @ L_inv,)
 
 
 def cholesky(A, *, upper: bool = False):
-    """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^T``) of symmetric positive-definite ``A``.
+    """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of Hermitian positive-definite ``A``.
 
     Raises:
+        RuntimeError: for non-square or integer input.
         LinAlgError: if a matrix is not positive-definite.
     """
-    _square("cholesky", A)
+    check_float_matrix("linalg.cholesky", A, square=True)
     L = _dispatch.apply_unary(_cholesky, A)
-    return L.mT if upper else L
+    return conj_transpose(L) if upper else L
 
 
 def cholesky_with_info(A):
@@ -227,24 +261,56 @@ def _eigh(xp, a, uplo):
     return xp.concatenate([values[..., None, :], vectors], axis=-2)
 
 
+def _check_phase_invariant(name, VhgV):
+    """PyTorch's check that a loss does not depend on the phases of complex singular/eigen vectors
+    (the imaginary part of ``diag(V^H gV)`` must vanish)."""
+    if not VhgV.dtype.is_complex:
+        return
+    phase = VhgV.diagonal(0, -2, -1).imag
+    if not bool((phase.abs() <= 1e-2).all()):
+        raise RuntimeError(
+            f"{name}: The eigenvectors in the complex case are specified up to multiplication by e^{{i phi}}. "
+            "The specified loss function depends on this quantity, so it is ill-defined."
+        )
+
+
 @_eigh.derivative
 def _(node, g):
-    values, vectors = node.output[..., 0, :], node.output[..., 1:, :]
-    g_values, g_vectors = g[..., 0, :], g[..., 1:, :]
-    inner = diag_embed(g_values) + _off_diagonal_inverse(values) * (vectors.mT @ g_vectors)
-    return (vectors @ inner @ vectors.mT,)
+    # PyTorch's linalg_eig_backward for Hermitian A: V^H gV projected on the skew-Hermitian
+    # matrices, so the gradient is Hermitian.
+    values, vectors = node.output[..., 0, :].real, node.output[..., 1:, :]
+    g_values, g_vectors = g[..., 0, :].real, g[..., 1:, :]
+    vectors_h = conj_transpose(vectors)
+    VhgV = vectors_h @ g_vectors
+    _check_phase_invariant("linalg_eigh_backward", VhgV)
+    skew = 0.5 * (VhgV - conj_transpose(VhgV))
+    inner = diag_embed(g_values) + _off_diagonal_inverse(values) * skew
+    return (vectors @ inner @ vectors_h,)
 
 
 def eigh(A, UPLO: str = "L"):
-    """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric ``A`` (its ``UPLO`` triangle)."""
-    _square("eigh", A)
+    """Eigenvalues (ascending, real) and orthonormal eigenvectors of Hermitian ``A`` (its ``UPLO``
+    triangle).
+
+    Raises:
+        RuntimeError: for non-square input.
+        NotImplementedError: for integer input (as PyTorch).
+        LinAlgError: if the algorithm does not converge.
+    """
+    check_float_matrix("linalg.eigh", A, square=True, integer_error=NotImplementedError)
     packed = _dispatch.apply_unary(_eigh, A, (UPLO,))
-    return _eigh_result(packed[..., 0, :], packed[..., 1:, :])
+    values = packed[..., 0, :]
+    return _eigh_result(values.real if A.dtype.is_complex else values, packed[..., 1:, :])
 
 
 def eigvalsh(A, UPLO: str = "L"):
     """The eigenvalues (ascending) of symmetric ``A``."""
     return eigh(A, UPLO).eigenvalues
+
+
+def _flat_matrices(x):
+    """``x`` (..., m, n) as (..., m * n) (also for an empty batch, which ``reshape(-1)`` refuses)."""
+    return x.reshape(x.shape[:-2] + (x.shape[-2] * x.shape[-1],))
 
 
 def _split(packed, shapes):
@@ -265,8 +331,7 @@ def _svd_shapes(m, n, full):
 @defop("svd", saves_output=True)
 def _svd(xp, a, full):
     u, s, vh = _checked("svd", xp.linalg.svd, a, full)
-    batch = a.shape[:-2]
-    return xp.concatenate([u.reshape(batch + (-1,)), s, vh.reshape(batch + (-1,))], axis=-1)
+    return xp.concatenate([_flat_matrices(u), s.astype(u.dtype, copy=False), _flat_matrices(vh)], axis=-1)
 
 
 @_svd.derivative
@@ -279,20 +344,26 @@ def _(node, g):
         raise NotImplementedError(
             "svd backward with full_matrices=True is only defined for square matrices; use full_matrices=False"
         )
-    V, gV = Vh.mT, gVh.mT
-    UhgU, VhgV = U.mT @ gU, V.mT @ gV
+    if U.dtype.is_complex:
+        S, gS = S.real, gS.real
+    V, gV = conj_transpose(Vh), conj_transpose(gVh)
+    UhgU, VhgV = conj_transpose(U) @ gU, conj_transpose(V) @ gV
+    _check_phase_invariant("linalg_svd_backward", UhgU + VhgV)
+    skew_u, skew_v = UhgU - conj_transpose(UhgU), VhgV - conj_transpose(VhgV)
     F = _off_diagonal_inverse(S * S)
-    inner = (F * (UhgU - UhgU.mT)) * S.unsqueeze(-2) + S.unsqueeze(-1) * (F * (VhgV - VhgV.mT))
-    gA = U @ (inner + diag_embed(gS)) @ Vh
+    inner = (F * skew_u) * S.unsqueeze(-2) + S.unsqueeze(-1) * (F * skew_v) + diag_embed(gS)
+    if U.dtype.is_complex:  # PyTorch's term for the imaginary diagonal of U^H gU
+        inner = inner + diag_embed(skew_u.diagonal(0, -2, -1) / (2 * S))
+    gA = U @ inner @ Vh
     if m > n:
         gA = gA + ((gU - U @ UhgU) / S.unsqueeze(-2)) @ Vh
     if n > m:
-        gA = gA + U @ ((gV - V @ VhgV) / S.unsqueeze(-2)).mT
+        gA = gA + U @ conj_transpose((gV - V @ VhgV) / S.unsqueeze(-2))
     return (gA,)
 
 
 def svd(A, full_matrices: bool = True):
-    """The singular value decomposition ``A = U diag(S) Vh`` (S descending).
+    """The singular value decomposition ``A = U diag(S) Vh`` (S real, descending).
 
     Gradients need ``full_matrices=False`` unless ``A`` is square.
 
@@ -300,13 +371,11 @@ def svd(A, full_matrices: bool = True):
         RuntimeError: for fewer than 2 dims or integer input.
         LinAlgError: if the SVD does not converge.
     """
-    if A.ndim < 2 or not A.dtype.is_floating_point:
-        raise RuntimeError(
-            f"linalg.svd: expected a floating point tensor with at least 2 dimensions, got {A.ndim}-d {A.dtype.name}"
-        )
+    check_float_matrix("linalg.svd", A)
     m, n = A.shape[-2:]
     packed = _dispatch.apply_unary(_svd, A, (full_matrices,))
-    return _svd_result(*_split(packed, _svd_shapes(m, n, full_matrices)))
+    U, S, Vh = _split(packed, _svd_shapes(m, n, full_matrices))
+    return _svd_result(U, S.real if A.dtype.is_complex else S, Vh)
 
 
 def svdvals(A):
@@ -317,8 +386,7 @@ def svdvals(A):
 @defop("qr", saves_output=True)
 def _qr(xp, a, mode):
     q, r = _checked("qr", xp.linalg.qr, a, mode)
-    batch = a.shape[:-2]
-    return xp.concatenate([q.reshape(batch + (-1,)), r.reshape(batch + (-1,))], axis=-1)
+    return xp.concatenate([_flat_matrices(q), _flat_matrices(r)], axis=-1)
 
 
 def _qr_shapes(m, n, mode):
@@ -334,23 +402,26 @@ def _(node, g):
         raise NotImplementedError("qr backward is implemented for m >= n with mode='reduced'")
     Q, R = _split(node.output, _qr_shapes(m, n, mode))
     gQ, gR = _split(g, _qr_shapes(m, n, mode))
-    M = R @ gR.mT - gQ.mT @ Q
-    copyltu = tril(M) + tril(M, -1).mT
-    return (solve(R, (gQ + Q @ copyltu).mT).mT,)
+    # PyTorch's linalg_qr_backward: M = R gR^H - gQ^H Q made Hermitian from its strict lower
+    # triangle, with the real part of its diagonal.
+    M = R @ conj_transpose(gR) - conj_transpose(gQ) @ Q
+    lower = tril(M, -1)
+    diagonal = M.diagonal(0, -2, -1)
+    hermitian = lower + conj_transpose(lower) + diag_embed(diagonal.real if M.dtype.is_complex else diagonal)
+    return (conj_transpose(solve(R, conj_transpose(gQ + Q @ hermitian))),)
 
 
 def qr(A, mode: str = "reduced"):
     """The QR decomposition ``A = Q R`` (``mode`` 'reduced' or 'complete'; 'r' gives an empty Q).
 
     Raises:
-        RuntimeError: for an unknown ``mode`` or fewer than 2 dims.
+        RuntimeError: for an unknown ``mode``, fewer than 2 dims or integer input.
     """
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(
             f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"
         )
-    if A.ndim < 2:
-        raise RuntimeError(f"linalg.qr: The input tensor A must have at least 2 dimensions (got {A.ndim})")
+    check_float_matrix("linalg.qr", A)
     m, n = A.shape[-2:]
     kernel_mode = "reduced" if mode == "r" else mode
     packed = _dispatch.apply_unary(_qr, A, (kernel_mode,))
@@ -374,4 +445,4 @@ def torch_svd(input, some: bool = True, compute_uv: bool = True):
     U, S, Vh = svd(input, full_matrices=not some)
     if not compute_uv:
         return _torch_svd_result(U.new_zeros(U.shape), S, Vh.new_zeros(Vh.shape))
-    return _torch_svd_result(U, S, Vh.mT)
+    return _torch_svd_result(U, S, conj_transpose(Vh))

@@ -22,39 +22,18 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _backend, _creation, _dispatch, _dtype
-from .decomp import LinAlgError
+from .decomp import LinAlgError, check_float_matrix, conj_transpose
 from .layout import tril, triu
 from .registry import defop
 from .shape import cat
 
-__all__ = ["lu", "lu_solve", "lu_unpack"]
+__all__ = ["lu", "lu_solve", "lu_unpack"]  # check_float_matrix, conj_transpose: re-exported from decomp
 
 _BLOCK = 32
 _factor_result = namedtuple("lu_factor", ["LU", "pivots"])
 _factor_ex_result = namedtuple("lu_factor_ex", ["LU", "pivots", "info"])
 _lu_result = namedtuple("lu", ["P", "L", "U"])
 _unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-
-
-def conj_transpose(x):
-    """The conjugate transpose of the last two dims (the transpose for real tensors)."""
-    return x.mT.conj() if x.dtype.is_complex else x.mT
-
-
-def check_float_matrix(name: str, A, *, square: bool = False) -> None:
-    """Raise torch's errors unless ``A`` is a (batch of) float32/64 or complex matrix:
-    RuntimeError for the rank, shape or an integer dtype, NotImplementedError for 16- and 8-bit
-    floats (LAPACK has none, and torch's CPU kernels refuse them too)."""
-    if A.ndim < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    if square and A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(
-            f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
-        )
-    if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype.name}")
-    if A.dtype.is_floating_point and A.dtype.itemsize < 4:
-        raise NotImplementedError(f"{name}: not implemented for {A.dtype.name}; convert to float32 first")
 
 
 def _magnitude(xp, a):
@@ -154,10 +133,11 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
     factors without row swaps (``pivots`` are then ``1..k``).
 
     Raises:
-        RuntimeError: for fewer than 2 dims or integer input.
+        RuntimeError: for fewer than 2 dims.
+        NotImplementedError: for integer or 16-bit input (as PyTorch's LAPACK kernel).
         LinAlgError: with ``check_errors=True``, if some ``info`` is not 0.
     """
-    check_float_matrix("linalg.lu_factor_ex", A)
+    check_float_matrix("linalg.lu_factor_ex", A, integer_error=NotImplementedError)
     packed = _dispatch.apply_unary(_lu_factor, A, (pivot,))
     LU, pivots = _split_packed(packed, A.shape[-2])
     info = _dispatch.apply_unary(_lu_info, LU)
@@ -252,7 +232,7 @@ def lu(A, *, pivot: bool = True):
     tensor([[3.0000, 4.0000],
             [0.0000, 0.6667]])
     """
-    check_float_matrix("linalg.lu", A)
+    check_float_matrix("linalg.lu", A, integer_error=NotImplementedError)
     LU, pivots, _ = lu_factor_ex(A, pivot=pivot)
     return _lu_result(*lu_unpack(LU, pivots))
 
@@ -312,8 +292,9 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
 
     Raises:
         RuntimeError: for non-square ``A``, mismatched shapes or dtypes.
+        NotImplementedError: for integer or 16-bit input (as PyTorch's kernel).
     """
-    check_float_matrix("linalg.solve_triangular", A, square=True)
+    check_float_matrix("linalg.solve_triangular", A, square=True, integer_error=NotImplementedError)
     if not left:
         At, Bt = conj_transpose(A), conj_transpose(B)
         return conj_transpose(solve_triangular(At, Bt, upper=not upper, unitriangular=unitriangular))

@@ -7,6 +7,7 @@ import math
 from .. import _dispatch, _dtype
 from .decomp import svdvals
 from .elementwise import where
+from .more_ops import sgn
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
 
@@ -15,6 +16,8 @@ __all__ = ["norm", "dist", "renorm", "cdist"]  # vector_norm, matrix_norm: tenso
 
 @defop("vector_norm", saves=(0,), saves_output=True)
 def _vector_norm(xp, a, ord, dims, keepdim):
+    if a.dtype.kind == "c":
+        a = xp.abs(a)
     if ord == 2:
         return xp.sqrt(xp.sum(a * a, axis=dims, keepdims=keepdim))
     if ord == 1:
@@ -33,8 +36,9 @@ def _(node, g):
             shape[d] = 1
         out, g = out.reshape(shape), g.reshape(shape)
     if ord == 1:
-        return (g * a.sign(),)
-    # d||a||_p / da = a |a|^(p-2) / ||a||^(p-1); the subgradient 0 where the norm is 0, as PyTorch.
+        return (g * sgn(a),)
+    # d||a||_p / da = a |a|^(p-2) / ||a||^(p-1) (PyTorch's convention for complex a too); the
+    # subgradient 0 where the norm is 0, as PyTorch.
     zero = out == 0
     scale = g / where(zero, 1.0, out) ** (ord - 1)
     direction = a if ord == 2 else a * a.abs() ** (ord - 2)
@@ -42,20 +46,30 @@ def _(node, g):
 
 
 def _float_input(input, dtype, name):
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    """``input`` in ``dtype``, which must be as wide and as complex as it (torch's rules)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {input.dtype.name}")
-    return input
+    if dtype is None or dtype is input.dtype:
+        return input
+    if dtype.is_complex != input.dtype.is_complex:
+        kind = "complex" if input.dtype.is_complex else "real"
+        raise RuntimeError(f"{name}: dtype should be {kind} for {kind} inputs, but got {dtype.name}")
+    if _dtype.promote_types(input.dtype, dtype) is not dtype:
+        raise RuntimeError(
+            f"{name}: the dtype of the input ({input.dtype.name}) should be convertible without narrowing"
+        )
+    return input.to(dtype)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
     """The ``ord``-norm of ``x`` over ``dim`` (all elements by default), as a vector.
 
-    ``ord`` may be any real number, ``inf`` or ``-inf`` (0 counts the non-zero elements).
+    ``ord`` may be any real number, ``inf`` or ``-inf`` (0 counts the non-zero elements). The
+    result is real (float for complex ``x``).
 
     Raises:
-        RuntimeError: for integer inputs, or a negative ``ord`` / ``-inf`` over an empty dim.
+        RuntimeError: for integer inputs, a ``dtype`` that narrows ``x`` or changes whether it is
+            complex, or a negative ``ord`` / ``-inf`` over an empty dim.
     """
     x = _float_input(x, dtype, "linalg.vector_norm")
     dims = normalize_dims(dim, x.ndim, "vector_norm")
@@ -69,8 +83,13 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
     if ord == -math.inf:
         return x.abs().amin(dims, keepdim)
     if ord == 0:
-        return (x != 0).sum(dims, keepdim).to(x.dtype)
+        return (x != 0).sum(dims, keepdim).to(_dtype.to_real(x.dtype))
     return _dispatch.apply_unary(_vector_norm, x, (float(ord) if ord not in (1, 2) else ord, dims, keepdim))
+
+
+def _max_or_zero(x, dim, keepdim):
+    """``amax`` over ``dim``, 0 where it is empty (torch's norms of empty matrices; amin still raises)."""
+    return x.amax(dim, keepdim) if x.shape[dim] else x.sum(dim, keepdim)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
@@ -87,11 +106,11 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
         s = svdvals(A.movedim((d0, d1), (-2, -1)) if (d0, d1) != (A.ndim - 2, A.ndim - 1) else A)
-        out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
+        out = s.sum(-1) if ord == "nuc" else (_max_or_zero(s, -1, False) if ord == 2 else s.amin(-1))
     elif ord in (1, -1, math.inf, -math.inf):
         summed, reduced = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = A.abs().sum(summed, keepdim=True)
-        out = sums.amax(reduced, keepdim=True) if ord > 0 else sums.amin(reduced, keepdim=True)
+        out = _max_or_zero(sums, reduced, True) if ord > 0 else sums.amin(reduced, keepdim=True)
         return out if keepdim else out.squeeze((d0, d1))
     else:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")

@@ -40,6 +40,11 @@ TRANSFORMS = [
     ("fft", X.astype(np.float32), {}),
     ("rfft", X.astype(np.float32), {}),
     ("irfft", XC.astype(np.complex64), {}),
+    ("hfft2", X3 + 1j * X3[::-1], {}),
+    ("hfftn", X3 + 1j * X3[::-1], {"s": (3, 5), "dim": (0, 2), "norm": "ortho"}),
+    ("hfftn", XC, {"dim": 0}),
+    ("ihfft2", X3, {"s": (2, 6)}),
+    ("ihfftn", X3, {"dim": (-1, 0), "norm": "forward"}),
 ]
 
 
@@ -108,6 +113,45 @@ def test_complex_input_gradients_match_torch(torch, name, kwargs):
     (tensor.real(out_ours) * tensor.tensor(w)).sum().backward()
     (out_ref.real * torch.tensor(w)).sum().backward()
     np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["hfftn", "ihfftn"])
+def test_hermitian_n_d_gradients_match_torch(torch, name):
+    x = XC[:, :5] if name == "hfftn" else X
+    ours, ref = tensor.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out_ours, out_ref = getattr(tensor.fft, name)(ours), getattr(torch.fft, name)(ref)
+    w = RNG.standard_normal(tuple(out_ref.shape))
+    (tensor.real(out_ours) * tensor.tensor(w)).sum().backward()
+    (out_ref.real * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), ref.grad.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"])
+@pytest.mark.parametrize(
+    "shape,kwargs",
+    [
+        ((4,), {"s": (3, 4)}),
+        ((4, 4), {"dim": (0, 0)}),
+        ((4, 4), {"dim": (1, -1)}),
+        ((4, 4), {"s": (4,), "dim": (0, 1)}),
+    ],
+)
+def test_bad_s_and_dim_raise_as_torch(torch, name, shape, kwargs):
+    with pytest.raises(RuntimeError):
+        getattr(torch.fft, name)(torch.ones(shape), **kwargs)
+    with pytest.raises(RuntimeError):
+        getattr(tensor.fft, name)(tensor.ones(shape), **kwargs)
+
+
+@pytest.mark.parametrize("name", ["rfft2", "irfft2", "rfftn", "irfftn"])
+def test_real_transforms_need_a_dim(torch, name):
+    for kwargs in ({"dim": ()}, {"s": ()}):
+        if name.endswith("2") and "s" in kwargs:
+            continue
+        with pytest.raises(RuntimeError):
+            getattr(torch.fft, name)(torch.ones(4, 4), **kwargs)
+        with pytest.raises(RuntimeError, match="at least one axis"):
+            getattr(tensor.fft, name)(tensor.ones(4, 4), **kwargs)
 
 
 def test_norm_and_input_errors(torch):

@@ -12,6 +12,7 @@ import pytest
 import autograd
 import tensor
 from tests.helpers import assert_close
+from tests.tensor._linalg_oracle import grads_match, random
 
 RNG = np.random.default_rng(2)
 
@@ -257,3 +258,167 @@ def test_inv_ex_and_solve_ex_report_singular_matrices_as_torch_does(torch):
                lambda: tensor.linalg.solve_ex(tensor.tensor(singular), tensor.ones(2), check_errors=True)):
         with pytest.raises(tensor.linalg.LinAlgError):
             fn()
+
+
+def _hermitian_pd(*shape):
+    a = random(*shape, complex_=True)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])
+
+
+def _phase_free(svd_or_eigh):
+    """The decomposition's outputs without their vectors' arbitrary phases (magnitudes)."""
+    return tuple(t.abs() if t.is_complex() else t for t in svd_or_eigh)
+
+
+# (name, fn(module, *inputs), inputs): complex input, values and gradients against torch.
+COMPLEX_CASES = [
+    ("vector_norm", lambda m, a: m.linalg.vector_norm(a), [random(5, complex_=True)]),
+    ("vector_norm_1", lambda m, a: m.linalg.vector_norm(a, 1), [random(5, complex_=True)]),
+    ("vector_norm_3_dim", lambda m, a: m.linalg.vector_norm(a, 3, dim=0), [random(4, 2, complex_=True)]),
+    ("torch_norm", lambda m, a: m.norm(a), [random(3, 4, complex_=True)]),
+    ("norm_2", lambda m, a: m.linalg.norm(a, 2), [random(3, 4, complex_=True)]),
+    ("matrix_norm_nuc", lambda m, a: m.linalg.matrix_norm(a, "nuc"), [random(2, 3, 3, complex_=True)]),
+    ("matrix_norm_1", lambda m, a: m.linalg.matrix_norm(a, 1), [random(2, 3, 3, complex_=True)]),
+    ("det", lambda m, a: m.linalg.det(a), [random(2, 3, 3, complex_=True)]),
+    ("slogdet", lambda m, a: tuple(m.linalg.slogdet(a)), [random(2, 3, 3, complex_=True)]),
+    ("inv", lambda m, a: m.linalg.inv(a), [random(2, 3, 3, complex_=True)]),
+    ("inv_ex", lambda m, a: m.linalg.inv_ex(a).inverse, [random(3, 3, complex_=True)]),
+    ("solve", lambda m, a, b: m.linalg.solve(a, b), [random(3, 3, complex_=True), random(3, 2, complex_=True)]),
+    ("solve_right", lambda m, a, b: m.linalg.solve(a, b, left=False), [random(3, 3, complex_=True),
+                                                                      random(2, 3, complex_=True)]),
+    ("cholesky", lambda m, a: m.linalg.cholesky(a), [_hermitian_pd(2, 3, 3)]),
+    ("cholesky_upper", lambda m, a: m.linalg.cholesky_ex(a, upper=True).L, [_hermitian_pd(3, 3)]),
+    ("eigvalsh", lambda m, a: m.linalg.eigvalsh(a, "U"), [random(2, 3, 3, complex_=True)]),
+    ("eigh", lambda m, a: _phase_free(m.linalg.eigh(a)), [_hermitian_pd(2, 3, 3)]),
+    ("svdvals", lambda m, a: m.linalg.svdvals(a), [random(2, 3, 3, complex_=True)]),
+    ("svd_tall", lambda m, a: _phase_free(m.linalg.svd(a, full_matrices=False)), [random(4, 3, complex_=True)]),
+    ("svd_wide", lambda m, a: _phase_free(m.linalg.svd(a, full_matrices=False)), [random(3, 4, complex_=True)]),
+    ("pinv", lambda m, a: m.linalg.pinv(a), [random(4, 3, complex_=True)]),
+    ("cond", lambda m, a: m.linalg.cond(a), [random(2, 3, 3, complex_=True)]),
+    ("qr", lambda m, a: tuple(m.linalg.qr(a)), [random(4, 3, complex_=True)]),
+    ("matrix_power_neg", lambda m, a: m.linalg.matrix_power(a, -2), [random(3, 3, complex_=True)]),
+    ("lstsq", lambda m, a, b: m.linalg.lstsq(a, b).solution, [random(4, 3, complex_=True),
+                                                              random(4, 2, complex_=True)]),
+    # torch's own eigh gradient is Hermitian: real symmetric input too
+    ("eigh_real", lambda m, a: _phase_free(m.linalg.eigh(a)), [random(3, 3) + random(3, 3).T]),
+]
+
+
+@pytest.mark.parametrize("name,fn,arrays", COMPLEX_CASES, ids=[c[0] for c in COMPLEX_CASES])
+def test_complex_linalg_matches_torch(torch, name, fn, arrays):
+    ours, theirs = fn(tensor, *map(tensor.tensor, arrays)), fn(torch, *map(torch.tensor, arrays))
+    ours, theirs = (ours, theirs) if isinstance(theirs, tuple) else ((ours,), (theirs,))
+    for mine, reference in zip(ours, theirs, strict=True):
+        assert mine.dtype.name == str(reference.dtype).removeprefix("torch.")
+        assert_close(mine, reference.resolve_conj().numpy(), atol=1e-10)
+    grads_match(torch, lambda *t: fn(tensor, *t), lambda *t: fn(torch, *t), arrays, atol=1e-8)
+
+
+def test_complex_singular_det_gradient_is_the_adjugate():
+    # torch gives 0 here; the gradient of re(det) is conj(adj(A))^T = [[4, -2 + 2i], [-2, 1 - i]]
+    A = tensor.tensor(np.array([[1 + 1j, 2], [2 + 2j, 4]]), requires_grad=True)
+    tensor.linalg.det(A).real.backward()
+    assert_close(A.grad, np.array([[4, -2 + 2j], [-2, 1 - 1j]]), atol=1e-12)
+
+
+def test_complex_phase_dependent_svd_loss_raises():
+    A = tensor.tensor(random(3, 3, complex_=True), requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        tensor.linalg.svd(A).U.imag.sum().backward()
+
+
+def test_linalg_diagonal_takes_the_last_two_dims(torch):
+    x = np.arange(18.0).reshape(2, 3, 3)
+    for kwargs in ({}, {"offset": 1}, {"dim1": 0, "dim2": 2}):
+        ours = tensor.linalg.diagonal(tensor.tensor(x), **kwargs)
+        assert_close(ours, torch.linalg.diagonal(torch.tensor(x), **kwargs).numpy())
+
+
+@pytest.mark.parametrize("p", ["fro", "nuc", 1, -1, float("inf"), -float("inf")])
+def test_cond_of_a_singular_matrix_is_inf(torch, p):
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert tensor.linalg.cond(tensor.tensor(singular), p).item() == float("inf")
+    batch = np.stack([singular, np.array([[2.0, 1.0], [0.0, 3.0]])])
+    expected = [float("inf"), torch.linalg.cond(torch.tensor(batch[1]), p).item()]
+    assert_close(tensor.linalg.cond(tensor.tensor(batch), p), expected)
+    assert tensor.linalg.cond(tensor.zeros(0, 0), p).item() == torch.linalg.cond(torch.zeros(0, 0), p).item() == 0
+
+
+EMPTY_CASES = [
+    ("svd", lambda m, a: m.linalg.svd(a)),
+    ("svd_reduced", lambda m, a: m.linalg.svd(a, full_matrices=False)),
+    ("svdvals", lambda m, a: m.linalg.svdvals(a)),
+    ("pinv", lambda m, a: m.linalg.pinv(a)),
+    ("matrix_rank", lambda m, a: m.linalg.matrix_rank(a)),
+    ("qr", lambda m, a: m.linalg.qr(a)),
+    ("cond", lambda m, a: m.linalg.cond(a)),
+    ("lstsq", lambda m, a: m.linalg.lstsq(a, a).solution),
+    *[(f"matrix_norm_{p}", lambda m, a, p=p: m.linalg.matrix_norm(a, p)) for p in ("fro", "nuc", 1, 2, float("inf"))],
+    *[(f"norm_{p}", lambda m, a, p=p: m.linalg.norm(a, p)) for p in (1, 2, float("inf"))],
+]
+
+
+@pytest.mark.parametrize("name,fn", EMPTY_CASES, ids=[c[0] for c in EMPTY_CASES])
+@pytest.mark.parametrize("shape", [(0, 3, 3), (0, 0), (0, 3, 2)])
+def test_empty_matrices_match_torch(torch, name, fn, shape):
+    if name.startswith("norm_") and len(shape) == 3:
+        return  # torch.linalg.norm wants a dim for 3-d input
+    ours, theirs = fn(tensor, tensor.zeros(shape)), fn(torch, torch.zeros(shape))
+    ours, theirs = (ours, theirs) if isinstance(theirs, tuple) else ((ours,), (theirs,))
+    for mine, reference in zip(ours, theirs, strict=True):
+        assert mine.shape == tuple(reference.shape)
+        assert_close(mine, reference.numpy())
+
+
+def test_matrix_power_zero_stays_on_the_graph():
+    A = tensor.ones(2, 2, requires_grad=True)
+    result = tensor.linalg.matrix_power(A, 0)
+    assert result.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    result.sum().backward()
+    assert A.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_hermitian_pinv_and_rank_read_the_lower_triangle(torch):
+    a = np.array([[2.0, 1.0], [0.0, 3.0]])
+    ours = tensor.linalg.pinv(tensor.tensor(a), hermitian=True)
+    assert_close(ours, torch.linalg.pinv(torch.tensor(a), hermitian=True).numpy())
+    assert tensor.linalg.matrix_rank(tensor.tensor([[1.0, 5.0], [2.0, 4.0]]), hermitian=True).item() == 1
+    h = _hermitian_pd(2, 3, 3)
+    assert_close(tensor.linalg.pinv(tensor.tensor(h), hermitian=True), np.linalg.pinv(h), atol=1e-12)
+    for fn in (tensor.linalg.pinv, tensor.linalg.matrix_rank):
+        with pytest.raises(RuntimeError, match="square"):
+            fn(tensor.ones(4, 3), hermitian=True)
+
+
+INTEGER_ERRORS = [
+    (NotImplementedError, lambda a: tensor.linalg.eigh(a)),
+    (NotImplementedError, lambda a: tensor.linalg.eigvalsh(a)),
+    (NotImplementedError, lambda a: tensor.linalg.lu(a)),
+    (NotImplementedError, lambda a: tensor.linalg.lu_factor(a)),
+    (NotImplementedError, lambda a: tensor.linalg.solve_triangular(a, a, upper=True)),
+    (RuntimeError, lambda a: tensor.linalg.qr(a)),
+    (RuntimeError, lambda a: tensor.linalg.vecdot(a, a)),
+    (RuntimeError, lambda a: tensor.linalg.vector_norm(a, dtype=tensor.float64)),
+    (RuntimeError, lambda a: tensor.linalg.svd(a)),
+    (RuntimeError, lambda a: tensor.linalg.det(a)),
+    (RuntimeError, lambda a: tensor.linalg.matrix_power(a, -1)),
+]
+
+
+@pytest.mark.parametrize("error,fn", INTEGER_ERRORS)
+def test_integer_input_raises_as_torch(error, fn):
+    with pytest.raises(error) as info:
+        fn(tensor.ones(2, 2, dtype=tensor.int64))
+    assert info.type is error
+
+
+def test_norm_argument_errors_as_torch():
+    with pytest.raises(RuntimeError, match="1D or 2D"):
+        tensor.linalg.norm(tensor.ones(2, 2, 2), 2)
+    with pytest.raises(RuntimeError, match="complex"):
+        tensor.linalg.vector_norm(tensor.ones(2, dtype=tensor.complex64), dtype=tensor.float64)
+    with pytest.raises(RuntimeError, match="narrowing"):
+        tensor.linalg.vector_norm(tensor.ones(2), dtype=tensor.float16)
+    widened = tensor.linalg.vector_norm(tensor.ones(2, dtype=tensor.complex64), dtype=tensor.complex128)
+    assert widened.dtype == tensor.float64
+    assert tensor.linalg.vecdot(tensor.tensor([1j]), tensor.tensor([1j])).item() == 1
