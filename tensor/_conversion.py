@@ -17,7 +17,10 @@ def _to_dtype(xp, a, np_dtype, source_dtype):
 
 @_to_dtype.derivative
 def _(node, g):
-    return (g.to(node.params[1]),)
+    source = node.params[1]
+    if g.is_complex() and not source.is_complex:  # a real tensor made complex: its gradient is the real part
+        g = g.real
+    return (g.to(source),)
 
 
 @defop("to_device")

@@ -37,7 +37,7 @@ def geqrf(input):
     Raises:
         RuntimeError: for fewer than 2 dims or integer input.
     """
-    check_float_matrix("geqrf", input)
+    check_float_matrix("geqrf", input, integer_error=NotImplementedError)
     m, n = input.shape[-2:]
     packed = _dispatch.apply_unary(_geqrf, input)
     return _geqrf_result(packed[..., :m, :], packed[..., m, : min(m, n)])
@@ -90,7 +90,7 @@ def householder_product(A, tau):
     Raises:
         RuntimeError: unless ``m >= n >= k``, or for mismatched batch shapes or dtypes.
     """
-    check_float_matrix("torch.linalg.householder_product", A)
+    check_float_matrix("torch.linalg.householder_product", A, integer_error=NotImplementedError)
     m, n = A.shape[-2:]
     if m < n:
         raise RuntimeError(
@@ -114,7 +114,7 @@ def ormqr(input, tau, other, left: bool = True, transpose: bool = False):
     Raises:
         RuntimeError: for mismatched shapes, batch dims or dtypes.
     """
-    check_float_matrix("torch.ormqr", input)
+    check_float_matrix("torch.ormqr", input, integer_error=NotImplementedError)
     m, n = input.shape[-2:]
     _check_tau("torch.ormqr", input, tau, m, n)
     if other.ndim < 2:

@@ -344,3 +344,13 @@ def test_grad_with_batched_seeds_matches_torch(torch):
     x = tensor.ones(2, requires_grad=True)
     with pytest.raises(RuntimeError, match="is_grads_batched"):
         autograd.grad(x * 2, x, tensor.tensor(1.0), is_grads_batched=True)
+
+
+def test_gradient_of_a_real_tensor_made_complex_is_real(torch):
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        lib.view_as_real(x.to(lib.complex64) * lib.tensor([1 + 2j, 3j])).sum().backward()
+        return x.grad.dtype, x.grad.tolist()
+
+    (ours_dtype, ours), (_, theirs) = run(tensor), run(torch)
+    assert ours_dtype is tensor.float32 and ours == theirs
