@@ -47,11 +47,21 @@ __all__ = [
 
 
 def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
-    """The ``n``-th forward difference along ``dim`` (after concatenating ``prepend``/``append``)."""
+    """The ``n``-th forward difference along ``dim`` (after concatenating ``prepend``/``append``).
+
+    Each difference is one element shorter: from ``n`` at least the size on, the result is empty.
+
+    Raises:
+        RuntimeError: for a 0-d input or a negative ``n``, as PyTorch does.
+    """
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     dim = wrap_dim(dim, input.ndim)
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _shape.cat(parts, dim) if len(parts) > 1 else input
-    for _ in range(n):
+    for _ in range(min(n, x.shape[dim])):
         size = x.shape[dim]
         x = (
             x.narrow(dim, 1, size - 1) - x.narrow(dim, 0, size - 1)
@@ -62,19 +72,41 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
 
 
 def tensordot(a, b, dims=2):
-    """Sum products over the last ``dims`` dims of ``a`` and the first of ``b`` (or explicit dim lists)."""
-    if isinstance(dims, int):
-        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    else:
-        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    """Sum products over the last ``dims`` dims of ``a`` and the first of ``b``, or over explicit
+    dims: ``dims`` is an int, a pair of dim lists (or ints), or a tensor holding either.
+
+    Raises:
+        RuntimeError: for a negative ``dims`` or one larger than either tensor's ndim.
+    """
+    dims_a, dims_b = _tensordot_dims(dims, a.ndim, b.ndim)
     dims_a = [wrap_dim(d, a.ndim) for d in dims_a]
     dims_b = [wrap_dim(d, b.ndim) for d in dims_b]
     free_a = [d for d in range(a.ndim) if d not in dims_a]
     free_b = [d for d in range(b.ndim) if d not in dims_b]
+    out_a, out_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
     k = math.prod(a.shape[d] for d in dims_a)
-    left = a.permute(free_a + dims_a).reshape(-1, k)
-    right = b.permute(dims_b + free_b).reshape(k, -1)
-    return (left @ right).reshape([a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
+    # Explicit sizes: with k or a free size 0, reshape could not infer a -1.
+    left = a.permute(free_a + dims_a).reshape(math.prod(out_a), k)
+    right = b.permute(dims_b + free_b).reshape(k, math.prod(out_b))
+    return (left @ right).reshape(out_a + out_b)
+
+
+def _tensordot_dims(dims, ndim_a, ndim_b):
+    """The contracted dims of ``a`` and of ``b``, as two lists, from tensordot's ``dims``."""
+    if _dispatch.is_tensor(dims):
+        dims = int(dims.item()) if dims.numel() == 1 else dims.tolist()
+    if not isinstance(dims, int):
+        dims_a, dims_b = dims
+        return _dim_list(dims_a), _dim_list(dims_b)
+    if dims < 0:
+        raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+    if dims > min(ndim_a, ndim_b):
+        raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+    return list(range(ndim_a - dims, ndim_a)), list(range(dims))
+
+
+def _dim_list(dims):
+    return [dims] if isinstance(dims, int) else list(dims)
 
 
 def inner(input, other):
@@ -223,7 +255,7 @@ _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if interpolation not in _QUANTILE_MODES:
         raise RuntimeError(f"quantile() interpolation must be one of {', '.join(_QUANTILE_MODES)}. Got {interpolation}")
-    scalar_q = not _dispatch.is_tensor(q)
+    scalar_q = not _dispatch.is_tensor(q) or q.ndim == 0
     qs = [float(q)] if scalar_q else [float(v) for v in q.reshape(-1).tolist()]
     if any(not 0 <= v <= 1 for v in qs):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")

@@ -121,7 +121,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     """
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {input.dtype.name}"
@@ -145,10 +145,10 @@ def _(node, g):
     g = _expand_back(g, a.shape, dims, keepdim)
     out = _expand_back(node.output, a.shape, dims, keepdim)
     if not bool((a == 0).any()):
-        return (g * out / a,)
+        return (g * elementwise.conj_if_complex(out / a),)
     # With zeros, the product of the other elements cannot come from out / a.
     others = _dispatch.make(_prod_of_others(a._device.backend.xp, a._data, dims), a._device)
-    return (g * others,)
+    return (g * elementwise.conj_if_complex(others),)
 
 
 def _prod_of_others(xp, a, dims):
@@ -249,18 +249,42 @@ max = _max_or_min(amax, argmax, elementwise.maximum, "max")
 min = _max_or_min(amin, argmin, elementwise.minimum, "min")
 
 
-def var(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as in PyTorch)."""
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    dims = normalize_dims(dim, input.ndim, "var")
+def var(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (1 by default, as in PyTorch).
+
+    Also takes PyTorch's deprecated forms ``var(input, unbiased)`` and
+    ``var(input, dim, unbiased, keepdim=False)`` (``unbiased`` means correction 1, else 0).
+    A complex input gives the real variance of its modulus, ``mean(|x - mean(x)|**2)``.
+
+    Raises:
+        TypeError: if both ``unbiased`` and ``correction`` are given, or ``unbiased`` is not a bool.
+        RuntimeError: for integer and bool inputs.
+    """
+    dims, correction = _var_arguments(input, dim, unbiased, correction, "var")
     count = 1
     for d in dims:
         count *= input.shape[d]
     centered = input - mean(input, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim) / builtin_max(count - correction, 0)
+    if input.dtype.is_complex:
+        squares = centered.real * centered.real + centered.imag * centered.imag
+    else:
+        squares = centered * centered
+    return sum(squares, dims, keepdim) / builtin_max(count - correction, 0)
+
+
+def _var_arguments(input, dim, unbiased, correction, name):
+    """``(dims, correction)`` of a var/std call, resolving PyTorch's legacy ``unbiased`` forms."""
+    if isinstance(dim, bool):  # var(input, unbiased)
+        dim, unbiased = None, dim
+    if unbiased is not None:
+        if not isinstance(unbiased, bool):
+            raise TypeError(f"{name}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}")
+        if correction is not None:
+            raise TypeError(f"{name}(): pass either 'unbiased' or 'correction', not both")
+        correction = 1 if unbiased else 0
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    return normalize_dims(dim, input.ndim, name), 1 if correction is None else correction
 
 
 def builtin_max(a, b):
@@ -268,14 +292,39 @@ def builtin_max(a, b):
     return a if a > b else b
 
 
-def std(input, dim=None, *, correction=1, keepdim: bool = False, unbiased=None):
-    """Standard deviation over ``dim``: the square root of ``var``."""
-    return var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+@defop("std_from_var", saves_output=True)
+def _std_from_var(xp, v):
+    return xp.sqrt(v)
+
+
+@_std_from_var.derivative
+def _(node, g):
+    # A zero std (a constant slice) has a zero gradient rather than g/0, as in PyTorch; dividing
+    # by inf there, not masking afterwards, keeps double backward free of 0 * inf too.
+    out = node.output
+    return (g / (2 * out.masked_fill(out == 0, float("inf"))),)
+
+
+def std(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """Standard deviation over ``dim``: the square root of ``var`` (same arguments and errors).
+
+    Where the result is 0 its gradient is 0, as in PyTorch.
+    """
+    variance = var(input, dim, unbiased, keepdim, correction=correction)
+    return _dispatch.apply_unary(_std_from_var, variance)
 
 
 def logsumexp(input, dim, keepdim: bool = False):
-    """``log(sum(exp(input), dim))`` computed without overflow."""
+    """``log(sum(exp(input), dim))`` computed without overflow.
+
+    Integer and bool inputs are first cast to the default float dtype; an empty reduced dim
+    gives -inf (the log of an empty sum), as in PyTorch.
+    """
+    if input._data.dtype.kind in "biu":
+        input = input.to(_dtype.get_default_dtype())
     dims = normalize_dims(dim, input.ndim, "logsumexp")
+    if input.numel() == 0:  # amax has no value to shift by
+        return input.exp().sum(dims, keepdim).log()
     shift = amax(input, dims, keepdim=True).detach()
     shift = shift.masked_fill(shift.isinf(), 0)
     out = (input - shift).exp().sum(dims, keepdim=True).log() + shift
@@ -292,13 +341,25 @@ def _any(xp, a, dims, keepdim):
     return xp.any(a, axis=dims, keepdims=keepdim)
 
 
-def all(input, dim=None, keepdim: bool = False):
-    """True where every element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch)."""
-    out = _dispatch.apply_unary(_all, input, (normalize_dims(dim, input.ndim, "all"), keepdim))
+def _logical_reduction(op, input, dim, keepdim):
+    # Unlike sum's, an empty dim list reduces nothing here, as in PyTorch.
+    reduces_nothing = isinstance(dim, (tuple, list)) and not dim
+    dims = () if reduces_nothing else normalize_dims(dim, input.ndim, op.name)
+    out = _dispatch.apply_unary(op, input, (dims, keepdim))
     return out.to(_dtype.uint8) if input.dtype is _dtype.uint8 else out
+
+
+def all(input, dim=None, keepdim: bool = False):
+    """True where every element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch).
+
+    ``dim=()`` reduces nothing: each element is tested on its own.
+    """
+    return _logical_reduction(_all, input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim: bool = False):
-    """True where some element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch)."""
-    out = _dispatch.apply_unary(_any, input, (normalize_dims(dim, input.ndim, "any"), keepdim))
-    return out.to(_dtype.uint8) if input.dtype is _dtype.uint8 else out
+    """True where some element along ``dim`` is non-zero (uint8 in, uint8 out, as in PyTorch).
+
+    ``dim=()`` reduces nothing: each element is tested on its own.
+    """
+    return _logical_reduction(_any, input, dim, keepdim)

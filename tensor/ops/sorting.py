@@ -26,8 +26,12 @@ __all__ = [
 
 
 def _last_axis(xp, a, dim, body):
-    """Run ``body(xp, a)`` with ``dim`` moved last; move the (same-rank) result back."""
-    out = body(xp, xp.moveaxis(a, dim, -1))
+    """Run ``body(xp, a)`` with ``dim`` moved last; move the (same-rank) result back.
+
+    Every body returns indices, so a bfloat16 or float8 ``a`` is ordered as its exact float32
+    copy: ml_dtypes' own sort does not put NaN last.
+    """
+    out = body(xp, xp.moveaxis(_backend.widen(a), dim, -1))
     return xp.ascontiguousarray(xp.moveaxis(out, -1, dim))
 
 
@@ -178,7 +182,10 @@ def _mode_index(xp, a, dim):
         s = xp.take_along_axis(b, order, axis=-1)
         n = s.shape[-1]
         position = xp.arange(n)
-        new_run = xp.concatenate([xp.ones(s.shape[:-1] + (1,), bool), s[..., 1:] != s[..., :-1]], -1)
+        differs = s[..., 1:] != s[..., :-1]
+        if s.dtype.kind == "f":  # NaNs (sorted last) are one value: the mode when the most frequent
+            differs &= ~(xp.isnan(s[..., 1:]) & xp.isnan(s[..., :-1]))
+        new_run = xp.concatenate([xp.ones(s.shape[:-1] + (1,), bool), differs], -1)
         start = _backend.running_scan(xp, "maximum", xp.where(new_run, position, 0))
         # The first place a run reaches the longest length ends the smallest most frequent value.
         end = xp.argmax(position - start, axis=-1)[..., None]

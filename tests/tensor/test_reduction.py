@@ -323,3 +323,110 @@ def test_sum_to_size_bad_size_raises(device):
         t.sum_to_size(5, 4)
     with pytest.raises(RuntimeError, match="is not expandable"):
         t.sum_to_size((1, 2, 3, 4))
+
+
+# ---------------------------------------------------------------- complex inputs
+
+Z34 = RNG.standard_normal((3, 4)) + 1j * RNG.standard_normal((3, 4))
+COMPLEX_REDUCTIONS = [
+    ("mean", lambda m, z: z.mean(1)),
+    ("mean_all", lambda m, z: m.mean(z)),
+    ("var", lambda m, z: z.var(1)),
+    ("var_correction0", lambda m, z: m.var(z, 0, correction=0)),
+    ("std", lambda m, z: z.std()),
+    ("std_keepdim", lambda m, z: m.std(z, 1, keepdim=True)),
+    ("prod", lambda m, z: z.prod(1)),
+    ("prod_with_zero", lambda m, z: (z * z.new_tensor([[1.0, 1, 0, 1], [1, 1, 1, 1], [0, 1, 0, 1]])).prod(1)),
+]
+
+
+@pytest.mark.parametrize("name,fn", COMPLEX_REDUCTIONS, ids=[c[0] for c in COMPLEX_REDUCTIONS])
+def test_complex_reductions_match_torch(device, torch, name, fn):
+    # var and std of complex input are real; gradients follow PyTorch's conjugate convention.
+    t = tensor.tensor(Z34, device=device, requires_grad=True)
+    p = torch.tensor(Z34, requires_grad=True)
+    ours, theirs = fn(tensor, t), fn(torch, p)
+    assert_close(ours, theirs.detach().numpy(), rtol=1e-10)
+    seed = RNG.standard_normal(theirs.shape) * (1 - 0.5j if theirs.is_complex() else 1)
+    (g,) = autograd.grad(ours, t, tensor.tensor(seed, device=device))
+    (tg,) = torch.autograd.grad(theirs, p, torch.tensor(seed))
+    assert_close(g, tg.resolve_conj().numpy(), rtol=1e-10)
+
+
+# ---------------------------------------------------------------- std where it is 0
+
+@pytest.mark.parametrize("fn", [lambda m, x: x.std(1), lambda m, x: m.std_mean(x, 1)[0],
+                                lambda m, x: m.std(x, 1, correction=0, keepdim=True)],
+                         ids=["std", "std_mean", "std_keepdim"])
+def test_std_gradient_is_zero_where_std_is_zero(device, torch, fn):
+    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    t = tensor.tensor(x, device=device, requires_grad=True)
+    p = torch.tensor(x, requires_grad=True)
+    fn(tensor, t).sum().backward()
+    fn(torch, p).sum().backward()
+    assert_close(t.grad, p.grad.numpy())
+    assert to_numpy(t.grad)[0].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_std_double_backward_where_std_is_zero(device):
+    t = tensor.tensor([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], dtype=tensor.float64, device=device, requires_grad=True)
+    (g,) = autograd.grad(t.std(1).sum(), t, create_graph=True)
+    (gg,) = autograd.grad((g * g).sum(), t)
+    assert np.isfinite(to_numpy(gg)).all()
+    assert autograd.gradgradcheck(lambda a: a.std(1), t[1:].detach().requires_grad_())
+
+
+# ---------------------------------------------------------------- var / std legacy overloads
+
+LEGACY_VAR_STD = [
+    ("unbiased_positional", lambda m, x, op: getattr(m, op)(x, False)),
+    ("dim_unbiased_keepdim", lambda m, x, op: getattr(m, op)(x, 1, False, True)),
+    ("tuple_dim_unbiased", lambda m, x, op: getattr(m, op)(x, (0, 2), True)),
+    ("method_unbiased", lambda m, x, op: getattr(x, op)(False)),
+    ("method_dim_unbiased_keepdim", lambda m, x, op: getattr(x, op)(-1, False, True)),
+    ("unbiased_keyword", lambda m, x, op: getattr(m, op)(x, dim=1, unbiased=False, keepdim=True)),
+    ("correction_none", lambda m, x, op: getattr(x, op)(1, correction=None)),
+]
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+@pytest.mark.parametrize("name,fn", LEGACY_VAR_STD, ids=[c[0] for c in LEGACY_VAR_STD])
+def test_var_std_legacy_overloads_match_torch(device, torch, op, name, fn):
+    ours = fn(tensor, tensor.tensor(X234, device=device), op)
+    assert_close(ours, fn(torch, torch.tensor(X234), op).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_var_std_refuse_unbiased_with_correction(device, torch, op):
+    for m, x in ((tensor, tensor.tensor(X234, device=device)), (torch, torch.tensor(X234))):
+        with pytest.raises(TypeError):
+            getattr(m, op)(x, 1, False, correction=0)
+        with pytest.raises(TypeError):
+            getattr(m, op)(x, 1, 0)  # unbiased must be a bool
+
+
+# ---------------------------------------------------------------- logsumexp edge inputs
+
+@pytest.mark.parametrize("values,dtype", [([1, 2, 3], "uint8"), ([True, False], "bool"), ([200, 7], "int64")],
+                         ids=str)
+def test_logsumexp_integer_and_bool_inputs_match_torch(device, torch, values, dtype):
+    ours = tensor.logsumexp(tensor.tensor(np.array(values, dtype), device=device), 0)
+    theirs = torch.logsumexp(torch.tensor(np.array(values, dtype)), 0)
+    assert_close(ours, theirs.numpy())
+
+
+def test_logsumexp_over_an_empty_dim_is_minus_inf(device, torch):
+    for dim, keepdim in ((0, False), (0, True), ((0, 1), False)):
+        ours = tensor.logsumexp(tensor.zeros(0, 3, device=device), dim, keepdim)
+        assert_close(ours, torch.logsumexp(torch.zeros(0, 3), dim, keepdim).numpy())
+
+
+# ---------------------------------------------------------------- all / any over no dims
+
+@pytest.mark.parametrize("op", ["all", "any"])
+@pytest.mark.parametrize("dim", [(), []], ids=str)
+def test_all_any_over_an_empty_dim_list_reduce_nothing(device, torch, op, dim):
+    x = np.array([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0]])
+    for dtype in ("float64", "uint8"):
+        ours = getattr(tensor.tensor(x.astype(dtype), device=device), op)(dim=dim, keepdim=True)
+        assert_close(ours, getattr(torch.tensor(x.astype(dtype)), op)(dim=dim, keepdim=True).numpy())
