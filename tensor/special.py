@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 
-from .ops.elementwise import exp, expm1, log, log1p, round, sigmoid, where
+from . import _dtype
+from .ops.elementwise import expm1, log, log1p, round, sigmoid, where
 from .ops.gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
-from .ops.math_extra import exp2, logit, sinc, xlogy
+from .ops.math_extra import exp2, float_operands, logit, sinc, xlogy
 from .ops.reduction import logsumexp
 from .ops.softmax import log_softmax, softmax
-from .ops.special import erf, erfc
+from .ops.special import erf, erfc, erfcx
 from .ops.special_extra import i0, i1
 from .ops.special_extra import igamma as gammainc
 from .ops.special_extra import igammac as gammaincc
@@ -63,24 +64,23 @@ def expit(input):
 
 
 def xlog1py(input, other):
-    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be
+    a Python number."""
+    input, other = float_operands(input, other)
     zero = (input == 0) & ~other.isnan()
     return where(zero, 0.0, input * log1p(where(zero, 0.0, other)))
 
 
-def erfcx(input):
-    """The scaled complementary error function ``exp(x**2) * erfc(x)`` (overflows for x < -26)."""
-    return exp(input * input) * erfc(input)
-
-
 def ndtr(input):
     """The standard normal cumulative distribution function."""
-    return 0.5 * erfc(-input / _SQRT2)
+    return 0.5 * erfc(input * (-1 / _SQRT2))  # a product, not ``-input``: bool inputs too
 
 
 def ndtri(input):
-    """The inverse of ``ndtr`` (the standard normal quantile function)."""
-    return _SQRT2 * erfinv(2 * input - 1)
+    """The inverse of ``ndtr`` (the standard normal quantile function), computed in float64
+    (``2 p - 1`` would round small ``p`` away in float32)."""
+    dtype = input.dtype if input.dtype.is_floating_point else _dtype.get_default_dtype()
+    return (_SQRT2 * erfinv(2 * input.to(_dtype.float64) - 1)).to(dtype)
 
 
 def log_ndtr(input):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 from .. import _dispatch, _dtype
-from .elementwise import where
 from .registry import defop
 
 __all__ = ["real", "imag", "conj", "conj_physical", "angle", "view_as_real", "view_as_complex", "complex", "polar"]
@@ -69,12 +68,22 @@ def conj(input):
 conj_physical = conj
 
 
+@defop("angle_real")
+def _angle_real(xp, a):
+    # -0.0 and +inf give 0, -inf gives pi and NaN stays NaN, as in PyTorch.
+    return xp.where(a < 0, math.pi, xp.where(xp.isnan(a), a, 0)).astype(a.dtype, copy=False)
+
+
+_angle_real.derivative(lambda node, g: (g.new_zeros(g.shape),))
+
+
 def angle(input):
-    """The argument of each element (``atan2(imag, real)``; 0 or pi for real inputs)."""
+    """The argument of each element (``atan2(imag, real)``; 0 or pi for real inputs, in their
+    floating dtype, the default float for integers and bool)."""
     if input.dtype.is_complex:
         return imag(input).atan2(real(input))
     x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
-    return where(x < 0, math.pi, 0.0) + x * 0  # x * 0: a zero gradient, and NaN stays NaN
+    return _dispatch.apply_unary(_angle_real, x)
 
 
 @defop("view_as_real")

@@ -123,13 +123,33 @@ def _(node, g):
 
 @defop("pow", saves=(0, 1), saves_output=True)
 def _pow(xp, a, b):
-    out = xp.power(a, b)
+    try:
+        out = xp.power(a, b)
+    except ValueError:  # numpy refuses integers to negative integer powers
+        if a.dtype.kind not in "iu":
+            raise
+        return _integer_power(xp, a, b)
     # numpy widens bool ** bool to int8; PyTorch keeps bool.
     return out.astype(bool) if a.dtype.kind == "b" and out.dtype.kind != "b" else out
 
 
+def _integer_power(xp, a, b):
+    """``a ** b`` for integer arrays with negative exponents, as PyTorch computes them: the
+    truncated reciprocal, so 0 except for bases 1 (1) and -1 (+-1 by the exponent's parity)."""
+    negative = b < 0
+    out = xp.power(a, xp.where(negative, 0, b))
+    reciprocal = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(negative, reciprocal, out).astype(out.dtype, copy=False)
+
+
 @_pow.derivative
 def _(node, g):
+    if g._data.dtype.kind == "c":  # PyTorch's convention: the local derivatives conjugated
+        return tuple(None if d is None else d.conj() for d in _pow_derivative(node, g.conj()))
+    return _pow_derivative(node, g)
+
+
+def _pow_derivative(node, g):
     a, b = node.saved
     needs_a, needs_b = node.needs_input_grad
     # PyTorch's conventions at the singular points: x ** 0 has zero gradient everywhere,
@@ -177,8 +197,18 @@ _maximum.derivative(lambda node, g: _minmax_derivative(node, g, node.saved[0] > 
 _minimum.derivative(lambda node, g: _minmax_derivative(node, g, node.saved[0] < node.saved[1]))
 
 
+def check_integer_divisor(xp, a, b) -> None:
+    """Raise PyTorch's ``RuntimeError("ZeroDivisionError")`` for an integer division (``a`` and
+    ``b`` of one integer dtype) by zero, where numpy returns 0 with a warning."""
+    if a.dtype.kind in "iu":
+        zero = b == 0  # a Python bool when ``b`` is a Python number
+        if zero if type(zero) is bool else zero.any():
+            raise RuntimeError("ZeroDivisionError")
+
+
 @defop("remainder", saves=(0, 1))
 def _remainder(xp, a, b):
+    check_integer_divisor(xp, a, b)
     return xp.remainder(a, b)
 
 
@@ -190,6 +220,7 @@ def _(node, g):
 
 @defop("floor_divide")
 def _floor_divide(xp, a, b):
+    check_integer_divisor(xp, a, b)
     return xp.floor_divide(a, b)
 
 
@@ -201,6 +232,7 @@ def _trunc_divide(xp, a, b):
     if a.dtype.kind == "f":  # apply_binary has already brought both operands to one kind
         return xp.trunc(xp.true_divide(a, b))
     # Exact for integers (true division through a float would round large values).
+    check_integer_divisor(xp, a, b)
     q = xp.floor_divide(a, b)
     return q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
 
@@ -208,8 +240,22 @@ def _trunc_divide(xp, a, b):
 _trunc_divide.derivative(lambda node, g: (zeros_like_grad(g), zeros_like_grad(g)))
 
 
+def scalar_operand(value, other, floating=False):
+    """A Python number operand of a binary op whose other operand is the Tensor ``other``, as the
+    0-d tensor of the dtype it gives combined with ``other`` (``torch.add(1, t)``);
+    with ``floating``, at least the default float (a true division's dividend must not wrap around
+    in an integer dtype first, as ``-2 / uint8_tensor``)."""
+    dtype = _dtype.scalar_result_type(other.dtype, value)
+    if floating and not (dtype.is_floating_point or dtype.is_complex):
+        dtype = _dtype.get_default_dtype()
+    return _dispatch.scalar_tensor(value, dtype, other._device)
+
+
 def add(input, other, *, alpha=1):
-    """``input + alpha * other`` with broadcasting and PyTorch type promotion."""
+    """``input + alpha * other`` with broadcasting and PyTorch type promotion (``input`` may be a
+    Python number when ``other`` is a Tensor)."""
+    if isinstance(input, (int, float)):
+        input = scalar_operand(input, other)
     if alpha != 1:
         other = other * alpha
     return _dispatch.apply_binary(_add, input, other)
@@ -220,11 +266,13 @@ add_operator = _dispatch.binary_function(_add)
 
 
 def sub(input, other, *, alpha=1):
-    """``input - alpha * other``.
+    """``input - alpha * other`` (``input`` may be a Python number when ``other`` is a Tensor).
 
     Raises:
         RuntimeError: for bool operands, as PyTorch does (use ``~`` or ``logical_xor``).
     """
+    if isinstance(input, (int, float)):
+        input = scalar_operand(input, other)
     if input._data.dtype.kind == "b" or other.__class__ is bool or (
             _dispatch.is_tensor(other) and other._data.dtype.kind == "b"):
         _bool_sub_error(input, other)
@@ -245,11 +293,14 @@ mul = public(_dispatch.binary_function(_mul), "mul", "Elementwise product.")
 
 
 def div(input, other, *, rounding_mode=None):
-    """True division (integers give the default float dtype), or floor/trunc division.
+    """True division (integers give the default float dtype), or floor/trunc division;
+    ``input`` may be a Python number when ``other`` is a Tensor.
 
     Raises:
-        RuntimeError: for an unknown ``rounding_mode``.
+        RuntimeError: for an unknown ``rounding_mode``, or an integer division by zero with one.
     """
+    if isinstance(input, (int, float)):
+        input = scalar_operand(input, other, rounding_mode is None)
     if rounding_mode is None:
         return _dispatch.apply_binary(_div, input, other, True)
     if rounding_mode == "floor":
@@ -261,7 +312,16 @@ def div(input, other, *, rounding_mode=None):
 
 
 def pow(input, exponent):
-    """``input ** exponent``; ``exponent`` is a Tensor or a Python number."""
+    """``input ** exponent``; either is a Tensor, the other may be a Python number.
+
+    Raises:
+        RuntimeError: for an integer or bool tensor to a negative Python int power, as PyTorch
+            (a negative exponent tensor gives the truncated reciprocal instead: ``2 ** -1 == 0``).
+    """
+    if isinstance(input, (int, float)):
+        input = scalar_operand(input, exponent)
+    elif type(exponent) is int and exponent < 0 and input._data.dtype.kind in "iub":
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _dispatch.apply_binary(_pow, input, exponent)
 
 
@@ -277,23 +337,54 @@ floor_divide = public(
 
 
 def _unary(name, kernel, derivative=None, saves=(), saves_output=False, floats_only=True):
+    """The public function of the elementwise op ``name``. With ``floats_only`` (a math function)
+    integer and bool inputs are computed in the default float dtype, complex ones in complex, and
+    ``derivative``, written ``g * f'(z)`` for real inputs, is conjugated for complex ones."""
     if derivative == "zero":
         # Piecewise constant: differentiable with a zero gradient, as in PyTorch.
         derivative = lambda n, g: (zeros_like_grad(g),)  # noqa: E731
+    elif floats_only and derivative is not None:
+        derivative = _holomorphic(derivative)
     op = defop(name, saves=saves, saves_output=saves_output,
                differentiable=derivative is not None)(kernel)
     if derivative is not None:
         op.derivative(derivative)
 
     def run(input):
-        if floats_only and input._data.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
+        if floats_only and input._data.dtype.kind not in "fcV":  # V: bfloat16 (ml_dtypes)
             input = input.to(_dtype.get_default_dtype())
         return _dispatch.apply_unary(op, input)
 
     return public(run, name, f"Elementwise ``{name}``.")
 
 
-neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: (-g,), floats_only=False)
+def _holomorphic(derivative):
+    """A unary op's ``derivative`` under PyTorch's complex convention: for a holomorphic ``f`` the
+    gradient is ``g * conj(f'(z))``, which is ``conj(derivative(node, conj(g)))`` since the
+    rule is linear in ``g``. Real gradients take the rule as it is."""
+
+    def run(node, g):
+        if g._data.dtype.kind != "c":
+            return derivative(node, g)
+        (grad,) = derivative(node, g.conj())
+        return (grad.conj(),)
+
+    return run
+
+
+def _negative(xp, a):
+    try:
+        return xp.negative(a)
+    except TypeError:  # numpy refuses bool, and so does PyTorch, with this error
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.") from None
+
+
+def _sign(xp, a):
+    return a.copy() if a.dtype.kind == "b" else xp.sign(a)  # numpy has no bool sign; PyTorch's is the identity
+
+
+neg = _unary("neg", _negative, lambda n, g: (-g,), floats_only=False)
 abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: (g * sign(n.saved[0]),),
              saves=(0,), floats_only=False)
 exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: (_times_output(n, g),), saves_output=True)
@@ -314,7 +405,7 @@ reciprocal = _unary("reciprocal", lambda xp, a: xp.reciprocal(a),
                     lambda n, g: (-g * n.output * n.output,), saves_output=True)
 clone = _unary("clone", lambda xp, a: a.copy(order="K"), lambda n, g: (g,), floats_only=False)
 clone.__doc__ = "A copy with its own storage; gradients flow back to the input."
-sign = _unary("sign", lambda xp, a: xp.sign(a), "zero", floats_only=False)
+sign = _unary("sign", _sign, "zero", floats_only=False)
 floor = _unary("floor", lambda xp, a: xp.floor(a), "zero", floats_only=False)
 ceil = _unary("ceil", lambda xp, a: xp.ceil(a), "zero", floats_only=False)
 _round_to_integer = _unary("round", lambda xp, a: xp.round(a), "zero", floats_only=False)
@@ -348,6 +439,8 @@ trunc = _unary("trunc", lambda xp, a: xp.trunc(a), "zero", floats_only=False)
 
 
 def _sigmoid_kernel(xp, a):
+    if a.dtype.kind == "c":
+        return 1 / (1 + xp.exp(-a))
     # exp(-|a|) never overflows; pick the matching branch per sign.
     e = xp.exp(-xp.abs(a))
     return xp.where(a >= 0, 1 / (1 + e), e / (1 + e))
@@ -387,6 +480,8 @@ def _(node, gg):
 
 @defop("clamp", saves=(0,))
 def _clamp(xp, a, low, high):
+    if a.dtype.kind == "V":  # bfloat16, float8: numpy would widen them to float32 beside a Python float
+        return xp.clip(a.astype("float32"), low, high).astype(a.dtype)
     return xp.clip(a, low, high)
 
 
@@ -409,9 +504,27 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    if input._data.dtype.kind != "f" and (isinstance(min, float) or isinstance(max, float)):
+    if not isinstance(min, _NUMBER_BOUNDS) or not isinstance(max, _NUMBER_BOUNDS):
+        input, min, max = _promote_bounds(input, min, max)
+    elif input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
         input = input.to(_dtype.get_default_dtype())
     return _dispatch.apply_unary(_clamp, input, (min, max))
+
+
+# Bounds that clamp's kernel takes as they are (a Python number, or None for no bound).
+_NUMBER_BOUNDS = (int, float, type(None))
+
+
+def _promote_bounds(input, min, max):  # noqa: A002 - clamp's names
+    """``input`` and the bounds of ``clamp``, when a bound is a Tensor, in their promoted dtype,
+    as PyTorch (``clamp(int_tensor, min=float_tensor)`` is a float tensor)."""
+    bounds = [b for b in (min, max) if _dispatch.is_tensor(b)]
+    if not bounds:  # numpy scalars
+        return input, min, max
+    target = input.dtype
+    for bound in bounds:
+        target = _dtype.result_type(target, input.ndim, bound.dtype, bound.ndim)
+    return tuple(t.to(target) if _dispatch.is_tensor(t) else t for t in (input, min, max))
 
 
 # ---------------------------------------------------------------- comparisons and logic
@@ -477,12 +590,18 @@ def _(node, g):
     return None, where(cond, g, zero), where(cond, zero, g)
 
 
-def where(condition, input, other):
-    """Pick ``input`` where ``condition`` holds and ``other`` elsewhere (numbers allowed).
+def where(condition, input=None, other=None):
+    """Pick ``input`` where ``condition`` holds and ``other`` elsewhere (numbers allowed); given
+    ``condition`` alone, ``condition.nonzero(as_tuple=True)``.
 
     Raises:
-        RuntimeError: if ``condition`` is not a bool tensor.
+        RuntimeError: if ``condition`` is not a bool tensor (with ``input`` and ``other``).
+        TypeError: if only one of ``input`` and ``other`` is given.
     """
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes the condition alone, or the condition, input and other")
     if condition.dtype is not _dtype.bool_:
         raise RuntimeError(
             "where expected condition to be a boolean tensor, but got a tensor with "

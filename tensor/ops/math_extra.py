@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
+from .._typeinfo import finfo
 from . import elementwise as _ew
 from .elementwise import _unary, where
 from .layout import broadcast_tensors, diagonal
@@ -77,7 +78,9 @@ asin = _unary("asin", lambda xp, a: xp.arcsin(a), lambda n, g: (g * (1 - n.saved
 acos = _unary("acos", lambda xp, a: xp.arccos(a), lambda n, g: (-g * (1 - n.saved[0] ** 2).rsqrt(),), saves=(0,))
 atan = _unary("atan", lambda xp, a: xp.arctan(a), lambda n, g: (g / (1 + n.saved[0] ** 2),), saves=(0,))
 asinh = _unary("asinh", lambda xp, a: xp.arcsinh(a), lambda n, g: (g * (n.saved[0] ** 2 + 1).rsqrt(),), saves=(0,))
-acosh = _unary("acosh", lambda xp, a: xp.arccosh(a), lambda n, g: (g * (n.saved[0] ** 2 - 1).rsqrt(),), saves=(0,))
+# 1 / sqrt(z**2 - 1) would take the wrong branch for complex z with a negative real part.
+acosh = _unary("acosh", lambda xp, a: xp.arccosh(a),
+               lambda n, g: (g * (n.saved[0] - 1).rsqrt() * (n.saved[0] + 1).rsqrt(),), saves=(0,))
 atanh = _unary("atanh", lambda xp, a: xp.arctanh(a), lambda n, g: (g / (1 - n.saved[0] ** 2),), saves=(0,))
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh = asin, acos, atan, asinh, acosh, atanh
 tan = _unary("tan", lambda xp, a: xp.tan(a), lambda n, g: (g * (1 + n.output * n.output),), saves_output=True)
@@ -87,25 +90,43 @@ log2 = _unary("log2", lambda xp, a: xp.log2(a), lambda n, g: (g / (n.saved[0] * 
 log10 = _unary("log10", lambda xp, a: xp.log10(a), lambda n, g: (g / (n.saved[0] * _LN10),), saves=(0,))
 exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: (g * n.output * _LN2,), saves_output=True)
 frac = _unary("frac", lambda xp, a: a - xp.trunc(a), lambda n, g: (g,), floats_only=False)
-deg2rad = _unary("deg2rad", lambda xp, a: xp.deg2rad(a), lambda n, g: (g * (math.pi / 180),))
-rad2deg = _unary("rad2deg", lambda xp, a: xp.rad2deg(a), lambda n, g: (g * (180 / math.pi),))
+
+
+def _real_only(name, ufunc_name):
+    """The kernel of ``xp.<ufunc_name>``, refusing complex arrays with PyTorch's error."""
+
+    def kernel(xp, a):
+        if a.dtype.kind == "c":
+            raise RuntimeError(f"{name} is not supported for complex tensors.")
+        return getattr(xp, ufunc_name)(a)
+
+    return kernel
+
+
+deg2rad = _unary("deg2rad", _real_only("deg2rad", "deg2rad"), lambda n, g: (g * (math.pi / 180),))
+rad2deg = _unary("rad2deg", _real_only("rad2deg", "rad2deg"), lambda n, g: (g * (180 / math.pi),))
 
 
 def square(input):
-    """``input * input`` (integers stay integers, as in PyTorch)."""
+    """``input * input`` (integers stay integers, and bool becomes int64, as in PyTorch)."""
+    if input.dtype is _dtype.bool_:
+        input = input.to(_dtype.int64)
     return input * input
 
 
 def sinc(input):
     """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
+    x = input if input.dtype.is_floating_point or input.dtype.is_complex else input.to(_dtype.get_default_dtype())
     zero = x == 0
     px = where(zero, 1.0, x) * math.pi
     return where(zero, 1.0, px.sin() / px)
 
 
 def logit(input, eps=None):
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
+    (integer and bool inputs in the default float dtype)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        input = input.to(_dtype.get_default_dtype())
     p = input if eps is None else input.clamp(eps, 1 - eps)
     return (p / (1 - p)).log()
 
@@ -118,7 +139,8 @@ def _atan2(xp, a, b):
 @_atan2.derivative
 def _(node, g):
     a, b = node.saved
-    scale = g / (a * a + b * b)
+    norm = a * a + b * b
+    scale = g / where(norm == 0, 1.0, norm)  # a zero gradient at the origin, as in PyTorch
     return scale * b, -scale * a
 
 
@@ -129,50 +151,98 @@ atan2 = public(_dispatch.binary_function(_atan2, True), "atan2",
 arctan2 = atan2
 
 
-def copysign(input, other):
-    """``|input|`` with the sign of ``other``."""
-    if _dispatch.is_tensor(other):
-        return input.abs() * where(_signbit(other), -1.0, 1.0)
-    return input.abs() * math.copysign(1.0, other)
+@defop("copysign", saves=(0,), saves_output=True)
+def _copysign(xp, a, b):
+    return xp.copysign(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.copysign, a, b)
 
 
-def _signbit(t):
-    return (t < 0) | ((t == 0) & ((1 / t.to(_dtype.float64)) < 0))
+@_copysign.derivative
+def _(node, g):
+    (a,) = node.saved
+    # d/da |a| sign(b) = out / a, and 0 at a == 0, as in PyTorch; ``b`` has a zero gradient.
+    return where(a == 0, 0.0, g * node.output / where(a == 0, 1.0, a)), _ew.zeros_like_grad(g)
 
 
-def fmod(input, other):
-    """C's ``fmod``: the remainder with the sign of ``input``."""
-    return input - _ew.div(input, other, rounding_mode="trunc") * other
+copysign = public(_dispatch.binary_function(_copysign, True), "copysign",
+                  "``|input|`` with the sign of ``other`` (``-0.0`` counts as negative).")
+
+
+@defop("fmod", saves=(0, 1))
+def _fmod(xp, a, b):
+    _ew.check_integer_divisor(xp, a, b)
+    return xp.fmod(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.fmod, a, b)
+
+
+@_fmod.derivative
+def _(node, g):
+    a, b = node.saved
+    return g, -g * _ew.div(a, b, rounding_mode="trunc")
+
+
+fmod = public(_dispatch.binary_function(_fmod), "fmod",
+              "C's ``fmod``: the remainder with the sign of ``input``.\n\n"
+              "Raises:\n    RuntimeError: for an integer division by zero, as PyTorch.")
 
 
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``."""
-    return input + weight * (end - input)
+    """``input + weight * (end - input)``, computed from ``end`` when ``|weight| >= 0.5`` (as
+    PyTorch) so that a weight of 1 gives ``end`` exactly."""
+    if not _dispatch.is_tensor(weight):
+        if abs(weight) < 0.5:
+            return input + weight * (end - input)
+        return end - (end - input) * (1 - weight)
+    near_start = weight.abs() < 0.5
+    return where(near_start, input + weight * (end - input), end - (end - input) * (1 - weight))
+
+
+def float_operands(input, other):
+    """``input`` and ``other`` (one may be a Python number) as tensors of their promoted dtype,
+    the default float dtype for integers and bool: the operands of a floating binary function."""
+    target = _dtype.result_type_of(input, other)
+    if not (target.is_floating_point or target.is_complex):
+        target = _dtype.get_default_dtype()
+    device = input._device if _dispatch.is_tensor(input) else other._device
+    return tuple(t.to(target) if _dispatch.is_tensor(t) else _dispatch.scalar_tensor(t, target, device)
+                 for t in (input, other))
 
 
 def logaddexp(input, other):
-    """``log(exp(input) + exp(other))`` without overflow."""
-    high = _ew.maximum(input, other)
+    """``log(exp(input) + exp(other))`` without overflow (complex inputs too)."""
+    input, other = float_operands(input, other)
+    if input.dtype.is_complex:  # shifted by the larger real part
+        high = _ew.maximum(input.real, other.real)
+    else:
+        high = _ew.maximum(input, other)
     shift = where(high.isinf(), 0.0, high).detach()
     return ((input - shift).exp() + (other - shift).exp()).log() + shift
 
 
 def logaddexp2(input, other):
     """``log2(2**input + 2**other)`` without overflow."""
+    input, other = float_operands(input, other)
     return logaddexp(input * _LN2, other * _LN2) / _LN2
 
 
-def hypot(input, other):
-    """``sqrt(input**2 + other**2)``."""
-    return (input * input + other * other).sqrt()
+@defop("hypot", saves=(0, 1), saves_output=True)
+def _hypot(xp, a, b):
+    return xp.hypot(a, b) if a.dtype.kind != "V" else _backend.in_float32(xp.hypot, a, b)
+
+
+@_hypot.derivative
+def _(node, g):
+    a, b = node.saved
+    scale = g / node.output
+    return scale * a, scale * b
+
+
+hypot = public(_dispatch.binary_function(_hypot, True), "hypot",
+               "``sqrt(input**2 + other**2)``, without overflow or underflow in the squares.")
 
 
 def xlogy(input, other):
-    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
-    if not _dispatch.is_tensor(input):
-        input = _dispatch.scalar_tensor(float(input), None, other._device)
-    if not _dispatch.is_tensor(other):
-        other = _dispatch.scalar_tensor(float(other), None, input._device)
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be a
+    Python number."""
+    input, other = float_operands(input, other)
     zero = (input == 0) & ~other.isnan()
     safe = where(zero, 1.0, other)
     return where(zero, 0.0, input * safe.log())
@@ -287,6 +357,8 @@ def kron(input, other):
 
 @defop("nan_to_num", saves=(0,))
 def _nan_to_num(xp, a, nan, posinf, neginf):
+    if a.dtype.kind == "V":  # bfloat16, float8 (ml_dtypes): numpy's nan_to_num passes them through
+        return xp.nan_to_num(a.astype("float32"), nan=nan, posinf=posinf, neginf=neginf).astype(a.dtype)
     return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
 
@@ -294,9 +366,14 @@ _nan_to_num.derivative(lambda node, g: (where(node.saved[0].isfinite(), g, 0.0),
 
 
 def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):
-    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the dtype's extremes by default)."""
-    if not input.dtype.is_floating_point:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (the dtype's extremes by
+    default); for complex inputs in the real and imaginary parts separately."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         return input.clone()
+    if input._data.dtype.kind == "V":  # the extremes of the dtype itself, not of float32
+        limits = finfo(input.dtype)
+        posinf = limits.max if posinf is None else posinf
+        neginf = limits.min if neginf is None else neginf
     return _dispatch.apply_unary(_nan_to_num, input, (nan, posinf, neginf))
 
 

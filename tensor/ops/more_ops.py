@@ -3,6 +3,7 @@ long names of existing ops, stacking and splitting helpers, predicates, NaN-awar
 
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 
 from .. import _dispatch, _dtype
@@ -12,6 +13,7 @@ from . import shape as _shape
 from .complex_ops import imag
 from .elementwise import where
 from .layout import _diagonal_scatter, atleast_1d, atleast_2d, atleast_3d, diag_embed, diagonal
+from .math_extra import float_operands
 from .reduction import wrap_dim
 from .registry import defop, public
 
@@ -97,8 +99,14 @@ def true_divide(dividend, divisor):
 
 
 def rsub(input, other, *, alpha=1):
-    """``other - alpha * input``."""
-    return -(input * alpha) + other
+    """``other - alpha * input`` (``other`` may be a Python number), in the promoted dtype.
+
+    Raises:
+        RuntimeError: for bool operands, as ``sub``.
+    """
+    if not _dispatch.is_tensor(other):
+        other = _ew.scalar_operand(other, input)
+    return _ew.sub(other, input, alpha=alpha)
 
 
 def sgn(input):
@@ -110,9 +118,18 @@ def sgn(input):
 
 
 def float_power(input, exponent):
-    """``input ** exponent`` computed in float64."""
-    exponent = exponent.to(_dtype.float64) if _dispatch.is_tensor(exponent) else float(exponent)
-    return input.to(_dtype.float64) ** exponent
+    """``input ** exponent`` computed in float64, or complex128 when either is complex; either
+    may be a Python number."""
+    dtype = _dtype.complex128 if _is_complex(input) or _is_complex(exponent) else _dtype.float64
+    device = input._device if _dispatch.is_tensor(input) else exponent._device
+    base, power = (t.to(dtype) if _dispatch.is_tensor(t) else _dispatch.scalar_tensor(t, dtype, device)
+                   for t in (input, exponent))
+    return _ew.pow(base, power)
+
+
+def _is_complex(operand) -> bool:
+    """Whether a Tensor or Python number is complex."""
+    return operand.dtype.is_complex if _dispatch.is_tensor(operand) else isinstance(operand, complex)
 
 
 def vstack(tensors):
@@ -160,14 +177,31 @@ def aminmax(input, *, dim=None, keepdim: bool = False):
     return _aminmax(_red.amin(input, dims, keepdim), _red.amax(input, dims, keepdim))
 
 
-def std_mean(input, dim=None, *, correction=1, keepdim: bool = False):
-    """``(std, mean)`` over ``dim``."""
-    return (_red.std(input, dim, correction=correction, keepdim=keepdim), _red.mean(input, dim, keepdim))
+def std_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """``(std, mean)`` over ``dim``, with ``std``'s arguments (its legacy ``unbiased`` forms too).
+
+    Raises:
+        TypeError: if both ``unbiased`` and ``correction`` are given.
+        RuntimeError: for integer and bool inputs.
+    """
+    std = _red.std(input, dim, unbiased, keepdim, correction=correction)
+    return std, _red.mean(input, _mean_dim(dim), keepdim)
 
 
-def var_mean(input, dim=None, *, correction=1, keepdim: bool = False):
-    """``(var, mean)`` over ``dim``."""
-    return (_red.var(input, dim, correction=correction, keepdim=keepdim), _red.mean(input, dim, keepdim))
+def var_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *, correction=None):
+    """``(var, mean)`` over ``dim``, with ``var``'s arguments (its legacy ``unbiased`` forms too).
+
+    Raises:
+        TypeError: if both ``unbiased`` and ``correction`` are given.
+        RuntimeError: for integer and bool inputs.
+    """
+    var = _red.var(input, dim, unbiased, keepdim, correction=correction)
+    return var, _red.mean(input, _mean_dim(dim), keepdim)
+
+
+def _mean_dim(dim):
+    """The ``dim`` of the mean beside a var/std call: none in its legacy form ``(input, unbiased)``."""
+    return None if isinstance(dim, bool) else dim
 
 
 def take_along_dim(input, indices, dim=None):
@@ -180,34 +214,91 @@ def take_along_dim(input, indices, dim=None):
     return source.gather(dim, indices.expand(shape))
 
 
-def tensor_split(input, indices_or_sections, dim: int = 0):
-    """Split into ``n`` nearly equal parts, or at the given indices, along ``dim``."""
+def tensor_split(input, indices_or_sections=None, dim: int = 0, *, indices=None, sections=None,
+                 tensor_indices_or_sections=None):
+    """Split along ``dim`` into ``sections`` nearly equal parts (an int or a 0-d integer tensor),
+    or at ``indices`` (a sequence or 1-d integer tensor, negative ones counted from the end as in
+    Python slicing). The split is given positionally or by one of its PyTorch keyword names.
+
+    Raises:
+        RuntimeError: for a 0-d input, fewer than one section, or a non-integer or >1-d tensor.
+        TypeError: unless exactly one form of the split is given.
+    """
+    given = [a for a in (indices_or_sections, indices, sections, tensor_indices_or_sections) if a is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() takes exactly one of indices_or_sections, indices, sections "
+                        "and tensor_indices_or_sections")
+    split = _split_argument(given[0])
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim]
-    if isinstance(indices_or_sections, int):
-        n = indices_or_sections
-        bounds = [i * (size // n) + min(i, size % n) for i in range(n + 1)]
+    if isinstance(split, int):
+        if split <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {split}")
+        bounds = [i * (size // split) + min(i, size % split) for i in range(split + 1)]
     else:
-        bounds = [0, *list(indices_or_sections), size]
-    return tuple(
-        input.narrow(dim, min(lo, size), max(0, min(hi, size) - min(lo, size)))
-        for lo, hi in zip(bounds[:-1], bounds[1:])
-    )
+        bounds = [0, *(_slice_bound(i, size) for i in split), size]
+    return tuple(input.narrow(dim, lo, max(0, hi - lo)) for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
+def _split_argument(split):
+    """``tensor_split``'s split as an int (sections) or a list of ints (indices)."""
+    if not _dispatch.is_tensor(split):
+        return [int(i) for i in split] if isinstance(split, (list, tuple)) else operator.index(split)
+    if split.dtype is not _dtype.int64:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, "
+                           f"but got {_dtype.scalar_type_name(split.dtype)}")
+    if split.ndim > 1:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                           f"one-dimensional tensor, but got a tensor with {split.ndim} dims")
+    return split.item() if split.ndim == 0 else split.tolist()
+
+
+def _slice_bound(index: int, size: int) -> int:
+    """A split index as a Python slice bound: negative from the end, clipped to ``[0, size]``."""
+    if index < 0:
+        index += size
+    return min(max(index, 0), size)
+
+
+def _split_by_name(name: str, input, sections, dim: int):
+    """``hsplit``/``vsplit``/``dsplit``: ``tensor_split`` along ``dim``, with PyTorch's checks."""
+    min_ndim = {"hsplit": 1, "vsplit": 2, "dsplit": 3}[name]
+    if input.ndim < min_ndim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} dimension, "
+                           f"but got a tensor with {input.ndim} dimensions!")
+    if isinstance(sections, int) and (sections == 0 or input.shape[dim] % sections != 0):
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                           f"dimension {input.shape[dim]} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
 
 
 def hsplit(input, sections):
-    """``tensor_split`` along dim 1 (dim 0 for 1-d inputs)."""
-    return tensor_split(input, sections, 1 if input.ndim > 1 else 0)
+    """``tensor_split`` along dim 1 (dim 0 for 1-d inputs); an int must divide that dim.
+
+    Raises:
+        RuntimeError: for a 0-d input or sections that do not divide the dim.
+    """
+    return _split_by_name("hsplit", input, sections, 1 if input.ndim > 1 else 0)
 
 
 def vsplit(input, sections):
-    """``tensor_split`` along dim 0."""
-    return tensor_split(input, sections, 0)
+    """``tensor_split`` along dim 0; an int must divide that dim.
+
+    Raises:
+        RuntimeError: for an input of fewer than 2 dims or sections that do not divide the dim.
+    """
+    return _split_by_name("vsplit", input, sections, 0)
 
 
 def dsplit(input, sections):
-    """``tensor_split`` along dim 2."""
-    return tensor_split(input, sections, 2)
+    """``tensor_split`` along dim 2; an int must divide that dim.
+
+    Raises:
+        RuntimeError: for an input of fewer than 3 dims or sections that do not divide the dim.
+    """
+    return _split_by_name("dsplit", input, sections, 2)
 
 
 @defop("signbit", differentiable=False)
@@ -226,20 +317,20 @@ def heaviside(input, values):
 
 
 def fmax(input, other):
-    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
-    return where(input.isnan(), other, where(other.isnan(), input, _ew.maximum(input, other)))
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN); at ties the gradient
+    goes to ``input``, as in PyTorch."""
+    return where((input >= other) | other.isnan(), input, other)
 
 
 def fmin(input, other):
-    """Elementwise minimum that ignores NaN."""
-    return where(input.isnan(), other, where(other.isnan(), input, _ew.minimum(input, other)))
+    """Elementwise minimum that ignores NaN; at ties the gradient goes to ``input``."""
+    return where((input <= other) | other.isnan(), input, other)
 
 
 def ldexp(input, other):
-    """``input * 2 ** other``."""
-    return input * (2.0 ** other.to(_dtype.float64)).to(
-        input.dtype if input.dtype.is_floating_point else _dtype.get_default_dtype()
-    )
+    """``input * 2 ** other``, in the promoted dtype of both (the default float for integers)."""
+    input, other = float_operands(input, other)
+    return input * _ew.pow(2.0, other)
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):

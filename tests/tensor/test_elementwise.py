@@ -381,3 +381,73 @@ def test_integer_only_ops_still_take_integers_and_bools(torch):
 
     for ours, theirs in zip(results(tensor), results(torch)):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# ---------------------------------------------------------------- pow, scalars first, division by zero
+
+
+def _complex_pow_grads(lib, fn):
+    """Gradients w.r.t. the real parts of z and w of a real loss of ``fn(z, w)``."""
+    a = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([0.5, -1.0], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([0.3, 1.2], dtype=lib.float64, requires_grad=True)
+    out = fn(lib, lib.complex(a, b), w)
+    (lib.view_as_real(out) * lib.tensor([0.7, -1.3], dtype=lib.float64)).sum().backward()
+    return [t.grad for t in (a, b, w)]
+
+
+COMPLEX_POWS = {
+    "square": lambda m, z, w: z ** 2,
+    "fractional": lambda m, z, w: z ** 2.5,
+    "complex_exponent": lambda m, z, w: z ** m.complex(w, -w),
+    "real_base": lambda m, z, w: w ** z,
+    "scalar_base": lambda m, z, w: m.pow(2.0, z),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_POWS))
+def test_complex_pow_gradient_is_conjugated_as_torch(torch, name):
+    ours = _complex_pow_grads(tensor, COMPLEX_POWS[name])
+    theirs = _complex_pow_grads(torch, COMPLEX_POWS[name])
+    for o, t in zip(ours, theirs):
+        assert (o is None) == (t is None)
+        if o is not None:
+            assert_close(o, t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_integer_pow_with_negative_exponent_tensors_matches_torch(device, torch):
+    base, exponent = [2, 1, -1, -1, 0, 3], [-1, -2, -3, -2, 2, 0]
+    ours = tensor.pow(tensor.tensor(base, device=device), tensor.tensor(exponent, device=device))
+    assert_close(ours, torch.pow(torch.tensor(base), torch.tensor(exponent)).numpy())
+    int8 = tensor.tensor([2], dtype=tensor.int8, device=device) ** tensor.tensor([-2], dtype=tensor.int8, device=device)
+    assert int8.dtype is tensor.int8 and int8.tolist() == [0]
+    assert (2 ** tensor.tensor([-1, 2], device=device)).tolist() == [0, 4]
+    for dtype in (tensor.int64, tensor.uint8, tensor.bool):  # a negative Python exponent raises, as in torch
+        with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+            tensor.ones(2, dtype=dtype, device=device) ** -2
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, t: m.pow(2, t), lambda m, t: m.pow(2.5, t), lambda m, t: m.add(1, t, alpha=2),
+    lambda m, t: m.add(1.5, t), lambda m, t: m.sub(1, t), lambda m, t: m.div(-2, t.to(m.uint8)),
+    lambda m, t: m.div(-7, t.to(m.uint8), rounding_mode="floor"),
+], ids=["pow_int", "pow_float", "add_alpha", "add_float", "sub", "div_uint8", "div_floor_uint8"])
+def test_python_number_as_first_argument_matches_torch(device, torch, call):
+    ours = call(tensor, tensor.tensor([1, 2], device=device))
+    theirs = call(torch, torch.tensor([1, 2]))
+    assert_close(ours, theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [tensor.int64, tensor.uint8])
+@pytest.mark.parametrize("divide", [
+    lambda a, b: a // b, lambda a, b: a % b, lambda a, b: tensor.div(a, b, rounding_mode="trunc"),
+    lambda a, b: tensor.div(a, b, rounding_mode="floor"), lambda a, b: tensor.fmod(a, b),
+], ids=["floordiv", "remainder", "trunc", "floor", "fmod"])
+def test_integer_division_by_zero_raises_as_torch(device, dtype, divide):
+    a = tensor.tensor([5, 6], dtype=dtype, device=device)
+    for zero in (0, tensor.tensor([1, 0], dtype=dtype, device=device)):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            divide(a, zero)
+    assert divide(a, 2).dtype is dtype
+    with np.errstate(divide="ignore", invalid="ignore"):  # floats divide by zero into inf or NaN
+        assert not np.isfinite(to_numpy(divide(a.float(), 0))).any()

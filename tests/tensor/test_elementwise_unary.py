@@ -298,3 +298,96 @@ def test_clone_passes_gradients(device):
     x = tensor.tensor(_values((2, 3), "any"), device=device, requires_grad=True)
     assert autograd.gradcheck(lambda a: a.clone() * a, x)
     assert autograd.gradgradcheck(lambda a: a.clone() * a, x)
+
+
+# ---------------------------------------------------------------- complex inputs
+
+COMPLEX_UNARY = ["exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+                 "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
+                 "reciprocal", "sinc"]
+# Points in all four quadrants; -0.5+0.3j puts acosh's derivative on the branch 1/sqrt(z**2 - 1) misses.
+COMPLEX_RE, COMPLEX_IM = np.array([1.0, 2.0, -0.5, 0.3]), np.array([1.0, -1.0, 0.3, -2.0])
+
+
+def _complex_values_and_grads(lib, name, device=None):
+    """``f(re + i im)`` as real pairs, and the gradients of a real loss of it w.r.t. re and im."""
+    kwargs = {} if device is None else {"device": device}
+    re = lib.tensor(COMPLEX_RE, requires_grad=True, **kwargs)
+    im = lib.tensor(COMPLEX_IM, requires_grad=True, **kwargs)
+    out = lib.view_as_real(getattr(lib, name)(lib.complex(re, im)))
+    loss = (out * lib.tensor([0.7, -1.3], dtype=lib.float64, **kwargs)).sum()
+    loss.backward()
+    return out.detach().numpy() if lib is not tensor else to_numpy(out), re.grad, im.grad
+
+
+@pytest.mark.parametrize("name", COMPLEX_UNARY)
+def test_complex_unary_values_and_grads_match_torch(device, torch, name):
+    """Values in complex, and gradients by PyTorch's convention g * conj(f'(z))."""
+    ours, re_grad, im_grad = _complex_values_and_grads(tensor, name, device)
+    theirs, their_re_grad, their_im_grad = _complex_values_and_grads(torch, name)
+    assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    assert_close(re_grad, their_re_grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert_close(im_grad, their_im_grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["exp", "sqrt", "sigmoid", "tanh", "log"])
+def test_complex64_unary_stays_complex64_in_every_form(device, name):
+    z = np.array([1 + 1j, -4 + 0j], np.complex64)
+    expected = (_sigmoid if name == "sigmoid" else getattr(np, name))(z)
+    t = tensor.tensor(z, device=device)
+    assert_close(getattr(tensor, name)(t), expected)
+    assert_close(getattr(t, name)(), expected)
+    assert_close(getattr(t.clone(), name + "_")(), expected)
+
+
+def test_deg2rad_of_complex_raises_runtime_error(device):
+    for name in ("deg2rad", "rad2deg"):
+        with pytest.raises(RuntimeError, match="not supported for complex tensors"):
+            getattr(tensor, name)(tensor.tensor([1j], device=device))
+
+
+# ---------------------------------------------------------------- bool edge cases
+
+
+def test_bool_sign_square_and_neg_match_torch(device, torch):
+    b = np.array([True, False])
+    assert_close(tensor.sign(tensor.tensor(b, device=device)), torch.sign(torch.tensor(b)).numpy())
+    assert_close(tensor.sgn(tensor.tensor(b, device=device)), torch.sgn(torch.tensor(b)).numpy())
+    assert_close(tensor.square(tensor.tensor(b, device=device)), torch.square(torch.tensor(b)).numpy())
+    for negate in (tensor.neg, lambda t: -t):
+        with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+            negate(tensor.tensor(b, device=device))
+
+
+# ---------------------------------------------------------------- clamp and where: more dtypes
+
+
+def test_clamp_keeps_bfloat16_and_promotes_tensor_bounds_as_torch(device, torch):
+    cases = [
+        (lambda m: m.tensor([0.1, 2.0], dtype=m.bfloat16), {"min": 0.5}),
+        (lambda m: m.tensor([0.1, 2.0], dtype=m.bfloat16), {"min": 0.5, "max": 1.5}),
+        (lambda m: m.tensor([1, 5]), {"min": lambda m: m.tensor([2.0])}),
+        (lambda m: m.tensor([1.0, 5.0]), {"min": lambda m: m.tensor(2.0, dtype=m.float64)}),
+        (lambda m: m.tensor([1, 5], dtype=m.uint8), {"min": lambda m: m.tensor([2.0], dtype=m.float16)}),
+        (lambda m: m.tensor([1, 5]), {"min": lambda m: m.tensor([2], dtype=m.int8),
+                                      "max": lambda m: m.tensor([4.0], dtype=m.float64)}),
+    ]
+    for make, bounds in cases:
+        results = []
+        for lib in (tensor, torch):
+            kwargs = {k: v(lib) if callable(v) else v for k, v in bounds.items()}
+            results.append(make(lib).clamp(**kwargs).float())
+        ours, theirs = results
+        assert str(ours.dtype) == str(theirs.dtype).replace("torch", "tensor")
+        assert_close(ours, theirs.numpy())
+    assert tensor.clamp_min(tensor.tensor([1.0], dtype=tensor.bfloat16), 2.5).dtype is tensor.bfloat16
+
+
+def test_where_with_the_condition_alone_is_nonzero_as_tuple(device, torch):
+    x = np.array([[0, 1], [1, 0]])
+    ours = tensor.where(tensor.tensor(x, device=device) > 0)
+    theirs = torch.where(torch.tensor(x) > 0)
+    assert len(ours) == len(theirs) == 2
+    for o, t in zip(ours, theirs):
+        assert_close(o, t.numpy())
+    assert_close(tensor.where(tensor.tensor(x, device=device))[1], np.array([1, 0]))
