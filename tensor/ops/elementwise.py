@@ -48,8 +48,10 @@ def _mul(xp, a, b):
 
 
 def conj_if_complex(t):
-    """``t.conj()`` for a complex tensor, else ``t``: derivatives of holomorphic ops conjugate
-    (PyTorch's convention: the gradient of a real loss is dL/dx + i dL/dy)."""
+    """``t.conj()`` for a complex tensor or Python complex number, else ``t``: derivatives of
+    holomorphic ops conjugate (PyTorch's convention: the gradient of a real loss is dL/dx + i dL/dy)."""
+    if type(t) is complex:
+        return t.conjugate()
     return t.conj() if _dispatch.is_tensor(t) and t._data.dtype.kind == "c" else t
 
 

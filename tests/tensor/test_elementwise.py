@@ -451,3 +451,19 @@ def test_integer_division_by_zero_raises_as_torch(device, dtype, divide):
     assert divide(a, 2).dtype is dtype
     with np.errstate(divide="ignore", invalid="ignore"):  # floats divide by zero into inf or NaN
         assert not np.isfinite(to_numpy(divide(a.float(), 0))).any()
+
+
+def test_gradients_through_complex_python_scalars_match_torch(torch):
+    """A complex Python number as an operand is conjugated in the derivative, as a tensor is."""
+    ops = {"mul": lambda t: t * (1 + 2j), "rmul": lambda t: (1 + 2j) * t, "div": lambda t: t / (1 + 2j),
+           "rdiv": lambda t: (1 + 2j) / t, "rsub": lambda t: 2j - t, "pow": lambda t: t ** (1 + 0.5j),
+           "rpow": lambda t: (1 + 0.5j) ** t}
+
+    def grads(lib, f):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        z = lib.tensor([1 + 1j, 2 - 1j], dtype=lib.complex128, requires_grad=True)
+        (lib.view_as_real(f(x)).pow(2).sum() + lib.view_as_real(f(z)).pow(2).sum()).backward()
+        return np.concatenate([x.grad.numpy(), lib.view_as_real(z.grad).numpy().ravel()])
+
+    for name, f in ops.items():
+        np.testing.assert_allclose(grads(tensor, f), grads(torch, f), rtol=1e-12, err_msg=name)
