@@ -455,6 +455,12 @@ class RemovableHandle:
         """Unregister the hook (idempotent)."""
         self._store.pop(self.id, None)
 
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
 
 def edge_meta(edge) -> tuple:
     """(shape, numpy dtype) of the tensor an edge leads to: a leaf, or a node's output."""

@@ -128,12 +128,20 @@ class Tensor(TensorBase):
         return self._data.nbytes
 
     def size(self, dim: int | None = None):
-        """The shape, or the size of one dim."""
-        if _dispatch.tracer is not None:
-            _dispatch.tracer.on_size(self, None if dim is None or not self.ndim else dim % self.ndim)
+        """The shape, or the size of one dim.
+
+        Raises:
+            IndexError: for a dim out of range (any dim of a 0-d tensor, as in PyTorch).
+        """
         if dim is None:
+            if _dispatch.tracer is not None:
+                _dispatch.tracer.on_size(self, None)
             return self._data.shape
-        return self._data.shape[ops.reduction.wrap_dim(dim, self.ndim)] if self.ndim else 1
+        if not self.ndim:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        if _dispatch.tracer is not None:
+            _dispatch.tracer.on_size(self, dim % self.ndim)
+        return self._data.shape[ops.reduction.wrap_dim(dim, self.ndim)]
 
     def dim(self) -> int:
         """The number of dims."""

@@ -435,8 +435,11 @@ def inverse(input):
 
 
 def logdet(input):
-    """``log(det(input))``: NaN for a negative determinant, -inf for a zero one."""
+    """``log(det(input))``: NaN for a negative determinant, -inf for a zero one; for a complex
+    matrix the principal complex logarithm, ``log|det| + i arg(det)``."""
     sign, logabs = slogdet(input)
+    if input.is_complex():
+        return logabs + sign.log()  # sign is on the unit circle: its log is i arg(det)
     return where(sign < 0, float("nan"), logabs)
 
 

@@ -320,9 +320,9 @@ def _(node, g):
     xp = target._device.backend.xp
     t = target._data
     w, safe = _nll_weights(xp, t, weight, ignore_index, dtype)
-    if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            w = w / w.sum(dtype=dtype)
+    if reduction == "mean":  # every target ignored: a zero gradient (the loss is nan), as PyTorch
+        total = w.sum(dtype=dtype)
+        w = w / xp.where(total == 0, 1, total)
     if len(shape) == 1:
         coef = xp.zeros(shape, dtype=dtype)
         coef[safe] = -w

@@ -213,7 +213,7 @@ def _incomplete_gamma_derivative(name: str, sign: float):
         a, x = node.saved
         needs_a, needs_x = node.needs_input_grad
         if needs_a:
-            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
         return None, (g * _density(a, x) * sign if needs_x else None)
 
     return derivative
@@ -236,7 +236,7 @@ def igamma(input, other):
 
     Raises:
         NotImplementedError: for integer or bool tensors, as torch.
-        RuntimeError: in backward, when ``input`` requires grad.
+        NotImplementedError: in backward, when ``input`` requires grad (as torch).
     """
     _check_floating("igamma", input, other)
     return _dispatch.apply_binary(_igamma, input, other)

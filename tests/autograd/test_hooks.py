@@ -177,3 +177,12 @@ def test_hook_and_retain_grad_on_second_output_of_a_multi_output_node(device):
     assert_close(x.grad, tensor.tensor([2.0, 2.0, 30.0, 30.0]))
     assert_close(hi.grad, tensor.tensor([30.0, 30.0]))
     assert_close(lo.grad, tensor.tensor([2.0, 2.0]))
+
+
+def test_hook_handle_is_a_context_manager():
+    x = tensor.ones(2, requires_grad=True)
+    calls = []
+    with x.register_hook(lambda g: calls.append(1)):
+        (x * 2).sum().backward()
+    (x * 2).sum().backward()  # removed on leaving the block
+    assert calls == [1]

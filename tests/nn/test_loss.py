@@ -280,3 +280,13 @@ def test_errors(call, error, message):
 def test_mse_loss_warns_on_broadcasting_shapes():
     with pytest.warns(UserWarning, match="different to the input size"):
         F.mse_loss(tensor.randn(3, 2), tensor.randn(2))
+
+
+def test_every_target_ignored_gives_a_nan_loss_and_zero_gradients(torch):
+    def run(lib, functional):
+        x = lib.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+        loss = functional.cross_entropy(x, lib.tensor([1, 1, 1]), ignore_index=1)
+        loss.backward()
+        return np.isnan(loss.item()), x.grad.abs().sum().item()
+
+    assert run(tensor, F) == run(torch, torch.nn.functional) == (True, 0.0)

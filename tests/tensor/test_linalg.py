@@ -422,3 +422,16 @@ def test_norm_argument_errors_as_torch():
     widened = tensor.linalg.vector_norm(tensor.ones(2, dtype=tensor.complex64), dtype=tensor.complex128)
     assert widened.dtype == tensor.float64
     assert tensor.linalg.vecdot(tensor.tensor([1j]), tensor.tensor([1j])).item() == 1
+
+
+def test_logdet_of_complex_matrices_matches_torch(torch):
+    a = np.array([[[1 + 2j, 0.5], [0.3j, 2 - 1j]], [[0, 1], [1, 0]]])
+
+    def run(lib):
+        A = lib.tensor(a, requires_grad=True)
+        d = lib.logdet(A)
+        lib.view_as_real(d).sum().backward()
+        return np.array(d.tolist()), np.array(A.grad.tolist())
+
+    for ours, theirs in zip(run(tensor), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)

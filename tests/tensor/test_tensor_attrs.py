@@ -271,3 +271,9 @@ def test_cast_methods(device, method, dtype):
 def test_cast_methods_as_torch(torch):
     for method, dtype in CAST_METHODS.items():
         assert getattr(torch.tensor([1.0]), method)().dtype == getattr(torch, dtype), method
+
+
+def test_size_of_a_dim_of_a_0d_tensor_raises_as_torch():
+    with pytest.raises(IndexError, match="tensor has no dimensions"):
+        tensor.tensor(1.0).size(0)
+    assert tensor.tensor(1.0).size() == () and tensor.ones(2, 3).size(-1) == 3
