@@ -200,16 +200,39 @@ def apply_binary(op, a, b, float_result=False):
     return result
 
 
+# Ops whose functions take a Python number first, as torch's Scalar-self overloads (torch.mul(2, t));
+# the comparisons and most others refuse one, as torch does.
+_SCALAR_FIRST = frozenset({"mul", "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
+                           "bitwise_left_shift", "bitwise_right_shift"})
+
+
 def binary_function(op, float_result=False):
     """``fn(input, other)``: ``apply_binary(op, input, other, float_result)``, the public function
     (and Tensor operator) of a binary op with no other argument. Compiled, it is a C function: no
     Python frame between ``a * b`` and the dispatcher."""
 
     def run(input, other):
-        return apply_binary(op, input, other, float_result)
+        try:
+            return apply_binary(op, input, other, float_result)
+        except TypeError:  # off the hot path: a Python number first (torch.mul(2, t)), or a bad input
+            if not _takes_number_first(op, input, other):
+                raise
+        return _number_first(op, input, other, float_result)
 
     _BINARY[run] = (op, float_result)
     return run
+
+
+def _takes_number_first(op, input, other) -> bool:
+    """Whether ``op(input, other)`` is a Python number then a tensor, which ``op`` accepts."""
+    return op.name in _SCALAR_FIRST and type(input) in (bool, int, float, complex) and isinstance(other, TensorBase)
+
+
+def _number_first(op, number, other, float_result):
+    """``op(number, other)``: the number as a 0-d tensor of the dtype it gives beside ``other``."""
+    other_tensor = other  # typed TensorBase when compiled
+    first = scalar_tensor(number, _dtype.scalar_result_type(other_tensor.dtype, number), other_tensor._device)
+    return apply_binary(op, first, other, float_result)
 
 
 # A function binary_function made -> (op, float_result), for binary_with_out.
@@ -228,7 +251,12 @@ def binary_with_out(fn, write_out):
 
     def run(input, other, *, out=None):
         if out is None:
-            return apply_binary(op, input, other, float_result)
+            try:
+                return apply_binary(op, input, other, float_result)
+            except TypeError:  # as in binary_function
+                if not _takes_number_first(op, input, other):
+                    raise
+            return _number_first(op, input, other, float_result)
         return write_out(fn, input, other, out)
 
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__

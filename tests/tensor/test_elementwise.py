@@ -467,3 +467,19 @@ def test_gradients_through_complex_python_scalars_match_torch(torch):
 
     for name, f in ops.items():
         np.testing.assert_allclose(grads(tensor, f), grads(torch, f), rtol=1e-12, err_msg=name)
+
+
+def test_a_python_number_first_where_torch_takes_one(torch):
+    """torch's Scalar-self overloads (``torch.mul(2, t)``); the comparisons refuse a number first."""
+    for name in ("mul", "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor",
+                 "bitwise_left_shift", "bitwise_right_shift", "eq", "maximum"):
+        for number in (2, 2.5, True):
+            results = []
+            for lib in (tensor, torch):
+                other = lib.tensor([1, 3]) if name.startswith("bitwise") else lib.tensor([1.0, 3.0])
+                try:
+                    out = getattr(lib, name)(number, other)
+                    results.append((out.tolist(), str(out.dtype).split(".")[-1]))
+                except (TypeError, NotImplementedError) as exc:
+                    results.append(type(exc).__name__)
+            assert results[0] == results[1], (name, number, results)
