@@ -48,11 +48,13 @@ def _sizes(size) -> tuple:
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
     """Make a tensor that owns a copy of ``data`` (numbers, nested lists, arrays or tensors).
 
-    Python floats give the default float dtype, ints give int64; numpy arrays keep theirs.
+    Python floats give the default float dtype, ints give int64; numpy arrays and scalars and
+    tensors keep theirs, also inside lists (a float64 one makes the result float64).
 
     Raises:
         TypeError: for data of an unsupported type (strings, objects, complex numbers).
         ValueError: for ragged nested lists.
+        RuntimeError: for numbers (not numpy arrays) that an integer ``dtype`` cannot hold.
     """
     if _dispatch.is_tensor(data):
         out = data.detach().to(device or data.device, dtype or data.dtype, copy=True)
@@ -69,12 +71,40 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
         raise TypeError(f"Could not infer dtype of {type(data).__name__} (numpy parsed it as {host.dtype})")
     if dtype is not None:
         target = _dtype.as_dtype(dtype)
-    elif isinstance(data, (np.ndarray, np.generic)):
+        if target.numpy.kind in "iu" and host.dtype != target.numpy and not isinstance(data, np.ndarray):
+            _check_fits(host, target)
+    elif isinstance(data, (np.ndarray, np.generic)) or (host.dtype.char in "dD" and _holds_wide(data)):
         target = _dtype.from_numpy_dtype(host.dtype)
     else:
         target = _dtype.infer_dtype(host.dtype)
     array, dev = _place(host.astype(target.numpy, copy=False), None, device)
     return _finish(array, dev, requires_grad)
+
+
+_PYTHON_NUMBERS = frozenset((float, int, bool, complex))
+
+
+def _holds_wide(data) -> bool:
+    """Whether nested sequences ``data`` hold a float64 or complex128 numpy scalar, array or tensor,
+    whose dtype PyTorch keeps (Python floats alone take the default dtype)."""
+    if isinstance(data, (list, tuple)):
+        return not _PYTHON_NUMBERS.issuperset(map(type, data)) and any(map(_holds_wide, data))
+    return getattr(getattr(data, "dtype", None), "name", None) in ("float64", "complex128")
+
+
+def _check_fits(host: np.ndarray, target) -> None:
+    """PyTorch's check of Python numbers converted to an integer dtype (an unsigned one also
+    takes negatives down to minus its maximum, which wrap around).
+
+    Raises:
+        RuntimeError: for NaN, infinities or values outside the dtype's range.
+    """
+    if host.dtype.kind not in "iuf" or not host.size:
+        return
+    info = np.iinfo(target.numpy)
+    low = -info.max if info.min == 0 else info.min
+    if ((host < low) | (host >= info.max + 1) | (host != host)).any():
+        raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -226,29 +256,62 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = Fal
 
 @factory()
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
-    """Values ``start, start+step, ...`` below ``end``; int64 unless an argument is a float.
+    """Values ``start, start+step, ...`` below ``end``; int64 unless an argument is a float. The
+    arguments may be 0-d tensors; for an integer ``dtype`` they are truncated first, as in PyTorch.
 
     Raises:
         RuntimeError: for a zero step or one whose sign cannot reach ``end``.
+        ValueError: for a step that truncates to zero.
+        TypeError: for a tensor argument that is not 0-d.
     """
     if end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("arange(): step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError(
-            f"arange(): upper bound and larger bound inconsistent with step sign "
-            f"(start={start}, end={end}, step={step})"
-        )
+    if not (type(start) in _PYTHON_NUMBERS and type(end) in _PYTHON_NUMBERS and type(step) in _PYTHON_NUMBERS):
+        start, end, step = (scalar_argument("arange", v) for v in (start, end, step))
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if is_float else _dtype.int64
     d = _dtype.as_dtype(dtype)
+    start, end, step = checked_bounds("arange", start, end, step, d)
     count = max(math.ceil((end - start) / step), 0)
     host = (start + step * np.arange(count, dtype=np.float64)).astype(d.numpy) if d.is_floating_point \
         else np.arange(start, end, step, dtype=d.numpy)
     array, dev = _place(host, None, device)
     return _finish(array, dev, requires_grad)
+
+
+def scalar_argument(op: str, value):
+    """A bound or step of ``arange``/``range`` as a Python number (0-d tensors and numpy scalars
+    are read).
+
+    Raises:
+        TypeError: for a tensor with elements other than one.
+    """
+    if _dispatch.is_tensor(value) and value.ndim:
+        raise TypeError(f"{op}(): argument must be Number, not Tensor of shape {list(value.shape)}")
+    return value.item() if hasattr(value, "item") else value
+
+
+def checked_bounds(op: str, start, end, step, d) -> tuple:
+    """``arange``/``range``'s bounds and step, as an integer ``d`` takes them, truncated (as
+    PyTorch casts them first).
+
+    Raises:
+        RuntimeError: for a zero step or one whose sign cannot reach ``end``.
+        ValueError: for a step that truncates to zero.
+    """
+    if step == 0:
+        raise RuntimeError(f"{op}(): step must be nonzero")
+    if not (d.is_floating_point or d.is_complex):
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError(f"{op}(): step must be nonzero (it truncates to 0 for {d.name})")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"{op}(): upper bound and larger bound inconsistent with step sign "
+            f"(start={start}, end={end}, step={step})"
+        )
+    return start, end, step
 
 
 @factory()
@@ -267,7 +330,14 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: 
 
 @factory()
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
-    """An ``n`` x ``m`` identity matrix."""
+    """An ``n`` x ``m`` identity matrix.
+
+    Raises:
+        RuntimeError: for a negative ``n`` or ``m``.
+    """
+    for name, size in (("n", n), ("m", m)):
+        if size is not None and size < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {size}")
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     array, dev = _place(np.eye(n, m, dtype=d.numpy), None, device)
     return _finish(array, dev, requires_grad)

@@ -50,15 +50,21 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False) ->
 
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:  # noqa: A001
     """``torch.range`` (deprecated there): ``start, start+step, ...`` up to and INCLUDING ``end``,
-    of the default float dtype unless ``dtype`` is given.
+    of the default float dtype unless ``dtype`` is given (then, for an integer one, the arguments
+    are truncated first, as ``arange``'s).
 
     Raises:
-        ValueError: for ``step == 0``.
+        RuntimeError: for ``step == 0`` or a step whose sign cannot reach ``end``.
+        ValueError: for a step that truncates to zero.
     """
-    if step == 0:
-        raise ValueError("range: step must be nonzero")
-    count = max(math.floor((end - start) / step) + 1, 0)
-    values = _creation.arange(count, dtype=dtype or _dtype.get_default_dtype(), device=device) * step + start
+    start, end, step = (_creation.scalar_argument("range", v) for v in (start, end, step))
+    d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    start, end, step = _creation.checked_bounds("range", start, end, step, d)
+    count = math.floor((end - start) / step) + 1
+    if isinstance(step, int) and isinstance(start, int):  # exact, also beyond float64's integers
+        values = _creation.arange(start, start + count * step, step, dtype=d, device=device)
+    else:
+        values = (_creation.arange(count, dtype=_dtype.float64, device=device) * step + start).to(d)
     return values.requires_grad_(requires_grad)
 
 

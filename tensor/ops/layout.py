@@ -8,12 +8,13 @@ the diagonal pair are primitives whose derivative is the same op (or its partner
 from __future__ import annotations
 
 import itertools
+import math
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .indexing import index_select
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
-from .shape import cat, expand, movedim, reshape, stack, unpacked
+from .shape import _sizes, cat, expand, flatten, movedim, reshape, stack, unpacked
 
 __all__ = [
     "tril",
@@ -76,9 +77,14 @@ def _flip(xp, a, dims):
 _flip.derivative(lambda node, g: (_dispatch.apply_unary(_flip, g, node.params),))
 
 
-def flip(input, dims):
-    """A copy with the order of elements reversed along ``dims``."""
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+def flip(input, *given, dims=None):
+    """A copy with the order of elements reversed along ``dims`` (given as dims, a tuple or ``dims=``).
+
+    Raises:
+        RuntimeError: if a dim appears twice.
+        TypeError: if the dims are given both positionally and by keyword.
+    """
+    dims = _sizes("flip", given, "dims", dims)
     if not dims:
         return input.clone()
     return _dispatch.apply_unary(_flip, input, (normalize_dims(dims, input.ndim, "flip"),))
@@ -177,9 +183,13 @@ def repeat(input, *sizes):
     return reshape(expanded, tuple(r * s for r, s in zip(sizes, shape)))
 
 
-def tile(input, dims):
-    """``repeat`` with missing leading sizes taken as 1."""
-    dims = tuple(dims)
+def tile(input, *given, dims=None):
+    """``repeat`` with missing leading sizes taken as 1 (given as sizes, a tuple or ``dims=``).
+
+    Raises:
+        TypeError: if the sizes are given both positionally and by keyword.
+    """
+    dims = _sizes("tile", given, "dims", dims)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
@@ -189,7 +199,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     ``repeat_interleave(repeats)`` with a tensor alone gives ``[0]*r0 + [1]*r1 + ...``.
 
     Raises:
-        RuntimeError: if a tensor ``repeats`` has the wrong length or negative entries.
+        RuntimeError: if a tensor ``repeats`` has more than 1 dim, the wrong length or negative entries.
     """
     if repeats is None:
         return _dispatch.make(_index_repeat(input, input.shape[0], input._device), input._device)
@@ -197,6 +207,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         input, dim = input.reshape(-1), 0
     dim = wrap_dim(dim, input.ndim)
     n = input.shape[dim] if input.ndim else 1
+    if _dispatch.is_tensor(repeats) and repeats.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if _dispatch.is_tensor(repeats) and repeats.ndim == 1 and repeats.shape[0] not in (1, n):
         raise RuntimeError(
             f"repeats must have the same size as input along dim, but got "
@@ -262,10 +274,19 @@ def broadcast_shapes(*shapes):
 
 
 def meshgrid(*tensors, indexing: str = "ij"):
-    """Coordinate grids from 1-d tensors (``indexing='ij'`` or ``'xy'``), as expanded views."""
+    """Coordinate grids from 0-d or 1-d tensors of one dtype (``indexing='ij'`` or ``'xy'``), as
+    expanded views.
+
+    Raises:
+        RuntimeError: for an unknown ``indexing``, a tensor of more dims, or mixed dtypes.
+    """
     tensors = unpacked(tensors)
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    if any(t.ndim > 1 for t in tensors):
+        raise RuntimeError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list")
+    if any(t.dtype is not tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
     shape = tuple(t.numel() for t in tensors)
     grids = []
     for i, t in enumerate(tensors):
@@ -278,13 +299,43 @@ def meshgrid(*tensors, indexing: str = "ij"):
 
 
 def unflatten(input, dim: int, sizes):
-    """Split dim ``dim`` into ``sizes`` (one of them may be -1)."""
+    """Split dim ``dim`` into ``sizes`` (one of them may be -1).
+
+    Raises:
+        RuntimeError: if ``sizes`` do not multiply up to the dim's size.
+    """
     dim = wrap_dim(dim, input.ndim)
-    return reshape(input, input.shape[:dim] + tuple(sizes) + input.shape[dim + 1 :])
+    sizes, size = tuple(sizes), input.shape[dim]
+    known = math.prod(s for s in sizes if s != -1)
+    if (known != size) if -1 not in sizes else (known == 0 or size % known):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} ({size}) in the "
+            "input tensor")
+    sizes = tuple(size // known if s == -1 else s for s in sizes)  # from the dim: the input may be empty
+    return reshape(input, input.shape[:dim] + sizes + input.shape[dim + 1 :])
+
+
+@defop("unfold", is_view=True)
+def _unfold(xp, a, dim, size, step):
+    storage, start = _backend.storage_of(xp, a)
+    windows = (a.shape[dim] - size) // step + 1
+    shape = a.shape[:dim] + (windows,) + a.shape[dim + 1 :] + (size,)
+    strides = a.strides[:dim] + (a.strides[dim] * step,) + a.strides[dim + 1 :] + (a.strides[dim],)
+    return _backend.storage_view(xp, storage, shape, strides, start, a.dtype)
+
+
+@_unfold.derivative
+def _(node, g):
+    dim, size, step = node.params
+    windows = g.shape[dim]
+    index = on_device(g._device, lambda xp: (xp.arange(windows)[:, None] * step + xp.arange(size)).reshape(-1))
+    spread = flatten(movedim(g, -1, dim + 1), dim, dim + 1)  # window i's elements at i * size ...
+    return (g.new_zeros(node.input_shapes[0]).index_add(dim, _dispatch.make(index, g._device), spread),)
 
 
 def unfold(input, dimension: int, size: int, step: int):
-    """``Tensor.unfold``: every window of ``size`` along ``dimension``, ``step`` apart, in a new last dim.
+    """``Tensor.unfold``: every window of ``size`` along ``dimension``, ``step`` apart, in a new last
+    dim; a view (windows may overlap).
 
     Raises:
         RuntimeError: if ``size`` exceeds the dim's size or ``step`` is not positive.
@@ -295,15 +346,9 @@ def unfold(input, dimension: int, size: int, step: int):
         raise RuntimeError(f"maximum size for tensor at dimension {dim} is {n} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    windows = (n - size) // step + 1
-    index = on_device(
-        input._device, lambda xp: (xp.arange(windows)[:, None] * step + xp.arange(size)[None, :]).reshape(-1)
-    )
-    flat = input.reshape(1) if input.ndim == 0 else input
-    picked = index_select(flat, dim, _dispatch.make(index, input._device))
-    picked = unflatten(picked, dim, (windows, size))
-    out = movedim(picked, dim + 1, -1)
-    return out.reshape(size) if input.ndim == 0 else out
+    if input.ndim == 0:
+        return _dispatch.apply_unary(_unfold, input.reshape(1), (0, size, step)).reshape(size)
+    return _dispatch.apply_unary(_unfold, input, (dim, size, step))
 
 
 # ------------------------------------------------------------------ diagonals
@@ -450,7 +495,11 @@ swapdims = swapaxes
 
 
 def moveaxis(input, source, destination):
-    """Move dims ``source`` to positions ``destination`` (ints or sequences); a view."""
+    """Move dims ``source`` to positions ``destination`` (ints or sequences); a view.
+
+    Raises:
+        RuntimeError: if ``source`` and ``destination`` differ in length or repeat a dim.
+    """
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
@@ -460,6 +509,11 @@ def moveaxis(input, source, destination):
         )
     src = [wrap_dim(d, input.ndim) for d in src]
     dst = [wrap_dim(d, input.ndim) for d in dst]
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    if input.ndim == 0:
+        return input.view(())
     order = [d for d in range(input.ndim) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

@@ -7,9 +7,23 @@ The differentiable ones are compositions of ``where``, ``gather``, ``scatter_add
 
 from __future__ import annotations
 
+import math
+
 from .. import _backend, _dispatch, _dtype
 from .elementwise import where
-from .indexing import _along_dim, _check_index_tensor, index_add, index_put, index_select, scatter, scatter_add
+from .indexing import (
+    _along_dim,
+    _at_least_1d,
+    _check_index_source,
+    _check_index_tensor,
+    _check_range,
+    _prepared,
+    _put_along,
+    index_put,
+    index_select,
+    scatter,
+    scatter_add,
+)
 from .layout import broadcast_tensors
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
@@ -81,10 +95,14 @@ def masked_scatter(input, mask, source):
     """Copy ``source``'s leading elements, in order, into ``input`` where ``mask`` is True.
 
     Raises:
-        RuntimeError: if ``mask`` is not bool or ``source`` has fewer elements than True entries.
+        RuntimeError: if ``mask`` is not bool, ``source`` is of another dtype or has fewer elements
+            than True entries.
     """
     if mask.dtype is not _dtype.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype.name}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
+                           f"{input.dtype.name} and {source.dtype.name}")
     mask = mask.expand(input.shape) if mask.shape != input.shape else mask
     flat_mask = mask.reshape(-1)
     position = flat_mask.long().cumsum(0) - 1
@@ -93,14 +111,15 @@ def masked_scatter(input, mask, source):
         raise RuntimeError(f"masked_scatter: expected source to have at least {count} elements, got {source.numel()}")
     if source.numel() == 0:
         return input.clone()
-    picked = source.reshape(-1).to(input.dtype)[position.clamp(min=0)]
+    picked = source.reshape(-1)[position.clamp(min=0)]
     return where(mask, picked.reshape(input.shape), input)
 
 
 @defop("unique", differentiable=False)
 def _unique(xp, a, dim):
     if dim is None:
-        values, inverse, counts = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+        # each NaN is distinct, as in PyTorch (numpy merges them by default)
+        values, inverse, counts = xp.unique(a.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         return values, inverse.reshape(a.shape).astype("int64"), counts.astype("int64")
     values, inverse, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=dim)
     return values, inverse.reshape(-1).astype("int64"), counts.astype("int64")
@@ -111,17 +130,36 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
     return out[0] if len(out) == 1 else out
 
 
+def _check_unique_dim(input, dim):
+    """``dim`` wrapped (None stays None).
+
+    Raises:
+        RuntimeError: for an empty input with an empty dim other than ``dim``.
+    """
+    if dim is None:
+        return None
+    dim = wrap_dim(dim, input.ndim)
+    if input.numel() == 0 and any(s == 0 for k, s in enumerate(input.shape) if k != dim):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    return dim
+
+
 def unique(input, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim=None):  # noqa: A002
-    """The sorted distinct elements (or slices along ``dim``), optionally with the inverse map and counts."""
-    if dim is not None:
-        dim = wrap_dim(dim, input.ndim)
+    """The sorted distinct elements (or slices along ``dim``), optionally with the inverse map and
+    counts; each NaN is distinct.
+
+    Raises:
+        RuntimeError: for an empty input with an empty dim other than ``dim``.
+    """
+    dim = _check_unique_dim(input, dim)
     values, inverse, counts = _run_multi(_unique, input, (dim,))
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
 
 @defop("unique_consecutive", differentiable=False)
 def _unique_consecutive(xp, a, dim):
-    moved = a.reshape(-1, 1) if dim is None else xp.moveaxis(a, dim, 0).reshape(a.shape[dim], -1)
+    rest = math.prod(a.shape[:dim] + a.shape[dim + 1:]) if dim is not None else 1
+    moved = a.reshape(-1, 1) if dim is None else xp.moveaxis(a, dim, 0).reshape(a.shape[dim], rest)
     n = moved.shape[0]
     keep = xp.ones((n,), dtype=bool)
     if n > 1:
@@ -135,9 +173,12 @@ def _unique_consecutive(xp, a, dim):
 
 
 def unique_consecutive(input, return_inverse: bool = False, return_counts: bool = False, dim=None):
-    """Collapse runs of equal consecutive elements (or slices along ``dim``) to one."""
-    if dim is not None:
-        dim = wrap_dim(dim, input.ndim)
+    """Collapse runs of equal consecutive elements (or slices along ``dim``) to one.
+
+    Raises:
+        RuntimeError: for an empty input with an empty dim other than ``dim``.
+    """
+    dim = _check_unique_dim(input, dim)
     values, inverse, counts = _run_multi(_unique_consecutive, input, (dim,))
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
 
@@ -213,24 +254,30 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     With ``include_self=False`` the input's values at scattered positions are ignored.
 
     Raises:
-        RuntimeError: for an unknown ``reduce`` or a non-integer index.
+        RuntimeError: for an unknown ``reduce``, a non-integer index, index values outside
+            ``[0, size)``, or an index larger than the input (outside ``dim``) or ``src``.
     """
-    _check_index_tensor("scatter_reduce", index)
-    d = wrap_dim(dim, input.ndim)
-    src = src.to(input.dtype) if src.dtype is not input.dtype else src
-    if reduce in ("sum", "mean"):
-        base = input if include_self else scatter(input, d, index, 0)
-        total = scatter_add(base, d, index, src)
-        if reduce == "sum":
-            return total
-        count = scatter_add(
-            input.new_full(input.shape, 1 if include_self else 0), d, index, input.new_ones(index.shape)
-        )
-        count = where(count == 0, 1, count).to(input.dtype)
-        return total // count if not input.dtype.is_floating_point else total / count
-    if reduce not in _IDENTITY:
+    if reduce not in ("sum", "mean", *_IDENTITY):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    return _dispatch.apply(_scatter_reduce, (input, src, index), (d, reduce, include_self))
+    _check_index_tensor("scatter_reduce", index)
+    if index.numel() == 0:
+        return input.clone()
+    d, index = _prepared("scatter_reduce", input, dim, index, src)
+    src = src.to(input.dtype) if src.dtype is not input.dtype else src
+    out = _scatter_reduce_checked(_at_least_1d(input), d, index, _at_least_1d(src), reduce, include_self)
+    return out if input.ndim else out.reshape(())
+
+
+def _scatter_reduce_checked(input, d, index, src, reduce, include_self):
+    if reduce not in ("sum", "mean"):
+        return _dispatch.apply(_scatter_reduce, (input, src, index), (d, reduce, include_self))
+    base = input if include_self else scatter(input, d, index, 0)
+    total = scatter_add(base, d, index, src)
+    if reduce == "sum":
+        return total
+    count = scatter_add(input.new_full(input.shape, 1 if include_self else 0), d, index, input.new_ones(index.shape))
+    count = where(count == 0, 1, count).to(input.dtype)
+    return total // count if not input.dtype.is_floating_point else total / count
 
 
 def _index_along(index, dim, shape):
@@ -244,12 +291,17 @@ def index_reduce(input, dim: int, index, source, reduce: str, *, include_self: b
     """Reduce slices of ``source`` into ``input[..., index[i], ...]`` with "prod", "mean", "amax" or "amin".
 
     Raises:
-        RuntimeError: for an unknown ``reduce``.
+        RuntimeError: for an unknown ``reduce``, or a bad index or source (as ``index_add``).
+        IndexError: for a >1-d index or index values outside ``[0, size)``.
     """
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     d = wrap_dim(dim, input.ndim)
-    return scatter_reduce(input, d, _index_along(index, d, source.shape), source, reduce, include_self=include_self)
+    _check_index_source("index_reduce", input, d, index, source)
+    flat, flat_source = _at_least_1d(input), _at_least_1d(source)
+    index = _index_along(index.reshape(-1), d, flat_source.shape)
+    out = scatter_reduce(flat, d, index, flat_source, reduce, include_self=include_self)
+    return out if input.ndim else out.reshape(())
 
 
 def _index_mask(input, dim, index):
@@ -260,27 +312,74 @@ def _index_mask(input, dim, index):
     return mask.reshape(view)
 
 
+def _check_long_index(op: str, index, error: type) -> None:
+    if not _dispatch.is_tensor(index) or index.dtype is not _dtype.int64:
+        got = index.dtype.name if _dispatch.is_tensor(index) else type(index).__name__
+        raise error(f"{op}(): Expected dtype int64 for index, got {got}")
+
+
 def index_fill(input, dim: int, index, value):
-    """``input`` with the entries ``index`` along ``dim`` set to ``value``."""
-    _check_index_tensor("index_fill", index)
+    """``input`` with the entries ``index`` along ``dim`` set to ``value`` (negative indices count
+    from the end).
+
+    Raises:
+        IndexError: for a non-int64 index, or index values outside ``[-size, size)``.
+    """
+    _check_long_index("index_fill", index, IndexError)
     d = wrap_dim(dim, input.ndim)
     if _dispatch.is_tensor(value):
         value = value.to(input.dtype)
-    return where(_index_mask(input, d, index.reshape(-1)), value, input)
+    flat = _at_least_1d(input)
+    out = where(_index_mask(flat, d, index.reshape(-1)), value, flat)
+    return out if input.ndim else out.reshape(())
 
 
 def index_copy(input, dim: int, index, source):
-    """``input`` with the entries ``index`` along ``dim`` replaced by ``source``'s slices in order."""
-    _check_index_tensor("index_copy", index)
+    """``input`` with the entries ``index`` along ``dim`` replaced by ``source``'s slices in order;
+    of repeated indices, the last slice wins.
+
+    Raises:
+        RuntimeError: for a non-int64 index, or a source of another dtype or slice shape.
+        IndexError: for a >1-d index, a source of another rank or number of slices, or index
+            values outside ``[0, size)``.
+    """
     d = wrap_dim(dim, input.ndim)
-    placed = index_add(input.new_zeros(input.shape), d, index, source.to(input.dtype))
-    return where(_index_mask(input, d, index), placed, input)
+    _check_index_copy(input, d, index, source)
+    return _put_along(input, d, index, source, False)
+
+
+def _check_index_copy(input, d: int, index, source) -> None:
+    """PyTorch's checks of ``index_copy`` (a 0-d input or source matches any rank)."""
+    _check_long_index("index_copy", index, RuntimeError)
+    if index.ndim > 1:
+        raise IndexError(f"index_copy(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy(): self and source expected to have the same dtype, but got (self) "
+                           f"{input.dtype.name} and (source) {source.dtype.name}")
+    if input.ndim and source.ndim and input.ndim != source.ndim:
+        raise IndexError(f"index_copy(): When source and destination are not scalars, their dimensionality must "
+                         f"match. Source dimensionality ({source.ndim}), destination dimensionality ({input.ndim})")
+    if input.ndim and source.ndim and any(a != b for k, (a, b) in enumerate(zip(input.shape, source.shape)) if k != d):
+        raise RuntimeError(f"index_copy(): Source/destination tensor must have same slice shapes, got "
+                           f"{list(source.shape)} and {list(input.shape)} apart from dimension {d}")
+    slices = source.shape[d] if source.ndim else 1
+    if index.numel() != slices:
+        raise IndexError(f"index_copy(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                         f"({slices})")
+    _check_range("index_copy", input, d, index, IndexError)
 
 
 def take(input, index):
-    """The elements of the flattened ``input`` at ``index``, shaped like ``index``."""
+    """The elements of the flattened ``input`` at ``index`` (negative ones counting from the end),
+    shaped like ``index``.
+
+    Raises:
+        IndexError: for index values outside ``[-numel, numel)``.
+    """
     _check_index_tensor("take", index)
-    return index_select(input.reshape(-1), 0, index.reshape(-1)).reshape(index.shape)
+    flat = input.reshape(-1)
+    wrapped = where(index < 0, index + flat.shape[0], index)
+    return index_select(flat, 0, wrapped.reshape(-1)).reshape(index.shape)
 
 
 def put(input, index, source, accumulate: bool = False):

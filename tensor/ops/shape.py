@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from .. import _backend, _dispatch
+from .. import _backend, _dispatch, _dtype
 from .. import _memory_format as _formats
 from .._dtype import promote_types
-from .reduction import wrap_dim
+from .reduction import normalize_dims, wrap_dim
 from .registry import defop
 from .strided import to_memory_format
 
@@ -62,14 +62,17 @@ def _(node, g):
     return (g.reshape(node.input_shapes[0]),)
 
 
-def view(input, *shape, size=None):
-    """A view with a new shape (one dim may be -1), given as sizes, a tuple or ``size=``.
+def view(input, *shape, size=None, dtype=None):
+    """A view with a new shape (one dim may be -1), given as sizes, a tuple or ``size=``; or, given
+    a dtype, a view of the same bytes as that dtype (``_view_as_dtype``).
 
     Raises:
         RuntimeError: if the sizes do not match, or the strides cannot be viewed that way
-            (use ``reshape``).
+            (use ``reshape``), or as ``_view_as_dtype``.
         TypeError: if the shape is given both positionally and by keyword.
     """
+    if dtype is not None or (len(shape) == 1 and type(shape[0]) is _dtype.dtype):
+        return _view_as_dtype(input, dtype if dtype is not None else shape[0])
     shape = _infer_shape(_sizes("view", shape, "size", size), input.numel())
     try:
         return _dispatch.apply_unary(_view, input, (shape,))
@@ -78,6 +81,43 @@ def view(input, *shape, size=None):
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         ) from None
+
+
+@defop("view_dtype", is_view=True, differentiable=False)
+def _view_dtype(xp, a, dtype):
+    return a.view(dtype)
+
+
+def _view_as_dtype(input, dtype):
+    """``Tensor.view(dtype)``: the same memory read as ``dtype``. With a wider element the last dim
+    shrinks by the ratio of the sizes, with a narrower one it grows. Not differentiable.
+
+    Raises:
+        RuntimeError: for elements of another size when the input is 0-d, its last dim is not
+            contiguous, or (to a wider dtype) its last size, other strides or storage offset are
+            not multiples of the ratio.
+    """
+    target = _dtype.as_dtype(dtype)
+    if target.itemsize != input.dtype.itemsize:
+        _check_dtype_view(input, target)
+    return _dispatch.apply_unary(_view_dtype, input, (target.numpy,))
+
+
+def _check_dtype_view(input, target) -> None:
+    why = f"to view {input.dtype.name} as {target.name} (different element sizes)"
+    if input.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {why}")
+    strides = input.stride()
+    if strides[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {why}, but got {strides[-1]}")
+    ratio = target.itemsize // input.dtype.itemsize
+    if ratio <= 1:
+        return
+    checks = [("self.size(-1)", input.shape[-1]), ("self.storage_offset()", input.storage_offset())]
+    checks += [(f"self.stride({k})", s) for k, s in enumerate(strides[:-1])]
+    for name, value in checks:
+        if value % ratio:
+            raise RuntimeError(f"{name} must be divisible by {ratio} {why}, but got {value}")
 
 
 def reshape(input, *sizes, shape=None):
@@ -173,11 +213,17 @@ def movedim(input, source: int, destination: int):
 
 
 def squeeze(input, dim=None):
-    """Drop size-1 dims (all of them, or only those in ``dim``); a view."""
+    """Drop size-1 dims (all of them, or only those in ``dim``); a view.
+
+    Raises:
+        RuntimeError: if a dim appears twice in ``dim``.
+    """
     if dim is None:
         dims = [i for i, s in enumerate(input.shape) if s == 1]
-    else:
-        dims = [wrap_dim(d, input.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+    elif isinstance(dim, int):
+        dims = (wrap_dim(dim, input.ndim),)
+    else:  # (an empty sequence squeezes nothing, where normalize_dims would take every dim)
+        dims = normalize_dims(dim, input.ndim, "squeeze") if len(dim) else ()
     shape = tuple(s for i, s in enumerate(input.shape) if not (i in dims and s == 1))
     return view(input, shape)
 
@@ -234,8 +280,14 @@ def expand(input, *sizes, size=None):
 
 
 def flatten(input, start_dim: int = 0, end_dim: int = -1):
-    """Merge dims ``start_dim..end_dim`` into one."""
+    """Merge dims ``start_dim..end_dim`` into one.
+
+    Raises:
+        IndexError: for a dim out of range.
+        RuntimeError: if ``start_dim`` comes after ``end_dim``.
+    """
     if input.ndim == 0:
+        wrap_dim(start_dim, 0), wrap_dim(end_dim, 0)
         return reshape(input, (1,))
     s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if s > e:
@@ -257,29 +309,41 @@ def _(node, g):
 
 
 def cat(tensors, dim: int = 0):
-    """Concatenate along ``dim``; dtypes are promoted.
+    """Concatenate along ``dim``; dtypes are promoted. As in PyTorch, 1-d tensors with no
+    elements (``tensor([])``, a common start of an accumulation) are skipped.
 
     Raises:
-        RuntimeError: if the list is empty or the shapes differ outside ``dim``.
+        ValueError: for an empty list.
+        RuntimeError: for 0-d tensors, or if the shapes differ outside ``dim``.
     """
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("cat(): expected a non-empty list of Tensors")
-    d = wrap_dim(dim, tensors[0].ndim)
-    first = tensors[0]
-    for i, t in enumerate(tensors[1:], 1):
-        if t.ndim != first.ndim or t.shape[:d] + t.shape[d + 1:] != first.shape[:d] + first.shape[d + 1:]:
-            raise RuntimeError(
-                f"Sizes of tensors must match except in dimension {d}. Expected shape "
-                f"{list(first.shape)} (apart from dim {d}) but got {list(t.shape)} for tensor "
-                f"number {i} in the list."
-            )
-    dtype = first.dtype
+        raise ValueError("cat(): expected a non-empty list of Tensors")
+    shapes = [t.shape for t in tensors]
+    dtype = tensors[0].dtype
     for t in tensors[1:]:
         dtype = promote_types(dtype, t.dtype)
-    tensors = [t if t.dtype is dtype else t.to(dtype) for t in tensors]
-    sizes = tuple(t.shape[d] for t in tensors)
-    return _dispatch.apply(_cat, tuple(tensors), (d, sizes))
+    kept = [(t, shape) for t, shape in zip(tensors, shapes) if shape != (0,)]
+    if not kept:
+        return tensors[0].new_zeros((0,), dtype=dtype)
+    first = kept[0][1]
+    d = wrap_dim(dim, len(first))
+    _check_cat_shapes(shapes, first, d)
+    arrays = tuple(t if t.dtype is dtype else t.to(dtype) for t, _ in kept)
+    return _dispatch.apply(_cat, arrays, (d, tuple(shape[d] for _, shape in kept)))
+
+
+def _check_cat_shapes(shapes: list, first: tuple, d: int) -> None:
+    rest = first[:d] + first[d + 1:]
+    for i, shape in enumerate(shapes):
+        if not shape:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if shape != (0,) and (len(shape) != len(first) or shape[:d] + shape[d + 1:] != rest):
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected shape "
+                f"{list(first)} (apart from dim {d}) but got {list(shape)} for tensor "
+                f"number {i} in the list."
+            )
 
 
 def stack(tensors, dim: int = 0):
@@ -302,13 +366,21 @@ def stack(tensors, dim: int = 0):
 
 
 def narrow(input, dim: int, start: int, length: int):
-    """The slice ``start:start+length`` along ``dim``; a view."""
+    """The slice ``start:start+length`` along ``dim``; a view.
+
+    Raises:
+        IndexError: for ``start`` outside ``[-size, size]``.
+        RuntimeError: for a 0-d input, or a negative ``length`` or one that runs past the end.
+    """
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d]
-    if start < 0:
-        start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     index = (slice(None),) * d + (slice(start, start + length),)
     return input[index]
 
@@ -318,20 +390,20 @@ def split(input, split_size_or_sections=None, dim: int = 0, *, split_size=None):
     (``Tensor.split`` names the argument ``split_size``, ``tensor.split`` the other way).
 
     Raises:
-        RuntimeError: if explicit sizes do not add up to the dim's size.
+        RuntimeError: for a 0-d input, a negative ``split_size`` (or 0 for a non-empty dim), or
+            explicit sizes that do not add up to the dim's size.
         TypeError: if the sizes are missing or given twice.
     """
     if (split_size_or_sections is None) == (split_size is None):
         given = "both" if split_size is not None else "neither"
         raise TypeError(f"split() takes one of split_size_or_sections and split_size, got {given}")
     split_size_or_sections = split_size if split_size is not None else split_size_or_sections
+    if input.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0:
-            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+        sizes = _split_sizes(split_size_or_sections, size)
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != size:
@@ -346,12 +418,28 @@ def split(input, split_size_or_sections=None, dim: int = 0, *, split_size=None):
     return tuple(parts)
 
 
+def _split_sizes(step: int, size: int) -> list:
+    if step < 0 or (step == 0 and size):
+        raise RuntimeError(
+            f"split expects split_size be non-negative, but got split_size={step}" if step < 0 else
+            f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+        )
+    return [min(step, size - s) for s in range(0, size, step)] if size else [0]
+
+
 def chunk(input, chunks: int, dim: int = 0):
-    """Split into ``chunks`` nearly equal pieces (fewer if the dim is small)."""
+    """Split into ``chunks`` nearly equal pieces (fewer if the dim is small; ``chunks`` empty
+    pieces of an empty dim).
+
+    Raises:
+        RuntimeError: for ``chunks`` < 1 or a 0-d input.
+    """
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     size = input.shape[wrap_dim(dim, input.ndim)]
-    return split(input, max(-(-size // chunks), 1), dim)
+    return split(input, -(-size // chunks), dim) if size else split(input, [0] * chunks, dim)
 
 
 def unbind(input, dim: int = 0):

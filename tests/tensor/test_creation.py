@@ -199,3 +199,61 @@ def test_as_tensor_shares_numpy_memory():
     source[0] = 5.0
     assert t[0].item() == 5.0
     assert tensor.as_tensor(source, dtype=tensor.float32).dtype is tensor.float32
+
+
+# ------------------------------------------------------------------ regressions found by the torch fuzz
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.tensor([np.float64(0.1), np.float64(0.2)]),
+    lambda m: m.tensor([m.tensor(0.1, dtype=m.float64)]),
+    lambda m: m.tensor([[np.float64(1.0)], [2.0]]),
+    lambda m: m.tensor([1j, np.float64(1.0)]),
+    lambda m: m.tensor([np.float32(1.0), 2.0]),
+    lambda m: m.tensor([np.int32(1), np.int32(2)]),
+    lambda m: m.tensor([1.0, 2.0]),
+], ids=["np_float64", "tensor_float64", "nested", "complex", "np_float32", "np_int32", "python"])
+def test_tensor_keeps_the_dtype_of_typed_items(torch, make):
+    ours, theirs = make(tensor), make(torch)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert_close(ours, theirs.numpy())
+
+
+@pytest.mark.parametrize("data,dtype", [
+    ([1, 2**40], "int32"), ([float("nan")], "int32"), ([300], "uint8"), ([-129], "int8"),
+    ([float("inf")], "int64"), ([3e9], "int32"), ([2.0**31], "int32"), (2**40, "int32"), ([-256], "uint8"),
+])
+def test_tensor_refuses_numbers_an_integer_dtype_cannot_hold(torch, data, dtype):
+    for lib in (tensor, torch):
+        with pytest.raises(RuntimeError, match=f"cannot be converted to type {dtype} without overflow"):
+            lib.tensor(data, dtype=getattr(lib, dtype))
+
+
+def test_tensor_integer_dtype_truncates_and_wraps_like_torch(torch):
+    for data, dtype in (([1.5, -2.7], "int32"), ([-1, -255], "uint8"), ([-2.0**31], "int32")):
+        assert tensor.tensor(data, dtype=getattr(tensor, dtype)).tolist() == \
+            torch.tensor(data, dtype=getattr(torch, dtype)).tolist()
+    assert tensor.tensor(np.array([2**40]), dtype=tensor.int32).tolist() == [0]  # arrays are cast, as in torch
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.arange(m.tensor(5.0)),
+    lambda m: m.arange(m.tensor(5)),
+    lambda m: m.arange(m.tensor(1), 4.5),
+    lambda m: m.arange(np.float32(2.5)),
+    lambda m: m.arange(0.5, 3.7, 1, dtype=m.int64),
+    lambda m: m.arange(-0.5, 5, 1.5, dtype=m.int64),
+])
+def test_arange_scalar_arguments_like_torch(torch, make):
+    ours, theirs = make(tensor), make(torch)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_arange_step_truncated_to_zero_and_eye_sizes(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(ValueError, match="step must be nonzero"):
+            lib.arange(0, 1, 0.25, dtype=lib.int64)
+        with pytest.raises(TypeError):
+            lib.arange(lib.tensor([5.0]))
+        with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+            lib.eye(-1)

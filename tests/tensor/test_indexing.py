@@ -113,8 +113,10 @@ def test_getitem_bad_index_types(device):
     x = tensor.zeros(3, device=device)
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         x[tensor.tensor([0.0], device=device)]
-    with pytest.raises(TypeError, match="only integers, slices"):
+    with pytest.raises(TypeError, match="invalid data type 'str'"):
         x["a"]
+    with pytest.raises(IndexError, match="only integers, slices"):  # torch's exception type
+        x[1.5]
 
 
 def test_negative_slice_step_is_rejected(device):
@@ -209,7 +211,7 @@ def test_gather_errors(device):
         x.gather(1, tensor.zeros(3, 4, device=device))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         x.gather(1, tensor.tensor([0], device=device))
-    with raises_by_next_sync(device, IndexError, "index (4 )?is out of bounds for dimension 1 with size 4"):
+    with raises_by_next_sync(device, RuntimeError, "index (4 )?is out of bounds for dimension 1 with size 4"):
         x.gather(1, tensor.tensor([[4]], device=device))
 
 
@@ -344,3 +346,218 @@ def test_indexing_matches_torch(torch, name, fn):
     (out * out).sum().backward()
     (ref * ref).sum().backward()
     assert_close(ours.grad, theirs.grad.numpy())
+
+
+# ------------------------------------------------------------------ regressions found by the torch fuzz
+
+def _both(torch, index, shape=(4, 5, 6)):
+    """The index for tensor and for torch (numpy arrays become each library's tensors)."""
+    def convert(lib, item):
+        return lib.tensor(item) if isinstance(item, np.ndarray) else item
+    items = index if isinstance(index, tuple) else (index,)
+    return tuple(convert(tensor, i) for i in items), tuple(convert(torch, i) for i in items)
+
+
+# Integer indices apply before the advanced ones in PyTorch (Note [Integer and advanced indices]).
+INT_ADVANCED_CASES = [
+    (1, slice(None), [0, 1, 2]),
+    (0, slice(None), np.array([0, 1])),
+    (None, slice(None), 1, None, np.array([0, 3])),
+    (None, 1, slice(1, 3), [2, 0]),
+    (1, None, [0, 1]),
+    (1, Ellipsis, [5, 0]),
+    ([0, 2], slice(None), 1),
+    ([0, 2], None, 3),
+    (1, slice(None), np.array([[0, 1], [2, 3]])),
+    (1, slice(None, None, 2), np.array([True, False, True, False, True, True])),
+    (1, slice(None), True),
+    (0, slice(None), False),
+    (np.array([1, 0]), Ellipsis, np.array([2, 2])),  # an ellipsis spanning no dims: no gap
+    (slice(None), np.array([1, 0]), Ellipsis, 2),
+    (2, np.array([[True, False] * 3] * 5)),
+    (slice(1, 3), [0, 4], 2),
+]
+
+
+@pytest.mark.parametrize("index", INT_ADVANCED_CASES, ids=[str(i) for i in range(len(INT_ADVANCED_CASES))])
+def test_int_and_advanced_index_dim_order_matches_torch(torch, index):
+    base = np.arange(120.0).reshape(4, 5, 6)
+    ours, theirs = _both(torch, index)
+    expected = torch.tensor(base)[theirs]
+    got = tensor.tensor(base)[ours]
+    assert got.shape == tuple(expected.shape)
+    assert_close(got, expected.numpy())
+    value = np.arange(float(expected.numel())).reshape(tuple(expected.shape)) + 1000
+    target, reference = tensor.tensor(base), torch.tensor(base)
+    target[ours] = tensor.tensor(value)
+    reference[theirs] = torch.tensor(value)
+    assert_close(target, reference.numpy())
+    leaf = tensor.tensor(base, requires_grad=True)
+    assert autograd.gradcheck(lambda t: t[ours] * 2, (leaf,))
+
+
+def test_random_indices_match_torch(torch):
+    """A seeded sweep of index tuples mixing ints, slices, None, ellipsis, arrays, masks and bools."""
+    rng = np.random.default_rng(7)
+    shape = (3, 4, 2, 3)
+    base = np.arange(float(np.prod(shape))).reshape(shape)
+    makers = [
+        lambda d: int(rng.integers(-shape[d], shape[d])),
+        lambda d: slice(int(rng.integers(0, 2)), None, int(rng.integers(1, 3))),
+        lambda d: rng.integers(-shape[d], shape[d], size=int(rng.integers(1, 3))),
+        lambda d: rng.random(shape[d]) < 0.5,
+    ]
+    for _ in range(150):
+        index, d = [], 0
+        while d < len(shape) and len(index) < 4:
+            if rng.random() < 0.15:
+                index.append(None)
+                continue
+            index.append(makers[int(rng.integers(0, 4))](d))
+            d += 1
+        if rng.random() < 0.3:
+            index.insert(int(rng.integers(0, len(index) + 1)), Ellipsis)
+        ours, theirs = _both(torch, tuple(index))
+        try:
+            expected = torch.tensor(base)[theirs].numpy()
+        except IndexError:  # masks and arrays that do not broadcast
+            continue
+        got = tensor.tensor(base)[ours]
+        assert got.shape == expected.shape, index
+        assert_close(got, expected)
+
+
+def test_index_forms_torch_accepts(torch):
+    x = tensor.arange(4.0)
+    assert x[[]].shape == (0,) and x[[]].dtype is tensor.float32
+    x[[]] = 1.0
+    assert x.sum().item() == 6
+    with pytest.warns(UserWarning, match="uint8 is now deprecated"):
+        assert_close(x[tensor.tensor([1, 0, 1, 1], dtype=tensor.uint8)], np.array([0.0, 2, 3], np.float32))
+    view = x[np.int64(1)]  # a numpy integer selects, as an int does: a view
+    view.fill_(9.0)
+    assert x[1].item() == 9.0
+    y = tensor.zeros(2, 3, 4)
+    assert y[..., ...].shape == (2, 3, 4) and y[0, ..., 1, ...].shape == (3,)  # later ellipses span no dims
+    b, ref = tensor.zeros(2, 3), torch.zeros(2, 3)
+    b[0, 1] = tensor.ones(1, 1, 1)  # leading size-1 dims of the value are dropped
+    ref[0, 1] = torch.ones(1, 1, 1)
+    assert_close(b, ref.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+def test_gather_scatter_index_range_and_errors(torch):
+    # gather and the scatter ops take indices in [0, size): no counting from the end
+    x = tensor.arange(3.0)
+    for run in (lambda m, t: m.gather(t, 0, m.tensor([-1])),
+                lambda m, t: t.scatter(0, m.tensor([-1]), m.tensor([9.0])),
+                lambda m, t: t.scatter_add(0, m.tensor([3]), m.tensor([9.0])),
+                lambda m, t: t.scatter_reduce(0, m.tensor([-1]), m.tensor([9.0]), "amax")):
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            run(torch, torch.arange(3.0))
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            run(tensor, x)
+    for run in (lambda t, m: t.index_select(0, m.tensor([-1])),
+                lambda t, m: t.index_add(0, m.tensor([3]), m.tensor([9.0])),
+                lambda t, m: t.index_copy(0, m.tensor([-1]), m.tensor([9.0])),
+                lambda t, m: t.index_reduce(0, m.tensor([-1]), m.tensor([9.0]), "prod")):
+        with pytest.raises(IndexError):
+            run(torch.arange(3.0), torch)
+        with pytest.raises(IndexError):
+            run(x, tensor)
+    assert_close(x.index_fill(0, tensor.tensor([-1]), 7.0), np.array([0.0, 1, 7], np.float32))  # as torch
+    assert_close(tensor.take(x, tensor.tensor([[-1, 0]])), np.array([[2.0, 0]], np.float32))
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add", "scatter_reduce"])
+def test_scatter_checks_index_against_self_and_src(op):
+    x = tensor.zeros(3, 3)
+
+    def run(index, src):
+        args = (0, tensor.tensor(index), src) + (("sum",) if op == "scatter_reduce" else ())
+        return getattr(x, op)(*args)
+
+    with pytest.raises(RuntimeError, match=r"Expected index \[2, 2\] to be no larger than self \[3, 3\] apart "
+                                           r"from dimension 0 and to be no larger size than src \[1, 1\]"):
+        run([[0, 1], [1, 2]], tensor.ones(1, 1))
+    with pytest.raises(RuntimeError, match="same number of dimensions as self tensor"):
+        run([0, 1], tensor.ones(3, 3))
+    with pytest.raises(RuntimeError, match="same number of dimensions as src tensor"):
+        run([[0, 1]], tensor.ones(2))
+    assert_close(run([[2, 1]], tensor.ones(2, 5)), np.array([[0, 0, 0], [0, 1, 0], [1, 0, 0]], np.float32))
+
+
+def test_gather_scatter_on_0d_and_with_0d_index(torch):
+    for lib in (tensor, torch):
+        five = lib.tensor(5.0)
+        assert lib.gather(five, 0, lib.tensor(0)).item() == 5.0
+        assert lib.gather(five, 0, lib.tensor([0, 0])).tolist() == [5.0, 5.0]
+        assert lib.gather(lib.arange(3.0), 0, lib.tensor(2)).shape == ()
+        assert five.scatter(0, lib.tensor(0), lib.tensor(1.0)).item() == 1.0
+        assert five.scatter_add(0, lib.tensor(0), lib.tensor(1.0)).item() == 6.0
+        assert five.scatter_reduce(0, lib.tensor(0), lib.tensor(2.0), "prod").item() == 10.0
+        assert five.index_fill(0, lib.tensor([0]), 1.0).item() == 1.0
+        assert five.index_select(0, lib.tensor([0])).shape == ()
+    with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+        tensor.tensor(5.0).index_select(0, tensor.tensor([0, 0]))
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument")
+def test_scatter_reduce_and_value_keywords(torch):
+    index = [0, 0, 2]
+    for make in (
+        lambda m: m.zeros(3).scatter(0, m.tensor(index), m.ones(3), reduce="add"),
+        lambda m: m.full((3,), 2.0).scatter(0, m.tensor(index), m.full((3,), 3.0), reduce="multiply"),
+        lambda m: m.ones(3).scatter(0, m.tensor(index), 3.0, reduce="multiply"),
+        lambda m: m.ones(3).scatter(0, m.tensor(index), value=3.0, reduce="add"),
+        lambda m: m.zeros(3, 2).scatter(1, m.tensor([[0]]), value=2.0),
+        lambda m: m.zeros(3, 2).scatter(1, index=m.tensor([[1]]), src=m.ones(1, 1)),
+    ):
+        assert_close(make(tensor), make(torch).numpy())
+    t = tensor.zeros(3)
+    assert t.scatter_(0, tensor.tensor([1, 1]), 2.0, reduce="add") is t
+    assert t.tolist() == [0.0, 4.0, 0.0]
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        t.scatter(0, tensor.tensor([0]), 1.0, reduce="mean")
+    with pytest.warns(UserWarning, match="reduce argument of tensor.scatter with Tensor src is deprecated"):
+        t.scatter(0, tensor.tensor([0]), tensor.ones(1), reduce="add")
+
+
+def test_index_select_add_copy_with_0d_index(torch):
+    for lib in (tensor, torch):
+        x = lib.arange(6.0).reshape(2, 3)
+        assert x.index_select(0, lib.tensor(1)).shape == (1, 3)
+        assert x.index_add(0, lib.tensor(1), lib.ones(1, 3)).tolist() == [[0, 1, 2], [4, 5, 6]]
+        assert x.index_copy(1, lib.tensor(1), lib.zeros(2, 1)).tolist() == [[0, 0, 2], [3, 0, 5]]
+
+
+def test_index_copy_repeated_index_last_wins_and_errors(torch):
+    for lib in (tensor, torch):
+        out = lib.zeros(3).index_copy(0, lib.tensor([1, 1]), lib.tensor([5.0, 7.0]))
+        assert out.tolist() == [0.0, 7.0, 0.0]
+        with pytest.raises(RuntimeError, match="same dtype"):
+            lib.zeros(3).index_copy(0, lib.tensor([1]), lib.tensor([5.0], dtype=lib.float64))
+        with pytest.raises(IndexError, match="Number of indices"):
+            lib.zeros(3).index_copy(0, lib.tensor([1]), lib.tensor([5.0, 6.0]))
+        with pytest.raises(RuntimeError):
+            lib.zeros(3).index_copy(0, lib.tensor([1], dtype=lib.int32), lib.tensor([5.0]))
+        with pytest.raises(RuntimeError, match="same scalar type"):
+            lib.zeros(2, 3).index_add(0, lib.tensor([0]), lib.ones(1, 3, dtype=lib.float64))
+    leaf = tensor.tensor(A34, requires_grad=True)
+    assert autograd.gradcheck(lambda t, s: t.index_copy(1, tensor.tensor([3, 0]), s),
+                              (leaf, tensor.tensor(A34[:, :2], requires_grad=True)))
+
+
+def test_unique_keeps_nans_distinct(torch):
+    data = [float("nan"), 2.0, float("nan"), 1.0, 2.0]
+    ours = tensor.unique(tensor.tensor(data), return_inverse=True, return_counts=True)
+    theirs = torch.unique(torch.tensor(data), return_inverse=True, return_counts=True)
+    for a, b in zip(ours, theirs):
+        assert_close(a, b.numpy())
+
+
+def test_unique_consecutive_of_empty(torch):
+    values, inverse, counts = tensor.unique_consecutive(tensor.zeros(0, 3), True, True, dim=0)
+    assert values.shape == (0, 3) and inverse.shape == (0,) and counts.shape == (0,)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        tensor.unique_consecutive(tensor.zeros(0, 3), dim=1)

@@ -190,7 +190,7 @@ def test_cat_mismatched_shapes(device):
     with pytest.raises(RuntimeError, match=r"Sizes of tensors must match except in dimension 0.*"
                                            r"\[2, 3\].*\[2, 4\].*tensor number 1"):
         tensor.cat([a, b])
-    with pytest.raises(RuntimeError, match="non-empty"):
+    with pytest.raises(ValueError, match="non-empty"):  # torch's exception type
         tensor.cat([])
 
 
@@ -247,7 +247,7 @@ def test_unbind(device):
 
 
 def test_narrow_out_of_range(device):
-    with pytest.raises(IndexError, match=r"start \(3\) \+ length \(3\) exceeds dimension size \(5\)"):
+    with pytest.raises(RuntimeError, match=r"start \(3\) \+ length \(3\) exceeds dimension size \(5\)"):
         tensor.zeros(5, device=device).narrow(0, 3, 3)
 
 
@@ -306,3 +306,109 @@ def test_shape_op_matches_torch(torch, name, shape, fn):
 def test_sizes_given_twice_or_not_at_all_raise_type_error(call, message):
     with pytest.raises(TypeError, match=re.escape(message)):
         call(tensor.ones(2, 3))
+
+
+# ------------------------------------------------------------------ regressions found by the torch fuzz
+
+def test_cat_skips_legacy_empty_1d_tensors(torch):
+    for lib in (tensor, torch):
+        acc = lib.tensor([], dtype=lib.float64)
+        out = lib.cat([acc, lib.ones(2, 3), lib.zeros(0)], 1)
+        assert tuple(out.shape) == (2, 3) and out.dtype == lib.float64  # the skipped ones still promote
+        assert tuple(lib.cat([lib.zeros(0), lib.zeros(0)], dim=1).shape) == (0,)
+        assert tuple(lib.hstack([lib.zeros(0), lib.ones(3)]).shape) == (3,)
+        with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
+            lib.cat([lib.tensor(1.0)])
+
+
+def test_chunk_and_split_of_empty_dims(torch):
+    for lib in (tensor, torch):
+        assert len(lib.zeros(0, 3).chunk(2)) == 2
+        assert [tuple(p.shape) for p in lib.zeros(0, 3).split(0)] == [(0, 3)]
+        with pytest.raises(RuntimeError, match="split_size can only be 0 if dimension size is 0"):
+            lib.zeros(3).split(0)
+        with pytest.raises(RuntimeError, match="at least a 1-dimensional tensor"):
+            lib.tensor(1.0).chunk(2)
+
+
+def test_narrow_errors_match_torch(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(RuntimeError, match="cannot be applied to a 0-dim tensor"):
+            lib.tensor(1.0).narrow(0, 0, 1)
+        with pytest.raises(IndexError, match="start out of range"):
+            lib.zeros(3).narrow(0, 4, 0)
+        assert tuple(lib.zeros(3).narrow(0, -3, 3).shape) == (3,)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64", "int8", "float16", "bool", "complex64"])
+def test_view_as_dtype_matches_torch(torch, dtype):
+    base = np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    ours = tensor.tensor(base).view(getattr(tensor, dtype))
+    theirs = torch.tensor(base).view(getattr(torch, dtype))
+    assert ours.shape == tuple(theirs.shape) and ours.stride() == theirs.stride()
+    assert ours.numpy().tobytes() == theirs.numpy().tobytes()
+
+
+def test_view_as_dtype_shares_memory_and_checks_layout(torch):
+    x = tensor.zeros(4)
+    x.view(tensor.int32)[0] = 1065353216  # the bits of 1.0
+    assert x[0].item() == 1.0
+    assert not tensor.arange(4.0, requires_grad=True).view(tensor.int32).requires_grad
+    for make in (lambda m: m.arange(6.0).reshape(2, 3).view(m.float64),
+                 lambda m: m.arange(6.0).reshape(2, 3).t().view(m.float64),
+                 lambda m: m.arange(6.0).reshape(2, 3)[:, 1:].view(m.float64),
+                 lambda m: m.tensor(1.0).view(m.float64)):
+        with pytest.raises(RuntimeError):
+            make(torch)
+        with pytest.raises(RuntimeError):
+            make(tensor)
+
+
+def test_flip_tile_take_dims_as_varargs(torch):
+    for lib in (tensor, torch):
+        a = lib.arange(6.0).reshape(2, 3)
+        assert a.flip(0, 1).tolist() == [[5, 4, 3], [2, 1, 0]]
+        assert a.flip(dims=(1,)).tolist() == [[2, 1, 0], [5, 4, 3]]
+        assert lib.arange(3.0).tile(2).tolist() == [0, 1, 2, 0, 1, 2]
+        assert tuple(lib.zeros(2, 3).tile(2, 1).shape) == (4, 3)
+        assert tuple(lib.tensor(2.0).tile(3).shape) == (3,)
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            lib.zeros(3).flip(0, 0)
+        with pytest.raises(RuntimeError, match="appears multiple times"):
+            lib.zeros(1, 2, 1).squeeze((0, 0))
+
+
+def test_unfold_is_a_view(torch):
+    for lib in (tensor, torch):
+        a = lib.arange(10.0)[2:].reshape(2, 4)
+        windows = a.unfold(1, 2, 1)
+        assert windows.stride() == (4, 1, 1) and windows.storage_offset() == 2
+        windows[0, 1, 1] = 100.0
+        assert a[0, 2].item() == 100.0
+    leaf = tensor.tensor(RNG.standard_normal((3, 7)), requires_grad=True)
+    assert autograd.gradcheck(lambda t: t.unfold(1, 3, 2) * 2, (leaf,))
+    assert autograd.gradgradcheck(lambda t: t.t().unfold(0, 3, 1) ** 2, (leaf,))
+
+
+def test_movedim_checks_repeats_and_takes_0d(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(RuntimeError, match="repeated dim in `destination`"):
+            lib.zeros(2, 3, 4).movedim((0, 1), (1, 1))
+        with pytest.raises(RuntimeError, match="repeated dim in `source`"):
+            lib.zeros(2, 3, 4).movedim((0, 0), (1, 2))
+        assert lib.movedim(lib.tensor(1.0), 0, 0).shape == ()
+
+
+def test_shape_op_argument_checks_match_torch(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(IndexError):
+            lib.flatten(lib.tensor(1.0), 1)
+        with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1"):
+            lib.zeros(0, 3).unflatten(1, (2, 2))
+        assert tuple(lib.zeros(0, 4).unflatten(1, (2, -1)).shape) == (0, 2, 2)
+        with pytest.raises(RuntimeError, match="0D or 1D tensor"):
+            lib.meshgrid(lib.arange(6).reshape(2, 3), lib.arange(2), indexing="ij")
+        with pytest.raises(RuntimeError, match="same dtype"):
+            lib.meshgrid(lib.arange(2), lib.arange(2.0), indexing="ij")
+        with pytest.raises(RuntimeError, match="repeats must be 0-dim or 1-dim tensor"):
+            lib.repeat_interleave(lib.tensor([1.0, 2.0]), lib.tensor([[1, 2]]))

@@ -399,3 +399,28 @@ def test_anomaly_mode_raises_on_a_nan_gradient_naming_the_backward(restore_flags
     with autograd.detect_anomaly(), pytest.raises(RuntimeError) as error:
         backward_of_sqrt_at_minus_one()
     assert str(error.value) == "Function 'SqrtBackward0' returned nan values in its 0th output."
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
+@pytest.mark.parametrize("args,kwargs", [
+    ((0.0, 2.0, 1.0), {"dtype": "int64"}),
+    ((0.5, 2.5, 1.0), {"dtype": "int64"}),
+    ((0, 4, 2), {"dtype": "int32"}),
+    ((0, 2, 0.7), {}),
+    ((1, 1), {}),
+])
+def test_range_dtype_and_values_match_torch(torch, args, kwargs):
+    ours = tensor.range(*args, **{k: getattr(tensor, v) for k, v in kwargs.items()})
+    theirs = torch.range(*args, **{k: getattr(torch, v) for k, v in kwargs.items()})
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
+def test_range_bad_steps_raise_like_torch(torch):
+    for lib in (tensor, torch):
+        with pytest.raises(RuntimeError, match="inconsistent with step sign"):
+            lib.range(1, 0)
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            lib.range(0, 1, 0)
+    assert tensor.range(tensor.tensor(0), 3).tolist() == [0.0, 1.0, 2.0, 3.0]
