@@ -86,7 +86,8 @@ OUT_FUNCTIONS = {
         log_ndtr logit logsumexp multigammaln ndtr ndtri polygamma psi round sinc xlog1py xlogy
     """.split()),
     "fft": frozenset("""
-        fft fft2 fftfreq fftn hfft ifft ifft2 ifftn ihfft irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn
+        fft fft2 fftfreq fftn hfft hfft2 hfftn ifft ifft2 ifftn ihfft ihfft2 ihfftn irfft irfft2 irfftn rfft rfft2
+        rfftfreq rfftn
     """.split()),
 }
 

@@ -205,10 +205,16 @@ def _mean_dim(dim):
 
 
 def take_along_dim(input, indices, dim=None):
-    """``gather`` with broadcasting of the index (the flattened input when ``dim`` is None)."""
+    """``gather`` with broadcasting of the index (the flattened input when ``dim`` is None); along a
+    ``dim``, negative indices count from its end, as in PyTorch.
+
+    Raises:
+        RuntimeError: for an index out of range.
+    """
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
     dim = wrap_dim(dim, input.ndim)
+    indices = _ew.where(indices < 0, indices + input.shape[dim], indices)
     shape = [max(a, b) if i != dim else b for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
     source = input.expand([s if i != dim else input.shape[dim] for i, s in enumerate(shape)])
     return source.gather(dim, indices.expand(shape))

@@ -95,3 +95,15 @@ def test_std_mean_and_var_mean_take_unbiased_as_torch(torch, name, args, kwargs)
     theirs = getattr(torch, name)(data, *args, **kwargs)
     for o, t in zip(ours, theirs):
         assert_close(o, t.numpy(), rtol=1e-12, atol=0)
+
+
+def test_take_along_dim_counts_negative_indices_from_the_end_of_its_dim(torch):
+    for lib in (tensor, torch):
+        x = lib.arange(6.0).reshape(2, 3)
+        got = [lib.take_along_dim(x, lib.tensor([[-1], [0]]), 1).tolist(),
+               lib.take_along_dim(x, lib.tensor([[-1, 0, 1]]), 0).tolist()]
+        if lib is tensor:
+            ours = got
+        with pytest.raises(RuntimeError, match="out of bounds"):
+            lib.take_along_dim(x, lib.tensor([-1, 2]))  # flattened: no wrapping, as torch
+    assert ours == got
