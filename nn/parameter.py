@@ -30,6 +30,12 @@ class Parameter(Tensor):
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        # As PyTorch: a copy of the data and requires_grad, without .grad or hooks.
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
+
     def __reduce_ex__(self, protocol):
         return _rebuild_parameter, (self.detach(), self.requires_grad)
 

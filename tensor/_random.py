@@ -188,8 +188,11 @@ def _sample(draw, generator, dtype, device, requires_grad: bool = False):
     gen = generator if generator is not None else generator_of(device)
     if _dispatch.tracer is not None:
         _dispatch.tracer.on_random()
-    with gen.device.backend.device_guard(gen.device.index):
+    backend = gen.device.backend
+    with backend.device_guard(gen.device.index):
         array = draw(gen._rng)
+    if not array.shape:  # arithmetic on a 0-d draw gives a scalar, not an array
+        array = backend.xp.asarray(array)
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     out = _creation._finish(array, device_of_array(array), False).to(device=device, dtype=d)
     return out.requires_grad_(True) if requires_grad else out
@@ -341,13 +344,25 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, *, generator=None):
-    """Fill with uniform samples from [a, b); returns ``tensor``."""
+    """Fill with uniform samples from [a, b); returns ``tensor``.
+
+    Raises:
+        RuntimeError: if ``a > b``.
+    """
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     shape = tensor.shape
     return tensor.copy_(_sample(lambda rng: rng.random(shape) * (b - a) + a, generator, tensor.dtype, tensor.device))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, *, generator=None):
-    """Fill with normal samples; returns ``tensor``."""
+    """Fill with normal samples; returns ``tensor``.
+
+    Raises:
+        RuntimeError: if ``std < 0``.
+    """
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     shape = tensor.shape
     return tensor.copy_(_sample(lambda rng: rng.standard_normal(shape) * std + mean, generator, tensor.dtype,
                                 tensor.device))

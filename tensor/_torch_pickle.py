@@ -294,6 +294,9 @@ class PickleWriter:
             self._write(key)
             self._write(value)
         w(b"u")
+        if hasattr(obj, "_metadata"):  # a state dict's module versions: BUILD sets the attribute, as torch writes
+            self._write({"_metadata": obj._metadata})
+            w(b"b")
 
     def _tensor(self, t) -> None:
         pid, offset, size, stride, requires_grad = self._tensor_args(t)

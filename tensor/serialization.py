@@ -71,8 +71,11 @@ class _Encoder:
         if isinstance(obj, _device_cls):
             return {"t": "device", "v": str(obj)}
         if type(obj) in (dict, collections.OrderedDict):
-            return {"t": "dict" if type(obj) is dict else "odict",
+            node = {"t": "dict" if type(obj) is dict else "odict",
                     "k": [self.encode(k) for k in obj], "v": [self.encode(v) for v in obj.values()]}
+            if hasattr(obj, "_metadata"):  # a state dict's module versions, which loading reads
+                node["m"] = self.encode(obj._metadata)
+            return node
         if type(obj) in (list, tuple):
             return {"t": type(obj).__name__, "v": [self.encode(v) for v in obj]}
         return {"t": "pickle", "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
@@ -208,7 +211,12 @@ class _Decoder:
             return items if kind == "list" else tuple(items)
         if kind in ("dict", "odict"):
             pairs = zip((self.decode(k) for k in node["k"]), (self.decode(v) for v in node["v"]))
-            return dict(pairs) if kind == "dict" else collections.OrderedDict(pairs)
+            if kind == "dict":
+                return dict(pairs)
+            mapping = collections.OrderedDict(pairs)
+            if "m" in node:
+                mapping._metadata = self.decode(node["m"])
+            return mapping
         if kind == "tensor":
             return self._tensor(node["i"])
         if kind == "ndarray":

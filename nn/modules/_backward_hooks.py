@@ -11,20 +11,24 @@ all None, as in PyTorch.
 
 from __future__ import annotations
 
+import warnings
+
 from autograd.function import Function
 from tensor import Tensor
 
 
 class HookState:
-    """One call's bookkeeping: the module, which positional args are wrapped tensors, and the
-    grad outputs seen so far."""
+    """One call's bookkeeping: the module, the hooks to run (collected at forward, global ones
+    first), which positional args are wrapped tensors, and the grad outputs seen so far."""
 
-    def __init__(self, module, n_args: int, wrapped: list[int]) -> None:
-        self.module, self.n_args, self.wrapped = module, n_args, wrapped
+    def __init__(self, module, pre_hooks: list, full_hooks: list, n_args: int, wrapped: list[int]) -> None:
+        self.module, self.pre_hooks, self.full_hooks = module, pre_hooks, full_hooks
+        self.n_args, self.wrapped = n_args, wrapped
         self.grad_outputs: tuple | None = None
+        self.active = True  # False when the output is not a tensor or a tuple: no hook runs
 
     def on_grad_outputs(self, grads: tuple) -> tuple:
-        for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+        for hook in self.pre_hooks:
             result = hook(self.module, grads)
             if result is not None:
                 grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
@@ -34,11 +38,13 @@ class HookState:
         return grads
 
     def on_grad_inputs(self, grads: tuple) -> tuple:
+        if not self.active:
+            return grads
         full = [None] * self.n_args
         for position, grad in zip(self.wrapped, grads):
             full[position] = grad
         grad_input = tuple(full)
-        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+        for hook in self.full_hooks:
             result = hook(self.module, grad_input, self.grad_outputs)
             if result is not None:
                 grad_input = tuple(result) if isinstance(result, (tuple, list)) else (result,)
@@ -57,6 +63,7 @@ class _GradTap(Function):
     @staticmethod
     def forward(ctx, on_grads, *tensors):
         ctx.on_grads = on_grads
+        ctx.set_materialize_grads(False)  # an unused output's grad_output is None, as in PyTorch
         return tuple(t.view_as(t) for t in tensors)
 
     @staticmethod
@@ -73,20 +80,27 @@ def _tap(values, positions: list[int], on_grads) -> list:
     return result
 
 
-def wrap_inputs(module, args: tuple) -> tuple[tuple, HookState]:
-    """``args`` with the tensors that need gradients passed through the inputs' identity."""
+def wrap_inputs(module, args: tuple, pre_hooks: list, full_hooks: list) -> tuple[tuple, HookState]:
+    """``args`` with the tensors that need gradients passed through the inputs' identity, whose
+    backward runs ``full_hooks``; the outputs' identity will run ``pre_hooks``."""
     wrapped = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
-    state = HookState(module, len(args), wrapped)
+    state = HookState(module, pre_hooks, full_hooks, len(args), wrapped)
     if not wrapped:
         return args, state
     return tuple(_tap(args, wrapped, state.on_grad_inputs)), state
 
 
 def wrap_outputs(output, state: HookState):
-    """``output`` (a tensor or a tuple of them) passed through the outputs' identity."""
+    """``output`` (a tensor or a tuple of them) passed through the outputs' identity. For another
+    kind of output the hooks do not run, as in PyTorch, which warns."""
     single = isinstance(output, Tensor)
     outs = (output,) if single else output
-    if not isinstance(outs, tuple) or not any(isinstance(o, Tensor) and o.requires_grad for o in outs):
+    if not isinstance(outs, tuple):
+        warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                      f"but received {type(output)}", stacklevel=4)
+        state.active = False
+        return output
+    if not any(isinstance(o, Tensor) and o.requires_grad for o in outs):
         return output
     positions = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
     result = _tap(outs, positions, state.on_grad_outputs)

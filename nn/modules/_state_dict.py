@@ -29,9 +29,22 @@ from tensor import Tensor
 
 from ..parameter import Parameter
 
-__all__ = ["save", "save_own", "load", "load_own", "EXTRA_STATE"]
+__all__ = ["save", "save_own", "load", "load_own", "EXTRA_STATE", "RETURNING_HOOKS", "WithoutModule"]
 
 EXTRA_STATE = "_extra_state"
+# The ids of the state-dict post hooks registered by ``_register_state_dict_hook``, which may
+# return a new state dict (a module attribute; PyTorch marks the public ones instead).
+RETURNING_HOOKS = "_state_dict_hooks_returning"
+
+
+class WithoutModule:
+    """A load-state-dict pre hook registered ``with_module=False``: called without the module."""
+
+    def __init__(self, hook) -> None:
+        self.hook = hook
+
+    def __call__(self, module, *args):
+        return self.hook(*args)
 
 
 def _hooks(module, name: str) -> dict:
@@ -52,9 +65,12 @@ def save(module, destination, prefix: str, keep_vars: bool):
     for name, child in module._modules.items():
         if child is not None:
             child.state_dict(destination, prefix + name + ".", keep_vars)
-    for hook in list(_hooks(module, "_state_dict_hooks").values()):
+    may_return = _hooks(module, RETURNING_HOOKS)
+    for hook_id, hook in list(_hooks(module, "_state_dict_hooks").items()):
         result = hook(module, destination, prefix, local_metadata)
         if result is not None:
+            if hook_id not in may_return:
+                raise RuntimeError("state_dict post-hook must return None")
             destination = result
     return destination
 
@@ -98,8 +114,9 @@ def load(module, state_dict, strict: bool, assign: bool, incompatible_keys_type)
         keys = incompatible_keys_type(missing, unexpected)
         for hook in list(_hooks(current, "_load_state_dict_post_hooks").values()):
             if hook(current, keys) is not None:
-                raise RuntimeError("load_state_dict post hooks should return None and edit incompatible_keys "
-                                   "in place")
+                raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not expected "
+                                     "to return new values, if incompatible_keys need to be modified, it should be "
+                                     "done inplace.")
 
     visit(module, state_dict, "")
     if strict:
@@ -159,8 +176,8 @@ def load_own(module, state_dict, prefix, local_metadata, strict, missing, unexpe
     if strict:
         for key in state_dict:
             if key.startswith(prefix) and key != extra_key:
-                head = key[len(prefix):].split(".", 1)[0]
-                if head not in module._modules and head not in local:
+                head, dot, _ = key[len(prefix):].partition(".")
+                if head not in (module._modules if dot else local):  # a dotted key names a child's entry
                     unexpected.append(key)
 
 

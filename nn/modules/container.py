@@ -79,6 +79,30 @@ class Sequential(Module):
             )
         return self.extend(other)
 
+    def _check_factor(self, other) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: int) -> Sequential:
+        """A new Sequential repeating these modules (the same objects) ``other`` times.
+
+        Raises:
+            TypeError: for a non-int factor. ValueError: for a factor <= 0.
+        """
+        self._check_factor(other)
+        return Sequential(*(list(self) * other))
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        self._check_factor(other)
+        for module in list(self) * (other - 1):
+            self.append(module)
+        return self
+
     def append(self, module: Module) -> Sequential:
         """Add ``module`` at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
@@ -273,13 +297,22 @@ class ModuleDict(Module):
             for key, module in modules.items():
                 self[key] = module
             return
-        for j, m in enumerate(modules):
-            if not isinstance(m, Iterable):
-                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
-                                + type(m).__name__)
-            if len(m) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 is required")
-            self[m[0]] = m[1]
+        for key, module in _pairs(modules, "ModuleDict"):
+            self[key] = module
+
+
+def _pairs(items: Iterable, owner: str):
+    """Yield the (key, value) pairs of ``items``, checking each element as PyTorch's ``update``.
+
+    Raises:
+        TypeError: for an element that is not iterable. ValueError: for one not of length 2.
+    """
+    for j, pair in enumerate(items):
+        if not isinstance(pair, Iterable):
+            raise TypeError(f"{owner} update sequence element #{j} should be Iterable; is" + type(pair).__name__)
+        if len(pair) != 2:
+            raise ValueError(f"{owner} update sequence element #{j} has length {len(pair)}; 2 is required")
+        yield pair[0], pair[1]
 
 
 def _param_line(key, p) -> str:
@@ -350,7 +383,11 @@ class ParameterList(Module):
 
 
 class ParameterDict(Module):
-    """An ordered dict of named parameters (plain tensors become Parameters)."""
+    """An ordered dict of named parameters (plain tensors become Parameters).
+
+    As PyTorch, a plain mapping given to the constructor or ``update`` is added in sorted key
+    order; an OrderedDict, a ParameterDict or a sequence of pairs keeps its order.
+    """
 
     def __init__(self, parameters=None) -> None:
         super().__init__()
@@ -358,11 +395,18 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _check_key(key) -> str:
+        if not isinstance(key, str):
+            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+        return key
+
     def __getitem__(self, key: str):
-        return getattr(self, key)
+        return getattr(self, self._check_key(key))
 
     def __setitem__(self, key: str, value) -> None:
-        self._keys[key] = None
+        self._keys[self._check_key(key)] = None
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
         setattr(self, key, value)
@@ -377,8 +421,25 @@ class ParameterDict(Module):
     def __iter__(self):
         return iter(self._keys)
 
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
     def __contains__(self, key: str) -> bool:
         return key in self._keys
+
+    def __or__(self, other) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other) -> ParameterDict:
+        self.update(other)
+        return self
 
     def keys(self):
         """The names."""
@@ -392,15 +453,62 @@ class ParameterDict(Module):
         """The parameters."""
         return (self[k] for k in self._keys)
 
+    def get(self, key: str, default=None):
+        """The parameter under ``key``, or ``default``."""
+        return self[key] if key in self else default
+
+    def setdefault(self, key: str, default=None):
+        """The parameter under ``key``, first setting it to ``default`` if there is none."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
     def pop(self, key: str):
         """Remove and return the parameter under ``key``."""
         v = self[key]
         del self[key]
         return v
 
+    def popitem(self) -> tuple:
+        """Remove and return the last (name, parameter) pair.
+
+        Raises:
+            KeyError: if the dict is empty.
+        """
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def fromkeys(self, keys, default=None) -> ParameterDict:
+        """A new ParameterDict with each of ``keys`` set to ``default``."""
+        return ParameterDict((k, default) for k in keys)
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameters, in the same order."""
+        return ParameterDict(OrderedDict(self.items()))
+
+    def clear(self) -> None:
+        """Remove every parameter."""
+        for key in list(self._keys):
+            del self[key]
+
     def update(self, parameters) -> None:
-        """Add parameters from a mapping or an iterable of (name, tensor) pairs."""
-        items = parameters.items() if isinstance(parameters, (Mapping, ParameterDict)) else parameters
+        """Add parameters from a mapping or an iterable of (name, tensor) pairs.
+
+        Raises:
+            TypeError: if ``parameters`` (or an element) is not iterable.
+            ValueError: if an element is not a pair.
+        """
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, "
+                            "but got " + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = _pairs(parameters, "ParameterDict")
         for key, value in items:
             self[key] = value
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tensor import Tensor
 
+from . import _hooks
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .module import Module
@@ -73,12 +74,12 @@ class LazyModuleMixin(Module):
         args, kwargs = self._lazy_args
         concrete = self.cls_to_become(size, *args, **kwargs)
         training = self.training
-        hooks = (self._forward_pre_hooks, self._forward_hooks)
+        # The hook stores themselves carry over, so that their handles still remove them.
+        hooks = {name: self.__dict__[name] for name in _hooks.HOOK_STORES if name in self.__dict__}
         self.__dict__.clear()
         self.__dict__.update(concrete.__dict__)
+        self.__dict__.update(hooks)
         object.__setattr__(self, "__class__", self.cls_to_become)
-        self._forward_pre_hooks.update(hooks[0])
-        self._forward_hooks.update(hooks[1])
         self.train(training)
 
     def __call__(self, *args, **kwargs):

@@ -12,9 +12,19 @@ from autograd.graph import RemovableHandle
 from tensor import Tensor, _conversion
 
 from ..parameter import Buffer, Parameter
-from . import _backward_hooks, _state_dict
+from . import _hooks, _state_dict
+from ._hooks import (  # noqa: F401 - nn.modules.module.register_module_* as in PyTorch
+    register_module_backward_hook,
+    register_module_buffer_registration_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
 
-__all__ = ["Module", "IncompatibleKeys"]
+__all__ = ["Module", "IncompatibleKeys", *_hooks.__all__]
 
 
 class IncompatibleKeys(NamedTuple):
@@ -63,21 +73,11 @@ class Module:
         object.__setattr__(self, "_compiled_call", tensor.compile(self._call_impl, *args, **kwargs))
 
     def _call_impl(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        backward_hooks = self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks")
-        if backward_hooks and tensor.is_grad_enabled():  # Note [Module backward hooks]
-            args, hook_state = _backward_hooks.wrap_inputs(self, args)
-        output = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
-        if backward_hooks and tensor.is_grad_enabled():
-            output = _backward_hooks.wrap_outputs(output, hook_state)
-        return output
+        state = self.__dict__
+        if (self._forward_pre_hooks or self._forward_hooks or state.get("_backward_hooks")
+                or state.get("_backward_pre_hooks") or _hooks.any_global_call_hook()):
+            return _hooks.call_with_hooks(self, args, kwargs)  # Note [Module hook options]
+        return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------ registration
     def __setattr__(self, name: str, value: Any) -> None:
@@ -95,10 +95,7 @@ class Module:
             self.register_parameter(name, value)
         elif isinstance(value, Buffer):
             self._discard(name, keep=buffers)
-            self.register_buffer(name, value, persistent=value.persistent)
-        elif isinstance(value, Module):
-            self._discard(name, keep=modules)
-            modules[name] = value
+            self.register_buffer(name, value.detach(), persistent=value.persistent)  # a plain Tensor, as PyTorch
         elif name in params:
             if value is not None:
                 raise TypeError(
@@ -106,6 +103,11 @@ class Module:
                     "(nn.Parameter or None expected)"
                 )
             params[name] = None
+        elif isinstance(value, Module):
+            self._discard(name, keep=modules)
+            if _hooks._global_module_registration_hooks:
+                value = _hooks.run_registration_hooks(_hooks._global_module_registration_hooks, self, name, value)
+            modules[name] = value
         elif name in modules:
             if value is not None:
                 raise TypeError(
@@ -119,6 +121,8 @@ class Module:
                     f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                     "(nn.Buffer, Tensor or None expected)"
                 )
+            if _hooks._global_buffer_registration_hooks:
+                value = _hooks.run_registration_hooks(_hooks._global_buffer_registration_hooks, self, name, value)
             buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -147,7 +151,8 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+        names = set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        return sorted(name for name in names if not name[:1].isdigit())  # not attribute names, as PyTorch
 
     def _check_name(self, name: str, kind: str, store: dict) -> None:
         # PyTorch's checks and messages; a name may be re-registered in its own store.
@@ -175,6 +180,8 @@ class Module:
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(nn.Parameter or None required)"
             )
+        if _hooks._global_parameter_registration_hooks:
+            param = _hooks.run_registration_hooks(_hooks._global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, buffer: Tensor | None, persistent: bool = True) -> None:
@@ -192,6 +199,8 @@ class Module:
         if buffer is not None and not isinstance(buffer, Tensor):
             raise TypeError(f"cannot assign '{type(buffer).__name__}' object to buffer '{name}' "
                             "(Tensor or None required)")
+        if _hooks._global_buffer_registration_hooks:
+            buffer = _hooks.run_registration_hooks(_hooks._global_buffer_registration_hooks, self, name, buffer)
         self._buffers[name] = buffer
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -207,6 +216,8 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module", self._modules)
+        if _hooks._global_module_registration_hooks:
+            module = _hooks.run_registration_hooks(_hooks._global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -225,9 +236,9 @@ class Module:
             if module is not None:
                 yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        """This module and every descendant."""
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        """This module and every descendant (a shared one once, unless not ``remove_duplicate``)."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self):
@@ -276,8 +287,10 @@ class Module:
         """The descendant at the dotted path ``target`` ("" is this module).
 
         Raises:
-            AttributeError: naming the missing part of the path.
+            AttributeError: naming the missing part of the path, or for a ``target`` that is not a str.
         """
+        if not isinstance(target, str):
+            raise AttributeError(f"'{type(target).__name__}' object has no attribute 'split'")
         module = self
         for part in target.split(".") if target else []:
             child = module._modules.get(part)
@@ -319,12 +332,14 @@ class Module:
         """Put ``module`` at the dotted path ``target``, replacing what is there.
 
         Raises:
-            ValueError: for an empty ``target``.
+            ValueError: for an empty ``target`` or a ``module`` that is not a Module.
             AttributeError: for a missing parent, for ``target``'s last part naming something
                 that is not a Module, or (``strict``) for a child that does not exist yet.
         """
         if not target:
             raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
         parent_path, _, name = target.rpartition(".")
         parent = self.get_submodule(parent_path)
         if strict and name not in parent._modules:
@@ -347,21 +362,33 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
-        """Turn gradient recording on or off for every parameter."""
+        """Turn gradient recording on or off for every parameter.
+
+        Raises:
+            TypeError: if ``requires_grad`` is not a bool.
+        """
+        if not isinstance(requires_grad, bool):
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, "
+                            f"not {type(requires_grad).__name__}")
         for param in self.parameters():
             param.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset every parameter's ``.grad`` (to None by default, or to zeros)."""
+        """Reset every parameter's ``.grad``: to None by default, else zero it in place (detached
+        from any graph), so that references to it see the zeros, as in PyTorch."""
         for param in self.parameters():
-            if param.grad is None:
+            grad = param.grad
+            if grad is None:
                 continue
             if set_to_none:
                 param.grad = None
             else:
-                param.grad = param.grad.detach()
-                param.grad.zero_()
+                if grad.grad_fn is not None:
+                    grad.detach_()
+                else:
+                    grad.requires_grad_(False)
+                grad.zero_()
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every descendant, then on this module; returns ``self``."""
@@ -393,22 +420,30 @@ class Module:
         (``tensor.channels_last``...), as in PyTorch.
 
         Raises:
-            TypeError: for a dtype that is not floating point, or arguments ``Tensor.to`` refuses.
+            TypeError: for a dtype that is neither floating point nor complex, or arguments
+                ``Tensor.to`` refuses.
             RuntimeError: for ``copy=True``.
         """
         memory_format = kwargs.pop("memory_format", tensor.preserve_format)
         device, dtype, copy = _conversion.parse_to(args, kwargs)
         if copy:
             raise RuntimeError(".to() does not accept copy argument")
-        if dtype is not None and not dtype.is_floating_point:
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(
                 f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
-            target_dtype = dtype if dtype is not None and t.is_floating_point() else None
+            # A complex tensor keeps its imaginary part unless the target is complex too.
+            castable = t.is_floating_point() or (t.is_complex() and dtype.is_complex)
+            target_dtype = dtype if dtype is not None and castable else None
             layout = memory_format if t.ndim in (4, 5) else tensor.preserve_format
             return t.to(device=device, dtype=target_dtype, memory_format=layout)
         return self._apply_to_tensors(convert)
+
+    def type(self, dst_type) -> Module:
+        """Cast every parameter and buffer (integer ones too) to ``dst_type``, a dtype or a
+        type name such as ``"torch.DoubleTensor"``; returns ``self``."""
+        return self._apply_to_tensors(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
         """Move everything to the CPU."""
@@ -447,25 +482,56 @@ class Module:
             t.share_memory_()
         return self
 
-    # ------------------------------------------------------------ hooks
-    def register_forward_pre_hook(self, hook) -> RemovableHandle:
-        """Run ``hook(module, args)`` before ``forward``; it may return replacement args."""
-        return RemovableHandle(self._forward_pre_hooks, hook)
+    # ------------------------------------------------------------ hooks (Note [Module hook options])
+    def _hook_store(self, name: str) -> OrderedDict:
+        return self.__dict__.setdefault(name, OrderedDict())
 
-    def register_forward_hook(self, hook) -> RemovableHandle:
-        """Run ``hook(module, args, output)`` after ``forward``; it may return a new output."""
-        return RemovableHandle(self._forward_hooks, hook)
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
+        """Run ``hook(module, args)`` before ``forward``; it may return replacement args (a
+        non-tuple is wrapped in one). With ``with_kwargs``: ``hook(module, args, kwargs)``, which
+        may return ``(args, kwargs)``. ``prepend`` runs it before the hooks already registered.
 
-    def register_full_backward_hook(self, hook) -> RemovableHandle:
+        Raises (at call time):
+            RuntimeError: if a ``with_kwargs`` hook returns something else than None or a pair.
+        """
+        options = (self._hook_store("_forward_pre_hooks_with_kwargs"),) if with_kwargs else ()
+        return _hooks.HookHandle(self._forward_pre_hooks, hook, prepend=prepend, options=options)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Run ``hook(module, args, output)`` after ``forward`` (with ``with_kwargs``:
+        ``hook(module, args, kwargs, output)``); it may return a new output. ``always_call``
+        runs it even when ``forward`` raises; ``prepend`` runs it before the hooks already
+        registered."""
+        options = tuple(self._hook_store(name) for name, on in (("_forward_hooks_with_kwargs", with_kwargs),
+                                                                ("_forward_hooks_always_called", always_call)) if on)
+        return _hooks.HookHandle(self._forward_hooks, hook, prepend=prepend, options=options)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Run ``hook(module, grad_input, grad_output)`` once the gradients of the module's
         positional inputs are computed (None for non-tensors and inputs without gradients); it may
-        return replacement ``grad_input`` (Note [Module backward hooks] in ``_backward_hooks.py``)."""
-        return RemovableHandle(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook)
+        return replacement ``grad_input`` (Note [Module backward hooks] in ``_backward_hooks.py``).
 
-    def register_full_backward_pre_hook(self, hook) -> RemovableHandle:
+        Raises:
+            RuntimeError: if hooks were registered with the legacy ``register_backward_hook``.
+        """
+        _hooks.check_backward_kind(self._hook_store("_backward_hook_kind"), True, "on a single Module")
+        return _hooks.HookHandle(self._hook_store("_backward_hooks"), hook, prepend=prepend)
+
+    def register_backward_hook(self, hook) -> RemovableHandle:
+        """Deprecated form of ``register_full_backward_hook``: here the hook runs as a full one,
+        getting the gradients of the module's inputs (forward warns, with a FutureWarning).
+
+        Raises:
+            RuntimeError: if hooks were registered with ``register_full_backward_hook``.
+        """
+        _hooks.check_backward_kind(self._hook_store("_backward_hook_kind"), False, "on a single Module")
+        return _hooks.HookHandle(self._hook_store("_backward_hooks"), hook)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """Run ``hook(module, grad_output)`` when the gradients of the module's outputs arrive; it
         may return replacement ``grad_output``."""
-        return RemovableHandle(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook)
+        return _hooks.HookHandle(self._hook_store("_backward_pre_hooks"), hook, prepend=prepend)
 
     # ------------------------------------------------------------ state (Note [State dict protocol])
     _version: int = 1  # recorded in state_dict()._metadata; a class bumps it when its keys change
@@ -517,28 +583,52 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """Run ``hook(module, prefix, keep_vars)`` before this module's ``state_dict`` entries are made."""
-        return RemovableHandle(self.__dict__.setdefault("_state_dict_pre_hooks", OrderedDict()), hook)
+        return RemovableHandle(self._hook_store("_state_dict_pre_hooks"), hook)
 
     def register_state_dict_post_hook(self, hook) -> RemovableHandle:
         """Run ``hook(module, state_dict, prefix, local_metadata)`` after this module and its
-        children wrote their entries; it may edit ``state_dict`` in place."""
-        return RemovableHandle(self.__dict__.setdefault("_state_dict_hooks", OrderedDict()), hook)
+        children wrote their entries; it may edit ``state_dict`` in place.
+
+        Raises (in ``state_dict``):
+            RuntimeError: if the hook returns something else than None.
+        """
+        return RemovableHandle(self._hook_store("_state_dict_hooks"), hook)
+
+    def _register_state_dict_hook(self, hook) -> RemovableHandle:
+        """``register_state_dict_post_hook`` whose hook may also return a new state dict, which
+        replaces it (PyTorch's older, private form)."""
+        return _hooks.HookHandle(self._hook_store("_state_dict_hooks"), hook,
+                                 options=(self._hook_store(_state_dict.RETURNING_HOOKS),))
 
     def register_load_state_dict_pre_hook(self, hook) -> RemovableHandle:
         """Run ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs)`` before this module loads its entries; it may edit
         ``state_dict`` (the keys under ``prefix``) in place."""
-        return RemovableHandle(self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict()), hook)
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False) -> RemovableHandle:
+        """``register_load_state_dict_pre_hook``, whose hook gets the module as its first argument
+        only ``with_module`` (PyTorch's private form)."""
+        wrapped = hook if with_module else _state_dict.WithoutModule(hook)
+        return RemovableHandle(self._hook_store("_load_state_dict_pre_hooks"), wrapped)
 
     def register_load_state_dict_post_hook(self, hook) -> RemovableHandle:
         """Run ``hook(module, incompatible_keys)`` after this module and its children loaded; it may
-        remove entries from the missing and unexpected keys before ``strict`` checks them."""
-        return RemovableHandle(self.__dict__.setdefault("_load_state_dict_post_hooks", OrderedDict()), hook)
+        remove entries from the missing and unexpected keys before ``strict`` checks them.
+
+        Raises (in ``load_state_dict``):
+            AssertionError: if the hook returns something else than None (as PyTorch).
+        """
+        return RemovableHandle(self._hook_store("_load_state_dict_post_hooks"), hook)
 
     # ------------------------------------------------------------ printing
     def extra_repr(self) -> str:
         """Extra text for ``repr`` (e.g. layer sizes); subclasses override this."""
         return ""
+
+    def _get_name(self) -> str:
+        """The class name ``repr`` prints."""
+        return type(self).__name__
 
     def __repr__(self) -> str:
         lines = []
@@ -548,8 +638,9 @@ class Module:
         for name, module in self._modules.items():
             child = repr(module).replace("\n", "\n  ")
             lines.append(f"({name}): {child}")
+        name = self._get_name()
         if not lines:
-            return f"{type(self).__name__}()"
+            return f"{name}()"
         if len(lines) == 1 and not self._modules:
-            return f"{type(self).__name__}({lines[0]})"
-        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+            return f"{name}({lines[0]})"
+        return f"{name}(\n  " + "\n  ".join(lines) + "\n)"

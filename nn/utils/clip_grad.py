@@ -20,7 +20,10 @@ def _grads(parameters) -> list[Tensor]:
 
 def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
-    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector).
+    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector):
+    ``inf`` gives the largest absolute value, ``-inf`` the smallest, 0 the number of nonzeros.
+    Departure: for 0, torch takes the 0-norm of the per-tensor 0-norms, which counts the tensors
+    that have a nonzero element; this counts the elements, as the concatenated vector's 0-norm is.
 
     Raises:
         RuntimeError: if the norm is nan or inf and ``error_if_nonfinite``.
@@ -29,12 +32,15 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     norm_type = float(norm_type)
     if not tensors:
         return tensor.tensor(0.0)
+    dtype = tensors[0].dtype
     with tensor.no_grad():
         if math.isinf(norm_type):
-            norms = [t.abs().amax() if t.numel() else t.new_zeros(()) for t in tensors]
-            total = tensor.stack([n.to(tensors[0].dtype) for n in norms]).amax()
+            total = _extreme_abs(tensors, norm_type > 0).to(dtype)
+        elif norm_type == 0:
+            # The number of nonzero elements: the 0-"norm" of all the tensors as one vector.
+            total = tensor.stack([(t != 0).sum().to(dtype) for t in tensors]).sum()
         else:
-            powers = [(t.abs() ** norm_type).sum().to(tensors[0].dtype) for t in tensors]
+            powers = [(t.abs() ** norm_type).sum().to(dtype) for t in tensors]
             total = tensor.stack(powers).sum() ** (1.0 / norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(
@@ -45,10 +51,18 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     return total
 
 
+def _extreme_abs(tensors: list[Tensor], largest: bool) -> Tensor:
+    """The largest (``inf``-norm) or smallest (``-inf``) absolute value in ``tensors``; empty
+    tensors are skipped, and there being none gives 0."""
+    reduce = Tensor.amax if largest else Tensor.amin
+    extremes = [reduce(t.abs()).to(tensors[0].dtype) for t in tensors if t.numel()]
+    return reduce(tensor.stack(extremes)) if extremes else tensors[0].new_zeros(())
+
+
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scale the gradients of ``parameters`` in place so that their total ``norm_type``-norm is at
-    most ``max_norm``; return the total norm before clipping (``inf`` gives the max-norm).
+    most ``max_norm``; return the total norm before clipping (see ``get_total_norm``).
 
     Raises:
         RuntimeError: if the total norm is nan or inf and ``error_if_nonfinite``.

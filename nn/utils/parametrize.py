@@ -12,7 +12,7 @@ called with all of them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 
 import tensor
 from tensor import Tensor
@@ -47,7 +47,13 @@ def cached() -> Generator[None, None, None]:
 
 class ParametrizationList(ModuleList):
     """The parametrizations of one tensor, applied in order, and the ``original`` tensor(s)
-    they are applied to."""
+    they are applied to.
+
+    Raises:
+        ValueError: if a ``right_inverse`` returns neither a tensor nor a sequence of them or
+            changes the dtype, or (unless ``unsafe``) the parametrized value is not a tensor of
+            the original's dtype and shape.
+    """
 
     def __init__(self, modules: list[Module], original: Tensor, unsafe: bool = False) -> None:
         super().__init__(modules)
@@ -55,8 +61,10 @@ class ParametrizationList(ModuleList):
         with tensor.no_grad():
             value = original
             for module in reversed(list(self)):
-                if hasattr(module, "right_inverse"):
-                    value = module.right_inverse(value)
+                value = _right_inverse(module, value)
+        if not isinstance(value, (Tensor, Sequence)):
+            raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
+                             f"Got {type(value).__name__}")
         self.is_tensor = isinstance(value, Tensor)
         self.ntensors = 1 if self.is_tensor else len(value)
         requires_grad = original.requires_grad
@@ -72,6 +80,9 @@ class ParametrizationList(ModuleList):
         else:
             for i, part in enumerate(value):
                 self._register_original(f"original{i}", part, requires_grad)
+        if not unsafe:
+            _check_same_kind(self(), original, "Registering a parametrization may not change the {} of the "
+                             "tensor, unless `unsafe` flag is enabled.\nunparametrized {}: {}\nparametrized {}: {}")
 
     def _register_original(self, name: str, value: Tensor, requires_grad: bool) -> None:
         if isinstance(value, Parameter):
@@ -85,8 +96,7 @@ class ParametrizationList(ModuleList):
         """Store ``value`` through each parametrization's ``right_inverse``, last first."""
         with tensor.no_grad():
             for module in reversed(list(self)):
-                if hasattr(module, "right_inverse"):
-                    value = module.right_inverse(value)
+                value = _right_inverse(module, value)
             if self.is_tensor:
                 self.original.copy_(value)
             else:
@@ -104,6 +114,52 @@ class ParametrizationList(ModuleList):
         for module in rest:
             x = module(x)
         return x
+
+
+def _right_inverse(module: Module, value):
+    """``module.right_inverse(value)``; the identity for a module without one, or whose one
+    raises NotImplementedError."""
+    if not hasattr(module, "right_inverse"):
+        return value
+    try:
+        return module.right_inverse(value)
+    except NotImplementedError:
+        return value
+
+
+def _check_same_kind(value, reference: Tensor, message: str) -> None:
+    """Check that ``value`` is a tensor of ``reference``'s dtype and shape.
+
+    Raises:
+        ValueError: otherwise, from ``message`` formatted with the attribute's name, then the
+            name with ``reference``'s value and with ``value``'s.
+    """
+    if not isinstance(value, Tensor):
+        raise ValueError(f"A parametrization must return a tensor. Got {type(value).__name__}.")
+    for attribute in ("dtype", "shape"):
+        want, got = getattr(reference, attribute), getattr(value, attribute)
+        if got != want:
+            raise ValueError(message.format(attribute, attribute, want, attribute, got))
+
+
+def _check_appended(module: Module, tensor_name: str, parametrization: Module) -> None:
+    """PyTorch's checks before appending ``parametrization`` to ``tensor_name``'s: it and its
+    ``right_inverse`` must map the parametrized tensor to a tensor of the same dtype and shape.
+
+    Raises:
+        ValueError: when they do not.
+    """
+    current = getattr(module, tensor_name)
+    value = parametrization(current)
+    _check_same_kind(value, current, "Registering a parametrization may not change the {} of the tensor, "
+                     f"unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.{{}}: {{}}\n"
+                     f"parametrization(module.{tensor_name}).{{}}: {{}}")
+    inverse = _right_inverse(parametrization, value)
+    if not isinstance(inverse, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(inverse).__name__}")
+    _check_same_kind(inverse, current, "The tensor returned by parametrization.right_inverse must have the same "
+                     f"{{}} as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
+                     f"module.{tensor_name}.{{}}: {{}}\nreturned {{}}: {{}}")
 
 
 def _make_property(name: str) -> property:
@@ -134,12 +190,21 @@ def register_parametrization(
     """Make ``module.<tensor_name>`` be ``parametrization(original)``; a second call on the same
     name appends to its list. Returns ``module``.
 
+    Unless ``unsafe``, the parametrization (and its ``right_inverse``) must give a tensor of the
+    same dtype and shape.
+
     Raises:
         ValueError: if ``module`` has no parameter or buffer ``tensor_name`` (and it is not
-            parametrized yet), or a ``right_inverse`` changes the dtype.
+            parametrized yet), a ``right_inverse`` changes the dtype, or (unless ``unsafe``) the
+            parametrization does not give a tensor of the same dtype and shape.
     """
+    parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
-        module.parametrizations[tensor_name].append(parametrization)
+        if not unsafe:
+            _check_appended(module, tensor_name, parametrization)
+        plist = module.parametrizations[tensor_name]
+        plist.append(parametrization)
+        plist.unsafe |= unsafe
         return module
     if tensor_name not in module._parameters and tensor_name not in module._buffers:
         raise ValueError(

@@ -54,6 +54,42 @@ class PackedSequence(NamedTuple):
         """``to('cpu')``."""
         return self.to("cpu")
 
+    def double(self) -> PackedSequence:
+        """``data`` cast to float64."""
+        return self.to(dtype=tensor.float64)
+
+    def float(self) -> PackedSequence:
+        """``data`` cast to float32."""
+        return self.to(dtype=tensor.float32)
+
+    def half(self) -> PackedSequence:
+        """``data`` cast to float16."""
+        return self.to(dtype=tensor.float16)
+
+    def long(self) -> PackedSequence:
+        """``data`` cast to int64."""
+        return self.to(dtype=tensor.int64)
+
+    def int(self) -> PackedSequence:
+        """``data`` cast to int32."""
+        return self.to(dtype=tensor.int32)
+
+    def short(self) -> PackedSequence:
+        """``data`` cast to int16."""
+        return self.to(dtype=tensor.int16)
+
+    def char(self) -> PackedSequence:
+        """``data`` cast to int8."""
+        return self.to(dtype=tensor.int8)
+
+    def byte(self) -> PackedSequence:
+        """``data`` cast to uint8."""
+        return self.to(dtype=tensor.uint8)
+
+    def pin_memory(self) -> PackedSequence:
+        """The same packing with ``data`` in pinned memory."""
+        return PackedSequence(self.data.pin_memory(), self.batch_sizes, self.sorted_indices, self.unsorted_indices)
+
     def cuda(self, device=None) -> PackedSequence:
         """``data`` on a CUDA device."""
         return self.to(tensor.device("cuda", device) if isinstance(device, int) else (device or "cuda"))
@@ -172,15 +208,23 @@ def pad_sequence(
     """Stack sequences ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)`` with
     ``batch_first``), padding each with ``padding_value`` on ``padding_side``.
 
+    The result has the first sequence's dtype, as in PyTorch.
+
     Raises:
-        ValueError: for a ``padding_side`` other than 'left' or 'right'.
+        RuntimeError: for a ``padding_side`` other than 'left' or 'right', no sequences, or 0-d ones.
     """
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if not sequences:
+        raise RuntimeError("received an empty list of sequences")
+    if any(s.ndim == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: every sequence needs at least one dimension (its length), got a 0-d tensor")
     longest = max(s.shape[0] for s in sequences)
+    dtype = sequences[0].dtype
     padded = []
     for s in sequences:
-        filler = tensor.full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
+        s = s.to(dtype)
+        filler = tensor.full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=dtype, device=s.device)
         padded.append(tensor.cat([s, filler] if padding_side == "right" else [filler, s], 0))
     return tensor.stack(padded, 0 if batch_first else 1)
 

@@ -140,7 +140,7 @@ def test_parameter_list(torch):
 
 
 def test_parameter_dict():
-    pdict = nn.ParameterDict({"w": tensor.ones(2), "b": nn.Parameter(tensor.zeros(1))})
+    pdict = nn.ParameterDict(OrderedDict([("w", tensor.ones(2)), ("b", nn.Parameter(tensor.zeros(1)))]))
     assert list(pdict) == ["w", "b"] and isinstance(pdict["w"], nn.Parameter)
     assert [n for n, _ in pdict.named_parameters()] == ["w", "b"]
     assert isinstance(pdict.pop("w"), nn.Parameter) and list(pdict.keys()) == ["b"]
@@ -162,3 +162,45 @@ def test_parameter_dict():
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_parameter_dict_sorts_a_plain_dict_as_torch(torch):
+    ours = nn.ParameterDict({"b": tensor.ones(1), "a": tensor.ones(2)})
+    theirs = torch.nn.ParameterDict({"b": torch.ones(1), "a": torch.ones(2)})
+    assert list(ours) == list(theirs) == ["a", "b"]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert list(nn.ParameterDict([("b", tensor.ones(1)), ("a", tensor.ones(1))])) == ["b", "a"]
+
+
+def test_parameter_dict_dict_api():
+    pdict = nn.ParameterDict(OrderedDict([("b", tensor.ones(1)), ("a", tensor.ones(2))]))
+    assert pdict.get("missing", 5) == 5 and pdict.get("a") is pdict["a"]
+    assert list(reversed(pdict)) == ["a", "b"]
+    assert isinstance(pdict.setdefault("c", tensor.zeros(1)), nn.Parameter) and list(pdict) == ["b", "a", "c"]
+    key, value = pdict.popitem()
+    assert key == "c" and isinstance(value, nn.Parameter) and list(pdict) == ["b", "a"]
+    assert list(pdict.fromkeys(["x", "y"], tensor.ones(1))) == ["x", "y"]
+    copied = pdict.copy()
+    assert list(copied) == ["b", "a"] and copied["a"] is pdict["a"]
+    assert list(pdict | {"z": tensor.ones(1), "c": tensor.ones(1)}) == ["b", "a", "c", "z"]
+    copied |= {"q": tensor.ones(1)}
+    assert list(copied) == ["b", "a", "q"]
+    copied.clear()
+    assert len(copied) == 0 and list(copied.parameters()) == []
+    with pytest.raises(TypeError, match="cannot be used as a key as it is not a string"):
+        pdict[1]
+    with pytest.raises(KeyError):
+        nn.ParameterDict().popitem()
+
+
+def test_sequential_times_int():
+    relu, tanh = nn.ReLU(), nn.Tanh()
+    seq = nn.Sequential(relu, tanh)
+    for repeated in (seq * 2, 2 * seq):
+        assert list(repeated._modules) == ["0", "1", "2", "3"] and repeated[2] is relu
+    seq *= 3
+    assert len(seq) == 6 and seq[5] is tanh
+    with pytest.raises(ValueError, match="Non-positive multiplication factor 0"):
+        seq * 0
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        seq * 1.5

@@ -151,3 +151,16 @@ def test_the_old_spellings_warn_and_fill_as_torchs(torch, name):
         with pytest.warns(FutureWarning):
             getattr(torch.nn.init, name)(theirs, *args)
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("fill", [init.uniform_, init.normal_, init.trunc_normal_])
+def test_initialisers_fill_a_0d_parameter(fill):
+    p = nn.Parameter(tensor.full((), 100.0))
+    assert fill(p) is p and p.shape == () and abs(float(p)) < 100
+
+
+def test_uniform_and_normal_reject_bad_arguments():
+    with pytest.raises(RuntimeError, match=r"uniform_ expects to return a \[from, to\) range, but found from=2 > to=1"):
+        init.uniform_(tensor.empty(3), 2.0, 1.0)
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
+        init.normal_(tensor.empty(3), 0.0, -1.0)

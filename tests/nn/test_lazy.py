@@ -43,3 +43,13 @@ def test_keeps_training_mode_and_hooks():
     module.register_forward_hook(lambda m, a, o: calls.append(o.shape))
     module(tensor.ones(3, 4))
     assert not module.training and calls == [(3, 2)]
+
+
+def test_hooks_and_their_options_survive_materialization():
+    log = []
+    lazy = nn.LazyLinear(2)
+    handle = lazy.register_forward_hook(lambda mod, args, kwargs, out: log.append(sorted(kwargs)), with_kwargs=True)
+    lazy(tensor.ones(1, 3))
+    handle.remove()
+    lazy(tensor.ones(1, 3))
+    assert log == [[]] and len(lazy._forward_hooks) == 0

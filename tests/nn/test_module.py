@@ -335,3 +335,153 @@ def test_to_empty_makes_uninitialised_tensors_of_the_same_shapes():
     assert model.weight is weight and model.weight.shape == (2, 3) and model.bias.shape == (2,)
     model.load_state_dict({"weight": tensor.ones(2, 3), "bias": tensor.zeros(2)})
     assert model(tensor.ones(1, 3)).tolist() == [[3.0, 3.0]]
+
+
+def _hook_log(lib, lib_nn):
+    """The calls a Linear's forward hooks with every option see, in order (for torch and ours)."""
+    log = []
+    m = lib_nn.Linear(2, 2)
+    m.register_forward_hook(lambda mod, a, kw, out: log.append(("kwargs hook", sorted(kw))), with_kwargs=True)
+    m.register_forward_hook(lambda mod, a, out: log.append("prepended hook"), prepend=True)
+    m.register_forward_pre_hook(lambda mod, a, kw: log.append(("kwargs pre", sorted(kw))), with_kwargs=True)
+    m.register_forward_pre_hook(lambda mod, a: log.append("prepended pre"), prepend=True)
+    m(lib.ones(1, 2))
+    return log
+
+
+def test_forward_hook_options_match_torch(torch):
+    assert _hook_log(tensor, nn) == _hook_log(torch, torch.nn)
+
+
+class _Scaled(nn.Module):
+    def forward(self, x, scale=1.0):
+        if scale < 0:
+            raise ValueError("negative scale")
+        return x * scale
+
+
+def test_with_kwargs_pre_hook_replaces_args_and_kwargs():
+    m = _Scaled()
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, {"scale": 3.0}), with_kwargs=True)
+    assert m(tensor.ones(1)).tolist() == [3.0]
+    bad = _Scaled()
+    bad.register_forward_pre_hook(lambda mod, args, kwargs: 5, with_kwargs=True)
+    with pytest.raises(RuntimeError, match="must return None or a tuple of"):
+        bad(tensor.ones(1))
+
+
+def test_always_call_hook_runs_when_forward_raises():
+    log = []
+    m = _Scaled()
+    m.register_forward_hook(lambda mod, args, out: log.append(("always", out)), always_call=True)
+    m.register_forward_hook(lambda mod, args, out: log.append("ordinary"))
+    with pytest.raises(ValueError, match="negative scale"):
+        m(tensor.ones(1), scale=-1.0)
+    assert log == [("always", None)]
+    handle = m.register_forward_hook(lambda *a: None, with_kwargs=True, always_call=True)
+    handle.remove()
+    assert len(m._forward_hooks_with_kwargs) == 0 and len(m._forward_hooks_always_called) == 1
+
+
+def _global_hook_log(lib, lib_nn):
+    log = []
+    module_hooks = lib_nn.modules.module
+    handles = [module_hooks.register_module_forward_pre_hook(lambda mod, a: log.append("pre " + type(mod).__name__)),
+               module_hooks.register_module_forward_hook(lambda mod, a, out: log.append(type(mod).__name__))]
+    model = lib_nn.Sequential(lib_nn.Linear(2, 2), lib_nn.ReLU())
+    model(lib.ones(1, 2))
+    for handle in handles:
+        handle.remove()
+    model(lib.ones(1, 2))  # nothing logged once removed
+    return log
+
+
+def test_global_forward_hooks_match_torch(torch):
+    assert _global_hook_log(tensor, nn) == _global_hook_log(torch, torch.nn)
+
+
+def _registration_log(lib, lib_nn):
+    log = []
+    module_hooks = lib_nn.modules.module
+    handles = [
+        module_hooks.register_module_parameter_registration_hook(lambda mod, name, p: log.append(("param", name))),
+        module_hooks.register_module_buffer_registration_hook(lambda mod, name, b: log.append(("buffer", name))),
+        module_hooks.register_module_module_registration_hook(lambda mod, name, m: log.append(("module", name))),
+    ]
+    lib_nn.BatchNorm1d(2)
+    holder = lib_nn.Module()
+    holder.child = lib_nn.ReLU()
+    holder.register_buffer("b", None)
+    holder.b = lib.ones(1)
+    for handle in handles:
+        handle.remove()
+    lib_nn.Linear(1, 1)
+    return log
+
+
+def test_global_registration_hooks_match_torch(torch):
+    assert _registration_log(tensor, nn) == _registration_log(torch, torch.nn)
+
+
+def test_registration_hook_may_replace_the_value():
+    replacement = nn.Parameter(tensor.zeros(1))
+    handle = nn.modules.module.register_module_parameter_registration_hook(lambda mod, name, p: replacement)
+    try:
+        m = nn.Module()
+        m.p = nn.Parameter(tensor.ones(1))
+    finally:
+        handle.remove()
+    assert m.p is replacement
+
+
+def test_missing_module_methods(torch):
+    m = nn.Linear(2, 2)
+    assert m._get_name() == "Linear"
+    assert m.type(tensor.float64) is m and m.weight.dtype == tensor.float64
+    shared = nn.Linear(1, 1)
+    ours = len(list(nn.Sequential(shared, shared).modules(remove_duplicate=False)))
+    theirs_shared = torch.nn.Linear(1, 1)
+    assert ours == len(list(torch.nn.Sequential(theirs_shared, theirs_shared).modules(remove_duplicate=False))) == 3
+
+
+def test_to_complex_dtype_casts_floating_members():
+    m = nn.Linear(2, 2)
+    m.register_buffer("steps", tensor.tensor(3))
+    m.to(tensor.complex64)
+    assert m.weight.dtype == tensor.complex64 and m.steps.dtype == tensor.int64
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: setattr(nn.Linear(1, 1), "weight", nn.ReLU()), TypeError, "cannot assign 'ReLU' as parameter 'weight'"),
+    (lambda: nn.Sequential(nn.ReLU()).set_submodule("0", 5), ValueError, "is not an nn.Module"),
+    (lambda: nn.Sequential(nn.ReLU()).get_submodule(0), AttributeError, "has no attribute 'split'"),
+    (lambda: nn.Linear(1, 1).requires_grad_(1), TypeError, "must be bool, not int"),
+])
+def test_errors_match_torch_types(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_buffer_marker_is_unwrapped_and_digit_names_are_not_in_dir():
+    m = nn.Module()
+    m.x = nn.Buffer(tensor.ones(1))
+    assert type(m.x) is tensor.Tensor and "x" in m._buffers
+    assert not any(name[0].isdigit() for name in dir(nn.Sequential(nn.ReLU())))
+
+
+def test_zero_grad_keeps_the_grad_tensor():
+    m = nn.Linear(2, 2)
+    m(tensor.ones(1, 2)).sum().backward()
+    grad = m.weight.grad
+    m.zero_grad(set_to_none=False)
+    assert m.weight.grad is grad and float(grad.abs().sum()) == 0.0
+
+
+def test_deepcopy_of_a_parameter_drops_its_grad():
+    import copy
+
+    p = nn.Parameter(tensor.ones(2))
+    p.grad = tensor.ones(2)
+    q = copy.deepcopy(p)
+    assert type(q) is nn.Parameter and q.requires_grad and q.grad is None
+    assert q is not p and q.tolist() == [1.0, 1.0]

@@ -97,3 +97,73 @@ def test_hook_spectral_norm_matches_torch(torch):
         run_both(ours, theirs, torch, X, rtol=1e-4, atol=1e-5)
     nn.utils.remove_spectral_norm(ours)
     assert list(ours.state_dict()) == ["bias", "weight"]
+
+
+class _FirstRow(nn.Module):
+    def forward(self, x):
+        return x[:1]
+
+
+class _Double(nn.Module):
+    def forward(self, x):
+        return x.double()
+
+
+class _NotATensor(nn.Module):
+    def forward(self, x):
+        return 5
+
+
+class _Same(nn.Module):
+    def forward(self, x):
+        return x
+
+
+@pytest.mark.parametrize("parametrization, message", [
+    (_FirstRow, "may not change the shape of the tensor"),
+    (_Double, "may not change the dtype of the tensor"),
+    (_NotATensor, "A parametrization must return a tensor"),
+])
+def test_unsafe_false_checks_the_parametrization(parametrization, message):
+    with pytest.raises(ValueError, match=message):
+        parametrize.register_parametrization(nn.Linear(3, 3), "weight", parametrization())
+    appended_to = parametrize.register_parametrization(nn.Linear(3, 3), "weight", _Same())
+    with pytest.raises(ValueError, match=message):
+        parametrize.register_parametrization(appended_to, "weight", parametrization())
+    if parametrization is not _NotATensor:
+        unsafe = parametrize.register_parametrization(nn.Linear(3, 3), "weight", parametrization(), unsafe=True)
+        assert unsafe.parametrizations.weight.unsafe
+
+
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "cayley", "householder"])
+@pytest.mark.parametrize("use_trivialization", [True, False])
+@pytest.mark.parametrize("shape", [(3, 3), (5, 3), (3, 5)])
+def test_orthogonal_gives_orthonormal_columns_or_rows(orthogonal_map, use_trivialization, shape):
+    m = nn.Linear(shape[1], shape[0])
+    parametrizations.orthogonal(m, orthogonal_map=orthogonal_map, use_trivialization=use_trivialization)
+    q = m.weight if shape[0] >= shape[1] else m.weight.mT
+    assert_close((q.mT @ q).detach().numpy(), np.eye(q.shape[1], dtype=np.float32), atol=1e-5, rtol=0)
+    expected_keys = ["bias", "parametrizations.weight.original"] + \
+        ["parametrizations.weight.0.base"] * use_trivialization
+    assert list(m.state_dict()) == expected_keys
+    m.weight.sum().backward()
+    assert m.parametrizations.weight.original.grad is not None
+
+
+@pytest.mark.parametrize("orthogonal_map", ["matrix_exp", "householder"])
+def test_orthogonal_initial_value_matches_torch(torch, orthogonal_map):
+    ours, theirs = nn.Linear(3, 4), torch.nn.Linear(3, 4)
+    with torch.no_grad():
+        theirs.weight.copy_(torch.tensor(ours.weight.detach().numpy()))
+    parametrizations.orthogonal(ours, orthogonal_map=orthogonal_map)
+    torch.nn.utils.parametrizations.orthogonal(theirs, orthogonal_map=orthogonal_map)
+    assert_close(ours.weight.detach().numpy(), theirs.weight.detach().numpy(), atol=1e-5, rtol=1e-5)
+
+
+def test_orthogonal_and_weight_norm_errors():
+    with pytest.raises(ValueError, match='orthogonal_map has to be one of "matrix_exp"'):
+        parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="Got a tensor of 1 dimensions"):
+        parametrizations.orthogonal(nn.Linear(3, 3), "bias")
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        parametrizations.weight_norm(nn.Linear(4, 3), dim=5)

@@ -149,3 +149,43 @@ def test_checkpoint_wrapper_keys_and_loading_both_ways():
     wrapped.load_state_dict(source.state_dict())
     np.testing.assert_array_equal(wrapped[0]._checkpoint_wrapped_module.weight.detach().numpy(),
                                   source[0].weight.detach().numpy())
+
+
+def test_private_state_dict_hook_may_return_a_new_dict():
+    from collections import OrderedDict
+
+    m = nn.Linear(2, 2)
+    m._register_state_dict_hook(lambda mod, sd, prefix, meta: OrderedDict((k + "_x", v) for k, v in sd.items()))
+    assert list(m.state_dict()) == ["weight_x", "bias_x"]
+
+
+def test_public_hook_return_values_are_refused():
+    m = nn.Linear(1, 1)
+    m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: {})
+    with pytest.raises(RuntimeError, match="state_dict post-hook must return None"):
+        m.state_dict()
+    m = nn.Linear(1, 1)
+    m.register_load_state_dict_post_hook(lambda mod, keys: 5)
+    with pytest.raises(AssertionError, match="not expected to return new values"):
+        m.load_state_dict(m.state_dict())
+
+
+def test_private_load_pre_hook_is_called_without_the_module():
+    seen = []
+    m = nn.Linear(1, 1)
+    m._register_load_state_dict_pre_hook(lambda sd, prefix, *rest: seen.append((sorted(sd), prefix, len(rest))))
+    m._register_load_state_dict_pre_hook(lambda mod, sd, *rest: seen.append(mod is m), with_module=True)
+    m.load_state_dict(m.state_dict())
+    assert seen == [(["bias", "weight"], "", 5), True]
+
+
+def test_dotted_key_under_a_parameter_is_unexpected(torch):
+    def load(lib, lib_nn):
+        sd = {"weight": lib.ones(1, 1), "bias": lib.ones(1), "weight.x": lib.ones(1)}
+        return lib_nn.Linear(1, 1).load_state_dict(sd, strict=False)
+
+    ours, theirs = load(tensor, nn), load(torch, torch.nn)
+    assert ours.unexpected_keys == theirs.unexpected_keys == ["weight.x"]
+    with pytest.raises(RuntimeError, match='Unexpected key\\(s\\) in state_dict: "weight.x"'):
+        nn.Linear(1, 1).load_state_dict({"weight": tensor.ones(1, 1), "bias": tensor.ones(1),
+                                         "weight.x": tensor.ones(1)})

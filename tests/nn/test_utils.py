@@ -94,3 +94,21 @@ def test_parameters_to_vector_and_back(torch):
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("norm_type, total, scaled", [
+    (float("-inf"), 0.0, [0.0, 3.0, -4.0]),  # the smallest |g|: torch's value
+    (0, 2.0, [0.0, 1.5, -2.0]),  # the number of nonzero elements (torch counts nonzero tensors: 1)
+])
+def test_clip_grad_norm_zero_and_minus_inf(norm_type, total, scaled):
+    p = nn.Parameter(tensor.tensor([0.0, 3.0, -4.0]))
+    p.grad = tensor.tensor([0.0, 3.0, -4.0])
+    assert float(clip_grad_norm_([p], 1.0, norm_type=norm_type)) == total
+    assert_close(p.grad.numpy(), np.array(scaled, dtype=np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_minus_inf_norm_matches_torch(torch):
+    grads = [np.array([0.5, -2.0]), np.array([[3.0, -0.25]])]
+    ours = nn.utils.get_total_norm([tensor.tensor(g) for g in grads], float("-inf"))
+    theirs = torch.nn.utils.get_total_norm([torch.tensor(g) for g in grads], float("-inf"))
+    assert float(ours) == float(theirs) == 0.25

@@ -73,5 +73,25 @@ def test_errors():
     packed = rnn.pack_padded_sequence(x, [4, 2])
     with pytest.raises(ValueError, match="Expected total_length to be at least"):
         rnn.pad_packed_sequence(packed, total_length=3)
-    with pytest.raises(ValueError, match="Expected padding_side to be one of left or right"):
+    with pytest.raises(RuntimeError, match="Expected padding_side to be one of left or right"):
         rnn.pad_sequence([x[0]], padding_side="middle")
+
+
+def test_packed_sequence_casts():
+    packed = rnn.pack_sequence([tensor.ones(2), tensor.ones(1)])
+    for method, dtype in (("double", tensor.float64), ("float", tensor.float32), ("half", tensor.float16),
+                          ("long", tensor.int64), ("int", tensor.int32), ("short", tensor.int16),
+                          ("char", tensor.int8), ("byte", tensor.uint8)):
+        cast = getattr(packed, method)()
+        assert cast.data.dtype == dtype and cast.batch_sizes.tolist() == [2, 1]
+
+
+def test_pad_sequence_errors_and_dtype_as_torch():
+    with pytest.raises(RuntimeError, match="received an empty list of sequences"):
+        rnn.pad_sequence([])
+    with pytest.raises(RuntimeError, match="received an empty list of sequences"):
+        rnn.pack_sequence([])
+    with pytest.raises(RuntimeError, match="0-d"):
+        rnn.pad_sequence([tensor.tensor(1.0), tensor.tensor(2.0)])
+    mixed = rnn.pad_sequence([tensor.ones(2), tensor.ones(1, dtype=tensor.float64)])
+    assert mixed.dtype == tensor.float32  # the first sequence's dtype, as torch

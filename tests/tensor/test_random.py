@@ -190,3 +190,22 @@ def test_bernoulli_and_multinomial(device):
     assert samples.dtype is tensor.int64 and samples.tolist() == [1, 1, 1]
     with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
         tensor.multinomial(tensor.ones(2, device=device), 3)
+
+
+@pytest.mark.parametrize("fill, args", [
+    ("uniform_", ()), ("normal_", ()), ("exponential_", ()), ("cauchy_", ()), ("log_normal_", ()),
+    ("geometric_", (0.5,)),
+])
+def test_in_place_fills_of_a_0d_tensor(fill, args):
+    t = tensor.full((), -7.0)
+    assert getattr(t, fill)(*args) is t and t.shape == () and float(t) != -7.0
+
+
+def test_uniform_and_normal_fills_check_their_arguments(torch):
+    for ours, theirs in ((lambda: tensor.empty(2).uniform_(1.0, 0.0), lambda: torch.empty(2).uniform_(1.0, 0.0)),
+                         (lambda: tensor.empty(2).normal_(0.0, -2.0), lambda: torch.empty(2).normal_(0.0, -2.0))):
+        with pytest.raises(RuntimeError) as mine:
+            ours()
+        with pytest.raises(RuntimeError) as reference:
+            theirs()
+        assert str(mine.value) == str(reference.value)

@@ -324,3 +324,23 @@ def test_cuda_checkpoint_loads_with_map_location(cuda_checkpoint, location):
     back = tensor.load(cuda_checkpoint, map_location=location)
     assert back["w"].device is tensor.device("cpu")
     assert back["w"].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("format", [None, "torch"])
+def test_state_dict_metadata_survives_a_round_trip(format):
+    import nn
+
+    buffer = io.BytesIO()
+    tensor.save(nn.BatchNorm1d(2).state_dict(), buffer, format=format)
+    buffer.seek(0)
+    loaded = tensor.load(buffer)
+    assert loaded._metadata == OrderedDict([("", {"version": 2})])
+
+
+def test_torch_reads_the_metadata_we_write(torch):
+    import nn
+
+    buffer = io.BytesIO()
+    tensor.save(nn.BatchNorm1d(2).state_dict(), buffer, format="torch")
+    buffer.seek(0)
+    assert torch.load(buffer, weights_only=True)._metadata == OrderedDict([("", {"version": 2})])
