@@ -12,6 +12,7 @@ shared memory; see ``dataloader.py`` for the semantics and ``_channel.py`` for t
 
 from __future__ import annotations
 
+from . import distributed  # noqa: F401 - torch.utils.data.distributed, reachable as an attribute
 from ._pin_memory import pin_memory
 from ._worker import WorkerInfo, get_worker_info
 from .collate import default_collate, default_convert

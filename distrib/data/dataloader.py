@@ -133,6 +133,8 @@ class DataLoader:
             ``drop_last``, an IterableDataset with ``shuffle``/``sampler``/``batch_sampler``),
             an unknown start method, or setting a frozen attribute after construction.
         TypeError: for a ``multiprocessing_context`` that is neither a name nor a context.
+        AssertionError: (when iterated, as in PyTorch) for ``timeout > 0`` without workers, or
+            ``prefetch_factor=0`` with workers.
     """
 
     __initialized = False
@@ -312,6 +314,8 @@ class _BaseDataLoaderIter:
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
+        if self._timeout != 0:  # PyTorch's error type: the loader accepts it, iterating refuses it
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         self._fetcher = _worker._Fetcher(self._dataset, self._is_iterable, self._auto_collation, self._collate_fn,
                                          self._drop_last)
 
@@ -328,6 +332,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super().__init__(loader)
         self._num_workers = loader.num_workers
         self._prefetch = loader.prefetch_factor
+        if self._prefetch <= 0:  # nothing would ever be sent: an empty epoch instead of the data
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._in_order = loader.in_order
         self._persistent = loader.persistent_workers
         self._send_idx = 0

@@ -8,9 +8,12 @@ worker gets its own copy of an iterable dataset, which shards itself with ``get_
 
 from __future__ import annotations
 
+import abc
 import bisect
+import collections.abc
 import itertools
 import math
+import operator
 import warnings
 
 import tensor
@@ -29,8 +32,9 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """An iterable-style dataset: subclasses define ``__iter__``.
+class IterableDataset(Dataset, collections.abc.Iterable):
+    """An iterable-style dataset: subclasses define ``__iter__`` (an abstract method, as in PyTorch:
+    a subclass without it cannot be instantiated).
 
     With ``num_workers > 0`` every worker iterates its own copy; shard it in ``__iter__``:
 
@@ -44,6 +48,7 @@ class IterableDataset(Dataset):
         ...         return iter(range(info.id, self.n, info.num_workers))
     """
 
+    @abc.abstractmethod
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
@@ -70,6 +75,20 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
+def _batch_of(dataset, indices: list) -> list:
+    """``[dataset[i] for i in indices]``, through ``dataset.__getitems__`` when it has one.
+
+    Raises:
+        ValueError: if ``__getitems__`` returns a wrong number of samples.
+    """
+    if not callable(getattr(dataset, "__getitems__", None)):
+        return [dataset[i] for i in indices]
+    items = dataset.__getitems__(indices)
+    if len(items) != len(indices):
+        raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+    return items
+
+
 class StackDataset(Dataset):
     """Zip datasets: ``StackDataset(a, b)[i] == (a[i], b[i])``; with keywords, a dict.
 
@@ -93,6 +112,20 @@ class StackDataset(Dataset):
         if isinstance(self.datasets, dict):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices``, reading each dataset with its own ``__getitems__`` if it has one.
+
+        Raises:
+            ValueError: if a dataset's ``__getitems__`` returns a wrong number of samples.
+        """
+        if type(self).__getitem__ is not StackDataset.__getitem__:  # a subclass changed how items are made
+            return [self[i] for i in indices]
+        parts = self.datasets.values() if isinstance(self.datasets, dict) else self.datasets
+        rows = zip(*(_batch_of(d, indices) for d in parts))
+        if isinstance(self.datasets, dict):
+            return [dict(zip(self.datasets, row)) for row in rows]
+        return list(rows)
 
     def __len__(self) -> int:
         return self._length
@@ -172,9 +205,7 @@ class Subset(Dataset):
     def __getitems__(self, indices: list) -> list:
         if type(self).__getitem__ is not Subset.__getitem__:  # a subclass changed how items are made
             return [self[i] for i in indices]
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__([self.indices[i] for i in indices])
-        return [self.dataset[self.indices[i]] for i in indices]
+        return _batch_of(self.dataset, [self.indices[i] for i in indices])
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -188,6 +219,7 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
 
     Raises:
         ValueError: for a fraction outside [0, 1], or lengths not summing to ``len(dataset)``.
+        TypeError: for lengths that are neither fractions summing to 1 nor integers.
 
         >>> train, val = random_split(range(10), [0.8, 0.2], generator=tensor.Generator().manual_seed(0))
         >>> len(train), len(val)
@@ -210,6 +242,6 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
                               stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = tensor.randperm(sum(lengths), generator=generator).tolist()
+    indices = tensor.randperm(operator.index(sum(lengths)), generator=generator).tolist()
     return [Subset(dataset, indices[offset - length:offset])
             for offset, length in zip(itertools.accumulate(lengths), lengths)]

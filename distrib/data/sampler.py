@@ -21,7 +21,16 @@ __all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "Se
 
 
 def _numpy_rng(generator) -> np.random.Generator:
-    return (generator if generator is not None else tensor.default_generator).numpy
+    """The numpy stream of ``generator`` (of the default generator if None).
+
+    Raises:
+        TypeError: if ``generator`` is not a ``tensor.Generator``.
+    """
+    if generator is None:
+        return tensor.default_generator.numpy
+    if not isinstance(generator, tensor.Generator):
+        raise TypeError(f"generator must be a tensor.Generator, but got {type(generator).__name__}")
+    return generator.numpy
 
 
 def _draw_seed(generator=None) -> int:
@@ -59,8 +68,10 @@ class RandomSampler(Sampler):
     one another.
 
     Raises:
-        TypeError: for a non-bool ``replacement``.
+        TypeError: for a non-bool ``replacement``, or (when iterated) a ``generator`` that is not a
+            ``tensor.Generator``.
         ValueError: for a ``num_samples`` that is not a positive int.
+        RuntimeError: (when iterated) for draws with ``replacement`` from an empty ``data_source``.
     """
 
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
@@ -87,6 +98,8 @@ class RandomSampler(Sampler):
         else:
             rng = _numpy_rng(self.generator)
         if self.replacement:
+            if n == 0:
+                raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from=0 >= to={n}")
             return iter(rng.integers(0, n, size=self.num_samples).tolist())
         parts = [rng.permutation(n) for _ in range(self.num_samples // n)]
         if self.num_samples % n:
@@ -115,8 +128,13 @@ class SubsetRandomSampler(Sampler):
 class WeightedRandomSampler(Sampler):
     """``num_samples`` indices drawn with probabilities proportional to ``weights``.
 
+    Without ``replacement``, once the indices of positive weight are used up the zero-weight ones
+    follow in a random order (as PyTorch's CPU sampler does).
+
     Raises:
         ValueError: for a bad ``num_samples`` or ``replacement``, or ``weights`` not 1-d.
+        RuntimeError: (when iterated) for negative, infinite or all-zero weights, or more samples
+            than weights without ``replacement``.
     """
 
     def __init__(self, weights, num_samples: int, replacement: bool = True, generator=None) -> None:
@@ -133,8 +151,21 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
+        if not self.replacement and self.num_samples <= len(self.weights):
+            positive = int((self.weights > 0).sum())
+            if 0 < positive < self.num_samples:
+                return iter(self._positive_then_zero_weights(positive))
         return iter(tensor.multinomial(self.weights, self.num_samples, self.replacement,
                                        generator=self.generator).tolist())
+
+    def _positive_then_zero_weights(self, positive: int) -> list[int]:
+        """Without replacement and with fewer positive weights than ``num_samples``: the
+        ``positive`` indices of positive weight in a weighted random order, then zero-weight indices
+        in a uniform random order, as PyTorch's CPU sampler gives them (``tensor.multinomial``
+        refuses this case, as PyTorch documents for ``torch.multinomial``)."""
+        drawn = tensor.multinomial(self.weights, positive, generator=self.generator).tolist()
+        zero = (self.weights == 0).nonzero().flatten().tolist()
+        return drawn + _numpy_rng(self.generator).permutation(zero)[:self.num_samples - positive].tolist()
 
     def __len__(self) -> int:
         return self.num_samples

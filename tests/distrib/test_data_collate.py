@@ -125,3 +125,71 @@ def test_default_convert_leaves_strings_and_object_arrays():
     assert default_convert(objects) is objects
     assert default_convert("text") == "text"
     assert default_convert(np.str_("s")) == "s"
+
+
+# ---------------------------------------------------------------- dtypes, autograd and bad leaves, as torch
+_PAIRS = [("int32", "float32"), ("int64", "float16"), ("bfloat16", "float16"), ("bfloat16", "int64"),
+          ("uint8", "int8"), ("bool", "int8"), ("complex64", "float64"), ("int64", "complex64")]
+
+
+@pytest.mark.parametrize("shape", [(2,), ()])
+@pytest.mark.parametrize(("a", "b"), _PAIRS)
+def test_default_collate_promotes_tensors_as_torch(torch, a, b, shape):
+    ours = default_collate([tensor.ones(shape, dtype=getattr(tensor, a)), tensor.ones(shape, dtype=getattr(tensor, b))])
+    theirs = torch.utils.data.default_collate([torch.ones(shape, dtype=getattr(torch, a)),
+                                               torch.ones(shape, dtype=getattr(torch, b))])
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize(("a", "b"), [pair for pair in _PAIRS if "bfloat16" not in pair])
+def test_default_collate_promotes_numpy_arrays_as_torch(torch, a, b):
+    batch = [np.ones(2, dtype=a), np.zeros(2, dtype=b)]
+    ours, theirs = default_collate(batch), torch.utils.data.default_collate(batch)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("batch", [
+    [np.float32(1), 2.0], [np.int32(1), 2.5], [np.float16(1), 2], [1, 1 + 2j], [1, np.float16(2)],
+    [1, np.float64(2.5)], [np.complex64(1), np.float64(2)], [np.int8(1), True], [1, 2.5], [1.0, 2**70],
+    [1, np.array(2.0)], [True, 1],
+], ids=repr)
+@pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy.ndarrays")  # torch's, for a 0-d array
+def test_default_collate_infers_number_dtypes_as_torch(torch, batch):
+    ours, theirs = default_collate(batch), torch.utils.data.default_collate(batch)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("batch", [
+    [1.0, None], [1.0, "2.5"], [1.0, [1]], [1.0, 1j], [1, None], [1, "a"], [1, [1]], [2**63, 1], [-2**63 - 1, 1],
+    [2**70, 1], [np.int8(1), 2**63], [np.float32(1), "a"], [np.float32(1), None], [np.float32(1), np.ones(2)],
+    [np.ones(2), np.ones(2, dtype=object)], [np.ones(2), np.array(["a", "b"])],
+    [np.array(["2020-01-01"], "datetime64[D]")] * 2, [np.array([1], "timedelta64[s]")] * 2,
+    [np.arange(3, dtype=">f4")] * 2, [np.ones(3, np.float32), np.arange(3, dtype=">f4")],
+], ids=repr)
+def test_default_collate_refuses_non_numbers_as_torch(torch, batch):
+    with pytest.raises(Exception) as theirs:
+        torch.utils.data.default_collate(batch)
+    with pytest.raises(theirs.type):
+        default_collate(batch)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64])
+def test_default_collate_refuses_unsigned_dtypes_tensors_lack(dtype):
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        default_collate([np.ones(2, dtype), np.ones(2, dtype)])
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        default_collate([dtype(1), dtype(2)])
+
+
+def test_default_collate_keeps_autograd_as_torch(torch):
+    leaf = tensor.ones(2, requires_grad=True)
+    batch = default_collate([{"x": leaf}, {"x": tensor.zeros(2)}])["x"]
+    theirs = torch.utils.data.default_collate([torch.ones(2, requires_grad=True), torch.zeros(2)])
+    assert batch.requires_grad is theirs.requires_grad is True
+    assert batch.grad_fn is not None
+    (batch * tensor.tensor([[1.0], [2.0]])).sum().backward()
+    assert_close(leaf.grad, tensor.ones(2))
+    with tensor.no_grad():
+        assert not default_collate([leaf, leaf]).requires_grad

@@ -248,3 +248,94 @@ def test_distributed_sampler_defaults_come_from_the_process_group(monkeypatch):
 def test_weighted_sampler_keeps_float64_weights():
     sampler = WeightedRandomSampler(np.array([1, 2, 3]), 4)
     assert sampler.weights.dtype == tensor.float64
+
+
+# ---------------------------------------------------------------- regressions against torch
+class _Batched(Dataset):
+    """Records the batched reads; ``short`` returns one sample too few."""
+
+    def __init__(self, n, short=False):
+        self.n, self.short, self.calls = n, short, []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return -i
+
+    def __getitems__(self, indices):
+        self.calls.append(list(indices))
+        return [-i for i in indices][:len(indices) - self.short]
+
+
+def test_stack_dataset_getitems_matches_torch_and_reads_in_batches(torch):
+    batched = _Batched(4)
+    assert StackDataset(batched, [5, 6, 7, 8]).__getitems__([3, 0]) == [(-3, 8), (0, 5)]
+    assert batched.calls == [[3, 0]]
+    assert StackDataset(a=[1, 2], b=[3, 4]).__getitems__([1, 0]) == \
+        torch.utils.data.StackDataset(a=[1, 2], b=[3, 4]).__getitems__([1, 0])
+    assert StackDataset([1, 2], [3, 4]).__getitems__([0, 1]) == \
+        torch.utils.data.StackDataset([1, 2], [3, 4]).__getitems__([0, 1])
+    with pytest.raises(ValueError, match="Nested dataset's output size mismatch. Expected 2, got 1"):
+        StackDataset(_Batched(3, short=True), [0, 1, 2]).__getitems__([0, 1])
+
+
+def test_stack_dataset_subclass_items_are_kept_by_getitems():
+    class Doubled(StackDataset):
+        def __getitem__(self, index):
+            return tuple(2 * v for v in super().__getitem__(index))
+
+    assert Doubled([1, 2], [3, 4]).__getitems__([1]) == [(4, 8)]
+
+
+def test_iterable_dataset_is_abstract_as_torch(torch):
+    for library in (torch.utils.data, __import__("distrib").data):
+        with pytest.raises(TypeError, match="Can't instantiate abstract class IterableDataset"):
+            library.IterableDataset()
+        with pytest.raises(TypeError, match="Can't instantiate abstract class IterableDataset"):
+            library.ConcatDataset([library.IterableDataset()])
+    assert not isinstance([1], IterableDataset)
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+@pytest.mark.parametrize("lengths", [[3, 7], [0.3, 0.7]])
+def test_random_split_takes_tensor_lengths_as_torch(torch, lengths, as_tensor):
+    ours = tensor.tensor(lengths) if as_tensor else lengths
+    theirs = torch.tensor(lengths) if as_tensor else lengths
+    assert [len(s) for s in random_split(range(10), ours)] == \
+        [len(s) for s in torch.utils.data.random_split(range(10), theirs)]
+
+
+def test_random_split_refuses_float_lengths_as_torch(torch):
+    with pytest.raises(TypeError):
+        torch.utils.data.random_split(range(10), [3.0, 7.0])
+    with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+        random_split(range(10), [3.0, 7.0])
+
+
+def test_random_sampler_with_replacement_on_nothing_is_a_runtime_error(torch):
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        list(torch.utils.data.RandomSampler([], replacement=True, num_samples=3))
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        list(RandomSampler([], replacement=True, num_samples=3))
+
+
+@pytest.mark.parametrize(("weights", "num_samples"), [([1.0, 0.0, 0.0], 3), ([0.0, 0.0, 1.0, 0.0, 2.0, 0.0], 6),
+                                                      ([0.0, 3.0, 0.0, 0.0], 3)])
+def test_weighted_sampler_without_replacement_takes_zero_weights_last_as_torch(torch, weights, num_samples):
+    positive = sum(w > 0 for w in weights)
+    ours = list(WeightedRandomSampler(weights, num_samples, replacement=False,
+                                      generator=tensor.Generator().manual_seed(0)))
+    theirs = list(torch.utils.data.WeightedRandomSampler(weights, num_samples, replacement=False))
+    for drawn in (ours, theirs):
+        assert len(drawn) == len(set(drawn)) == num_samples
+        assert all(weights[i] > 0 for i in drawn[:positive])
+        assert all(weights[i] == 0 for i in drawn[positive:])
+
+
+@pytest.mark.parametrize("weights", [[0.0, 0.0], [1.0, -1.0]])
+def test_weighted_sampler_without_replacement_still_refuses_bad_weights(torch, weights):
+    with pytest.raises(RuntimeError):
+        list(torch.utils.data.WeightedRandomSampler(weights, 2, replacement=False))
+    with pytest.raises(RuntimeError, match="invalid multinomial distribution"):
+        list(WeightedRandomSampler(weights, 2, replacement=False))

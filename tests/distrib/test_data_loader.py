@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -198,3 +201,34 @@ def test_torch_submodule_spellings():
 
     assert distributed.DistributedSampler is DistributedSampler is sampler.DistributedSampler
     assert dataloader.get_worker_info is get_worker_info
+
+
+@pytest.mark.parametrize("kwargs", [{"num_workers": 1, "prefetch_factor": 0},
+                                    {"num_workers": 1, "prefetch_factor": 0, "persistent_workers": True},
+                                    {"timeout": 5}])
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # torch's half-made iterator
+def test_iterating_refuses_what_torch_refuses(torch, kwargs):
+    # prefetch_factor=0 used to give an empty epoch; torch refuses both before starting any worker
+    with pytest.raises(AssertionError) as theirs:
+        list(torch.utils.data.DataLoader(list(range(4)), **kwargs))
+    message = str(theirs.value)
+    del theirs
+    gc.collect()  # here, under this test's filter: torch's iterator complains as it is collected
+    with pytest.raises(AssertionError, match=message):
+        list(DataLoader(list(range(4)), **kwargs))
+    with pytest.raises(AssertionError, match=message):
+        list(DataLoader(Count(4), **kwargs))
+
+
+def test_a_generator_that_is_not_a_generator_is_a_type_error(torch):
+    with pytest.raises(TypeError):
+        list(torch.utils.data.DataLoader(list(range(3)), generator=5))
+    with pytest.raises(TypeError, match="generator must be a tensor.Generator, but got int"):
+        list(DataLoader(list(range(3)), generator=5))
+
+
+def test_data_distributed_is_an_attribute_of_tensor_utils_data():
+    # a fresh interpreter: here another test may already have imported the submodule
+    code = ("import tensor; "
+            "data = tensor.utils.data; assert data.distributed.DistributedSampler is data.DistributedSampler")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
