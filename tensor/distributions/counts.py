@@ -7,7 +7,7 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .discrete import Categorical, SuccessProbability
+from .discrete import Categorical, CategoricalBacked, SuccessProbability
 from .distribution import Distribution, softplus
 
 __all__ = ["Binomial", "Geometric", "Multinomial"]
@@ -157,7 +157,7 @@ class Binomial(SuccessProbability):
         return values.expand((-1,) + self._batch_shape) if expand else values
 
 
-class Multinomial(Distribution):
+class Multinomial(CategoricalBacked):
     """Counts over ``K`` categories (the last dim of ``probs``/``logits``, as ``Categorical``'s) in
     ``total_count`` independent draws.
 
@@ -179,16 +179,6 @@ class Multinomial(Distribution):
     def support(self):
         """Nonnegative counts summing to at most ``total_count``."""
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self) -> Tensor:
-        """The normalised probabilities."""
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        """The normalised log-probabilities."""
-        return self._categorical.logits
 
     @property
     def mean(self) -> Tensor:

@@ -210,7 +210,23 @@ class Categorical(Distribution):
         return values.expand((-1,) + self._batch_shape) if expand else values
 
 
-class OneHotCategorical(Distribution):
+class CategoricalBacked(Distribution):
+    """A distribution built on a ``Categorical`` (``self._categorical``), whose parameters it shows."""
+
+    _categorical: Categorical
+
+    @property
+    def probs(self) -> Tensor:
+        """The normalised probabilities."""
+        return self._categorical.probs
+
+    @property
+    def logits(self) -> Tensor:
+        """The normalised log-probabilities."""
+        return self._categorical.logits
+
+
+class OneHotCategorical(CategoricalBacked):
     """``Categorical`` with its draws as one-hot vectors (event shape ``(K,)``).
 
     Raises:
@@ -225,16 +241,6 @@ class OneHotCategorical(Distribution):
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args=False)
         self._validate_args = self._categorical._validate_args
-
-    @property
-    def probs(self) -> Tensor:
-        """The normalised probabilities."""
-        return self._categorical.probs
-
-    @property
-    def logits(self) -> Tensor:
-        """The normalised log-probabilities."""
-        return self._categorical.logits
 
     @property
     def mean(self) -> Tensor:
