@@ -52,13 +52,14 @@ class Generator:
         """Reset the state from ``seed``; returns ``self``.
 
         Raises:
-            RuntimeError: if ``seed`` is not an integer in [-2**63, 2**64).
+            RuntimeError: if ``seed`` is not an integer (a bool or float either), as torch.
+            ValueError: for an integer outside [-2**63, 2**64), as torch.
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         seed = int(seed)
         if not -(2 ** 63) <= seed < 2 ** 64:
-            raise RuntimeError(f"Overflow when unpacking long: seed {seed} is out of range")
+            raise ValueError(f"Overflow when unpacking long long: seed {seed} is out of range")
         self._seed = seed % 2 ** 64
         self._rng = self._new_rng(self._seed)
         return self
@@ -140,7 +141,12 @@ def manual_seed(seed: int) -> Generator:
     """Seed the CPU's default generator and every GPU's (Note [Random numbers per device]);
     returns the CPU's. A GPU's generator is made again from the seed at its next use, as
     PyTorch seeds CUDA lazily: a forked DataLoader worker, where CUDA cannot be used, seeds
-    without touching it."""
+    without touching it. As torch's, it takes anything ``int()`` takes (``1.5`` seeds with 1).
+
+    Raises:
+        ValueError: for a seed outside [-2**63, 2**64), or one ``int()`` refuses.
+    """
+    seed = int(seed)
     default_generator.manual_seed(seed)
     for key in [key for key in _device_generators if key[0] != "cpu"]:
         del _device_generators[key]

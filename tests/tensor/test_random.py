@@ -71,11 +71,17 @@ def test_manual_seed_returns_generator_and_initial_seed():
     assert tensor.Generator().manual_seed(5).initial_seed() == 5
 
 
-def test_manual_seed_rejects_bad_seeds():
-    with pytest.raises(TypeError, match="seed must be an int"):
-        tensor.manual_seed(1.5)
-    with pytest.raises(RuntimeError, match="Overflow when unpacking long"):
-        tensor.manual_seed(2 ** 64)
+def test_manual_seed_rejects_bad_seeds_as_torch(torch):
+    for lib in (tensor, torch):
+        for bad in (1.5, True, "3"):
+            with pytest.raises(RuntimeError, match="manual_seed expected a long"):
+                lib.Generator().manual_seed(bad)
+        for out_of_range in (2**64, -(2**63) - 1):
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                lib.Generator().manual_seed(out_of_range)
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                lib.manual_seed(out_of_range)
+        assert lib.manual_seed(1.5).initial_seed() == 1 and lib.manual_seed("3").initial_seed() == 3
 
 
 def test_negative_seed_is_accepted_like_torch():
