@@ -12,10 +12,13 @@ the autocast dispatch key of the device:
   float16/bfloat16 would ruin (exp, log, sums, softmax, losses, decompositions).
 * ``promote``: floating inputs are cast to the widest floating dtype among them.
 
-Our ops are primitives, so ``conv2d`` is covered through the GEMM its im2col runs (``matmul``)
-and ``F.linear`` through ``linear``; a composite whose own name is on PyTorch's list but whose
-primitives are not (``cross_entropy`` on the cpu list) is covered through its parts
-(``nll_loss``). A conv's bias is added after its GEMM, cast to the GEMM's dtype
+The lists name primitives (``matmul``, ``linear``, ``nll_loss``) and composite front ends by
+PyTorch's op names. PyTorch casts where its op is called and runs the op's body with autocast
+off, so a composite that PyTorch runs as one op is decorated with ``as_op(name)``: its tensor
+arguments are cast by ``name``'s policy and its primitives see no autocast. That also keeps
+composites PyTorch does not list (``dot``, ``mv``, ``interpolate``, ``matrix_exp``) in their
+input dtype, where the ``matmul`` they run would otherwise round to bfloat16. ``conv2d`` is
+covered through the GEMM its im2col runs (``matmul``). A conv's bias is added after its GEMM, cast to the GEMM's dtype
 (``nn/functional/conv.py``), so a conv with a bias returns the region's dtype, as PyTorch's. On a
 device without low-precision GEMMs (the CPU) a convolution instead rounds its input, weight and
 bias to the region's dtype itself and runs its GEMM in float32 with autocast off, rounding the
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 from . import _dispatch, _dtype
 
@@ -53,23 +57,52 @@ __all__ = [
     "autocast_decrement_nesting",
 ]
 
-_SHARED_FP32 = ("prod", "nll_loss")
+# PyTorch's loss functions, on its fp32 lists of both devices.
+_LOSSES = (
+    "nll_loss", "cross_entropy_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+    "poisson_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
+    "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "binary_cross_entropy_with_logits",
+)
+_FFT = ("fft_c2c", "fft_r2c", "fft_c2r")
 POLICIES: dict[str, dict[str, str]] = {
-    # PyTorch's CPU lists (aten/src/ATen/autocast_mode.cpp), restricted to our primitive ops
+    # PyTorch's CPU lists (aten/src/ATen/autocast_mode.cpp)
     "cpu": {
-        **dict.fromkeys(("matmul", "linear"), "lower"),
         **dict.fromkeys(
-            (*_SHARED_FP32, "inv", "solve", "cholesky", "svd", "qr", "eigh", "eig", "fft_c2c", "fft_r2c", "fft_c2r"),
+            ("matmul", "linear", "addmm", "addbmm", "baddbmm", "linalg_vecdot", "prelu", "lstm_layer",
+             "lstm_proj_layer"),
+            "lower",
+        ),
+        **dict.fromkeys(
+            (
+                *_LOSSES, *_FFT, "prod", "binary_cross_entropy", "ctc_loss",
+                "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool2d",
+                "max_unpool3d", "fractional_max_pool2d", "fractional_max_pool3d", "reflection_pad1d",
+                "reflection_pad2d", "replication_pad1d", "replication_pad2d", "replication_pad3d",
+                "grid_sampler", "polar", "quantile", "nanquantile", "stft", "cdist", "trace", "view_as_complex",
+                # linear algebra: the primitives, then the front ends
+                "inv", "solve", "cholesky", "svd", "qr", "eigh", "eig", "geqrf",
+                "cholesky_inverse", "cholesky_solve", "inverse", "lu_solve", "orgqr", "ormqr", "pinverse",
+                "triangular_solve", "linalg_cond", "linalg_matrix_rank", "linalg_solve", "linalg_cholesky",
+                "linalg_cholesky_ex", "linalg_svdvals", "linalg_eigvals", "linalg_eigvalsh", "linalg_inv",
+                "linalg_inv_ex", "linalg_householder_product", "linalg_tensorinv", "linalg_tensorsolve",
+                "linalg_qr", "linalg_svd", "linalg_eig", "linalg_eigh", "linalg_lstsq",
+            ),
             "fp32",
         ),
-        **dict.fromkeys(("cat", "index_put"), "promote"),
+        # index_put is not on PyTorch's list (it raises for mixed dtypes): promoting gives the right numbers
+        **dict.fromkeys(("cat", "stack", "index_copy", "index_put"), "promote"),
     },
     # PyTorch's CUDA lists
     "cuda": {
-        **dict.fromkeys(("matmul", "linear", "einsum", "lstm_cell", "gru_cell"), "lower"),
+        **dict.fromkeys(
+            ("matmul", "linear", "addmm", "addbmm", "baddbmm", "einsum", "prelu", "lstm_cell", "gru_cell"),
+            "lower",
+        ),
         **dict.fromkeys(
             (
-                *_SHARED_FP32,
+                *_LOSSES,
+                "prod",
                 "acos",
                 "asin",
                 "cosh",
@@ -94,7 +127,7 @@ POLICIES: dict[str, dict[str, str]] = {
             ),
             "fp32",
         ),
-        **dict.fromkeys(("cat", "index_put", "atan2"), "promote"),
+        **dict.fromkeys(("cat", "stack", "index_copy", "index_put", "atan2"), "promote"),
     },
 }
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
@@ -146,6 +179,22 @@ def get_autocast_dtype(device_type: str) -> _dtype.dtype:
     return _state.dtype[_check_device_type(device_type)]
 
 
+def _supported(device_type: str, dtype: _dtype.dtype) -> bool:
+    """Whether autocast can run on ``device_type`` in ``dtype``; warns as PyTorch does when it cannot
+    (``autocast`` is then disabled). bfloat16 on cuda raises instead: PyTorch supports it there."""
+    if dtype in _LOWER_OK[device_type]:
+        return True
+    if dtype is _dtype.bfloat16:
+        _check_dtype(device_type, dtype)
+    supported = ", ".join(f"tensor.{d.name}" for d in _LOWER_OK[device_type])
+    warnings.warn(
+        f"In {device_type.upper()} autocast, but the target dtype is not supported. Disabling autocast.\n"
+        f"{device_type.upper()} Autocast only supports dtypes of {supported} currently.",
+        stacklevel=3,
+    )
+    return False
+
+
 def _check_dtype(device_type: str, dtype: _dtype.dtype) -> _dtype.dtype:
     if dtype not in _LOWER_OK[device_type]:
         supported = " and ".join(d.name for d in _LOWER_OK[device_type])
@@ -172,10 +221,12 @@ class autocast:  # noqa: N801 - PyTorch's name
         >>> y.dtype
         tensor.bfloat16
 
+    A ``dtype`` autocast does not support there (``cpu``: bfloat16, float16; ``cuda``:
+    float16) warns and disables the region, as in PyTorch.
+
     Raises:
         RuntimeError: for a device type other than ``cpu`` or ``cuda``.
-        TypeError: for a dtype autocast does not support there (``cpu``: bfloat16, float16;
-            ``cuda``: float16, since CuPy has no bfloat16).
+        TypeError: for bfloat16 on cuda (CuPy has no bfloat16).
     """
 
     def __init__(
@@ -188,10 +239,8 @@ class autocast:  # noqa: N801 - PyTorch's name
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device_type = _check_device_type(device_type)
-        self.fast_dtype = (
-            _DEFAULT_DTYPES[device_type] if dtype is None else _check_dtype(device_type, _dtype.as_dtype(dtype))
-        )
-        self._enabled = bool(enabled)
+        self.fast_dtype = _DEFAULT_DTYPES[device_type] if dtype is None else _dtype.as_dtype(dtype)
+        self._enabled = bool(enabled) and _supported(device_type, self.fast_dtype)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         self._saved: list[tuple] = []
 
@@ -240,13 +289,102 @@ def _cast_inputs(op, inputs):
     policy = POLICIES[device_type].get(op.name)
     if policy is None:
         return inputs
-    if policy == "lower":
-        target = state.dtype[device_type]
-    elif policy == "fp32":
-        target = _dtype.float32
-    else:
-        target = _widest(inputs)
+    target = _target(op.name, policy, inputs, state.dtype[device_type])
     return tuple(_cast(t, target, policy, state) for t in inputs)
+
+
+def _target(op_name: str, policy: str, tensors, lower: _dtype.dtype) -> _dtype.dtype | None:
+    """The dtype ``policy`` casts ``tensors`` to (None: leave them).
+
+    Raises:
+        RuntimeError: for a float64 input beside another floating one of a lowered op, which
+            PyTorch leaves float64 while the other is lowered, and its GEMM then refuses.
+    """
+    if policy == "fp32":
+        return _dtype.float32
+    if policy == "promote":
+        return _widest(tensors)
+    floats = {t.dtype for t in tensors if _dispatch.is_tensor(t) and t.dtype.is_floating_point}
+    if _dtype.float64 in floats and len(floats) > 1:
+        raise RuntimeError(
+            f"{op_name}: expected all floating inputs to have the same dtype under autocast, but got "
+            f"float64 and {lower.name} (autocast leaves float64 inputs as they are)"
+        )
+    return lower
+
+
+# The op names of the composites decorated with ``as_op`` (the others on the lists name primitives,
+# or PyTorch ops whose front ends do not carry the decorator yet).
+AS_OP_NAMES: set[str] = set()
+
+
+def as_op(name: str):
+    """Decorate a composite front end that PyTorch runs as the one op ``name`` under autocast:
+    inside a region, its tensor arguments (also those in a list or tuple argument) are cast by
+    ``name``'s policy in ``POLICIES`` (none when it is not listed) and its body runs with autocast
+    off, so that the primitives it runs are not cast again (Note [Autocast at the dispatcher]).
+    Outside any region the cost is one global test. The decorated function runs one frame below
+    its caller, always: a ``stacklevel`` of its warnings counts the wrapper.
+
+    Raises:
+        RuntimeError: what the policy's cast raises (a float64 input of a lowered op).
+    """
+
+    def decorate(fn):
+        AS_OP_NAMES.add(name)
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            device_type = None if _dispatch.autocast is None else _enabled_device_type(args, kwargs)
+            if device_type is None:
+                return fn(*args, **kwargs)
+            args, kwargs = _cast_args(name, device_type, args, kwargs)
+            _state.enabled[device_type] = False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _state.enabled[device_type] = True
+
+        return run
+
+    return decorate
+
+
+def _enabled_device_type(args: tuple, kwargs: dict) -> str | None:
+    """The device type of the first tensor argument when autocast is on for it, else None."""
+    for arg in (*args, *kwargs.values()):
+        tensors = _tensors_in(arg)
+        if tensors:
+            device_type = tensors[0]._device.type
+            return device_type if _state.enabled.get(device_type) else None
+    return None
+
+
+def _cast_args(name: str, device_type: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``args`` and ``kwargs`` with their tensors cast by ``name``'s policy on ``device_type``."""
+    state = _state
+    policy = POLICIES[device_type].get(name)
+    if policy is None:
+        return args, kwargs
+    tensors = [t for arg in (*args, *kwargs.values()) for t in _tensors_in(arg)]
+    target = _target(name, policy, tensors, state.dtype[device_type])
+    args = tuple(_cast_arg(a, target, policy, state) for a in args)
+    return args, {k: _cast_arg(v, target, policy, state) for k, v in kwargs.items()}
+
+
+def _tensors_in(arg) -> tuple:
+    if _dispatch.is_tensor(arg):
+        return (arg,)
+    if isinstance(arg, (list, tuple)):
+        return tuple(a for a in arg if _dispatch.is_tensor(a))
+    return ()
+
+
+def _cast_arg(arg, target, policy, state):
+    if isinstance(arg, (list, tuple)) and not _dispatch.is_tensor(arg):
+        cast = [_cast(a, target, policy, state) for a in arg]
+        return cast if isinstance(arg, list) else tuple(cast)
+    return _cast(arg, target, policy, state)
 
 
 def _eligible(t) -> bool:

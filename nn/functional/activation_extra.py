@@ -5,7 +5,7 @@ forms ``elu_``, ``hardtanh_``, ``celu_``, ``selu_``, ``rrelu_``, ``threshold_``.
 from __future__ import annotations
 
 import tensor
-from tensor import Tensor
+from tensor import Tensor, _autocast
 
 from .activation import _run, elu, hardtanh, leaky_relu, softmax
 
@@ -75,6 +75,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return a * b.sigmoid()
 
 
+@_autocast.as_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``x`` where positive, ``weight * x`` elsewhere; ``weight`` has one slope or one per
     channel (dim 1).

@@ -7,7 +7,7 @@ import warnings
 
 import tensor
 from autograd import Function
-from tensor import Tensor, _dtype
+from tensor import Tensor, _autocast, _dtype
 from tensor.ops import special
 
 __all__ = [
@@ -18,13 +18,18 @@ __all__ = [
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _legacy_reduction(size_average, reduce, reduction: str) -> str:
-    """Map the deprecated ``size_average``/``reduce`` flags onto ``reduction``, as PyTorch does."""
+# The losses here run one frame below their caller (tensor._autocast.as_op): their warnings skip it.
+_AS_OP_STACKLEVEL = 4
+
+
+def _legacy_reduction(size_average, reduce, reduction: str, stacklevel: int = 3) -> str:
+    """Map the deprecated ``size_average``/``reduce`` flags onto ``reduction``, as PyTorch does;
+    the deprecation warning names the caller ``stacklevel`` frames up."""
     if size_average is None and reduce is None:
         return reduction
     warnings.warn("size_average and reduce args will be deprecated, please use reduction='{}' instead."
                   .format("none" if reduce is False else ("sum" if size_average is False else "mean")),
-                  stacklevel=3)
+                  stacklevel=stacklevel)
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     if not reduce:
@@ -91,6 +96,7 @@ def _check_weight(weight: Tensor | None, classes: int) -> None:
         )
 
 
+@_autocast.as_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of class indices ``target`` under log-probabilities ``input``
@@ -103,7 +109,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         IndexError: "Target k is out of bounds." for a class outside [0, C).
         RuntimeError: for a target that is not int64 or uint8, or a wrong-sized weight.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     if target.dtype not in (tensor.int64, tensor.uint8):
         raise RuntimeError(
@@ -117,6 +123,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return special.nll_loss(input, target, w, ignore_index, reduction)
 
 
+@_autocast.as_op("cross_entropy_loss")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                   ignore_index: int = -100, reduce=None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -132,7 +139,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         IndexError: for a class index outside [0, C).
         RuntimeError: for ``label_smoothing`` outside [0, 1] or a wrong-shaped target.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -196,10 +203,11 @@ def _check_same_size(input: Tensor, target: Tensor, name: str) -> None:
         warnings.warn(
             f"Using a target size ({tuple(target.shape)}) that is different to the input size "
             f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=3,
+            "Please ensure they have the same size.", stacklevel=_AS_OP_STACKLEVEL,
         )
 
 
+@_autocast.as_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     """Mean squared error ``(input - target) ** 2``, reduced.
@@ -208,7 +216,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
         ValueError: for an unknown reduction.
         RuntimeError: if the shapes do not broadcast.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     _check_same_size(input, target, "mse_loss")
     diff = input - target
@@ -218,6 +226,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     return _reduce(loss, reduction)
 
 
+@_autocast.as_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
     """Mean absolute error ``|input - target|``, reduced.
@@ -225,7 +234,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     Raises:
         ValueError: for an unknown reduction.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     _check_same_size(input, target, "l1_loss")
     loss = (input - target).abs()
@@ -234,6 +243,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
     return _reduce(loss, reduction)
 
 
+@_autocast.as_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input - target``);
@@ -243,7 +253,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
         RuntimeError: for a negative ``beta``.
         ValueError: for an unknown reduction.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -255,6 +265,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     return _reduce(loss, reduction)
 
 
+@_autocast.as_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``.
@@ -272,6 +283,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(loss, reduction)
 
 
+@_autocast.as_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """``-(t * log(p) + (1 - t) * log(1 - p))`` for probabilities ``input``; logs are clamped at
@@ -281,7 +293,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         ValueError: if ``target`` and ``input`` sizes differ, or for an unknown reduction.
         RuntimeError: if an input value is outside [0, 1].
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     if target.shape != input.shape:
         raise ValueError(
@@ -321,6 +333,7 @@ class _BinaryCrossEntropy(Function):
         return grad_input, grad_target
 
 
+@_autocast.as_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      size_average=None, reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
@@ -330,7 +343,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     Raises:
         ValueError: if ``target`` and ``input`` sizes differ, or for an unknown reduction.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction)
     if target.shape != input.shape:
         raise ValueError(
@@ -348,6 +361,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     return _reduce(loss, reduction)
 
 
+@_autocast.as_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
     """Kullback-Leibler divergence ``target * (log(target) - input)`` with ``input`` in log space
@@ -357,14 +371,14 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
     Raises:
         ValueError: for an unknown reduction.
     """
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+    reduction = _legacy_reduction(size_average, reduce, reduction, _AS_OP_STACKLEVEL)
     _check_reduction(reduction, _REDUCTIONS + ("batchmean",))
     if reduction == "mean":
         warnings.warn(
             "reduction: 'mean' divides the total loss by both the batch size and the support size."
             "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
             "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
-            stacklevel=2,
+            stacklevel=_AS_OP_STACKLEVEL - 1,
         )
     if log_target:
         loss = target.exp() * (target - input)

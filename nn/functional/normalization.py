@@ -10,6 +10,18 @@ from tensor import Tensor
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize"]
 
 
+# Note [Low-precision normalization]: a bfloat16 or float16 input is normalized in float32 and the
+# result rounded back to its dtype once, as PyTorch's CPU kernels do; they also keep that dtype
+# beside float32 weight and bias (the usual autocast case: a bfloat16 activation, float32
+# parameters), where plain type promotion would give float32.
+_LOW_PRECISION = (tensor.bfloat16, tensor.float16)
+
+
+def _in_float32(norm, input: Tensor, *args) -> Tensor:
+    """``norm(input, *args)`` computed on ``input``'s float32 copy, rounded back to its dtype."""
+    return norm(input.float(), *args).to(input.dtype)
+
+
 def _channel_view(t: Tensor, ndim: int) -> Tensor:
     """A per-channel (C,) tensor shaped to broadcast against an (N, C, *) input."""
     return t.reshape((1, -1) + (1,) * (ndim - 2)) if ndim > 1 else t
@@ -38,6 +50,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm expected 2D or more input (got {input.ndim}D input)")
+    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+        return _in_float32(batch_norm, input, running_mean, running_var, weight, bias, training, momentum, eps)
     channels = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -89,6 +103,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
             f"Given normalized_shape={list(shape)}, expected input with shape [*, {expected}], but got "
             f"input of size{list(input.shape)}"
         )
+    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+        return _in_float32(layer_norm, input, normalized_shape, weight, bias, eps)
     out, _, _ = _normalize_over(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
         out = out * weight
@@ -112,6 +128,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             "Expected number of channels in input to be divisible by num_groups, but got input of shape "
             f"{list(input.shape)} and num_groups={num_groups}"
         )
+    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+        return _in_float32(group_norm, input, num_groups, weight, bias, eps)
     grouped = input.reshape(n, num_groups, -1)
     out, _, _ = _normalize_over(grouped, (2,), eps)
     out = out.reshape(input.shape)
@@ -126,6 +144,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each channel of each sample over its spatial dims."""
+    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+        return _in_float32(instance_norm, input, running_mean, running_var, weight, bias, use_input_stats,
+                           momentum, eps)
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     dims = tuple(range(2, input.ndim))

@@ -46,7 +46,8 @@ class GradScaler:
         scaler.update()          # backoff on inf/NaN, growth after growth_interval clean steps
 
     Raises:
-        ValueError: for ``growth_factor <= 1`` or ``backoff_factor`` outside (0, 1).
+        AssertionError: when enabled, for ``growth_factor <= 1`` or ``backoff_factor >= 1``
+            (PyTorch's asserts).
     """
 
     def __init__(
@@ -58,15 +59,16 @@ class GradScaler:
         growth_interval: int = 2000,
         enabled: bool = True,
     ) -> None:
-        if growth_factor <= 1.0:
-            raise ValueError(f"The growth factor must be > 1.0, got {growth_factor}")
-        if not 0.0 < backoff_factor < 1.0:
-            raise ValueError(f"The backoff factor must be < 1.0 and > 0, got {backoff_factor}")
         self._device = device
         self._enabled = enabled
         if enabled and device == "cuda" and not cuda.is_available():
             warnings.warn("tensor.amp.GradScaler is enabled, but CUDA is not available. Disabling.", stacklevel=2)
             self._enabled = False
+        if self._enabled:
+            if not growth_factor > 1.0:
+                raise AssertionError(f"The growth factor must be > 1.0, got {growth_factor}")
+            if not backoff_factor < 1.0:
+                raise AssertionError(f"The backoff factor must be < 1.0, got {backoff_factor}")
         self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -77,7 +79,7 @@ class GradScaler:
         self._per_optimizer_states: defaultdict[int, dict] = defaultdict(_fresh_state)
 
     # ------------------------------------------------------------------ scaling
-    def _lazy_init(self, device) -> None:
+    def _lazy_init_scale_growth_tracker(self, device) -> None:
         self._scale = _creation.full((), self._init_scale, dtype="float32", device=device)
         self._growth_tracker = _creation.full((), self._init_growth_tracker, dtype="int32", device=device)
 
@@ -85,19 +87,19 @@ class GradScaler:
         """``outputs`` (a tensor, or a list/tuple/iterable of them) multiplied by the scale.
 
         Raises:
-            TypeError: for outputs that are not tensors or containers of them.
+            ValueError: for outputs that are not tensors or containers of them (as PyTorch).
         """
         if not self._enabled:
             return outputs
         if hasattr(outputs, "_device"):
             if self._scale is None:
-                self._lazy_init(outputs.device)
+                self._lazy_init_scale_growth_tracker(outputs.device)
             return outputs * self._scale.to(outputs.device)
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         if hasattr(outputs, "__iter__"):
             return map(self.scale, outputs)
-        raise TypeError(f"outputs must be a Tensor or an iterable of Tensors, got {type(outputs).__name__}")
+        raise ValueError(f"outputs must be a Tensor or an iterable of Tensors, got {type(outputs).__name__}")
 
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16: bool) -> dict:
         groups: defaultdict[tuple, list] = defaultdict(list)
@@ -154,18 +156,26 @@ class GradScaler:
             self.unscale_(optimizer)
         if not state["found_inf_per_device"]:
             raise AssertionError("No inf checks were recorded for this optimizer.")
-        result = None
-        if not sum(v.item() for v in state["found_inf_per_device"].values()):  # the step's one sync
-            result = optimizer.step(*args, **kwargs)
+        result = self._maybe_opt_step(optimizer, state, *args, **kwargs)
         state["stage"] = OptState.STEPPED
         return result
+
+    def _maybe_opt_step(self, optimizer, optimizer_state: dict, *args, **kwargs):
+        """``optimizer.step(*args, **kwargs)`` unless ``optimizer_state``'s found-inf flags are set
+        (then None); reads the flags from the device, the step's one sync. PyTorch's hook for
+        subclasses and trainer libraries."""
+        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+            return optimizer.step(*args, **kwargs)
+        return None
 
     def update(self, new_scale=None) -> None:
         """Back the scale off if any step since the last update saw inf/NaN, else count a clean
         step and grow it every ``growth_interval`` of them; or set it to ``new_scale``.
 
         Raises:
-            ValueError: for a ``new_scale`` tensor that is not a 1-element float32 tensor.
+            AssertionError: for a ``new_scale`` tensor on another device type, with more than one
+                element, or requiring grad (PyTorch's asserts).
+            RuntimeError: for a ``new_scale`` tensor that is not 0-d (it is copied into the scale).
         """
         if not self._enabled:
             return
@@ -174,11 +184,8 @@ class GradScaler:
             if isinstance(new_scale, float):
                 self._scale.fill_(new_scale)
             else:
-                if new_scale.numel() != 1 or new_scale.dtype.name != "float32" or new_scale.requires_grad:
-                    raise ValueError(
-                        "new_scale should be a float or a 1-element torch.FloatTensor with requires_grad=False."
-                    )
-                self._scale.copy_(new_scale.reshape(()))
+                self._check_new_scale(new_scale)
+                self._scale.copy_(new_scale)
         else:
             found_infs = [
                 flag.to(self._scale.device)
@@ -192,6 +199,16 @@ class GradScaler:
                 found = found + flag
             self._update_scale(found)
         self._per_optimizer_states = defaultdict(_fresh_state)
+
+    def _check_new_scale(self, new_scale) -> None:
+        if new_scale.device.type != self._device or new_scale.numel() != 1 or new_scale.requires_grad:
+            raise AssertionError(
+                "new_scale should be a float or a 1-element tensor.FloatTensor with requires_grad=False, on the "
+                f"scaler's device type {self._device!r}; got shape {list(new_scale.shape)} on {new_scale.device}"
+                f"{' requiring grad' if new_scale.requires_grad else ''}"
+            )
+        if new_scale.ndim:  # copied into the 0-d scale, as PyTorch's copy_ does
+            raise RuntimeError(f"output with shape [] doesn't match the broadcast shape {list(new_scale.shape)}")
 
     def _update_scale(self, found) -> None:
         """PyTorch's ``_amp_update_scale_``, on the device."""
@@ -214,12 +231,37 @@ class GradScaler:
                 "script did not use scaler.scale(loss or outputs) earlier in the iteration."
             )
 
+    # ------------------------------------------------------------------ helpers trainer libraries call
+    def _check_inf_per_device(self, optimizer) -> dict:
+        """Record, without unscaling, whether ``optimizer``'s gradients hold inf/NaN: a 0-d float
+        flag per device, also returned (PyTorch's helper; float16 gradients are allowed).
+
+        Raises:
+            AssertionError: before ``scale()`` was called.
+        """
+        self._check_scale_growth_tracker("_check_inf_per_device")
+        device = self._scale.device
+        dummy_inv_scale = _creation.full((), 1.0, dtype="float32", device=device)
+        found_inf = _creation.full((), 0.0, dtype="float32", device=device)
+        state = self._per_optimizer_states[id(optimizer)]
+        state["found_inf_per_device"] = self._unscale_grads_(optimizer, dummy_inv_scale, found_inf, True)
+        return state["found_inf_per_device"]
+
+    def _found_inf_per_device(self, optimizer) -> dict:
+        """The found-inf flags per device recorded for ``optimizer`` since the last ``update()``."""
+        return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]
+
+    def _get_scale_async(self):
+        """The scale as a 0-d tensor on the device, without a sync (None before ``scale()``)."""
+        return self._scale
+
     # ------------------------------------------------------------------ settings and state
     def get_scale(self) -> float:
         """The current scale as a Python float (1.0 when disabled); reads it from the device."""
         if not self._enabled:
             return 1.0
-        return self._init_scale if self._scale is None else float(self._scale.item())
+        scale = self._get_scale_async()
+        return self._init_scale if scale is None else float(scale.item())
 
     def get_growth_factor(self) -> float:
         """The factor the scale grows by."""

@@ -22,13 +22,15 @@ from .. import _dispatch
 from . import elementwise as _ew
 from .elementwise import _sigmoid_kernel
 from .registry import defop
-from .special import _as_float
+from .special import _as_float, _via_float32
 
 __all__: list[str] = []
 
 
 @defop("leaky_relu", saves=(0,))
 def _leaky_relu(xp, a, negative_slope):
+    if a.dtype.kind == "V":  # numpy widens bfloat16 beside a Python float
+        return _via_float32(_leaky_relu.kernel, xp, a, negative_slope)
     return xp.where(a > 0, a, a * negative_slope)
 
 
@@ -46,6 +48,8 @@ def leaky_relu(input, negative_slope: float = 0.01):
 
 @defop("elu", saves=(0,))
 def _elu(xp, a, alpha):
+    if a.dtype.kind == "V":
+        return _via_float32(_elu.kernel, xp, a, alpha)
     return xp.where(a > 0, a, alpha * xp.expm1(xp.minimum(a, 0)))
 
 
@@ -81,6 +85,8 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0):
 
 @defop("silu", saves=(0,))
 def _silu(xp, a):
+    if a.dtype.kind == "V":
+        return _via_float32(_silu.kernel, xp, a)
     return a * _sigmoid_kernel(xp, a)
 
 
@@ -98,6 +104,8 @@ def silu(input):
 
 @defop("mish", saves=(0,))
 def _mish(xp, a):
+    if a.dtype.kind == "V":
+        return _via_float32(_mish.kernel, xp, a)
     return a * xp.tanh(xp.logaddexp(a, 0))
 
 

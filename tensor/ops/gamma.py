@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from .. import _dispatch, _dtype
+from .. import _dispatch
 from . import elementwise as _ew
 from .registry import defop
-from .special import _erf_parts
+from .special import _as_float, _erf_parts
 
 __all__ = ["lgamma", "digamma", "polygamma", "erfinv", "mvlgamma"]
 
@@ -176,10 +176,6 @@ def _erfinv(xp, a):
 
 
 _erfinv.derivative(lambda node, g: (g * (math.sqrt(math.pi) / 2) * _ew.exp(node.output * node.output),))
-
-
-def _as_float(input):
-    return input if input._data.dtype.kind == "f" else input.to(_dtype.get_default_dtype())
 
 
 def lgamma(input):

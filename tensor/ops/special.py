@@ -134,7 +134,19 @@ def _(node, g):
 
 
 def _as_float(input):
-    return input if input._data.dtype.kind == "f" else input.to(_dtype.get_default_dtype())
+    """``input``, or for an integer or bool tensor its copy in the default float dtype. bfloat16
+    (ml_dtypes, kind "V") is floating point too: it stays bfloat16, as in PyTorch."""
+    if input._data.dtype.kind == "f" or input.dtype.is_floating_point:
+        return input
+    return input.to(_dtype.get_default_dtype())
+
+
+def _via_float32(kernel, xp, a, *params):
+    """``kernel(xp, a, *params)`` for a bfloat16 (or float8) array ``a``, computed on its float32
+    copy and rounded back once, as PyTorch's CPU kernels compute these types: ml_dtypes' own
+    ufuncs round after every step and are ~8x slower (Note [Low-precision floats] in
+    tensor/_dtype.py)."""
+    return kernel(xp, a.astype(np.float32), *params).astype(a.dtype)
 
 
 def erf(input):
@@ -187,6 +199,8 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 @defop("gelu", saves=(0,))
 def _gelu(xp, a, approximate):
+    if a.dtype.kind == "V":
+        return _via_float32(_gelu.kernel, xp, a, approximate)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (a + 0.044715 * a * a * a)
         return (0.5 * a * (1.0 + xp.tanh(inner))).astype(a.dtype, copy=False)
@@ -226,6 +240,8 @@ def gelu(input, approximate: str = "none"):
 
 @defop("softmax", saves_output=True)
 def _softmax(xp, a, dim):
+    if a.dtype.kind == "V":
+        return _via_float32(_softmax.kernel, xp, a, dim)
     if a.ndim == 0 or a.shape[dim] == 0:
         return xp.ones_like(a) if a.ndim == 0 else a.copy()
     e = a - a.max(axis=dim, keepdims=True)
@@ -245,6 +261,8 @@ def _(node, g):
 
 @defop("log_softmax", saves_output=True)
 def _log_softmax(xp, a, dim):
+    if a.dtype.kind == "V":
+        return _via_float32(_log_softmax.kernel, xp, a, dim)
     if a.ndim == 0 or a.shape[dim] == 0:
         return xp.zeros_like(a) if a.ndim == 0 else a.copy()
     s = a - a.max(axis=dim, keepdims=True)

@@ -198,3 +198,25 @@ def test_hardtanh_and_relu6_keep_an_integer_dtype_as_torch(torch, name, args, dt
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+BFLOAT16_ACTIVATIONS = [
+    ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("mish", {}), ("elu", {}), ("selu", {}),
+    ("celu", {}), ("hardtanh", {}), ("relu6", {}), ("leaky_relu", {}), ("hardsigmoid", {}), ("hardswish", {}),
+    ("rrelu", {"training": False}), ("softmin", {"dim": -1}), ("softplus", {}),
+]
+
+
+@pytest.mark.parametrize("name, kwargs", BFLOAT16_ACTIVATIONS, ids=[f"{n}{k}" for n, k in BFLOAT16_ACTIVATIONS])
+def test_bfloat16_activations_keep_bfloat16_like_torch(torch, name, kwargs):
+    x = RNG.uniform(-4.0, 4.0, (3, 8)).astype(np.float32)
+    ours_in = tensor.tensor(x).bfloat16().requires_grad_()
+    theirs_in = torch.tensor(x).bfloat16().requires_grad_()
+    ours = getattr(F, name)(ours_in, **kwargs)
+    theirs = getattr(torch.nn.functional, name)(theirs_in, **kwargs)
+    assert ours.dtype is tensor.bfloat16 and theirs.dtype == torch.bfloat16
+    assert_close(ours.float(), theirs.float().detach().numpy(), rtol=1e-2, atol=1e-2)
+    ours.float().sum().backward()
+    theirs.float().sum().backward()
+    assert ours_in.grad.dtype is tensor.bfloat16
+    assert_close(ours_in.grad.float(), theirs_in.grad.float().numpy(), rtol=2e-2, atol=2e-2)

@@ -200,3 +200,29 @@ def test_repr_matches_torch(torch, module_args):
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+BFLOAT16_NORMS = [
+    ("layer_norm", lambda L, F, x: F.layer_norm(x, (6,), L.ones(6) * 1.5, L.zeros(6) + 0.25)),
+    ("layer_norm plain", lambda L, F, x: F.layer_norm(x, (6,))),
+    ("group_norm", lambda L, F, x: F.group_norm(x, 2, L.ones(4) * 1.5, L.zeros(4) + 0.25)),
+    ("batch_norm training", lambda L, F, x: F.batch_norm(x, L.zeros(4), L.ones(4), L.ones(4) * 1.5, L.zeros(4),
+                                                         training=True)),
+    ("batch_norm eval", lambda L, F, x: F.batch_norm(x, L.zeros(4) + 0.5, L.ones(4) * 2, L.ones(4), L.zeros(4))),
+    ("instance_norm", lambda L, F, x: F.instance_norm(x, weight=L.ones(4) * 1.5, bias=L.zeros(4))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name, fn", BFLOAT16_NORMS, ids=[c[0] for c in BFLOAT16_NORMS])
+def test_low_precision_input_with_float32_parameters_keeps_its_dtype_like_torch(torch, name, fn, dtype):
+    x = RNG.standard_normal((2, 4, 6)).astype(np.float32) * 3 + 1
+    ours_in = tensor.tensor(x).to(getattr(tensor, dtype)).requires_grad_()
+    theirs_in = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+    ours, theirs = fn(tensor, F, ours_in), fn(torch, torch.nn.functional, theirs_in)
+    assert ours.dtype.name == dtype and str(theirs.dtype) == f"torch.{dtype}"
+    assert_close(ours.float(), theirs.float().detach().numpy(), rtol=2e-2, atol=2e-2)
+    ours.float().sum().backward()
+    theirs.float().sum().backward()
+    assert ours_in.grad.dtype.name == dtype
+    assert_close(ours_in.grad.float(), theirs_in.grad.float().numpy(), rtol=5e-2, atol=5e-2)

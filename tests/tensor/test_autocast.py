@@ -86,13 +86,100 @@ def test_bad_arguments_raise_like_torch():
         tensor.autocast("xpu")
     with pytest.raises(TypeError, match="CuPy has no bfloat16"):
         tensor.autocast("cuda", dtype=tensor.bfloat16)
-    with pytest.raises(TypeError, match="got float64"):
-        tensor.autocast("cpu", dtype=tensor.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_an_unsupported_dtype_warns_and_disables_like_torch(torch, dtype):
+    with pytest.warns(UserWarning, match="target dtype is not supported. Disabling autocast"):
+        region = tensor.autocast("cpu", dtype=getattr(tensor, dtype))
+    with region:
+        assert not tensor.is_autocast_enabled("cpu")
+        assert tensor.get_autocast_dtype("cpu") is getattr(tensor, dtype)
+        assert (tensor.ones(2, 3) @ tensor.ones(3, 2)).dtype is tensor.float32
+    with pytest.warns(UserWarning), torch.autocast("cpu", dtype=getattr(torch, dtype)):
+        assert not torch.is_autocast_enabled("cpu")
+
+
+def test_float64_beside_float32_in_a_lowered_op_raises_like_torch(torch):
+    with tensor.autocast("cpu"):
+        with pytest.raises(RuntimeError, match="float64 and bfloat16"):
+            tensor.ones(2, 3, dtype=tensor.float64) @ tensor.ones(3, 2)
+        double = tensor.ones(2, 3, dtype=tensor.float64)
+        assert (double @ double.mT).dtype is tensor.float64
+    with torch.autocast("cpu"), pytest.raises(RuntimeError):
+        torch.ones(2, 3, dtype=torch.float64) @ torch.ones(3, 2)
 
 
 def test_policy_lists_name_existing_ops():
-    for device_type, table in _autocast.POLICIES.items():
-        assert set(table) <= set(OPS), (device_type, set(table) - set(OPS))
+    import nn  # noqa: F401, PLC0415 - decorates its losses
+
+    assert {"nll_loss", "mse_loss", "cross_entropy_loss", "prelu"} <= _autocast.AS_OP_NAMES
+    for table in _autocast.POLICIES.values():
+        assert {"matmul", "linear", "nll_loss", "prod", "cat"} <= set(table) & set(OPS)
+    assert {"lstm_layer", "lstm_proj_layer"} <= set(OPS)
+
+
+# losses and prelu: PyTorch's cpu lists name them (fp32 and lower); ours cast at the front end
+AS_OP_CASES = [
+    ("mse_loss", lambda F, a, b: F.mse_loss(a, b)),
+    ("l1_loss", lambda F, a, b: F.l1_loss(a, b)),
+    ("smooth_l1_loss", lambda F, a, b: F.smooth_l1_loss(a, b)),
+    ("huber_loss", lambda F, a, b: F.huber_loss(a, b)),
+    ("binary_cross_entropy", lambda F, a, b: F.binary_cross_entropy(a.sigmoid(), b.sigmoid())),
+    ("binary_cross_entropy_with_logits", lambda F, a, b: F.binary_cross_entropy_with_logits(a, b.sigmoid())),
+    ("kl_div", lambda F, a, b: F.kl_div(a, b.softmax(-1), reduction="batchmean")),
+    ("cross_entropy", lambda F, a, b: F.cross_entropy(a, b.softmax(-1))),
+    ("prelu", lambda F, a, b: F.prelu(a, b[0, :1].float())),
+]
+
+
+@pytest.mark.parametrize("in_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name, fn", AS_OP_CASES, ids=[c[0] for c in AS_OP_CASES])
+def test_composites_on_torchs_cpu_lists_match_torch(torch, name, fn, in_dtype):
+    a, b = _rand(4, 5), _rand(4, 5, seed=1)
+    with tensor.autocast("cpu"):
+        x, y = (tensor.from_numpy(v).to(getattr(tensor, in_dtype)) for v in (a, b))
+        ours = fn(F, x, y)
+    with torch.autocast("cpu"):
+        x, y = (torch.from_numpy(v).to(getattr(torch, in_dtype)) for v in (a, b))
+        theirs = fn(torch.nn.functional, x, y)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch."), name
+    np.testing.assert_allclose(ours.float().detach().numpy(), theirs.float().detach().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_a_composite_runs_its_body_with_autocast_off():
+    seen = []
+
+    @_autocast.as_op("mse_loss")
+    def fp32_op(a):
+        seen.append(tensor.is_autocast_enabled("cpu"))
+        return a @ a
+
+    @_autocast.as_op("not on any list")
+    def unlisted(a):
+        return a @ a
+
+    x = tensor.ones(2, 2)
+    with tensor.autocast("cpu"):
+        assert fp32_op(x.bfloat16()).dtype is tensor.float32  # cast to float32; its matmul not lowered
+        assert unlisted(x).dtype is tensor.float32  # as PyTorch's dot or mv: no cast at all
+        assert tensor.is_autocast_enabled("cpu")
+    assert seen == [False]
+    assert fp32_op(x.bfloat16()).dtype is tensor.bfloat16  # outside a region: no cast
+
+
+def test_lstm_is_lowered_like_torch(torch):
+    import nn  # noqa: PLC0415
+
+    ours_lstm, theirs_lstm = nn.LSTM(6, 6, batch_first=True), torch.nn.LSTM(6, 6, batch_first=True)
+    ours_lstm.load_state_dict({k: tensor.from_numpy(v.detach().numpy()) for k, v in theirs_lstm.state_dict().items()})
+    x = _rand(2, 5, 6)
+    with tensor.autocast("cpu"):
+        ours = ours_lstm(tensor.from_numpy(x))[0]
+    with torch.autocast("cpu"):
+        theirs = theirs_lstm(torch.from_numpy(x))[0]
+    assert ours.dtype is tensor.bfloat16 and theirs.dtype == torch.bfloat16
+    np.testing.assert_allclose(ours.float().detach().numpy(), theirs.float().detach().numpy(), atol=3e-2)
 
 
 def test_leaf_weight_casts_are_cached_per_region():
@@ -199,6 +286,46 @@ def test_grad_scaler_state_and_misuse():
         assert not tensor.amp.GradScaler().is_enabled()
 
 
+def test_grad_scaler_errors_match_torch(torch):
+    for scaler_type in (tensor.amp.GradScaler, torch.amp.GradScaler):
+        with pytest.raises(AssertionError, match="growth factor"):
+            scaler_type("cpu", growth_factor=1.0)
+        with pytest.raises(AssertionError, match="backoff factor"):
+            scaler_type("cpu", backoff_factor=1.0)
+        scaler_type("cpu", backoff_factor=0.0)
+        scaler_type("cpu", growth_factor=0.5, enabled=False)
+        with pytest.raises(ValueError, match="outputs must be a Tensor"):
+            scaler_type("cpu").scale(3)
+    for lib in (tensor, torch):
+        scaler = lib.amp.GradScaler("cpu")
+        scaler.scale(lib.ones(1))
+        with pytest.raises(AssertionError):
+            scaler.update(lib.tensor([1.0, 2.0]))
+        with pytest.raises(AssertionError):
+            scaler.update(lib.tensor(1.0, requires_grad=True))
+        with pytest.raises(RuntimeError):
+            scaler.update(lib.tensor([8.0]))
+        scaler.update(lib.tensor(16.0, dtype=lib.float64))
+        assert scaler.get_scale() == 16.0
+
+
+def test_grad_scaler_private_helpers_trainer_libraries_call(torch):
+    results = []
+    for lib in (tensor, torch):
+        p = lib.ones(2, requires_grad=True)
+        optimizer = torch.optim.SGD([p], lr=1.0) if lib is torch else _SGD([p], 1.0)
+        scaler = lib.amp.GradScaler("cpu", init_scale=4.0)
+        assert scaler._get_scale_async() is None
+        scaler.scale((p * lib.tensor([1.0, math.inf])).sum()).backward()
+        flags = scaler._check_inf_per_device(optimizer)
+        assert scaler._found_inf_per_device(optimizer) is flags
+        state = scaler._per_optimizer_states[id(optimizer)]
+        assert scaler._maybe_opt_step(optimizer, state) is None  # skipped: inf found
+        scaler._lazy_init_scale_growth_tracker  # noqa: B018 - PyTorch's name exists
+        results.append((float(scaler._get_scale_async()), [float(v) for v in flags.values()], p.grad.tolist()))
+    assert results[0] == results[1]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(CUDA_SKIP_REASON is not None, reason=f"no CUDA device: {CUDA_SKIP_REASON}")
 def test_cuda_lists_and_grad_scaler():
@@ -225,3 +352,13 @@ def test_deprecated_cuda_amp_spellings_warn_and_forward():
     with pytest.warns(FutureWarning, match="tensor.amp.GradScaler\\('cuda'"):
         scaler = tensor.cuda.amp.GradScaler(init_scale=8.0, enabled=False)
     assert scaler.get_scale() == 1.0 and not scaler.is_enabled()
+    with pytest.warns(FutureWarning, match="tensor.amp.custom_fwd\\(args..., device_type='cuda'\\)"):
+        forward = tensor.cuda.amp.custom_fwd(lambda ctx, x: x)
+    with pytest.warns(FutureWarning, match="custom_bwd"):
+        backward = tensor.cuda.amp.custom_bwd(lambda ctx, g: g)
+
+    class Ctx:
+        pass
+
+    ctx = Ctx()
+    assert forward(ctx, 3) == 3 and backward(ctx, 4) == 4  # recorded cuda's autocast state: off

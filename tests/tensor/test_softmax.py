@@ -110,3 +110,14 @@ def test_bad_dim_raises(device, name, ref, dim):
     with pytest.raises(IndexError, match=rf"Dimension out of range \(expected to be in range of \[-3, 2\], "
                                          rf"but got {dim}\)"):
         getattr(tensor, name)(t, dim)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_bfloat16_input_stays_bfloat16_computed_in_float32_like_torch(torch, name):
+    import nn.functional as F  # noqa: PLC0415
+
+    x = RNG.uniform(-3.0, 3.0, (3, 7)).astype(np.float32)
+    ours = getattr(F, name)(tensor.tensor(x).bfloat16(), -1)
+    theirs = getattr(torch.nn.functional, name)(torch.tensor(x).bfloat16(), -1)
+    assert ours.dtype is tensor.bfloat16
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=8e-3, atol=1e-3)

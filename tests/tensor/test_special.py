@@ -48,3 +48,20 @@ def test_values_and_dtypes_match_torch(torch, call):
     ours, theirs = call(tensor), call(torch)
     assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
     assert_close(ours, theirs.numpy(), rtol=1e-6, atol=0)
+
+
+BFLOAT16_FUNCTIONS = ["erf", "erfc", "erfinv", "digamma", "gammaln", "ndtr", "psi", "expit"]
+
+
+@pytest.mark.parametrize("name", BFLOAT16_FUNCTIONS)
+def test_bfloat16_input_gives_bfloat16_like_torch(torch, name):
+    values = [-0.9, -0.3, 0.2, 0.7, 0.95] if name == "erfinv" else [0.3, 0.9, 1.7, 2.5, 4.0]
+    x = tensor.tensor(values, dtype=tensor.bfloat16, requires_grad=True)
+    tx = torch.tensor(values, dtype=torch.bfloat16, requires_grad=True)
+    ours, theirs = getattr(tensor.special, name)(x), getattr(torch.special, name)(tx)
+    assert ours.dtype is tensor.bfloat16 and theirs.dtype == torch.bfloat16
+    assert_close(ours.float(), theirs.float().detach().numpy(), rtol=1e-2, atol=1e-2)
+    ours.float().sum().backward()
+    theirs.float().sum().backward()
+    assert x.grad.dtype is tensor.bfloat16
+    assert_close(x.grad.float(), tx.grad.float().numpy(), rtol=2e-2, atol=2e-2)
