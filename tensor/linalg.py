@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _backend, _dispatch, _dtype
+from . import _autocast, _backend, _dispatch, _dtype
 from .ops.decomp import (
     LinAlgError,
     _checked,
@@ -127,6 +127,7 @@ def _info(A):
     return A.new_zeros(A.shape[:-2], dtype=_dtype.int32)
 
 
+@_autocast.as_op("linalg_inv_ex")
 def inv_ex(A, *, check_errors: bool = False):
     """``(inverse, info)``: ``inv(A)`` with ``info`` 0 per matrix; for a singular matrix ``info`` is
     the (1-based) index of its LU factor's first zero pivot and ``inverse`` holds what solving
@@ -145,6 +146,7 @@ def inv_ex(A, *, check_errors: bool = False):
         return _inv_ex_result(lu_solve(factor.LU, factor.pivots, _eye_like(A)), factor.info)
 
 
+@_autocast.as_op("linalg_cholesky_ex")
 def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
     """``(L, info)``: ``cholesky(A)`` with ``info`` 0 per matrix; where a matrix is not positive
     definite, its ``info`` is the order of the first leading minor that is not and its ``L`` is
@@ -213,6 +215,7 @@ def _(node, g):
     return (gA if node.input_meta[0][1].kind == "c" else gA.real,)
 
 
+@_autocast.as_op("linalg_eig")
 def eig(A):
     """Eigenvalues and eigenvectors (unit columns) of a general square matrix, as complex tensors.
 
@@ -224,6 +227,7 @@ def eig(A):
     return _eig_result(packed[..., 0, :], packed[..., 1:, :])
 
 
+@_autocast.as_op("linalg_eigvals")
 def eigvals(A):
     """The (complex) eigenvalues of a general square matrix."""
     return eig(A).eigenvalues
@@ -245,6 +249,7 @@ def _inverse_above(values, cutoff):
     return where(keep, 1.0 / where(keep, values, 1.0), 0.0)
 
 
+@_autocast.as_op("pinverse")
 def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
     """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff count as 0);
     with ``hermitian``, from ``eigh`` of ``A``'s lower triangle (eigenvalues by magnitude).
@@ -266,6 +271,7 @@ def pinverse(input, rcond: float = 1e-15):
     return pinv(input, rtol=rcond)
 
 
+@_autocast.as_op("linalg_matrix_rank")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
     """The number of singular values above the cutoff ``max(atol, rtol * largest)`` (with
     ``hermitian``, eigenvalue magnitudes of ``A``'s lower triangle).
@@ -277,6 +283,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
     return (S > _tolerance(S, atol, rtol, A.shape)).sum(-1)
 
 
+@_autocast.as_op("linalg_lstsq")
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares solution of ``A X = B`` (via the pseudo-inverse; differentiable), with
     ``residuals`` (squared, for full-rank tall ``A``), ``rank`` and ``singular_values``."""
@@ -387,6 +394,7 @@ def matrix_exp(A):
     return result
 
 
+@_autocast.as_op("linalg_cond")
 def cond(A, p=None):
     """The condition number in the ``p`` norm (the ratio of extreme singular values for None, 2,
     -2; otherwise ``norm(A) * norm(inv(A))``, inf for a singular matrix). Real, also for complex
@@ -408,6 +416,7 @@ def cond(A, p=None):
     return where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
 
 
+@_autocast.as_op("linalg_tensorinv")
 def tensorinv(A, ind: int = 2):
     """The inverse of ``A`` seen as a linear map from its last dims to its first ``ind`` dims.
 
@@ -425,6 +434,7 @@ def tensorinv(A, ind: int = 2):
     return inv(A.reshape(rows, -1)).reshape(A.shape[ind:] + A.shape[:ind])
 
 
+@_autocast.as_op("linalg_tensorsolve")
 def tensorsolve(A, B, dims=None):
     """The ``X`` with ``tensordot(A, X, X.ndim) == B``."""
     if dims is not None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
+import tensor
 from tensor import Tensor
 
 from .padding import pad
@@ -29,7 +28,7 @@ def rms_norm(
             f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
     if eps is None:
-        eps = float(np.finfo(input.dtype.numpy).eps)
+        eps = float(tensor.finfo(input.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out

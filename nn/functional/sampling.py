@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import tensor
-from tensor import Tensor
+from tensor import Tensor, _autocast
 
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
@@ -154,6 +154,7 @@ def _check_sizes(in_sizes: Sequence[int], out_sizes: Sequence[int]) -> None:
         )
 
 
+@_autocast.as_op("upsample")  # PyTorch lists no upsampling op: its products stay float32
 def interpolate(
     input: Tensor,
     size: int | Sequence[int] | None = None,
@@ -308,6 +309,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     return (base_t @ theta.mT).reshape(size[0], *spatial, nd)
 
 
+@_autocast.as_op("grid_sampler")
 def grid_sample(
     input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None
 ) -> Tensor:

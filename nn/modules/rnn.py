@@ -116,7 +116,7 @@ class RNNBase(Module):
     # ------------------------------------------------------------ checks
     def _check_input(self, input: Tensor) -> None:
         weight = self.weight_ih_l0
-        if input.dtype is not weight.dtype:
+        if input.dtype is not weight.dtype and not tensor.is_autocast_enabled(input.device.type):
             raise ValueError(
                 f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). Convert "
                 f"input: input.to({weight.dtype}), or convert model: model.to({input.dtype})"

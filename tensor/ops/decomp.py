@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _dispatch
+from .. import _autocast, _dispatch
 from .elementwise import where
 from .layout import diag_embed, tril
 from .registry import defop
@@ -82,6 +82,7 @@ def _(node, g):
     return (-(inverse_h @ g @ inverse_h),)
 
 
+@_autocast.as_op("linalg_inv")
 def inv(A):
     """The inverse of each square matrix in ``A``.
 
@@ -106,6 +107,7 @@ def _(node, g):
     return (-(gb @ conj_transpose(node.output)) if needs_a else None), (gb if needs_b else None)
 
 
+@_autocast.as_op("linalg_solve")
 def solve(A, B, *, left: bool = True):
     """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``); ``B`` may be a (batch of) vector.
 
@@ -212,6 +214,7 @@ def _(node, g):
     return (conj_transpose(L_inv) @ phi @ L_inv,)
 
 
+@_autocast.as_op("linalg_cholesky")
 def cholesky(A, *, upper: bool = False):
     """The Cholesky factor ``L`` (lower; ``upper=True``: ``L^H``) of Hermitian positive-definite ``A``.
 
@@ -288,6 +291,7 @@ def _(node, g):
     return (vectors @ inner @ vectors_h,)
 
 
+@_autocast.as_op("linalg_eigh")
 def eigh(A, UPLO: str = "L"):
     """Eigenvalues (ascending, real) and orthonormal eigenvectors of Hermitian ``A`` (its ``UPLO``
     triangle).
@@ -303,6 +307,7 @@ def eigh(A, UPLO: str = "L"):
     return _eigh_result(values.real if A.dtype.is_complex else values, packed[..., 1:, :])
 
 
+@_autocast.as_op("linalg_eigvalsh")
 def eigvalsh(A, UPLO: str = "L"):
     """The eigenvalues (ascending) of symmetric ``A``."""
     return eigh(A, UPLO).eigenvalues
@@ -362,6 +367,7 @@ def _(node, g):
     return (gA,)
 
 
+@_autocast.as_op("linalg_svd")
 def svd(A, full_matrices: bool = True):
     """The singular value decomposition ``A = U diag(S) Vh`` (S real, descending).
 
@@ -378,6 +384,7 @@ def svd(A, full_matrices: bool = True):
     return _svd_result(U, S.real if A.dtype.is_complex else S, Vh)
 
 
+@_autocast.as_op("linalg_svdvals")
 def svdvals(A):
     """The singular values of ``A``, descending."""
     return svd(A, full_matrices=False).S
@@ -411,6 +418,7 @@ def _(node, g):
     return (conj_transpose(solve(R, conj_transpose(gQ + Q @ hermitian))),)
 
 
+@_autocast.as_op("linalg_qr")
 def qr(A, mode: str = "reduced"):
     """The QR decomposition ``A = Q R`` (``mode`` 'reduced' or 'complete'; 'r' gives an empty Q).
 

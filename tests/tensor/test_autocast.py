@@ -362,3 +362,30 @@ def test_deprecated_cuda_amp_spellings_warn_and_forward():
 
     ctx = Ctx()
     assert forward(ctx, 3) == 3 and backward(ctx, 4) == 4  # recorded cuda's autocast state: off
+
+
+def test_linear_algebra_sampling_and_rnns_under_cpu_autocast_match_torch(torch):
+    """Linear algebra runs in float32 (PyTorch's fp32 list, cast before the dtype checks), the
+    upsampling and grid sampling keep their inner products in float32, an LSTM takes bfloat16
+    input; rms_norm keeps a bfloat16 input's dtype without autocast."""
+    import nn  # noqa: PLC0415 - the layer above, as the user program has it
+    from nn import functional as F  # noqa: PLC0415
+
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    image = np.random.default_rng(0).standard_normal((1, 2, 4, 4))
+
+    def dtypes(lib, functional, modules):
+        A, x = lib.tensor(a, dtype=lib.float32), lib.tensor(image, dtype=lib.float32)
+        lib.manual_seed(0)
+        lstm = modules.LSTM(4, 3)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            B = A @ A
+            outs = [B, lib.linalg.inv(B), lib.linalg.svdvals(B), lib.linalg.eigh(B).eigenvalues, lib.linalg.cond(B),
+                    lib.linalg.solve(B, B), lib.linalg.cholesky(B), lib.linalg.qr(B).Q, lib.linalg.lstsq(B, B).solution,
+                    functional.interpolate(x, scale_factor=2, mode="bilinear"),
+                    functional.grid_sample(x, lib.zeros(1, 3, 3, 2), align_corners=False),
+                    lstm(lib.ones(5, 2, 4, dtype=lib.bfloat16))[0]]
+        outs.append(functional.rms_norm(x.to(lib.bfloat16), (4,)))
+        return [str(o.dtype).split(".")[-1] for o in outs]
+
+    assert dtypes(tensor, F, nn) == dtypes(torch, torch.nn.functional, torch.nn)
