@@ -1,15 +1,17 @@
-"""What every checkpoint format shares: atomic writes to a path, and ``map_location``."""
+"""What every checkpoint format shares: atomic writes to a path, ``map_location``, ``nn.Parameter``."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 
 from . import _backend
 from ._device import device as _device_cls
 
-__all__ = ["write_atomically", "resolve_location", "place"]
+__all__ = ["write_atomically", "resolve_location", "place", "is_parameter", "parameter_type"]
 
 
 def write_atomically(path, write: Callable) -> None:
@@ -18,10 +20,16 @@ def write_atomically(path, write: Callable) -> None:
     A crash never leaves a half-written checkpoint: readers see the old file or the new one.
 
     Raises:
+        RuntimeError: if the parent directory does not exist or ``path`` is a directory (as
+            ``torch.save``); nothing is written.
         OSError: if the file cannot be written; the temporary file is removed.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise RuntimeError(f"Parent directory {directory} does not exist.")
+    if os.path.isdir(path):
+        raise RuntimeError(f"cannot save to {path}: it is a directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         # mkstemp makes the file 0600; give it the permissions open() would (0666 minus umask).
@@ -82,3 +90,18 @@ def place(t, saved: str, map_location, name: str):
             "available. On a CPU-only machine, load it with map_location='cpu'."
         )
     return t.to(target)
+
+
+# Note [Parameters in checkpoints]: ``nn`` sits above ``tensor`` (tests/test_layering.py), so the
+# formats reach ``nn.Parameter`` at run time only: saving tests for it only if ``nn.parameter`` is
+# already loaded (a Parameter cannot exist otherwise), and loading imports it only for a file that
+# holds one, as ``_autograd_hooks`` reaches ``autograd``.
+def is_parameter(obj) -> bool:
+    """Whether ``obj`` is an ``nn.Parameter``, without importing ``nn``."""
+    module = sys.modules.get("nn.parameter")
+    return module is not None and isinstance(obj, module.Parameter)
+
+
+def parameter_type() -> type:
+    """``nn.Parameter``, for rebuilding a saved one (Note [Parameters in checkpoints])."""
+    return importlib.import_module("nn.parameter").Parameter

@@ -12,6 +12,7 @@ torch's globals.
 
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import contextlib
 import dataclasses
@@ -19,9 +20,12 @@ import io
 import pickle
 import struct
 from collections.abc import Callable, Generator, Iterable
+from typing import BinaryIO
 
 from . import _dtype
+from ._checkpoint_io import is_parameter
 from ._device import device as _device_cls
+from ._torch_misc import Size
 
 __all__ = ["add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals"]
 
@@ -95,23 +99,29 @@ def _torch_device(kind, index=None):
     return _device_cls(kind if index is None else f"{kind}:{index}")
 
 
+def storage_types() -> dict[str, StorageType]:
+    """torch's storage classes by the name a pickle gives them (``torch.cuda.FloatStorage``)."""
+    types = {"torch.storage.UntypedStorage": StorageType("UntypedStorage", "uint8")}
+    for space in ("torch.", "torch.cuda."):
+        types.update({f"{space}{name}": StorageType(name, dt) for name, dt in STORAGE_DTYPES.items()
+                      if space == "torch." or not name.startswith(("Q", "ComplexHalf"))})
+    return types
+
+
 def builtin_table(rebuilds: dict[str, Callable]) -> dict[str, object]:
     """The default allow-list: torch's weights-only globals mapped to ours. ``rebuilds`` maps a
     ``torch._utils`` function name to our implementation."""
     table: dict[str, object] = {
         "collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
-        "torch.Size": tuple, "torch.device": _torch_device, "_codecs.encode": _codecs_encode,
+        "torch.Size": Size, "torch.device": _torch_device, "_codecs.encode": _codecs_encode,
         "builtins.bytearray": bytearray, "builtins.set": set, "builtins.complex": complex,
         "torch.serialization._get_layout": Unsupported("torch.serialization._get_layout"),
         "torch.Tensor": Unsupported("torch.Tensor"),
         "torch.nn.parameter.Parameter": rebuilds["_rebuild_parameter"],
         "torch._tensor._rebuild_from_type_v2": rebuilds["_rebuild_from_type_v2"],
-        "torch.storage.UntypedStorage": StorageType("UntypedStorage", "uint8"),
         "torch.storage.TypedStorage": Unsupported("torch.storage.TypedStorage"),
+        **storage_types(),
     }
-    for space in ("torch.", "torch.cuda."):
-        table.update({f"{space}{name}": StorageType(name, dt) for name, dt in STORAGE_DTYPES.items()
-                      if space == "torch." or not name.startswith(("Q", "ComplexHalf"))})
     table.update({name: Unsupported(name) for name in LEGACY_TENSOR_CLASSES})
     table.update({f"torch.{name}": _dtype._NAMES.get(name) or TorchDtype(name) for name in TORCH_DTYPES})
     for scheme in ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine",
@@ -178,8 +188,8 @@ class SafeUnpickler(pickle.Unpickler):
     With ``trusted`` (``weights_only=False``) a name outside the table is imported as pickle does.
     """
 
-    def __init__(self, data: bytes, table: dict, persistent_load: Callable, trusted: bool) -> None:
-        super().__init__(io.BytesIO(data))
+    def __init__(self, file: BinaryIO, table: dict, persistent_load: Callable, trusted: bool) -> None:
+        super().__init__(file)
         self._table, self._persistent, self._trusted = table, persistent_load, trusted
 
     def find_class(self, module: str, name: str):
@@ -188,7 +198,7 @@ class SafeUnpickler(pickle.Unpickler):
         Raises:
             RefusedGlobal: naming the global and how to allow it.
         """
-        full = f"{module}.{name}"
+        full = ".".join(python3_name(module, name))
         if full in self._table:
             return self._table[full]
         if full in _user_globals:
@@ -207,14 +217,24 @@ class SafeUnpickler(pickle.Unpickler):
         return self._persistent(pid)
 
 
+def python3_name(module: str, name: str) -> tuple[str, str]:
+    """The Python 3 spelling of a global: protocol 2 (torch.save's) writes builtins as
+    ``__builtin__.set``. torch's weights-only unpickler renames the same way."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 class PickleWriter:
-    """Writes plain containers, numbers, strings, dtypes, devices and tensors as a protocol-2
-    pickle naming torch's globals. ``tensor_args(t)`` gives a tensor's rebuild arguments:
-    ``(storage pid tuple, offset, size, stride, requires_grad)``."""
+    """Writes plain containers, numbers, strings, bytes, sets, sizes, dtypes, devices, tensors and
+    parameters as a protocol-2 pickle naming torch's globals, spelled as ``torch.save`` spells them.
+    ``tensor_args(t)`` gives a tensor's rebuild arguments: ``(storage pid tuple, offset, size, stride)``.
+    A tensor met twice is written once and then fetched from pickle's memo, so it loads as one object."""
 
     def __init__(self, is_tensor: Callable, tensor_args: Callable, dtype_type: type) -> None:
         self.out = io.BytesIO()
         self._is_tensor, self._tensor_args, self._dtype_type = is_tensor, tensor_args, dtype_type
+        self._memo: dict[int, tuple[int, object]] = {}  # id -> (memo index, the object: alive, so ids stay unique)
 
     def dump(self, obj) -> bytes:
         """The pickle of ``obj``.
@@ -230,6 +250,12 @@ class PickleWriter:
     def _global(self, module: str, name: str) -> None:
         self.out.write(b"c" + module.encode() + b"\n" + name.encode() + b"\n")
 
+    def _reduce(self, module: str, name: str, args: tuple) -> None:
+        """``module.name(*args)``."""
+        self._global(module, name)
+        self._write(args)
+        self.out.write(b"R")
+
     def _write(self, obj) -> None:
         w = self.out.write
         if obj is None or isinstance(obj, bool):
@@ -243,6 +269,8 @@ class PickleWriter:
             w(b"X" + struct.pack("<I", len(data)) + data)
         elif self._is_tensor(obj):
             self._tensor(obj)
+        elif isinstance(obj, Size):
+            self._reduce("torch", "Size", (tuple(obj),))
         elif isinstance(obj, (tuple, list, dict)):
             self._container(obj)
         elif isinstance(obj, self._dtype_type):
@@ -250,14 +278,25 @@ class PickleWriter:
         elif isinstance(obj, Global):
             self._global(obj.module, obj.name)
         elif isinstance(obj, _device_cls):
-            self._global("torch", "device")
-            self._write((str(obj),))
-            w(b"R")
+            self._reduce("torch", "device", (str(obj),))
+        elif type(obj) in (bytes, bytearray, set, complex):
+            self._builtin(obj)
         elif hasattr(obj, "item") and hasattr(obj, "dtype") and getattr(obj, "shape", None) == ():
             self._write(obj.item())  # numpy scalars
         else:
             raise TypeError(f"cannot save an object of type {type(obj).__name__} in the PyTorch format: "
                             "torch.load(weights_only=True) would refuse it (save it with format='distrib')")
+
+    def _builtin(self, obj) -> None:
+        # As protocol 2 writes them, except b"": that is builtins.bytes(), which torch's loader refuses.
+        if type(obj) is bytes:
+            self._reduce("_codecs", "encode", (obj.decode("latin1"), "latin1"))
+        elif type(obj) is bytearray:
+            self._reduce("__builtin__", "bytearray", (bytes(obj),))
+        elif type(obj) is set:
+            self._reduce("__builtin__", "set", (list(obj),))
+        else:
+            self._reduce("__builtin__", "complex", (obj.real, obj.imag))
 
     def _int(self, value: int) -> None:
         if 0 <= value < 256:
@@ -267,6 +306,10 @@ class PickleWriter:
         else:
             data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
             self.out.write(b"\x8a" + bytes([len(data)]) + data)
+
+    def _empty_ordered_dict(self) -> None:
+        self._global("collections", "OrderedDict")
+        self.out.write(b")R")
 
     def _container(self, obj) -> None:
         w = self.out.write
@@ -283,8 +326,7 @@ class PickleWriter:
             w(b"e")
             return
         if type(obj) is collections.OrderedDict:
-            self._global("collections", "OrderedDict")
-            w(b")R")
+            self._empty_ordered_dict()
         elif type(obj) is dict:
             w(b"}")
         else:
@@ -299,7 +341,26 @@ class PickleWriter:
             w(b"b")
 
     def _tensor(self, t) -> None:
-        pid, offset, size, stride, requires_grad = self._tensor_args(t)
+        found = self._memo.get(id(t))
+        if found is not None:
+            index = found[0]
+            self.out.write(b"h" + bytes([index]) if index < 256 else b"j" + struct.pack("<I", index))
+            return
+        if is_parameter(t):  # torch._utils._rebuild_parameter(data, requires_grad, hooks)
+            self._global("torch._utils", "_rebuild_parameter")
+            self.out.write(b"(")
+            self._plain_tensor(t, requires_grad=False)
+            self._write(bool(t.requires_grad))
+            self._empty_ordered_dict()
+            self.out.write(b"tR")
+        else:
+            self._plain_tensor(t, bool(t.requires_grad))
+        index = len(self._memo)
+        self._memo[id(t)] = (index, t)
+        self.out.write(b"q" + bytes([index]) if index < 256 else b"r" + struct.pack("<I", index))
+
+    def _plain_tensor(self, t, requires_grad: bool) -> None:
+        pid, offset, size, stride = self._tensor_args(t)
         self._global("torch._utils", "_rebuild_tensor_v2")
         self.out.write(b"((")
         for item in pid:
@@ -307,8 +368,8 @@ class PickleWriter:
         self.out.write(b"tQ")
         for item in (offset, tuple(size), tuple(stride), requires_grad):
             self._write(item)
-        self._global("collections", "OrderedDict")
-        self.out.write(b")RtR")  # backward hooks: OrderedDict(); close the args; call
+        self._empty_ordered_dict()  # backward hooks
+        self.out.write(b"tR")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,20 +1,20 @@
 """``save`` and ``load``: our safe, atomic checkpoint format, and the formats we share.
 
-``load`` also reads ``torch.save`` files (``_torch_format``, through the allow-listed
-unpickler of ``_torch_pickle``) and ``.safetensors`` files (``_safetensors``); ``save``
-writes them with ``format="torch"`` / ``format="safetensors"``. What follows is our format.
+``load`` also reads ``torch.save`` files, zip and legacy (``_torch_format``, through the
+allow-listed unpickler of ``_torch_pickle``), and ``.safetensors`` files (``_safetensors``);
+``save`` writes them with ``format="torch"`` / ``format="safetensors"``. What follows is our format.
 
 Unlike ``torch.save``, the format is not a pickle. A file is::
 
     b"DISTRIBT" | u32 version | u64 header length | header (JSON) | tensor bytes | u32 crc32 | b"TBIRTSID"
 
-The JSON header describes the object tree (dicts, lists, tuples, numbers,
-strings, bytes, None, dtypes, devices) and, for each tensor, its dtype, shape
-and byte range. Loading it can never run code. Objects of any other type are
-stored as pickles; loading a file that contains one needs ``weights_only=False``,
-an explicit statement that the caller trusts the file. Integrity is checked
-with the length fields and a CRC-32, so a truncated or corrupt file is an
-error, not garbage.
+The JSON header describes the object tree (dicts, lists, tuples, sets, sizes, numbers,
+strings, bytes, None, dtypes, devices: what ``torch.load(weights_only=True)`` accepts) and,
+for each tensor, its dtype, shape, byte range and whether it is an ``nn.Parameter``. Loading
+it can never run code. Objects of any other type are stored as pickles; loading a file that
+contains one needs ``weights_only=False``, an explicit statement that the caller trusts the
+file. Integrity is checked with the length fields and a CRC-32, so a truncated or corrupt
+file is an error, not garbage.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _checkpoint_io, _creation, _dispatch, _dtype, _safetensors, _torch_format
 from ._device import device as _device_cls
+from ._torch_misc import Size
 from ._torch_pickle import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
 __all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -64,8 +65,8 @@ class _Encoder:
             return {"t": "ndarray", "i": self._add_array(obj)}
         if isinstance(obj, np.generic):
             return self.encode(obj.item())
-        if isinstance(obj, (bytes, bytearray)):
-            return {"t": "bytes", "v": base64.b64encode(bytes(obj)).decode()}
+        if type(obj) in (bytes, bytearray):
+            return {"t": type(obj).__name__, "v": base64.b64encode(obj).decode()}
         if isinstance(obj, _dtype.dtype):
             return {"t": "dtype", "v": obj.name}
         if isinstance(obj, _device_cls):
@@ -76,8 +77,10 @@ class _Encoder:
             if hasattr(obj, "_metadata"):  # a state dict's module versions, which loading reads
                 node["m"] = self.encode(obj._metadata)
             return node
-        if type(obj) in (list, tuple):
-            return {"t": type(obj).__name__, "v": [self.encode(v) for v in obj]}
+        if type(obj) in (list, tuple, set, Size):
+            return {"t": type(obj).__name__.lower(), "v": [self.encode(v) for v in obj]}
+        if type(obj) is complex:
+            return {"t": "complex", "v": [repr(obj.real), repr(obj.imag)]}
         return {"t": "pickle", "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
                 "v": base64.b64encode(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)).decode()}
 
@@ -96,6 +99,8 @@ class _Encoder:
             return found
         index = self._add_array(t._device.backend.to_numpy(t._data))
         self.tensors[index].update(device=str(t._device), requires_grad=t.requires_grad)
+        if _checkpoint_io.is_parameter(t):
+            self.tensors[index]["parameter"] = True
         self._tensor_ids[id(t)] = index
         return index
 
@@ -133,6 +138,8 @@ def save(obj, f, format: str | None = None, *, metadata: dict[str, str] | None =
     Raises:
         TypeError: for tensors of an unsupported dtype, or objects the format cannot hold.
         ValueError: for an unknown format, or metadata with a format other than safetensors.
+        RuntimeError: if the path's directory does not exist or the path is a directory (nothing
+            is written).
         OSError: if the file cannot be written.
     """
     if format is None:
@@ -162,10 +169,7 @@ def _read_all(f) -> tuple[bytes, str]:
 
 def _parse(data: bytes, name: str):
     if len(data) < _HEAD.size or data[:8] != MAGIC:
-        hint = ""
-        if data[:1] == b"\x80":
-            hint = " (it looks like a legacy PyTorch file: re-save it with torch.save's default zip format)"
-        raise RuntimeError(f"{name}: not a distrib checkpoint (bad magic bytes){hint}")
+        raise RuntimeError(f"{name}: not a distrib checkpoint (bad magic bytes)")
     _, version, header_len = _HEAD.unpack_from(data)
     if version != FORMAT_VERSION:
         raise RuntimeError(f"{name}: unsupported checkpoint format version {version}")
@@ -187,6 +191,9 @@ def _parse(data: bytes, name: str):
     return header, memoryview(data)[body_start + header_len:body_end]
 
 
+_SEQUENCES = {"list": list, "tuple": tuple, "set": set, "size": Size}
+
+
 class _Decoder:
     def __init__(self, header, payload, map_location, weights_only, name) -> None:
         self.entries = header["tensors"]
@@ -206,9 +213,8 @@ class _Decoder:
             return int(node["v"])
         if kind == "float":
             return float(node["v"])
-        if kind in ("list", "tuple"):
-            items = [self.decode(v) for v in node["v"]]
-            return items if kind == "list" else tuple(items)
+        if kind in _SEQUENCES:
+            return _SEQUENCES[kind](self.decode(v) for v in node["v"])
         if kind in ("dict", "odict"):
             pairs = zip((self.decode(k) for k in node["k"]), (self.decode(v) for v in node["v"]))
             if kind == "dict":
@@ -221,8 +227,11 @@ class _Decoder:
             return self._tensor(node["i"])
         if kind == "ndarray":
             return self._array(node["i"])
-        if kind == "bytes":
-            return base64.b64decode(node["v"])
+        if kind in ("bytes", "bytearray"):
+            data = base64.b64decode(node["v"])
+            return data if kind == "bytes" else bytearray(data)
+        if kind == "complex":
+            return complex(float(node["v"][0]), float(node["v"][1]))
         if kind == "dtype":
             return _dtype.as_dtype(node["v"])
         if kind == "device":
@@ -244,7 +253,9 @@ class _Decoder:
         entry = self.entries[i]
         t = _checkpoint_io.place(_creation.from_numpy(self._array(i)), entry.get("device", "cpu"),
                                  self.map_location, self.name)
-        if entry.get("requires_grad"):
+        if entry.get("parameter"):
+            t = _checkpoint_io.parameter_type()(t, bool(entry.get("requires_grad")))
+        elif entry.get("requires_grad"):
             t.requires_grad_(True)
         self.cache[i] = t
         return t
@@ -260,7 +271,7 @@ class _Decoder:
 
 
 def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
-    """Read a checkpoint: our own format, a ``torch.save`` file or a ``.safetensors`` file.
+    """Read a checkpoint: our own format, a ``torch.save`` file (zip or legacy) or a ``.safetensors`` file.
 
     The format is recognised from the file's first bytes. ``map_location`` moves tensors: a
     device or string, a dict mapping saved to new locations, or ``fn(tensor, saved_location)
@@ -268,11 +279,12 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
 
     Loading never runs code from the file unless ``weights_only=False``. A PyTorch file's
     pickle may use only the globals ``torch.load(weights_only=True)`` allows, plus those
-    added with ``add_safe_globals``/``safe_globals``. ``mmap=True`` (PyTorch files, from a
+    added with ``add_safe_globals``/``safe_globals``. ``mmap=True`` (PyTorch zip files, from a
     path) maps the storages copy-on-write instead of reading them.
 
     Raises:
-        RuntimeError: naming the file when it is not a checkpoint, or is truncated or corrupt.
+        RuntimeError: naming the file when it is not a checkpoint, or is truncated or corrupt;
+            for ``mmap=True`` with a legacy (non-zip) PyTorch file.
         pickle.UnpicklingError: when the file needs a global that is not allowed (named in
             the message, with how to allow it) and ``weights_only`` is True.
         TypeError: when a PyTorch file holds a dtype distrib does not have (named).
@@ -285,6 +297,8 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
     if head[:8] != MAGIC and _safetensors.looks_like_safetensors(head):
         return _safetensors.load(f, map_location)
     data, name = _read_all(f)
+    if _torch_format.is_pickle(head):
+        return _torch_format.load_legacy(data, name, map_location, weights_only, mmap)
     header, payload = _parse(data, name)
     decoder = _Decoder(header, payload, map_location, weights_only, name)
     try:

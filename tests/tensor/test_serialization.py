@@ -7,6 +7,7 @@ import io
 import math
 import os
 import pickle
+import zipfile
 from collections import OrderedDict
 
 import numpy as np
@@ -71,6 +72,12 @@ PLAIN_VALUES = {
     "false": False,
     "dtype": tensor.float16,
     "device": tensor.device("cuda:1"),
+    # what torch.load(weights_only=True) also accepts
+    "complex": complex(1.5, float("-inf")),
+    "set": {1, "a", (2, 3)},
+    "bytearray": bytearray(b"\x00ab"),
+    "size": tensor.Size([2, 3]),
+    "shape": tensor.ones(2, 3).shape,
 }
 
 
@@ -104,6 +111,20 @@ def test_round_trip_keeps_requires_grad_and_non_contiguous_values(tmp_path):
     back = _round_trip([leaf, transposed], tmp_path / "x.pt")
     assert back[0].requires_grad and back[0].is_leaf
     assert_close(back[1], transposed)
+
+
+def test_parameters_round_trip_as_parameters(tmp_path, torch):
+    import nn
+
+    real, cplx = nn.Parameter(tensor.ones(2)), nn.Parameter(tensor.ones(2, dtype=tensor.complex64))
+    frozen = nn.Parameter(tensor.ones(1), requires_grad=False)
+    back = _round_trip({"p": real, "again": real, "c": cplx, "f": frozen, "t": tensor.ones(1)}, tmp_path / "p.pt")
+    theirs = torch.nn.Parameter(torch.ones(2, dtype=torch.complex64))
+    assert back["p"] is back["again"]
+    for key, requires_grad in (("p", True), ("c", theirs.requires_grad), ("f", False)):
+        assert type(back[key]) is nn.Parameter and back[key].requires_grad is requires_grad, key
+    assert back["c"].dtype is tensor.complex64 and back["c"].tolist() == theirs.tolist()
+    assert type(back["t"]) is tensor.Tensor
 
 
 def test_shared_tensor_is_loaded_once(tmp_path):
@@ -167,6 +188,16 @@ def test_save_overwrites_atomically_and_crash_leaves_original_intact(tmp_path, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]
 
 
+@pytest.mark.parametrize("format", ["distrib", "torch", "safetensors"])
+def test_save_into_a_missing_directory_or_onto_a_directory_is_a_runtime_error(tmp_path, torch, format):
+    for target in (tmp_path / "absent" / "w.pt", tmp_path):
+        with pytest.raises(RuntimeError):
+            torch.save({"w": torch.ones(1)}, target)
+        with pytest.raises(RuntimeError, match="Parent directory .*absent does not exist|is a directory"):
+            tensor.save({"w": tensor.ones(1)}, target, format=format)
+    assert os.listdir(tmp_path) == []  # no directory made, no temporary file left
+
+
 def test_save_accepts_str_paths(tmp_path):
     path = str(tmp_path / "s.pt")
     tensor.save([1, 2], path)
@@ -221,14 +252,11 @@ def test_truncated_file_raises_naming_it(tmp_path, keep):
         tensor.load(path)
 
 
-_TORCH_HINT = "not a distrib checkpoint \\(bad magic bytes\\) \\(it looks like a legacy PyTorch file"
-
-
 @pytest.mark.parametrize(("content", "message"), [
     (b"just some text, not a checkpoint\n" * 10, "not a distrib checkpoint \\(bad magic bytes\\)$"),
     (b"", "not a distrib checkpoint"),
     (b"PK\x03\x04" + b"\x00" * 40, "not a PyTorch checkpoint \\(a corrupt or truncated zip file"),
-    (pickle.dumps({"a": 1}), _TORCH_HINT),
+    (pickle.dumps({"a": 1}), "invalid magic number: a pickle, but not a PyTorch checkpoint"),
 ], ids=["text", "empty", "zip", "pickle"])
 def test_foreign_file_raises_naming_it(tmp_path, content, message):
     path = tmp_path / "other.bin"
@@ -286,12 +314,56 @@ def test_pickled_object_refused_by_default_without_running_code(tmp_path):
     assert back["weights"].tolist() == [1.0, 1.0]
 
 
-def test_set_and_custom_containers_need_weights_only_false(tmp_path):
-    path = tmp_path / "set.pt"
-    tensor.save({"s": {1, 2}}, path)
+def test_frozenset_and_custom_containers_need_weights_only_false(tmp_path):
+    path = tmp_path / "frozenset.pt"
+    tensor.save({"s": frozenset({1, 2})}, path)  # torch.load(weights_only=True) refuses frozenset too
     with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
         tensor.load(path)
-    assert tensor.load(path, weights_only=False) == {"s": {1, 2}}
+    assert tensor.load(path, weights_only=False) == {"s": frozenset({1, 2})}
+
+
+def _in_torch_zip(pickled: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("archive/data.pkl", pickled)
+        zf.writestr("archive/byteorder", "little")
+        zf.writestr("archive/version", "3\n")
+    return buffer.getvalue()
+
+
+def _in_legacy_torch_file(pickled: bytes) -> bytes:
+    """As torch.save(..., _use_new_zipfile_serialization=False) lays a file out, with no storages."""
+    sys_info = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    header = (0x1950A86A20F9469CFC6C, 1001, sys_info)
+    return b"".join(pickle.dumps(v, protocol=2) for v in header) + pickled + pickle.dumps([], protocol=2)
+
+
+def _in_our_format(marker) -> bytes:
+    buffer = io.BytesIO()
+    tensor.save({"w": tensor.ones(1), "obj": _Marker(str(marker))}, buffer)
+    return buffer.getvalue()
+
+
+CONTAINERS = {
+    "torch-zip": lambda marker: _in_torch_zip(pickle.dumps({"obj": _Marker(str(marker))}, protocol=2)),
+    "torch-legacy": lambda marker: _in_legacy_torch_file(pickle.dumps({"obj": _Marker(str(marker))}, protocol=2)),
+    "plain-pickle": lambda marker: pickle.dumps({"obj": _Marker(str(marker))}),
+    "distrib": _in_our_format,
+}
+
+
+@pytest.mark.parametrize("container", CONTAINERS)
+@pytest.mark.parametrize("map_location", [None, "cpu"])
+def test_malicious_pickle_is_refused_in_every_format_without_running(tmp_path, container, map_location):
+    marker = tmp_path / "marker"
+    path = tmp_path / "evil.pt"
+    path.write_bytes(CONTAINERS[container](marker))
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed.*_Marker|_create_marker"):
+        tensor.load(path, map_location=map_location)
+    assert not marker.exists(), "weights_only=True must never run code from the file"
+    if container != "plain-pickle":  # a checkpoint's own layout: the caller's explicit trust runs it
+        assert tensor.load(path, weights_only=False)["obj"] == {"unpickled": True}
+        assert marker.exists()
 
 
 # ------------------------------------------------------------ checkpoints from a GPU machine

@@ -90,6 +90,84 @@ def test_requires_grad_and_parameters_survive(tmp_path, torch):
     assert torch.load(tmp_path / "o.pt", weights_only=True)["p"].requires_grad
 
 
+def test_torch_parameters_load_as_parameters(tmp_path, torch):
+    import nn
+
+    saved = {"p": torch.nn.Parameter(torch.ones(2)), "c": torch.nn.Parameter(torch.ones(2, dtype=torch.complex64)),
+             "frozen": torch.nn.Parameter(torch.ones(2), requires_grad=False)}
+    torch.save(saved, tmp_path / "w.pt")
+    theirs, ours = torch.load(tmp_path / "w.pt", weights_only=True), tensor.load(tmp_path / "w.pt")
+    for key in saved:
+        assert type(theirs[key]) is torch.nn.Parameter and type(ours[key]) is nn.Parameter, key
+        assert ours[key].requires_grad == theirs[key].requires_grad, key
+
+
+def test_we_write_parameters_sets_bytes_complex_and_sizes(tmp_path, torch):
+    import nn
+
+    param, t = nn.Parameter(tensor.ones(2, dtype=tensor.complex64)), tensor.arange(3.0)
+    plain = {"set": {1, (2, 3)}, "empty": b"", "bytes": b"\x00\xff", "bytearray": bytearray(b"ab"), "complex": 1 - 2j,
+             "size": tensor.Size([2, 3])}
+    saved = {**plain, "p": param, "p_again": param, "frozen": nn.Parameter(tensor.ones(1), requires_grad=False),
+             "t": t, "t_again": t}
+    tensor.save(saved, tmp_path / "w.pt", format="torch")
+    for loaded in (torch.load(tmp_path / "w.pt", weights_only=True), tensor.load(tmp_path / "w.pt")):
+        assert {k: loaded[k] for k in plain} == plain
+        assert {k: type(loaded[k]).__name__ for k in plain} == {k: type(v).__name__ for k, v in plain.items()}
+        assert type(loaded["p"]).__name__ == "Parameter" and loaded["p"].requires_grad
+        assert type(loaded["frozen"]).__name__ == "Parameter" and not loaded["frozen"].requires_grad
+        assert loaded["p"] is loaded["p_again"] and loaded["t"] is loaded["t_again"]  # one object, as torch.save
+
+
+def test_protocol_2_builtins_and_sizes_load_as_torch_loads_them(tmp_path, torch):
+    saved = {"complex": 1 + 2j, "set": {1, 2}, "bytearray": bytearray(b"ab"), "bytes": b"\x00",
+             "size": torch.Size([2, 3])}
+    torch.save(saved, tmp_path / "w.pt")  # protocol 2 names them __builtin__.complex & co.
+    theirs, ours = torch.load(tmp_path / "w.pt", weights_only=True), tensor.load(tmp_path / "w.pt")
+    assert ours == theirs
+    assert {k: type(v).__name__ for k, v in ours.items()} == {k: type(v).__name__ for k, v in theirs.items()}
+    assert type(ours["size"]) is tensor.Size
+
+
+def test_conjugate_and_negative_bits_are_applied(tmp_path, torch):
+    z = torch.tensor([[1 + 3j, -2 + 4j], [0.5j, 2.0]])
+    saved = {"conj": z.conj(), "conj_t": z.conj().t(), "neg": torch._neg_view(torch.tensor([1.0, -2.0])),
+             "both": torch._neg_view(z.conj())}
+    torch.save(saved, tmp_path / "w.pt")
+    loaded = tensor.load(tmp_path / "w.pt")
+    for key, value in saved.items():
+        assert loaded[key].tolist() == value.resolve_conj().resolve_neg().tolist(), key
+
+
+def test_legacy_files_load_as_torch_loads_them(tmp_path, torch):
+    base = torch.arange(12.0).reshape(3, 4)
+    saved = {"x": base, "row": base[1], "t": base.t(), "same": base, "half": torch.ones(3, dtype=torch.float16),
+             "i": torch.arange(3), "scalar": torch.tensor(2.5), "p": torch.nn.Parameter(torch.ones(2)),
+             "conj": torch.tensor([1 + 2j]).conj(), "meta": {"step": 3, "set": {1}, "size": torch.Size([2])}}
+    path = tmp_path / "legacy.pt"
+    torch.save(saved, path, _use_new_zipfile_serialization=False)
+    theirs, ours = torch.load(path, weights_only=True), tensor.load(path)
+    for key in ("x", "row", "t", "half", "i", "scalar"):
+        _same_bits(ours[key], theirs[key])
+    assert ours["conj"].tolist() == theirs["conj"].resolve_conj().tolist() and ours["meta"] == theirs["meta"]
+    assert type(ours["p"]).__name__ == "Parameter" and ours["p"].requires_grad
+    assert ours["x"] is ours["same"]
+    ours["x"][1, 2] = -7.0
+    assert ours["row"][2].item() == -7.0 and ours["t"][2, 1].item() == -7.0
+    assert tensor.load(io.BytesIO(path.read_bytes()))["i"].tolist() == [0, 1, 2]
+    for load in (torch.load, tensor.load):
+        with pytest.raises(RuntimeError, match="mmap"):
+            load(path, mmap=True)
+
+
+def test_truncated_legacy_file_is_an_error(tmp_path, torch):
+    path = tmp_path / "legacy.pt"
+    torch.save({"w": torch.ones(100)}, path, _use_new_zipfile_serialization=False)
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(RuntimeError, match="legacy.pt: checkpoint is truncated \\(storage"):
+        tensor.load(path)
+
+
 def _as_big_endian(src, dst, itemsizes: list[int]) -> None:
     """Rewrite a little-endian torch file as the same file written on a big-endian machine.
 
@@ -170,8 +248,8 @@ def test_file_objects_and_optimizer_like_values(tmp_path, torch):
 
 
 def test_unsupported_object_is_refused_on_save(tmp_path):
-    with pytest.raises(TypeError, match="cannot save an object of type set in the PyTorch format"):
-        tensor.save({"s": {1, 2}}, tmp_path / "w.pt", format="torch")
+    with pytest.raises(TypeError, match="cannot save an object of type frozenset in the PyTorch format"):
+        tensor.save({"s": frozenset({1, 2})}, tmp_path / "w.pt", format="torch")
     assert not (tmp_path / "w.pt").exists()
 
 
