@@ -32,6 +32,24 @@ class dtype:
     def __reduce__(self):
         return (_by_name, (self.name,))
 
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts have this float dtype (itself for a complex dtype;
+        float16 gives complex64, as there is no complex32 here).
+
+        Raises:
+            RuntimeError: for integer, bool and float8 dtypes, as PyTorch.
+        """
+        if self.is_complex:
+            return self
+        found = _COMPLEX_OF.get(self)
+        if found is None:
+            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type_name(self)}")
+        return found
+
+    def to_real(self) -> dtype:
+        """The dtype of a complex dtype's parts (other dtypes give themselves)."""
+        return _REAL_OF.get(self, self)
+
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
@@ -104,7 +122,7 @@ def scalar_type_name(d: dtype) -> str:
 
 
 # The complex dtype whose parts are each float dtype (PyTorch's toComplexType), and back.
-_COMPLEX_OF = {float16: complex64, float32: complex64, float64: complex128}
+_COMPLEX_OF = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 _REAL_OF = {complex64: float32, complex128: float64}
 
 
@@ -150,9 +168,11 @@ def set_default_dtype(d: dtype) -> None:
     """Set the default floating dtype for the whole process.
 
     Raises:
-        TypeError: if ``d`` is not a floating dtype.
+        TypeError: if ``d`` is not a floating ``tensor.dtype`` (names and Python types are refused,
+            as PyTorch).
     """
-    d = as_dtype(d)
+    if not isinstance(d, dtype):
+        raise TypeError(f"invalid dtype object {d!r}: only floating-point types are supported as the default type")
     if not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _defaults.float_dtype = d
@@ -202,7 +222,12 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     Unlike numpy, a float type wins over any integer type without widening
     (``int64`` with ``float16`` gives ``float16``); a complex type meets a float type at the
     complex type wide enough for both (``complex64`` with ``float64`` gives ``complex128``).
+
+    Raises:
+        TypeError: if ``a`` or ``b`` is not a dtype.
     """
+    check_dtype_argument("promote_types", "type1", 1, a)
+    check_dtype_argument("promote_types", "type2", 2, b)
     if a is b:
         return a
     if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
@@ -215,6 +240,13 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             return _FROM_NUMPY[np.promote_types(high.numpy, low.numpy)]
         return high
     return _FROM_NUMPY[np.promote_types(a.numpy, b.numpy)]
+
+
+def check_dtype_argument(function: str, name: str, position: int, value) -> None:
+    """Raise PyTorch's TypeError unless argument ``name`` of ``function`` is a dtype."""
+    if not isinstance(value, dtype):
+        raise TypeError(f"{function}(): argument '{name}' (position {position}) must be tensor.dtype, "
+                        f"not {type(value).__name__}")
 
 
 def _promote_bfloat16(other: dtype) -> dtype:

@@ -1,5 +1,6 @@
 """``tensor.func``'s derivative transforms, as ``torch.func``: ``grad``, ``grad_and_value``,
-``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, and ``functional_call``.
+``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``functional_call`` and
+``stack_module_state``.
 
 Note [Transforms on the tape]
 -----------------------------
@@ -21,12 +22,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from . import _dispatch, _pytree
+from . import _dispatch, _dtype, _pytree
 from ._autograd_hooks import api as _api
 from ._creation import zeros, zeros_like
 from .ops.shape import stack
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "functional_call",
+           "stack_module_state"]
 
 
 def _argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
@@ -168,7 +170,8 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
 
 def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
     """``(func(*primals), J tangents)``: the Jacobian-vector product, by the double-backward trick
-    (Note [Transforms on the tape]). ``strict`` is accepted; it raises nothing here.
+    (Note [Transforms on the tape]), in the dtype of the output and tangents promoted, as forward
+    mode gives it. ``strict`` is accepted; it raises nothing here.
 
     Raises:
         RuntimeError: when ``primals`` or ``tangents`` is not a tuple, or their structure or shapes differ.
@@ -188,8 +191,48 @@ def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: boo
         cotangents = [zeros_like(out, requires_grad=True) for out in outputs]
         vjps = _gradients(outputs, fresh, cotangents, create_graph=True)
         products = _gradients(vjps, cotangents, _pytree.leaves(tangents), create_graph=outer)
+    products = _in_tangent_dtype(products, primals, tangents)
     result = (_detached(output, outer), _pytree.rebuild(output, iter(products)))
     return (*result, _detached(aux, outer)) if has_aux else result
+
+
+def _in_tangent_dtype(products: list, primals, tangents) -> list:
+    """The products promoted to wider tangent dtypes than their primals' (a float64 tangent for a
+    float32 primal gives a float64 product in forward mode)."""
+    wider = [t.dtype for p, t in zip(_pytree.leaves(primals), _pytree.leaves(tangents)) if t.dtype is not p.dtype]
+    if not wider:
+        return products
+    return [g.to(functools.reduce(_dtype.promote_types, wider, g.dtype)) for g in products]
+
+
+def linearize(func: Callable, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is ``jvp(func, primals, tangents)[1]``, the
+    Jacobian-vector product at ``primals`` (``func`` runs again on each call here; torch traces it
+    once).
+
+    The returned ``jvp_fn`` raises RuntimeError for tangents whose structure, shapes, devices or
+    dtypes differ from the primals'.
+    """
+    output = func(*primals)
+    flat_primals = _pytree.leaves(primals)
+
+    def jvp_fn(*tangents):
+        if _structure(tangents) != _structure(primals):
+            raise RuntimeError(f"Expected the tangents {_structure(tangents)} to have the same argspec as the primals "
+                               f"{_structure(primals)}")
+        for index, (p, t) in enumerate(zip(flat_primals, _pytree.leaves(tangents))):
+            for what in ("shape", "device", "dtype"):
+                if getattr(t, what) != getattr(p, what):
+                    raise RuntimeError(f"tangent:{index} with {what} {getattr(t, what)} in flattened pytree doesn't "
+                                       f"match the {what} {getattr(p, what)} of the corresponding primal.")
+        return jvp(func, primals, tangents)[1]
+
+    return output, jvp_fn
+
+
+def _structure(tree):
+    """``tree`` with every leaf replaced by ``"*"``: equal for trees of the same shape."""
+    return _pytree.rebuild(tree, iter(["*"] * len(_pytree.leaves(tree))))
 
 
 def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
@@ -319,3 +362,32 @@ def _swap(module, name: str, value):
             return owner, store, key, old
     object.__setattr__(owner, key, value)  # a name the module does not have: removed afterwards
     return owner, None, key, None
+
+
+def stack_module_state(models) -> tuple[dict, dict]:
+    """``(params, buffers)``: each parameter and buffer of the same-class ``models`` stacked along a new
+    first dim, by name, for ``vmap`` over ``functional_call`` (model ensembling). Stacked
+    parameters are new leaves that require grad when the models' do.
+
+    Raises:
+        RuntimeError: for no models, models of different classes or training modes, or a parameter
+            that requires grad in some models only.
+    """
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) > 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if len({type(m) for m in models}) > 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    per_model = [(dict(m.named_parameters()), dict(m.named_buffers())) for m in models]
+    params, buffers = ({name: _stacked_leaf([state[kind][name] for state in per_model], name) for name in
+                        per_model[0][kind]} for kind in (0, 1))
+    return params, buffers
+
+
+def _stacked_leaf(tensors: list, name: str):
+    requires_grad = {t.requires_grad for t in tensors}
+    if len(requires_grad) > 1:
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    stacked = stack(tensors)
+    return stacked.detach().requires_grad_() if True in requires_grad else stacked

@@ -131,7 +131,13 @@ def _filled(tensor, value):
 
 
 def fill_(tensor, value):
-    """Fill with ``value`` (a number or a 0-d tensor); returns ``tensor``."""
+    """Fill with ``value`` (a number or a 0-d tensor); returns ``tensor``.
+
+    Raises:
+        RuntimeError: for a tensor ``value`` with dimensions, as PyTorch.
+    """
+    if _dispatch.is_tensor(value) and value.ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if not _recording(tensor, (value,)):
         _store(tensor, Ellipsis, value._data if _dispatch.is_tensor(value) else value)
         return tensor
@@ -150,9 +156,21 @@ def _copied(tensor, src):
 
 
 def copy_(tensor, src, non_blocking: bool = False):
-    """Copy ``src`` (broadcast, cast and moved as needed) into ``tensor``; returns ``tensor``."""
-    if not _recording(tensor, (src,)):
-        moved = src.to(tensor.device)
-        _store(tensor, Ellipsis, moved._data)
-        return tensor
-    return commit(tensor, _copied, (src,), {})
+    """Copy ``src`` (broadcast, cast and moved as needed) into ``tensor``; returns ``tensor``.
+
+    Raises:
+        RuntimeError: if ``src`` does not broadcast to ``tensor``'s shape (PyTorch's words).
+    """
+    try:
+        if not _recording(tensor, (src,)):
+            moved = src.to(tensor.device)
+            _store(tensor, Ellipsis, moved._data)
+            return tensor
+        return commit(tensor, _copied, (src,), {})
+    except ValueError:  # numpy's broadcast error, checked only once it has failed
+        raise _copy_shape_error(tensor, src) from None
+
+
+def _copy_shape_error(tensor, src) -> RuntimeError:
+    shape = ops.broadcast_shapes(tensor.shape, src.shape)  # raises PyTorch's error for mismatched sizes
+    return RuntimeError(f"output with shape {list(tensor.shape)} doesn't match the broadcast shape {list(shape)}")

@@ -448,10 +448,28 @@ class Tensor(TensorBase):
         return bool(self.item())
 
     def __float__(self) -> float:
-        return float(self.item())
+        """The value of a one-element tensor as a float.
+
+        Raises:
+            ValueError: unless the tensor has one element.
+            RuntimeError: for a complex value with an imaginary part.
+        """
+        return float(self._real_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        """The value of a one-element tensor as an int (truncated). Raises as ``__float__``."""
+        return int(self._real_scalar("int64_t"))
+
+    def _real_scalar(self, c_type: str):
+        """``item()`` for ``float()`` and ``int()``, with PyTorch's errors."""
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        value = self.item()
+        if isinstance(value, complex):
+            if value.imag:
+                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+            return value.real
+        return value
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iu" or self._data.size != 1:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -28,7 +30,8 @@ class finfo:  # noqa: N801 - PyTorch's name
         self.bits = d.itemsize * 8
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = 10.0 ** -int(info.precision)
+        # PyTorch's 10 ** -digits10: the decimal digits the mantissa holds (1.0 for float8).
+        self.resolution = 10.0 ** -math.floor(info.nmant * math.log10(2))
 
     def __repr__(self) -> str:
         return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "

@@ -8,7 +8,9 @@ back), and stacks the results along ``out_dims``: the same values, dtypes and gr
 the cost of one call per sample. ``chunk_size`` is checked and accepted; calls are per sample
 anyway. ``randomness``: "different" draws fresh numbers per sample (the loop's natural
 behaviour), "same" restores the CPU generator's state before each sample, and "error" (the
-default) raises when the CPU generator advanced during the calls.
+default) raises when the CPU generator advanced during the calls. An in-place write into an
+unmapped input (in_dim None) would repeat once per sample, so it raises (PyTorch refuses one that
+mixes in mapped data, and runs others once); the first sample's write has happened by then.
 """
 
 from __future__ import annotations
@@ -83,6 +85,23 @@ def _sample(args, dims: list, index: int | None):
     return _rebuild(args, iter(sliced))
 
 
+def _unmapped_tensors(args, dims: list) -> list:
+    """``(position, tensor, version)`` of each Tensor leaf of ``args`` that is not mapped."""
+    return [(position, arg, arg._version) for position, (arg, dim) in enumerate(zip(_leaves(args), dims))
+            if dim is None and isinstance(arg, Tensor)]
+
+
+def _check_unmapped_unchanged(name: str, unmapped: list) -> None:
+    for position, arg, version in unmapped:
+        if arg._version != version:
+            raise RuntimeError(
+                f"vmap({name}, ...): an in-place operation wrote into input {position}, which is not "
+                "mapped over (in_dim None). vmap runs the function once per sample here, so the write "
+                "would repeat for every sample. Please use out-of-place operators instead, or map that "
+                "input."
+            )
+
+
 def _drop(shape: tuple, dim: int) -> tuple:
     dim %= len(shape)
     return shape[:dim] + shape[dim + 1 :]
@@ -127,7 +146,8 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, ch
     tensor([2., 2., 2.])
 
     Raises:
-        RuntimeError: for an unknown ``randomness``, or a random op under ``randomness="error"``.
+        RuntimeError: for an unknown ``randomness``, a random op under ``randomness="error"``,
+            or an in-place write into an input that is not mapped over.
         ValueError: for malformed ``in_dims``/``out_dims`` or ``chunk_size``, inputs whose mapped
             dims differ in size, or a non-Tensor output with an int out dim (PyTorch's messages).
     """
@@ -154,11 +174,13 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, ch
         )
         batch = _batch_size(name, in_dims, args, dims)
         state = _random.get_rng_state()
+        unmapped = _unmapped_tensors(args, dims)
         results = []
         for index in range(batch) if batch else [None]:
             if randomness == "same":
                 _random.set_rng_state(state)
             results.append(func(*_sample(args, dims, index), **kwargs))
+            _check_unmapped_unchanged(name, unmapped)
         if randomness == "error" and not equal(_random.get_rng_state(), state):
             raise RuntimeError(
                 "vmap: called random operation while in randomness error mode. Please either use the "

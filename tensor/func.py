@@ -2,7 +2,19 @@
 looping] in tensor/_vmap.py), the derivative transforms and ``functional_call`` (Note [Transforms
 on the tape] in tensor/_func_transforms.py)."""
 
-from ._func_transforms import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from ._func_transforms import (
+    functional_call,
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stack_module_state,
+    vjp,
+)
 from ._vmap import vmap
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "functional_call", "stack_module_state"]

@@ -1,6 +1,8 @@
-"""``tensor.testing``: ``assert_close``, as ``torch.testing.assert_close``, for the tests users port.
+"""``tensor.testing``: ``assert_close`` and ``make_tensor``, as ``torch.testing``, for the tests
+users port.
 
-Tensors, Python numbers and (nested) sequences and mappings of them are compared element-wise:
+Tensors, numpy arrays, Python numbers, None and (nested) sequences and mappings of them are
+compared element-wise:
 ``|actual - expected| <= atol + rtol * |expected|``, with PyTorch's default tolerances for the
 dtype when neither is given (exact for integers and bool), after checking shape, dtype and
 device. A failure is an AssertionError in PyTorch's words, naming how many elements differ and
@@ -9,13 +11,17 @@ where the largest differences are.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import _dispatch
+from . import _creation, _dispatch, _dtype, _random
+from ._typeinfo import finfo, iinfo
+from .ops.complex_ops import complex as _complex
 
-__all__ = ["assert_close"]
+__all__ = ["assert_close", "assert_allclose", "make_tensor"]
 
 # (rtol, atol) by dtype name, PyTorch's defaults; other dtypes compare exactly.
 _TOLERANCES = {
@@ -35,13 +41,18 @@ def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol: float
     """Assert that ``actual`` and ``expected`` are close (see the module docstring).
 
     Raises:
-        AssertionError: when they differ in structure, shape, dtype, device or values.
+        AssertionError: when they differ in structure, shape, dtype (for numbers: Python type),
+            device or values.
         ValueError: when only one of ``rtol`` and ``atol`` is given.
+        RuntimeError: for a negative or NaN ``rtol`` or ``atol``.
         TypeError: for inputs that cannot be compared (a tensor against a number, say).
     """
     if (rtol is None) != (atol is None):
         missing = "atol" if atol is None else "rtol"
         raise ValueError(f"Both 'rtol' and 'atol' must be either specified or omitted, but got no {missing}.")
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        if tolerance is not None and not tolerance >= 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tolerance}")
     try:
         _compare(actual, expected, rtol, atol, equal_nan, check_device, check_dtype, check_stride)
     except _Mismatch as exc:
@@ -55,8 +66,13 @@ def _compare(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
     args = (rtol, atol, equal_nan, check_device, check_dtype, check_stride)
     if _dispatch.is_tensor(actual) and _dispatch.is_tensor(expected):
         _compare_tensors(actual, expected, *args)
+    elif isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray):
+        _compare_tensors(_creation.as_tensor(actual), _creation.as_tensor(expected), *args)
     elif _is_number(actual) and _is_number(expected):
-        _compare_numbers(actual, expected, rtol, atol, equal_nan)
+        _compare_numbers(_python_number(actual), _python_number(expected), rtol, atol, equal_nan, check_dtype)
+    elif actual is None or expected is None:
+        if actual is not expected:
+            raise _Mismatch(f"None mismatch: {actual} is not {expected}")
     elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
         if actual.keys() != expected.keys():
             raise _Mismatch("The keys of the mappings do not match:\n"
@@ -81,7 +97,11 @@ def _item(actual, expected, where: str, args) -> None:
 
 
 def _is_number(x) -> bool:
-    return isinstance(x, (bool, int, float, complex))
+    return isinstance(x, (bool, int, float, complex, np.number))
+
+
+def _python_number(x):
+    return x.item() if isinstance(x, np.number) else x
 
 
 def _is_sequence(x) -> bool:
@@ -130,7 +150,9 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
     raise _Mismatch("\n".join(lines))
 
 
-def _compare_numbers(actual, expected, rtol, atol, equal_nan) -> None:
+def _compare_numbers(actual, expected, rtol, atol, equal_nan, check_dtype) -> None:
+    if check_dtype and type(actual) is not type(expected):
+        raise _Mismatch(f"The (d)types do not match: {type(actual)} != {type(expected)}.")
     exact = not any(isinstance(x, (float, complex)) for x in (actual, expected))
     if rtol is None:
         rtol, atol = (0.0, 0.0) if exact else _TOLERANCES["float64"]
@@ -147,3 +169,113 @@ def _scalar_message(actual, expected, kind: str, rtol, atol, exact: bool) -> str
     limits = ("", "") if kind == "equal" else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
     return (f"Scalars are not {kind}!\n\nExpected {expected} but got {actual}.\n"
             f"Absolute difference: {difference}{limits[0]}\nRelative difference: {relative}{limits[1]}")
+
+
+# assert_allclose's (rtol, atol) by dtype name; other dtypes compare exactly.
+_ALLCLOSE_TOLERANCES = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol: float | None = None, atol: float | None = None, equal_nan: bool = True,
+                    msg: str = "") -> None:
+    """Deprecated (as in PyTorch): ``assert_close`` with ``check_dtype=False``, NaN equal by default,
+    non-tensors made tensors (``expected`` in ``actual``'s dtype) and looser default tolerances.
+
+    Warns:
+        FutureWarning: always.
+
+    Raises:
+        AssertionError: as ``assert_close``.
+    """
+    warnings.warn("`tensor.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
+                  "release. Please use `tensor.testing.assert_close()` instead.", FutureWarning, stacklevel=2)
+    if not _dispatch.is_tensor(actual):
+        actual = _creation.tensor(actual)
+    if not _dispatch.is_tensor(expected):
+        expected = _creation.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        tolerances = [_ALLCLOSE_TOLERANCES.get(t.dtype.name, (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = (max(pair) for pair in zip(*tolerances))
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=False, msg=msg or None)
+
+
+def make_tensor(*shape, dtype: _dtype.dtype, device, low: float | None = None, high: float | None = None,
+                requires_grad: bool = False, noncontiguous: bool = False, exclude_zero: bool = False,
+                memory_format=None):
+    """A tensor of ``shape`` (sizes, or one sequence) with values drawn uniformly from
+    ``[low, high)``, as ``torch.testing.make_tensor``: by default [-9, 10) for integers ([0, 10)
+    for uint8), [-9, 9) for floats and each part of complex numbers, and False/True for bool.
+    Bounds are clamped to the dtype's range. ``noncontiguous`` returns a strided view,
+    ``exclude_zero`` replaces zeros by 1 (integers) or the dtype's smallest normal number.
+
+    Raises:
+        ValueError: for NaN bounds, ``low >= high``, a range outside the dtype's,
+            ``requires_grad`` with an integer or bool dtype, or both ``noncontiguous`` and
+            ``memory_format``.
+    """
+    if len(shape) == 1 and isinstance(shape[0], Sequence):
+        shape = shape[0]
+    shape = tuple(shape)
+    if noncontiguous and memory_format is not None:
+        raise ValueError(f"The parameters `noncontiguous` and `memory_format` are mutually exclusive, but got "
+                         f"noncontiguous={noncontiguous} and memory_format={memory_format}")
+    exact = not (dtype.is_floating_point or dtype.is_complex)
+    if requires_grad and exact:
+        raise ValueError(
+            f"`requires_grad=True` is not supported for boolean and integral dtypes, but got dtype={dtype}")
+    noncontiguous = noncontiguous and math.prod(shape) > 1
+    if noncontiguous:  # twice the last dim, sliced back below, so that the view skips real values
+        shape = (*shape[:-1], 2 * shape[-1])
+    if dtype is _dtype.bool_:
+        low, high = _bounds(dtype, low, high, 0, 2, 0, 2)
+        result = _random.randint(low, high, shape, dtype=dtype, device=device)
+    elif exact:
+        # randint cannot draw int64's largest value (its exclusive bound would overflow).
+        info = iinfo(dtype)
+        top = info.max + (dtype is not _dtype.int64)
+        low, high = _bounds(dtype, low, high, info.min, top, -9, 10)
+        result = _random.randint(low, high, shape, dtype=dtype, device=device)
+    else:
+        info = finfo(dtype)
+        low, high = _bounds(dtype, low, high, info.min, info.max, -9, 9)
+        result = _uniform_values(shape, dtype, device, low, high)
+    if noncontiguous:  # offset by one to catch offset errors too
+        result = result[..., 1::2]
+    elif memory_format is not None:
+        result = result.clone(memory_format=memory_format)
+    if exclude_zero:
+        result[result == 0] = 1 if exact else finfo(dtype).tiny
+    if not exact:
+        result.requires_grad_(requires_grad)
+    return result
+
+
+def _bounds(dtype, low, high, lowest, highest, default_low, default_high) -> tuple:
+    """make_tensor's ``[low, high)``: the defaults filled in, checked and clamped to
+    ``[lowest, highest)`` (integer bounds rounded up)."""
+    exact = not (dtype.is_floating_point or dtype.is_complex)
+    low = default_low if low is None else low
+    high = default_high if high is None else high
+    if any(isinstance(value, float) and math.isnan(value) for value in (low, high)):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    if low == high and exact or low > high:
+        raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+    if high < lowest or low >= highest:
+        raise ValueError(f"The value interval specified by `low` and `high` is [{low}, {high}), but {dtype} only "
+                         f"supports [{lowest}, {highest})")
+    low, high = min(max(low, lowest), highest), min(max(high, lowest), highest)
+    return (math.ceil(low), math.ceil(high)) if exact else (low, high)
+
+
+def _uniform_values(shape, dtype, device, low, high):
+    """Uniform draws from ``[low, high)`` of a float or complex (each part) ``dtype``; float8 is
+    drawn in float32 and rounded."""
+    if dtype.is_complex:
+        part = dtype.to_real()
+        return _complex(*(_uniform_values(shape, part, device, low, high) for _ in range(2)))
+    draw_dtype = _dtype.float32 if dtype in _dtype.FLOAT8_DTYPES else dtype
+    out = _creation.empty(shape, dtype=draw_dtype, device=device)
+    if high - low >= finfo(draw_dtype).max:  # uniform_ needs high - low to be finite: draw half and double
+        out = out.uniform_(low / 2, high / 2).mul_(2)
+    else:
+        out = out.uniform_(low, high)
+    return out.to(dtype)

@@ -164,8 +164,15 @@ def _pow_derivative(node, g):
         elif b == 0:
             ga = zeros_like_grad(ga)
     if needs_b:
-        gb = where((a == 0) & (b >= 0), 0.0, g * node.output * log(a))
+        gb = where((a == 0) & _nonnegative_real(b), 0.0, g * node.output * log(a))
     return ga, gb
+
+
+def _nonnegative_real(b):
+    """``b >= 0``; a complex ``b`` must also have no imaginary part (PyTorch's pow_backward_exponent)."""
+    if b.dtype.is_complex:
+        return (b.real >= 0) & (b.imag == 0)
+    return b >= 0
 
 
 def _times_output(node, g):
@@ -180,11 +187,15 @@ def zeros_like_grad(g):
 
 @defop("maximum", saves=(0, 1))
 def _maximum(xp, a, b):
+    if a.dtype.kind == "c":  # apply_binary has already brought both operands to one kind
+        raise RuntimeError("maximum not implemented for complex tensors.")
     return xp.maximum(a, b)
 
 
 @defop("minimum", saves=(0, 1))
 def _minimum(xp, a, b):
+    if a.dtype.kind == "c":
+        raise RuntimeError("minimum not implemented for complex tensors.")
     return xp.minimum(a, b)
 
 
@@ -383,11 +394,25 @@ def _negative(xp, a):
 
 
 def _sign(xp, a):
-    return a.copy() if a.dtype.kind == "b" else xp.sign(a)  # numpy has no bool sign; PyTorch's is the identity
+    kind = a.dtype.kind
+    if kind == "b":  # numpy has no bool sign; PyTorch's is the identity
+        return a.copy()
+    if kind == "c":
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                  "Please use torch.sgn instead.")
+    return xp.sign(a)
+
+
+def sgn(input):
+    """``sign`` (for complex inputs ``z / |z|``, 0 at 0)."""
+    if input.dtype.is_complex:
+        size = abs(input)
+        return input / where(size == 0, 1.0, size).to(input.dtype) * (size != 0).to(input.dtype)
+    return sign(input)
 
 
 neg = _unary("neg", _negative, lambda n, g: (-g,), floats_only=False)
-abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: (g * sign(n.saved[0]),),
+abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: (g * sgn(n.saved[0]),),
              saves=(0,), floats_only=False)
 exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: (_times_output(n, g),), saves_output=True)
 log = _unary("log", lambda xp, a: xp.log(a), lambda n, g: (g / n.saved[0],), saves=(0,))
@@ -408,9 +433,28 @@ reciprocal = _unary("reciprocal", lambda xp, a: xp.reciprocal(a),
 clone = _unary("clone", lambda xp, a: a.copy(order="K"), lambda n, g: (g,), floats_only=False)
 clone.__doc__ = "A copy with its own storage; gradients flow back to the input."
 sign = _unary("sign", _sign, "zero", floats_only=False)
-floor = _unary("floor", lambda xp, a: xp.floor(a), "zero", floats_only=False)
-ceil = _unary("ceil", lambda xp, a: xp.ceil(a), "zero", floats_only=False)
-_round_to_integer = _unary("round", lambda xp, a: xp.round(a), "zero", floats_only=False)
+
+
+def _rounding_kernel(name: str):
+    """The kernel of the rounding op ``name`` (the xp ufunc of that name): PyTorch's
+    NotImplementedError for bool and complex inputs, where numpy would raise its own TypeError."""
+    def kernel(xp, a):
+        if a.dtype.kind in "bc":
+            _refuse_rounding(name, a.dtype)
+        return getattr(xp, name)(a)
+
+    return kernel
+
+
+def _refuse_rounding(name: str, np_dtype) -> None:
+    if np_dtype.kind == "c" and name != "round":
+        raise NotImplementedError(f"{name} is not supported for complex inputs")
+    raise not_implemented_for(f"{name}_vml_cpu", _dtype.from_numpy_dtype(np_dtype))
+
+
+floor = _unary("floor", _rounding_kernel("floor"), "zero", floats_only=False)
+ceil = _unary("ceil", _rounding_kernel("ceil"), "zero", floats_only=False)
+_round_to_integer = _unary("round", _rounding_kernel("round"), "zero", floats_only=False)
 
 
 @defop("round_decimals")
@@ -437,7 +481,7 @@ def round(input, *, decimals: int = 0):  # noqa: A001 - torch.round
     return _dispatch.apply_unary(_round_decimals, input, (int(decimals),))
 
 
-trunc = _unary("trunc", lambda xp, a: xp.trunc(a), "zero", floats_only=False)
+trunc = _unary("trunc", _rounding_kernel("trunc"), "zero", floats_only=False)
 
 
 def _sigmoid_kernel(xp, a):
@@ -453,7 +497,11 @@ sigmoid = _unary("sigmoid", _sigmoid_kernel,
 
 
 def _relu(xp, a):
-    return xp.maximum(a, 0) if a.dtype.kind != "V" else _backend.in_float32(xp.maximum, a, 0)
+    kind = a.dtype.kind
+    if kind not in "Vc":  # bfloat16/float8 (kind "V") run in float32; complex has no order
+        return xp.maximum(a, 0)
+    _refuse_complex_clamp(kind)
+    return _backend.in_float32(xp.maximum, a, 0)
 
 
 relu = _unary("relu", _relu, lambda n, g: (_relu_grad(g, n.output),), saves_output=True, floats_only=False)
@@ -480,11 +528,19 @@ def _(node, gg):
     return _relu_grad(gg, node.saved[0]), None
 
 
+def _refuse_complex_clamp(kind: str) -> None:
+    if kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
 @defop("clamp", saves=(0,))
 def _clamp(xp, a, low, high):
-    if a.dtype.kind == "V":  # bfloat16, float8: numpy would widen them to float32 beside a Python float
-        return xp.clip(a.astype("float32"), low, high).astype(a.dtype)
-    return xp.clip(a, low, high)
+    kind = a.dtype.kind
+    if kind not in "Vc":
+        return xp.clip(a, low, high)
+    _refuse_complex_clamp(kind)
+    # bfloat16, float8: numpy would widen them to float32 beside a Python float
+    return xp.clip(a.astype("float32"), low, high).astype(a.dtype)
 
 
 @_clamp.derivative
@@ -502,7 +558,8 @@ def clamp(input, min=None, max=None):
     """Clamp every element into ``[min, max]``; either bound may be None.
 
     Raises:
-        RuntimeError: if both bounds are None.
+        RuntimeError: if both bounds are None, or tensor bounds do not broadcast with ``input``.
+        NotImplementedError: for a complex input, as PyTorch.
     """
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
@@ -510,7 +567,10 @@ def clamp(input, min=None, max=None):
         input, min, max = _promote_bounds(input, min, max)
     elif input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
         input = input.to(_dtype.get_default_dtype())
-    return _dispatch.apply_unary(_clamp, input, (min, max))
+    try:
+        return _dispatch.apply_unary(_clamp, input, (min, max))
+    except ValueError as exc:  # numpy's broadcast error for tensor bounds
+        raise RuntimeError(str(exc)) from None
 
 
 # Bounds that clamp's kernel takes as they are (a Python number, or None for no bound).
@@ -532,23 +592,46 @@ def _promote_bounds(input, min, max):  # noqa: A002 - clamp's names
 # ---------------------------------------------------------------- comparisons and logic
 
 
+def not_implemented_for(kernel_name: str, d: _dtype.dtype) -> NotImplementedError:
+    """PyTorch's error for a kernel that has no implementation for dtype ``d``
+    (``"lt_cpu" not implemented for 'ComplexFloat'``)."""
+    return NotImplementedError(f'"{kernel_name}" not implemented for \'{_dtype.scalar_type_name(d)}\'')
+
+
 def check_integral(kernel_name: str, array) -> None:
     """Raise PyTorch's ``NotImplementedError`` for an integer-only kernel (bitwise ops, shifts,
     ``gcd``) given a floating or complex array (its inputs' promoted dtype)."""
     if array.dtype.kind in "fcV":
-        type_name = _dtype.scalar_type_name(_dtype.from_numpy_dtype(array.dtype))
-        raise NotImplementedError(f'"{kernel_name}" not implemented for \'{type_name}\'')
+        raise not_implemented_for(kernel_name, _dtype.from_numpy_dtype(array.dtype))
 
 
-def _no_grad_binary(name, ufunc_name, result, integral=False):
+def refuse_complex(input, message: str) -> None:
+    """Raise PyTorch's ``RuntimeError(message)`` for an op that orders values (complex numbers
+    have no order) given a complex tensor."""
+    if input.dtype.is_complex:
+        raise RuntimeError(message)
+
+
+def refuse_complex_kernel(input, kernel_name: str) -> None:
+    """Raise PyTorch's ``NotImplementedError`` naming ``kernel_name`` for an op that orders values
+    given a complex tensor."""
+    if input.dtype.is_complex:
+        raise not_implemented_for(kernel_name, input.dtype)
+
+
+def _no_grad_binary(name, ufunc_name, result, integral=False, ordered=False):
     """The public function ``name``: the xp ufunc ``ufunc_name`` on two broadcast inputs, as a
     non-differentiable op whose output is ``result`` (said in its docstring); with ``integral``,
-    of integer or bool inputs only (``NotImplementedError`` otherwise, as in PyTorch)."""
+    of integer or bool inputs only, with ``ordered`` (an order comparison) of real inputs only
+    (``NotImplementedError`` otherwise, as in PyTorch)."""
+    refused_kinds = "fcV" if integral else "c" if ordered else ""
+
     def kernel(xp, a, b):
-        if integral:
-            check_integral(name, a)
+        kind = a.dtype.kind
+        if kind in refused_kinds:  # apply_binary has already brought both operands to one kind
+            raise not_implemented_for(name if integral else f"{name}_cpu", _dtype.from_numpy_dtype(a.dtype))
         ufunc = getattr(xp, ufunc_name)
-        return ufunc(a, b) if a.dtype.kind != "V" else _backend.in_float32(ufunc, a, b)
+        return ufunc(a, b) if kind != "V" else _backend.in_float32(ufunc, a, b)
 
     op = defop(name, differentiable=False)(kernel)
     return public(_dispatch.binary_function(op), name, f"Elementwise ``{ufunc_name}``; returns {result}.")
@@ -563,10 +646,10 @@ _BOOL = "a bool tensor"
 _BITS = "a tensor of the inputs' promoted integer or bool dtype"
 eq = _no_grad_binary("eq", "equal", _BOOL)
 ne = _no_grad_binary("ne", "not_equal", _BOOL)
-lt = _no_grad_binary("lt", "less", _BOOL)
-le = _no_grad_binary("le", "less_equal", _BOOL)
-gt = _no_grad_binary("gt", "greater", _BOOL)
-ge = _no_grad_binary("ge", "greater_equal", _BOOL)
+lt = _no_grad_binary("lt", "less", _BOOL, ordered=True)
+le = _no_grad_binary("le", "less_equal", _BOOL, ordered=True)
+gt = _no_grad_binary("gt", "greater", _BOOL, ordered=True)
+ge = _no_grad_binary("ge", "greater_equal", _BOOL, ordered=True)
 logical_and = _no_grad_binary("logical_and", "logical_and", _BOOL)
 logical_or = _no_grad_binary("logical_or", "logical_or", _BOOL)
 logical_xor = _no_grad_binary("logical_xor", "logical_xor", _BOOL)

@@ -238,9 +238,15 @@ def on_device(device, fn):
     return backend.launch(device.index, fn, backend.xp)
 
 
-def broadcast_to(input, size):
-    """``input.expand(size)``: a read-only broadcast view."""
-    return expand(input, tuple(size))
+def broadcast_to(input, *sizes, size=None):
+    """``input.expand(size)``: a read-only broadcast view. The sizes may also be given one by one,
+    as ``Tensor.broadcast_to(2, 3)`` takes them.
+
+    Raises:
+        RuntimeError: naming both shapes when they do not broadcast.
+        TypeError: if the sizes are given both positionally and by keyword.
+    """
+    return expand(input, _sizes("broadcast_to", sizes, "size", size))
 
 
 def broadcast_tensors(*tensors):

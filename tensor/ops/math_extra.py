@@ -89,7 +89,15 @@ cosh = _unary("cosh", lambda xp, a: xp.cosh(a), lambda n, g: (g * sinh(n.saved[0
 log2 = _unary("log2", lambda xp, a: xp.log2(a), lambda n, g: (g / (n.saved[0] * _LN2),), saves=(0,))
 log10 = _unary("log10", lambda xp, a: xp.log10(a), lambda n, g: (g / (n.saved[0] * _LN10),), saves=(0,))
 exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: (g * n.output * _LN2,), saves_output=True)
-frac = _unary("frac", lambda xp, a: a - xp.trunc(a), lambda n, g: (g,), floats_only=False)
+
+
+def _frac(xp, a):
+    if a.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
+        raise _ew.not_implemented_for("frac_cpu", _dtype.from_numpy_dtype(a.dtype))
+    return a - xp.trunc(a)
+
+
+frac = _unary("frac", _frac, lambda n, g: (g,), floats_only=False)
 
 
 def _real_only(name, ufunc_name):
@@ -287,13 +295,17 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     return input + _scaled(tensor1 * tensor2, value)
 
 
+def _is_integral(d: _dtype.dtype) -> bool:
+    return not (d.is_floating_point or d.is_complex)
+
+
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2``.
 
     Raises:
-        RuntimeError: for integer ``tensor1`` and ``tensor2`` (as PyTorch).
+        RuntimeError: for integer or bool ``tensor1`` and ``tensor2`` (as PyTorch).
     """
-    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+    if _is_integral(tensor1.dtype) and _is_integral(tensor2.dtype):
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future release "
             "addcdiv will perform a true division of tensor1 and tensor2."
@@ -378,7 +390,12 @@ def nan_to_num(input, nan: float = 0.0, posinf=None, neginf=None):
 
 
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
-    """``sum`` with NaN treated as zero."""
+    """``sum`` with NaN treated as zero.
+
+    Raises:
+        RuntimeError: for a complex input, as PyTorch.
+    """
+    _ew.refuse_complex(input, "nansum on CPU does not support complex inputs")
     x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
     return x.sum(dim, keepdim, dtype=dtype)
 
@@ -411,7 +428,7 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
     elif input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
     a, b = input, other
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         a, b = a.to(_dtype.float64), b.to(_dtype.float64)
     finite = a.isfinite() & b.isfinite()
     a_f, b_f = where(finite, a, 0.0), where(finite, b, 0.0)  # no inf - inf

@@ -83,6 +83,7 @@ __all__ = [
 ]
 
 absolute, clip, divide, multiply, subtract, negative = _ew.abs, _ew.clamp, _ew.div, _ew.mul, _ew.sub, _ew.neg
+sgn = _ew.sgn
 greater, greater_equal, less, less_equal, not_equal = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.ne
 fix, concat, concatenate = _ew.trunc, _shape.cat, _shape.cat
 _aminmax = namedtuple("aminmax", ["min", "max"])
@@ -107,14 +108,6 @@ def rsub(input, other, *, alpha=1):
     if not _dispatch.is_tensor(other):
         other = _ew.scalar_operand(other, input)
     return _ew.sub(other, input, alpha=alpha)
-
-
-def sgn(input):
-    """``sign`` (for complex inputs ``z / |z|``, 0 at 0)."""
-    if input.dtype.is_complex:
-        size = input.abs()
-        return input / where(size == 0, 1.0, size).to(input.dtype) * (size != 0).to(input.dtype)
-    return _ew.sign(input)
 
 
 def float_power(input, exponent):
@@ -172,7 +165,12 @@ def clamp_max(input, max):  # noqa: A002
 
 
 def aminmax(input, *, dim=None, keepdim: bool = False):
-    """``(amin, amax)`` over ``dim`` (all elements by default)."""
+    """``(amin, amax)`` over ``dim`` (all elements by default).
+
+    Raises:
+        NotImplementedError: for a complex input, as PyTorch.
+    """
+    _ew.refuse_complex_kernel(input, "aminmax_cpu")
     dims = () if dim is None else dim
     return _aminmax(_red.amin(input, dims, keepdim), _red.amax(input, dims, keepdim))
 
@@ -318,19 +316,37 @@ def signbit(input):
 
 
 def heaviside(input, values):
-    """0 for negative, ``values`` at 0, 1 for positive elements."""
+    """0 for negative, ``values`` at 0, 1 for positive elements.
+
+    Raises:
+        RuntimeError: for complex inputs, as PyTorch.
+    """
+    _ew.refuse_complex(input, "heaviside is not yet implemented for complex tensors.")
+    _ew.refuse_complex(values, "heaviside is not yet implemented for complex tensors.")
     return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype))
 
 
 def fmax(input, other):
     """Elementwise maximum that ignores NaN (NaN only where both are NaN); at ties the gradient
-    goes to ``input``, as in PyTorch."""
+    goes to ``input``, as in PyTorch.
+
+    Raises:
+        RuntimeError: for complex inputs, as PyTorch.
+    """
+    _refuse_complex_operands("fmax", input, other)
     return where((input >= other) | other.isnan(), input, other)
 
 
 def fmin(input, other):
-    """Elementwise minimum that ignores NaN; at ties the gradient goes to ``input``."""
+    """Elementwise minimum that ignores NaN; at ties the gradient goes to ``input`` (errors as
+    ``fmax``)."""
+    _refuse_complex_operands("fmin", input, other)
     return where((input <= other) | other.isnan(), input, other)
+
+
+def _refuse_complex_operands(name, input, other):
+    for operand in (input, other):
+        _ew.refuse_complex(operand, f"{name} not implemented for complex tensors.")
 
 
 def ldexp(input, other):
@@ -340,23 +356,41 @@ def ldexp(input, other):
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool = False):
-    """True where an element of ``elements`` occurs in ``test_elements``."""
+    """True where an element of ``elements`` occurs in ``test_elements``.
+
+    Raises:
+        RuntimeError: for complex elements, as PyTorch.
+    """
     test = (
         test_elements.reshape(-1)
         if _dispatch.is_tensor(test_elements)
         else elements.new_tensor(test_elements).reshape(-1)
     )
+    for operand in (elements, test):
+        if operand.dtype.is_complex:
+            type_name = _dtype.scalar_type_name(operand.dtype)
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {type_name}")
     hit = (elements.unsqueeze(-1) == test).any(-1)
     return ~hit if invert else hit
 
 
 def isneginf(input):
-    """True at -inf."""
+    """True at -inf.
+
+    Raises:
+        RuntimeError: for a complex input, as PyTorch.
+    """
+    _ew.refuse_complex(input, "isneginf does not support complex inputs.")
     return input.isinf() & (input < 0)
 
 
 def isposinf(input):
-    """True at +inf."""
+    """True at +inf.
+
+    Raises:
+        RuntimeError: for a complex input, as PyTorch.
+    """
+    _ew.refuse_complex(input, "isposinf does not support complex inputs.")
     return input.isinf() & (input > 0)
 
 
@@ -368,7 +402,14 @@ def isreal(input):
 
 
 def is_floating_point(input) -> bool:
-    """True for floating dtypes."""
+    """True for floating dtypes.
+
+    Raises:
+        TypeError: if ``input`` is not a Tensor, as PyTorch.
+    """
+    if not _dispatch.is_tensor(input):
+        raise TypeError(
+            f"is_floating_point(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input.is_floating_point()
 
 

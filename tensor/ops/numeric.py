@@ -9,12 +9,13 @@ from collections import namedtuple
 from .. import _creation, _dispatch, _dtype
 from . import elementwise as _ew
 from . import shape as _shape
+from .complex_ops import complex, conj, imag, real
 from .elementwise import where
 from .layout import diagonal
 from .linalg import dot
 from .norms import matrix_norm
+from .numeric_extra import histogramdd
 from .reduction import normalize_dims, wrap_dim
-from .registry import defop
 from .sorting import sort
 
 __all__ = [
@@ -141,9 +142,16 @@ def chain_matmul(*matrices):
 
 
 def cov(input, *, correction: int = 1, fweights=None, aweights=None):
-    """The covariance matrix of the variables in the rows of ``input`` (observations in columns)."""
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns);
+    complex input gives the Hermitian covariance ``E[(x - mean) conj(y - mean)]``.
+
+    Raises:
+        RuntimeError: for a bool input, as PyTorch.
+    """
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.ndim == 2 else input.reshape(1, -1)
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dtype.get_default_dtype())
     w = None
     if fweights is not None:
@@ -156,17 +164,21 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     mean = (x * w).sum(1, keepdim=True) / total
     norm = total - correction if aweights is None else total - correction * (w * aweights).sum() / total
     centered = x - mean
-    out = (centered * w) @ centered.mT / _ew.clamp(norm, min=0)
-    return out.squeeze() if input.ndim < 2 else out
+    out = (centered * w) @ conj(centered.mT) / _ew.clamp(real(norm), min=0)
+    return out.squeeze() if 1 in out.shape else out  # one variable gives a 0-d result, as PyTorch
 
 
 def corrcoef(input):
-    """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
+    """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1] (for complex
+    input, the real and imaginary parts each)."""
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    d = diagonal(c).sqrt()
-    return _ew.clamp(c / d.unsqueeze(1) / d.unsqueeze(0), -1, 1)
+    d = real(diagonal(c)).sqrt()
+    c = c / d.unsqueeze(1) / d.unsqueeze(0)
+    if c.dtype.is_complex:
+        return complex(_ew.clamp(real(c), -1, 1), _ew.clamp(imag(c), -1, 1))
+    return _ew.clamp(c, -1, 1)
 
 
 def trapezoid(y, x=None, *, dx=None, dim: int = -1):
@@ -205,21 +217,22 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
 _histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
 
 
-@defop("histogram", differentiable=False)
-def _histogram(xp, a, bins, low, high, density):
-    hist, edges = xp.histogram(a, bins, range=(low, high), density=density)
-    return xp.concatenate([hist.astype(a.dtype), edges.astype(a.dtype)])
+def histogram(input, bins=100, *, range=None, weight=None, density: bool = False):  # noqa: A002
+    """``(hist, bin_edges)`` of ``input``'s elements: ``bins`` is a count of equal bins over
+    ``range`` (the data's range by default) or a 1-D tensor of increasing edges; ``weight`` (as
+    many elements as ``input``) weighs each element. The 1-D case of ``histogramdd``.
 
-
-def histogram(input, bins: int = 100, *, range=None, weight=None, density: bool = False):  # noqa: A002
-    """``(hist, bin_edges)`` of ``bins`` equal bins over ``range`` (the data's range by default)."""
-    if weight is not None:
-        raise NotImplementedError("histogram(weight=...) is not supported yet")
-    low, high = range if range is not None else (float(input.min().item()), float(input.max().item()))
-    if low == high:
-        low, high = low - 0.5, high + 0.5
-    packed = _dispatch.apply_unary(_histogram, input.reshape(-1), (bins, low, high, density))
-    return _histogram_result(packed[:bins], packed[bins:])
+    Raises:
+        TypeError: for both a tensor of edges and ``range``.
+        NotImplementedError: for a non-float ``input``, as PyTorch.
+    """
+    if _dispatch.is_tensor(bins) and range is not None:
+        raise TypeError("histogram(): range cannot be given with a tensor of bin edges")
+    if not input.dtype.is_floating_point:
+        raise _ew.not_implemented_for("histogram", input.dtype)
+    flat_weight = None if weight is None else weight.reshape(-1)
+    hist, edges = histogramdd(input.reshape(-1, 1), [bins], range=range, weight=flat_weight, density=density)
+    return _histogram_result(hist, edges[0])
 
 
 def _triangle_indices(row, col, offset, upper, dtype, device):
@@ -253,6 +266,10 @@ _QUANTILE_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if _dispatch.is_tensor(q) and q.dtype is not input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     if interpolation not in _QUANTILE_MODES:
         raise RuntimeError(f"quantile() interpolation must be one of {', '.join(_QUANTILE_MODES)}. Got {interpolation}")
     scalar_q = not _dispatch.is_tensor(q) or q.ndim == 0
@@ -290,12 +307,17 @@ def _keep_shape(shape, d):
 
 
 def quantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear"):
-    """The ``q``-th quantiles along ``dim`` (of all elements if None); NaN propagates."""
+    """The ``q``-th quantiles along ``dim`` (of all elements if None); NaN propagates.
+
+    Raises:
+        RuntimeError: for a non-float input, a tensor ``q`` of another dtype, ``q`` outside
+            [0, 1] or an unknown ``interpolation``.
+    """
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
 def nanquantile(input, q, dim=None, keepdim: bool = False, *, interpolation: str = "linear"):
-    """``quantile`` ignoring NaN values."""
+    """``quantile`` ignoring NaN values (same errors)."""
     return _quantile(input, q, dim, keepdim, interpolation, True)
 
 

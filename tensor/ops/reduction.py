@@ -166,9 +166,13 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
     return _dispatch.apply_unary(_prod, input, (dims, keepdim, _accumulator_dtype(input, dtype)))
 
 
-def _extremum(name, reducer):
-    op = defop(name, saves=(0,), saves_output=True)(
-        lambda xp, a, dims, keepdim: getattr(xp, reducer)(a, axis=dims, keepdims=keepdim))
+def _extremum(name, reducer, kernel_name):
+    def kernel(xp, a, dims, keepdim):
+        if a.dtype.kind == "c":
+            raise elementwise.not_implemented_for(kernel_name, _dtype.from_numpy_dtype(a.dtype))
+        return getattr(xp, reducer)(a, axis=dims, keepdims=keepdim)
+
+    op = defop(name, saves=(0,), saves_output=True)(kernel)
 
     @op.derivative
     def _(node, g):
@@ -187,8 +191,8 @@ def _extremum(name, reducer):
     return public(run, name, f"The {reducer} over ``dim`` (all dims by default); ties share the gradient.")
 
 
-amax = _extremum("amax", "amax")
-amin = _extremum("amin", "amin")
+amax = _extremum("amax", "amax", "max_values_cpu")
+amin = _extremum("amin", "amin", "min_values_cpu")
 
 
 def check_nonempty_reduction(name, input, dim, dims):
@@ -208,6 +212,7 @@ def _arg_reduction(name, reducer):
         lambda xp, a, dim, keepdim: getattr(xp, reducer)(a, axis=dim, keepdims=keepdim))
 
     def run(input, dim=None, keepdim: bool = False):
+        elementwise.refuse_complex(input, f"{name}(): does not support complex input")
         if dim is None:
             if input.numel() == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -231,6 +236,7 @@ def _max_or_min(amaxmin, argmaxmin, binary, name):
             return amaxmin(input)
         if _dispatch.is_tensor(dim):
             return binary(input, dim)
+        elementwise.refuse_complex(input, f"{name}(): does not support complex input")
         if input.ndim == 0:
             wrap_dim(dim, 0)
             return values_indices(elementwise.clone(input), argmaxmin(input, dim))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _dispatch, _dtype
-from .elementwise import where
+from .elementwise import refuse_complex_kernel, where
 from .indexing import (
     _along_dim,
     _at_least_1d,
@@ -150,7 +150,9 @@ def unique(input, sorted: bool = True, return_inverse: bool = False, return_coun
 
     Raises:
         RuntimeError: for an empty input with an empty dim other than ``dim``.
+        NotImplementedError: for a complex input, as PyTorch.
     """
+    refuse_complex_kernel(input, "unique")
     dim = _check_unique_dim(input, dim)
     values, inverse, counts = _run_multi(_unique, input, (dim,))
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
@@ -177,7 +179,9 @@ def unique_consecutive(input, return_inverse: bool = False, return_counts: bool 
 
     Raises:
         RuntimeError: for an empty input with an empty dim other than ``dim``.
+        NotImplementedError: for a complex input, as PyTorch.
     """
+    refuse_complex_kernel(input, "unique")
     dim = _check_unique_dim(input, dim)
     values, inverse, counts = _run_multi(_unique_consecutive, input, (dim,))
     return _unique_result(values, inverse, counts, return_inverse, return_counts)
@@ -324,11 +328,16 @@ def index_fill(input, dim: int, index, value):
 
     Raises:
         IndexError: for a non-int64 index, or index values outside ``[-size, size)``.
+        RuntimeError: for a complex ``value`` with a real input.
     """
     _check_long_index("index_fill", index, IndexError)
     d = wrap_dim(dim, input.ndim)
     if _dispatch.is_tensor(value):
         value = value.to(input.dtype)
+    else:  # in the input's dtype, which a Python number would otherwise promote (bool with 7)
+        if isinstance(value, complex) and not input.dtype.is_complex:
+            raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
+        value = _dispatch.scalar_tensor(value, input.dtype, input._device)
     flat = _at_least_1d(input)
     out = where(_index_mask(flat, d, index.reshape(-1)), value, flat)
     return out if input.ndim else out.reshape(())
@@ -417,7 +426,7 @@ def bincount(input, weights=None, minlength: int = 0):
     if weights is None:
         return _dispatch.apply_unary(_bincount, input, (None, minlength)).to(_dtype.int64)
     out = _dispatch.apply(_bincount, (input, weights), (minlength,))
-    return out.to(weights.dtype if weights.dtype.is_floating_point else _dtype.float64)
+    return out.to(weights.dtype if weights.dtype in (_dtype.float32, _dtype.float64) else _dtype.float64)
 
 
 @defop("histc", differentiable=False)

@@ -7,6 +7,7 @@ gathers the values with ``gather``: the derivative (and double backward) is gath
 from __future__ import annotations
 
 from .. import _backend, _dispatch, _dtype
+from .elementwise import refuse_complex, refuse_complex_kernel
 from .indexing import gather
 from .reduction import values_indices, wrap_dim
 from .registry import defop
@@ -54,7 +55,12 @@ def _values(input, dim, indices):
 
 
 def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):
-    """Indices that sort ``input`` along ``dim`` (always stable; NaN sorts as the largest value)."""
+    """Indices that sort ``input`` along ``dim`` (always stable; NaN sorts as the largest value).
+
+    Raises:
+        RuntimeError: for a complex input, as PyTorch.
+    """
+    refuse_complex(input, "Sort does not support complex dtypes on CPU")
     dim = wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _dispatch.apply_unary(_argsort, input.reshape(1), (0, descending)).reshape(())
@@ -94,8 +100,10 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``.
 
     Raises:
-        RuntimeError: if ``k`` is negative or larger than the size of ``dim``.
+        RuntimeError: if ``k`` is negative or larger than the size of ``dim``, or for a complex
+            input.
     """
+    refuse_complex(input, "topk does not support complex dtypes on CPU")
     dim = wrap_dim(dim, input.ndim)
     size = input.shape[dim] if input.ndim else 1
     if not 0 <= k <= size:
@@ -137,14 +145,20 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):
 
     Raises:
         RuntimeError: if ``k`` is out of range for the size of ``dim``.
+        IndexError: if ``dim`` is empty.
+        NotImplementedError: for a complex input, as PyTorch.
     """
+    refuse_complex_kernel(input, "kthvalue_cpu")
     size = input.shape[wrap_dim(dim, input.ndim)] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim} (k={k}, size {size})")
     return _select_kth(input, k - 1, dim, keepdim, nan_first=False)
 
 
 def _median(input, dim, keepdim, ignore_nan, name):
+    refuse_complex_kernel(input, "median_cpu" if dim is None else "median_out")
     if dim is None:
         if input.numel() == 0:
             return input.new_full((), float("nan")) if input.dtype.is_floating_point else input.sum()
@@ -166,12 +180,16 @@ def _median(input, dim, keepdim, ignore_nan, name):
 
 
 def median(input, dim=None, keepdim: bool = False):
-    """The lower median (of all elements, or ``(values, indices)`` along ``dim``); NaN propagates."""
+    """The lower median (of all elements, or ``(values, indices)`` along ``dim``); NaN propagates.
+
+    Raises:
+        NotImplementedError: for a complex input, as PyTorch.
+    """
     return _median(input, dim, keepdim, False, "median")
 
 
 def nanmedian(input, dim=None, keepdim: bool = False):
-    """``median`` ignoring NaN values."""
+    """``median`` ignoring NaN values (same errors)."""
     return _median(input, dim, keepdim, True, "nanmedian")
 
 
@@ -195,7 +213,12 @@ def _mode_index(xp, a, dim):
 
 
 def mode(input, dim: int = -1, keepdim: bool = False):
-    """The most frequent value along ``dim`` (the smallest on ties) and an index of it."""
+    """The most frequent value along ``dim`` (the smallest on ties) and an index of it.
+
+    Raises:
+        NotImplementedError: for a complex input, as PyTorch.
+    """
+    refuse_complex_kernel(input, "mode_cpu")
     dim = wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return _select_kth(input, 0, dim, keepdim, False)
@@ -226,6 +249,7 @@ def searchsorted(
     Raises:
         RuntimeError: if the leading dims of a N-d ``sorted_sequence`` and ``input`` differ, or
             ``side`` contradicts ``right``.
+        NotImplementedError: for complex values, as PyTorch.
     """
     if side is not None:
         if side not in ("left", "right") or (side == "left" and right):
@@ -248,6 +272,7 @@ def searchsorted(
     if input.dtype is not sorted_sequence.dtype:
         common = _dtype.promote_types(input.dtype, sorted_sequence.dtype)
         input, sorted_sequence = input.to(common), sorted_sequence.to(common)
+    refuse_complex_kernel(input, "searchsorted_out_cpu")
     return _dispatch.apply(_searchsorted, (sorted_sequence, input), ("right" if right else "left", dtype.numpy))
 
 

@@ -483,3 +483,29 @@ def test_a_python_number_first_where_torch_takes_one(torch):
                 except (TypeError, NotImplementedError) as exc:
                     results.append(type(exc).__name__)
             assert results[0] == results[1], (name, number, results)
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "trunc", "round", "fix"])
+@pytest.mark.parametrize("values", [[1.5 + 1j], [True]])
+def test_rounding_bool_or_complex_is_not_implemented_as_torch(torch, op, values):
+    with pytest.raises(NotImplementedError) as theirs:
+        getattr(torch.tensor(values), op)()
+    with pytest.raises(NotImplementedError) as ours:
+        getattr(tensor.tensor(values), op)()
+    assert str(ours.value) == str(theirs.value).replace("torch.", "tensor.")
+
+
+def test_clamp_with_bounds_that_do_not_broadcast_is_a_runtime_error(torch):
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 3).clamp(min=torch.ones(4))
+    with pytest.raises(RuntimeError, match="broadcast"):
+        tensor.ones(2, 3).clamp(min=tensor.ones(4))
+
+
+def test_abs_of_complex_still_differentiates_through_sgn(torch):
+    z = [1 + 1j, -2 + 0.5j]
+    ours = tensor.tensor(z, requires_grad=True)
+    theirs = torch.tensor(z, requires_grad=True)
+    ours.abs().sum().backward()
+    theirs.abs().sum().backward()
+    assert_close(ours.grad.numpy(), theirs.grad.numpy())

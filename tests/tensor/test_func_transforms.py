@@ -10,6 +10,7 @@ import pytest
 import nn
 import tensor
 from tensor import func
+from tests.helpers import assert_close
 
 RNG = np.random.default_rng(0)
 X, W, V = RNG.standard_normal(3), RNG.standard_normal((2, 3)), RNG.standard_normal(3)
@@ -167,3 +168,49 @@ def test_agrees_with_torch_func(device, torch, name):
     assert [a.shape for a in ours] == [b.shape for b in theirs]
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_vmap_refuses_an_in_place_write_into_an_unmapped_input(torch):
+    def add_into(r, b):
+        return b.add_(r)
+
+    with pytest.raises(RuntimeError):
+        torch.func.vmap(add_into, in_dims=(0, None))(torch.ones(2, 2), torch.tensor([10.0, 20.0]))
+    with pytest.raises(RuntimeError, match="in-place operation wrote into input 1"):
+        func.vmap(add_into, in_dims=(0, None))(tensor.ones(2, 2), tensor.tensor([10.0, 20.0]))
+    mapped = tensor.zeros(2, 2)  # writes into mapped inputs stay allowed
+    func.vmap(lambda row: row.add_(1.0))(mapped)
+    assert mapped.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_jvp_gives_a_wider_tangent_in_its_dtype(torch):
+    ours = func.jvp(tensor.sin, (tensor.ones(2),), (tensor.ones(2, dtype=tensor.float64),))
+    theirs = torch.func.jvp(torch.sin, (torch.ones(2),), (torch.ones(2, dtype=torch.float64),))
+    assert ours[0].dtype is tensor.float32 and ours[1].dtype is tensor.float64
+    assert_close(_np(ours[1]), theirs[1].numpy())
+
+
+def test_linearize_is_jvp_at_fixed_primals(torch):
+    x = np.array([0.5, 1.0, 2.0], dtype=np.float32)
+    out, jvp_fn = func.linearize(lambda a: a.sin() * a, tensor.tensor(x))
+    t_out, t_jvp_fn = torch.func.linearize(lambda a: a.sin() * a, torch.tensor(x))
+    tangent = np.array([1.0, -1.0, 0.5], dtype=np.float32)
+    assert_close(_np(out), t_out.numpy())
+    assert_close(_np(jvp_fn(tensor.tensor(tangent))), t_jvp_fn(torch.tensor(tangent)).numpy())
+    for bad in ((tensor.ones(2),), (tensor.ones(3, dtype=tensor.float64),), (tensor.ones(3), tensor.ones(3))):
+        with pytest.raises(RuntimeError):
+            jvp_fn(*bad)
+
+
+def test_stack_module_state_ensembles_with_vmap():
+    models = [nn.Linear(3, 2) for _ in range(3)]
+    params, buffers = func.stack_module_state(models)
+    assert params["weight"].shape == (3, 2, 3) and params["weight"].is_leaf and params["weight"].requires_grad
+    x = tensor.randn(4, 3)
+    out = func.vmap(lambda p, b: func.functional_call(models[0], (p, b), (x,)))(params, buffers)
+    for i, model in enumerate(models):
+        assert_close(_np(out[i]), _np(model(x)))
+    with pytest.raises(RuntimeError, match="same class"):
+        func.stack_module_state([nn.Linear(3, 2), nn.ReLU()])
+    with pytest.raises(RuntimeError, match="at least one model"):
+        func.stack_module_state([])

@@ -561,3 +561,19 @@ def test_unique_consecutive_of_empty(torch):
     assert values.shape == (0, 3) and inverse.shape == (0,) and counts.shape == (0,)
     with pytest.raises(RuntimeError, match="0 sized dimensions"):
         tensor.unique_consecutive(tensor.zeros(0, 3), dim=1)
+
+
+def test_index_fill_keeps_bool_and_casts_the_scalar(torch):
+    for lib in (torch, tensor):
+        assert lib.tensor([True, False]).index_fill(0, lib.tensor([1]), 7).tolist() == [True, True]
+        assert lib.tensor([True, False]).index_fill_(0, lib.tensor([1]), 7).dtype == lib.bool
+        assert lib.tensor([1, 2]).index_fill(0, lib.tensor([0]), 2.5).tolist() == [2, 2]
+        with pytest.raises(RuntimeError):
+            lib.tensor([1.0, 2.0]).index_fill(0, lib.tensor([0]), 1j)
+
+
+@pytest.mark.parametrize("weights_dtype", ["float16", "bfloat16", "float32", "float64", "int32", "bool"])
+def test_bincount_weights_dtype_as_torch(torch, weights_dtype):
+    ours = tensor.ones(3, dtype=tensor.int32).bincount(tensor.ones(3, dtype=getattr(tensor, weights_dtype)))
+    theirs = torch.ones(3, dtype=torch.int32).bincount(torch.ones(3, dtype=getattr(torch, weights_dtype)))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.") and ours.tolist() == theirs.tolist()

@@ -343,3 +343,20 @@ def test_backward_from_a_view_made_before_its_base_changed(torch):
         row.backward(m.ones(4, dtype=m.float64))
         results.append(x.grad)
     assert_close(results[0], results[1].numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.ones(2, 3).copy_(m.ones(4)),
+    lambda m: m.ones(2, 3).copy_(m.ones(2, 2, 3)),
+    lambda m: m.ones(2, 3, requires_grad=True).clone().copy_(m.ones(4)),
+    lambda m: m.ones(2, 3).fill_(m.ones(2)),
+])
+def test_copy_and_fill_shape_errors_are_runtime_errors_as_torch(torch, call):
+    with pytest.raises(RuntimeError):
+        call(torch)
+    with pytest.raises(RuntimeError):
+        call(tensor)
+
+
+def test_copy_still_broadcasts():
+    assert tensor.zeros(2, 3).copy_(tensor.tensor([1.0, 2.0, 3.0])).tolist() == [[1.0, 2.0, 3.0]] * 2

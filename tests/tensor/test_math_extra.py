@@ -82,3 +82,28 @@ GRADIENTS = [
 def test_gradients_match_torch(torch, fn, values):
     for ours, theirs in zip(_grads(tensor, fn(tensor), *values), _grads(torch, fn(torch), *values)):
         assert_close(ours, theirs, rtol=1e-12, atol=0)
+
+
+def test_isclose_on_complex_compares_the_modulus_of_the_difference(torch):
+    a, b = [0.5 + 3j, 1 + 0j, complex("nan")], [1.5 + 2.5j, 1.9 + 0j, complex("nan")]
+    for equal_nan in (False, True):
+        ours = tensor.isclose(tensor.tensor(a), tensor.tensor(b), atol=1.0, equal_nan=equal_nan)
+        theirs = torch.isclose(torch.tensor(a), torch.tensor(b), atol=1.0, equal_nan=equal_nan)
+        assert ours.tolist() == theirs.tolist()
+    assert not tensor.allclose(tensor.tensor(a[:1]), tensor.tensor(b[:1]), atol=1.0)
+
+
+def test_addcdiv_takes_complex_operands(torch):
+    ours = tensor.tensor([1 + 1j]).addcdiv(tensor.tensor([1 + 1j]), tensor.tensor([2 + 0j]), value=2)
+    theirs = torch.tensor([1 + 1j]).addcdiv(torch.tensor([1 + 1j]), torch.tensor([2 + 0j]), value=2)
+    assert ours.tolist() == theirs.tolist()
+    with pytest.raises(RuntimeError, match="Integer division"):
+        tensor.tensor([1]).addcdiv(tensor.tensor([True]), tensor.tensor([2]))
+
+
+@pytest.mark.parametrize("values", [[1.5 + 1j], [True], [3]])
+def test_frac_of_a_non_float_tensor_is_not_implemented(torch, values):
+    with pytest.raises(NotImplementedError):
+        torch.tensor(values).frac()
+    with pytest.raises(NotImplementedError, match="frac_cpu"):
+        tensor.tensor(values).frac()

@@ -83,6 +83,57 @@ def test_tensordot_bad_int_dims_raise_like_torch(device, torch, dims):
 def test_quantile_with_zero_dim_q_adds_no_dim(device, torch, op, dim, keepdim):
     x = np.array([[1.0, 2.0, 3.0], [4.0, np.nan if op == "nanquantile" else 5.0, 6.0]])
     t, p = _both(torch, x, device)
-    ours = getattr(tensor, op)(t, tensor.tensor(0.25, device=device), dim=dim, keepdim=keepdim)
+    ours = getattr(tensor, op)(t, tensor.tensor(0.25, dtype=t.dtype, device=device), dim=dim, keepdim=keepdim)
     theirs = getattr(torch, op)(p, torch.tensor(0.25, dtype=torch.float64), dim=dim, keepdim=keepdim)
     assert_close(ours, theirs.numpy())
+
+
+def test_cov_and_corrcoef_of_complex_rows_are_hermitian(torch):
+    z = [[1 + 2j, 3 - 1j, 0.5j], [2 + 0j, -1 + 1j, 1 - 1j]]
+    fw, aw = [1, 2, 1], [0.5, 1.0, 2.0]
+    ours = tensor.cov(tensor.tensor(z), fweights=tensor.tensor(fw), aweights=tensor.tensor(aw))
+    theirs = torch.cov(torch.tensor(z), fweights=torch.tensor(fw), aweights=torch.tensor(aw))
+    assert ours.dtype is tensor.complex64
+    assert_close(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+    assert_close(tensor.corrcoef(tensor.tensor(z)).numpy(), torch.corrcoef(torch.tensor(z)).numpy(), atol=1e-6)
+
+
+def test_cov_squeezes_a_single_variable_and_refuses_bool(torch):
+    rows = [[1.0, 2.0, 4.0]]
+    assert tensor.cov(tensor.tensor(rows)).shape == tuple(torch.cov(torch.tensor(rows)).shape) == ()
+    with pytest.raises(RuntimeError, match="bool"):
+        tensor.cov(tensor.tensor([[True, False]]))
+
+
+@pytest.mark.parametrize("bins", ["edges", 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_takes_edges_and_weights_as_torch(torch, bins, weighted, density):
+    def run(lib):
+        x = lib.tensor([0.0, 1.0, 2.5, -1.0])
+        edges = lib.tensor([-3.0, 0.0, 1.0, 3.0]) if bins == "edges" else bins
+        weight = lib.tensor([1.0, 2.0, 3.0, 0.5]) if weighted else None
+        return lib.histogram(x, edges, weight=weight, density=density)
+
+    ours, theirs = run(tensor), run(torch)
+    assert_close(ours.hist.numpy(), theirs.hist.numpy())
+    assert_close(ours.bin_edges.numpy(), theirs.bin_edges.numpy())
+    assert ours.hist.dtype is tensor.float32
+
+
+def test_histogram_refuses_non_float_input():
+    with pytest.raises(NotImplementedError, match="histogram"):
+        tensor.histogram(tensor.tensor([1, 2]), 2)
+
+
+@pytest.mark.parametrize("case", ["int input", "q of another dtype"])
+def test_quantile_checks_dtypes_as_torch(torch, case):
+    def run(lib):
+        if case == "int input":
+            return lib.quantile(lib.tensor([1, 2, 3]), 0.5)
+        return lib.quantile(lib.tensor([1.0, 2.0]), lib.tensor([0.5], dtype=lib.float64))
+
+    with pytest.raises(RuntimeError):
+        run(torch)
+    with pytest.raises(RuntimeError, match="quantile"):
+        run(tensor)

@@ -176,3 +176,49 @@ def test_gradients_keep_each_leafs_dtype(device, torch):
     tga, tgb = torch.autograd.grad((pa * pb).sum(), [pa, pb])
     assert_close(ga, tga.numpy())
     assert_close(gb, tgb.numpy())
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int64",
+                                  "bool", "float8_e4m3fn"])
+def test_dtype_to_complex_and_to_real_as_torch(torch, name):
+    ours, theirs = getattr(tensor, name), getattr(torch, name)
+    assert ours.to_real().name == str(theirs.to_real()).removeprefix("torch.")
+    if name == "float16":  # torch gives complex32, which we do not have: the next wider one
+        assert ours.to_complex() is tensor.complex64
+    elif theirs.is_floating_point and name != "float8_e4m3fn" or theirs.is_complex:
+        assert ours.to_complex().name == str(theirs.to_complex()).removeprefix("torch.")
+    else:
+        with pytest.raises(RuntimeError):
+            theirs.to_complex()
+        with pytest.raises(RuntimeError, match="Unknown Complex ScalarType"):
+            ours.to_complex()
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.set_default_dtype(float),
+    lambda m: m.set_default_dtype("float64"),
+    lambda m: m.promote_types("float32", m.int64),
+    lambda m: m.promote_types(m.int64, None),
+    lambda m: m.is_floating_point([1.0]),
+])
+def test_dtype_arguments_are_type_checked_as_torch(torch, call):
+    with pytest.raises(TypeError):
+        call(torch)
+    with pytest.raises(TypeError):
+        call(tensor)
+    assert tensor.get_default_dtype() is tensor.float32
+
+
+def test_complex_numbers_under_a_bfloat16_default(torch):
+    previous = tensor.get_default_dtype()
+    tensor.set_default_dtype(tensor.bfloat16)
+    try:
+        for call in (lambda m: m.full((2,), 1j), lambda m: m.ones(2) * 1j, lambda m: m.arange(2) * 1j):
+            assert call(tensor).dtype is tensor.complex64
+    finally:
+        tensor.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32", "float64"])
+def test_finfo_resolution_is_torchs_decimal_digits(torch, name):
+    assert tensor.finfo(getattr(tensor, name)).resolution == torch.finfo(getattr(torch, name)).resolution

@@ -412,3 +412,10 @@ def test_shape_op_argument_checks_match_torch(torch):
             lib.meshgrid(lib.arange(2), lib.arange(2.0), indexing="ij")
         with pytest.raises(RuntimeError, match="repeats must be 0-dim or 1-dim tensor"):
             lib.repeat_interleave(lib.tensor([1.0, 2.0]), lib.tensor([[1, 2]]))
+
+
+def test_broadcast_to_takes_sizes_one_by_one_as_the_method_does(torch):
+    assert tuple(torch.ones(3).broadcast_to(2, 3).shape) == tensor.ones(3).broadcast_to(2, 3).shape == (2, 3)
+    assert tensor.broadcast_to(tensor.ones(3), size=[2, 3]).shape == (2, 3)
+    with pytest.raises(TypeError, match="multiple values"):
+        tensor.broadcast_to(tensor.ones(3), (2, 3), size=(2, 3))

@@ -277,3 +277,20 @@ def test_size_of_a_dim_of_a_0d_tensor_raises_as_torch():
     with pytest.raises(IndexError, match="tensor has no dimensions"):
         tensor.tensor(1.0).size(0)
     assert tensor.tensor(1.0).size() == () and tensor.ones(2, 3).size(-1) == 3
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: int(m.ones(2)),
+    lambda m: float(m.ones(0)),
+    lambda m: float(m.tensor(1 + 1j)),
+    lambda m: int(m.tensor(1 + 1j)),
+])
+def test_int_and_float_raise_as_torch(torch, call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(theirs.type):
+        call(tensor)
+
+
+def test_int_and_float_of_one_element():
+    assert int(tensor.tensor([2.7])) == 2 and float(tensor.tensor(1 + 0j)) == 1.0 and int(tensor.tensor(True)) == 1
