@@ -99,6 +99,8 @@ def _cumextremum_indices(xp, a, dim, largest):
 
 
 def _cumextremum(input, dim, largest):
+    if input.is_complex():  # complex numbers have no order, as in PyTorch
+        raise NotImplementedError(f"\"{'cummax' if largest else 'cummin'}_cpu\" not implemented for complex input")
     flat, dim, _ = _scan_input(input, dim, None)
     indices = _dispatch.apply_unary(_cumextremum_indices, flat, (dim, largest))
     values = gather(flat, dim, indices)

@@ -115,3 +115,10 @@ def test_logcumsumexp_refuses_integer_and_bool_like_torch(device, torch, values)
         torch.logcumsumexp(torch.tensor(values), 0)
     with pytest.raises(NotImplementedError, match="logcumsumexp"):
         tensor.logcumsumexp(tensor.tensor(values, device=device), 0)
+
+
+def test_running_extrema_refuse_complex_as_torch(torch):
+    for lib in (tensor, torch):
+        for fn in (lib.cummax, lib.cummin):
+            with pytest.raises(NotImplementedError, match="not implemented"):
+                fn(lib.tensor([1 + 1j, 2 - 1j]), 0)
