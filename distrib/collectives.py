@@ -28,7 +28,7 @@ from ._staging import (
     resolve_rank,
     unstack,
 )
-from .errors import DistError
+from .errors import CollectiveArgumentError, DistError
 from .process_group import world as _world
 from .reduce_op import ReduceOp, check_op
 from .work import _seconds
@@ -128,8 +128,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     if pg is None:
         return None
     be = pg.backend_for(tensor)
-    check_list("all_gather", "tensor_list", tensor_list, tensor, pg.size())
     s = Staged(tensor, be, "all_gather: tensor")
+    check_list("all_gather", "tensor_list", tensor_list, tensor, pg.size())
     outs = [Staged(t, be, "all_gather: tensor_list entry") for t in tensor_list]
     flat = empty_flat(s, s.flat.size * pg.size())
 
@@ -150,7 +150,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     s = Staged(input_tensor, be, "all_gather_into_tensor: input_tensor")
     o = Staged(output_tensor, be, "all_gather_into_tensor: output_tensor")
     if o.flat.size != s.flat.size * pg.size() or o.flat.dtype != s.flat.dtype:
-        raise ValueError(f"all_gather_into_tensor: output_tensor must hold world_size ({pg.size()}) x "
+        raise CollectiveArgumentError(f"all_gather_into_tensor: output_tensor must hold world_size ({pg.size()}) x "
                          f"{s.flat.size} elements of {input_tensor.dtype.name}, got shape "
                          f"{tuple(output_tensor.shape)} of {output_tensor.dtype.name}")
 
@@ -233,8 +233,9 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     o = Staged(output, be, "reduce_scatter_tensor: output")
     s = Staged(input, be, "reduce_scatter_tensor: input")
     if s.flat.size != o.flat.size * pg.size() or s.flat.dtype != o.flat.dtype:
-        raise ValueError(f"reduce_scatter_tensor: input must hold world_size ({pg.size()}) x {o.flat.size} "
-                         f"elements of {output.dtype.name}, got shape {tuple(input.shape)} of {input.dtype.name}")
+        raise CollectiveArgumentError(
+            f"reduce_scatter_tensor: input must hold world_size ({pg.size()}) x {o.flat.size} "
+            f"elements of {output.dtype.name}, got shape {tuple(input.shape)} of {input.dtype.name}")
     op = check_op(op, o.flat.dtype)
 
     def body(b):
@@ -257,7 +258,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     ins = [Staged(t, be, "all_to_all: input entry") for t in input_tensor_list]
     dtypes = {o.flat.dtype for o in outs + ins}
     if len(dtypes) != 1:
-        raise ValueError(f"all_to_all: all tensors must have one dtype, got {sorted(str(d) for d in dtypes)}")
+        raise CollectiveArgumentError(
+            f"all_to_all: all tensors must have one dtype, got {sorted(str(d) for d in dtypes)}")
     flat_in = np.concatenate([i.flat for i in ins])
     flat_out = np.empty(sum(o.flat.size for o in outs), dtype=flat_in.dtype)
     in_counts, out_counts = [i.flat.size for i in ins], [o.flat.size for o in outs]
@@ -286,22 +288,26 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         per_row = t.numel() // rows if rows else 0
         if splits is None:
             if rows % n:
-                raise ValueError(f"all_to_all_single: {what} dim 0 ({rows}) is not divisible by the group size "
-                                 f"{n}; pass {what}_split_sizes")
+                raise CollectiveArgumentError(
+                    f"all_to_all_single: {what} dim 0 ({rows}) is not divisible by the group size "
+                    f"{n}; pass {what}_split_sizes")
             return [rows // n * per_row] * n
         splits = list(splits)
         if len(splits) != n or sum(splits) != rows:
-            raise ValueError(f"all_to_all_single: {what}_split_sizes {splits} must have {n} entries summing "
-                             f"to {what}.shape[0] = {rows}")
+            raise CollectiveArgumentError(
+                f"all_to_all_single: {what}_split_sizes {splits} must have {n} entries summing "
+                f"to {what}.shape[0] = {rows}")
         return [k * per_row for k in splits]
 
     in_counts, out_counts = counts(input, input_split_sizes, "input"), counts(output, output_split_sizes, "output")
     if output.dtype != input.dtype:
-        raise ValueError(f"all_to_all_single: output is {output.dtype.name} but input is {input.dtype.name}")
+        raise CollectiveArgumentError(
+            f"all_to_all_single: output is {output.dtype.name} but input is {input.dtype.name}")
     me = pg.rank()
     if out_counts[me] != in_counts[me]:  # the piece a rank sends itself: the one size checkable here
-        raise ValueError(f"all_to_all_single: this rank (group rank {me}) sends itself {in_counts[me]} elements "
-                         f"of input but has room for {out_counts[me]} in output; check the split sizes and shapes")
+        raise CollectiveArgumentError(
+            f"all_to_all_single: this rank (group rank {me}) sends itself {in_counts[me]} elements "
+            f"of input but has room for {out_counts[me]} in output; check the split sizes and shapes")
 
     def body(b):
         b.all_to_all(o.flat, s.flat, out_counts, in_counts)

@@ -39,7 +39,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
     Args:
         backend: ``"zmq"`` (CPU), ``"mpi"`` or ``"nccl"``; None means nccl for CUDA tensors and zmq
-            for the rest.
+            for the rest. PyTorch's ``"gloo"`` is served by zmq (``get_backend`` says "gloo").
         init_method: ``env://`` (default), ``tcp://host:port`` or ``file:///path``.
         timeout: how long any collective may wait for the others (default 30 minutes).
         world_size, rank: override the launcher's environment (RANK, WORLD_SIZE, MPI, SLURM).
@@ -58,10 +58,6 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         env = os.environ.get("DISTRIB_TIMEOUT")
         timeout = float(env) if env else default_pg_timeout
     seconds = _seconds(timeout)
-    if isinstance(backend, str):
-        backend = backend.lower()
-        if backend in ("gloo", "cpu:gloo"):
-            backend = "zmq"  # scripts written for PyTorch's CPU backend keep working
     host = "127.0.0.1"
     if store is not None:
         if init_method is not None:
@@ -106,10 +102,26 @@ def destroy_process_group(group=None) -> None:
 
 
 def _group(group, what):
+    """The group a query is about: the world for None, NON_GROUP_MEMBER as is, else a live group."""
     if world.default_pg is None:
         raise ProcessGroupStateError(
             f"{what}: the default process group is not initialized; call init_process_group first")
-    return world.default_pg if group is None else group
+    if group is None:
+        return world.default_pg
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return group
+    return _pg.check_group(group, what)
+
+
+def _ranks(group, what) -> list[int]:
+    """The global ranks of ``group``; for NON_GROUP_MEMBER, those of the latest group this rank
+    is not in (what PyTorch answers: the sentinel carries no more)."""
+    pg = _group(group, what)
+    if pg is not GroupMember.NON_GROUP_MEMBER:
+        return pg.ranks
+    if world.non_member_ranks is None:
+        raise ValueError(f"{what}: this rank is in every group; GroupMember.NON_GROUP_MEMBER names none")
+    return world.non_member_ranks
 
 
 def get_rank(group=None) -> int:
@@ -133,26 +145,37 @@ def get_backend(group=None) -> str:
 
 
 def get_process_group_ranks(group) -> list[int]:
-    """The global ranks of ``group``'s members, in group-rank order."""
-    pg = _group(group, "get_process_group_ranks")
-    return list(pg.ranks)
+    """The global ranks of ``group``'s members, in group-rank order.
+
+    Raises:
+        ValueError: ``group`` is not a live group.
+    """
+    return list(_ranks(group, "get_process_group_ranks"))
 
 
 def get_group_rank(group, global_rank: int) -> int:
-    """The rank within ``group`` of the process with ``global_rank``."""
-    pg = _group(group, "get_group_rank")
-    if global_rank not in pg.ranks:
-        raise ValueError(f"get_group_rank: global rank {global_rank} is not part of group {pg.ranks}")
-    return pg.ranks.index(global_rank)
+    """The rank within ``group`` of the process with ``global_rank``.
+
+    Raises:
+        ValueError: ``global_rank`` is not in ``group``, or ``group`` is not a live group.
+    """
+    ranks = _ranks(group, "get_group_rank")
+    if global_rank not in ranks:
+        raise ValueError(f"get_group_rank: global rank {global_rank} is not part of group {ranks}")
+    return ranks.index(global_rank)
 
 
 def get_global_rank(group, group_rank: int) -> int:
-    """The global rank of the process with ``group_rank`` in ``group``."""
-    pg = _group(group, "get_global_rank")
-    if not 0 <= group_rank < pg.size():
+    """The global rank of the process with ``group_rank`` in ``group``.
+
+    Raises:
+        ValueError: ``group_rank`` is out of range, or ``group`` is not a live group.
+    """
+    ranks = _ranks(group, "get_global_rank")
+    if not 0 <= group_rank < len(ranks):
         raise ValueError(f"get_global_rank: group rank {group_rank} is out of range for a group of size "
-                         f"{pg.size()}")
-    return pg.ranks[group_rank]
+                         f"{len(ranks)}")
+    return ranks[group_rank]
 
 
 @atexit.register

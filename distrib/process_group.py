@@ -17,6 +17,7 @@ Note [Worker device]
 from __future__ import annotations
 
 import collections
+import hashlib
 import threading
 import warnings
 
@@ -139,11 +140,12 @@ class ProcessGroup:
         self._rank = self.ranks.index(global_rank)
         self.store = store
         self.timeout = timeout
-        self.backend_name = backend_name
+        self.backend_name = None if backend_name is None else str(backend_name).lower()
         self.options = dict(options or {})
         # backend=None means "nccl for CUDA tensors, zmq otherwise"; the CUDA one starts lazily.
         self._by_device: dict[str, object] = {}
-        self.backend = self._create(get_default_backend_for_device("cpu") if backend_name is None else backend_name)
+        self.backend = self._create(get_default_backend_for_device("cpu") if backend_name is None else
+                                    implementation_name(self.backend_name))
         self._executor = Executor(name)
         self._debug = debug.mode() == "DETAIL"
         # the backend's HotAllReduce (Note [Hot all_reduce] in backends/base.py); none in the
@@ -189,8 +191,14 @@ class ProcessGroup:
         return len(self.ranks)
 
     def name(self) -> str:
-        """The backend name, as ``get_backend`` reports it."""
+        """The backend name, as ``get_backend`` reports it (as it was asked for: "gloo" when
+        the zmq backend serves a script written for PyTorch's gloo)."""
         return self.backend_name or "zmq"
+
+    @property
+    def destroyed(self) -> bool:
+        """Whether ``destroy_process_group`` shut the group down."""
+        return self._executor.stopped
 
     def __repr__(self) -> str:
         return f"ProcessGroup({self.group_name}, backend={self.backend_name}, ranks={self.ranks})"
@@ -277,6 +285,15 @@ class _GroupMember:
 GroupMember = _GroupMember()
 
 
+_GLOO_NAMES = ("gloo", "cpu:gloo")  # PyTorch's CPU backend, which zmq stands in for
+
+
+def implementation_name(backend: str) -> str:
+    """The registered backend that runs a group asked for with ``backend`` (lowercase): zmq
+    for PyTorch's "gloo" and "cpu:gloo", so scripts written for PyTorch keep working."""
+    return "zmq" if backend in _GLOO_NAMES else backend
+
+
 class _World:
     """The state ``init_process_group`` sets up and ``destroy_process_group`` clears."""
 
@@ -289,6 +306,10 @@ class _World:
         self.rank, self.size = -1, -1
         self.groups: list[ProcessGroup] = []
         self.group_count = 0
+        self.local_group_counts: dict[tuple, int] = {}  # per member list: use_local_synchronization groups
+        # the ranks of the latest group this rank is not in: what rank queries on
+        # GroupMember.NON_GROUP_MEMBER answer, as in PyTorch
+        self.non_member_ranks: list[int] | None = None
         self.options: dict = {}
         self.owned_store = None
         self.hot_all_reduce = None  # the default group's (Note [Hot all_reduce] in backends/base.py)
@@ -301,7 +322,13 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
               group_desc=None):
     """A group of ``ranks`` (global ranks; all when None). Every rank must call it, in the same order.
 
-    Returns the group on members and ``GroupMember.NON_GROUP_MEMBER`` on the others.
+    Returns the group on members and ``GroupMember.NON_GROUP_MEMBER`` on the others. With
+    ``use_local_synchronization=True`` only the members need to call it (in the same order
+    among themselves), as in PyTorch. ``backend`` "gloo" is served by zmq (``get_backend``
+    still says "gloo").
+
+    Raises:
+        ValueError: duplicate ranks, or ranks outside the world.
 
     >>> import distrib as dist                                  # doctest: +SKIP
     >>> evens = dist.new_group([0, 2])                          # doctest: +SKIP
@@ -309,22 +336,38 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if world.default_pg is None:
         raise ProcessGroupStateError(
             "new_group: the default process group is not initialized; call init_process_group first")
-    world.group_count += 1
     ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
     if len(set(ranks)) != len(ranks):
         raise ValueError(f"new_group: ranks {ranks} contain duplicates")
     bad = [r for r in ranks if not 0 <= r < world.size]
     if bad:
         raise ValueError(f"new_group: rank(s) {bad} are not in the world of size {world.size}")
+    name = _local_group_name(ranks) if use_local_synchronization else _next_group_name()
     if world.rank not in ranks:
+        world.non_member_ranks = ranks
         return GroupMember.NON_GROUP_MEMBER
-    name = f"pg{world.group_count}"
     pg = ProcessGroup(backend if backend is not None else world.default_pg.backend_name, ranks, world.rank,
                       PrefixStore(name, world.store),
                       world.default_pg.timeout if timeout is None else _seconds(timeout), name,
                       world.options)
     world.groups.append(pg)
     return pg
+
+
+def _next_group_name() -> str:
+    """The store prefix of the next group every rank creates (they all count it)."""
+    world.group_count += 1
+    return f"pg{world.group_count}"
+
+
+def _local_group_name(ranks: list[int]) -> str | None:
+    """The store prefix of a ``use_local_synchronization`` group of ``ranks``: only its members
+    count it (None elsewhere), so it cannot shift the names of the groups every rank creates."""
+    if world.rank not in ranks:
+        return None
+    key = tuple(ranks)
+    world.local_group_counts[key] = count = world.local_group_counts.get(key, 0) + 1
+    return f"pg_local_{hashlib.sha1(str(key).encode()).hexdigest()[:16]}_{count}"
 
 
 def resolve(group, op_name: str) -> ProcessGroup | None:
@@ -337,6 +380,18 @@ def resolve(group, op_name: str) -> ProcessGroup | None:
     if group is GroupMember.NON_GROUP_MEMBER:
         warnings.warn(f"{op_name}: this rank is not in the group; the call does nothing", stacklevel=3)
         return None
+    return check_group(group, op_name)
+
+
+def check_group(group, op_name: str) -> ProcessGroup:
+    """``group`` if it is a live ProcessGroup.
+
+    Raises:
+        ValueError: it is not a group from ``new_group`` (PyTorch's error type here).
+        ProcessGroupStateError: it was destroyed (a ValueError and a DistError).
+    """
     if not isinstance(group, ProcessGroup):
-        raise TypeError(f"{op_name}: group must be a ProcessGroup from new_group, got {type(group).__name__}")
+        raise ValueError(f"{op_name}: group must be a ProcessGroup from new_group, got {group!r}")
+    if group.destroyed:
+        raise ProcessGroupStateError(f"{op_name}: process group {group.group_name} was destroyed")
     return group

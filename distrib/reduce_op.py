@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import CollectiveArgumentError
+
 __all__ = ["ReduceOp", "as_uint8_op", "check_op", "finish", "reduce_in_rank_order", "ufunc"]
 
 
@@ -61,7 +63,9 @@ def check_op(op, dtype: np.dtype) -> ReduceOp:
 
     Raises:
         TypeError: ``op`` is not a ReduceOp.
-        ValueError: the op is not defined for the dtype (bitwise on floats, AVG on bool).
+        CollectiveArgumentError: the op is not defined for the dtype (bitwise on floats, AVG on
+            bool); a RuntimeError and a ValueError.
+        ValueError: MIN, MAX or PRODUCT on complex dtypes.
     """
     try:
         if (op, dtype) in _CHECKED:  # collectives' hot path
@@ -72,13 +76,14 @@ def check_op(op, dtype: np.dtype) -> ReduceOp:
         raise TypeError(f"op must be a distrib.ReduceOp (e.g. ReduceOp.SUM), got {op!r}")
     dtype = np.dtype(dtype)
     if op.name in _BITWISE and dtype.kind not in "iub":
-        raise ValueError(
+        raise CollectiveArgumentError(
             f"ReduceOp.{op.name} is a bitwise reduction and is not defined for {dtype.name} tensors; "
             "use an integer or bool dtype"
         )
     if op.name == "AVG" and dtype.kind == "b":
-        raise ValueError("ReduceOp.AVG is not defined for bool tensors; use SUM (any) or PRODUCT (all)")
-    if op.name in ("MIN", "MAX") and dtype.kind == "c":
+        raise CollectiveArgumentError(
+            "ReduceOp.AVG is not defined for bool tensors; use SUM (any) or PRODUCT (all)")
+    if op.name in ("MIN", "MAX", "PRODUCT") and dtype.kind == "c":  # PyTorch refuses PRODUCT too
         raise ValueError(f"ReduceOp.{op.name} is not defined for complex dtype {dtype.name}")
     _CHECKED.add((op, dtype))
     return op
@@ -114,8 +119,8 @@ def finish(op: ReduceOp, out: np.ndarray, count: int) -> None:
     """Finish a reduction of ``count`` contributions in place (divides for AVG)."""
     if op.name != "AVG" or count == 1:
         return
-    if out.dtype.kind == "f" or out.dtype.kind == "c":
-        np.divide(out, count, out=out)
-    else:  # integer division truncating toward zero, as NCCL's AVG does
+    if out.dtype.kind in "iu":  # integer division truncating toward zero, as NCCL's AVG does
         q = np.abs(out) // count
         np.multiply(np.sign(out), q, out=out)
+    else:  # floats, complex, and ml_dtypes' bfloat16 (numpy kind "V")
+        np.divide(out, count, out=out)

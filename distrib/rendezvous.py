@@ -122,7 +122,12 @@ def _mpi_store(rank: int, world_size: int, timeout: float):
 
 
 def rendezvous(init_method: str | None, rank: int, world_size: int, timeout: float):
-    """Returns ``(store, rank, world_size, bind_host)``; the caller owns the store."""
+    """Returns ``(store, rank, world_size, bind_host)``; the caller owns the store.
+
+    Raises:
+        RuntimeError: ``init_method``'s scheme is not env, tcp or file.
+        ValueError: a malformed URL, or rank and world size that cannot be found or do not fit.
+    """
     url = urllib.parse.urlparse(init_method or "env://")
     query = dict(urllib.parse.parse_qsl(url.query))
     rank = int(query.get("rank", rank))
@@ -150,7 +155,9 @@ def rendezvous(init_method: str | None, rank: int, world_size: int, timeout: flo
                              f"{missing} expected, but not set")
         port = int(port)
     else:
-        raise ValueError(f"unsupported init_method {init_method!r}: use env://, tcp://host:port or file:///path")
+        # PyTorch: RuntimeError "No rendezvous handler for foo://"
+        raise RuntimeError(f"no rendezvous handler for init_method {init_method!r}: "
+                           "use env://, tcp://host:port or file:///path")
     is_master = rank == 0 and os.environ.get("DISTRIB_USE_AGENT_STORE", "0") != "1"
     store = TCPStore(host, port, world_size, is_master, timeout, wait_for_workers=is_master)
     return store, rank, world_size, local_address(host)

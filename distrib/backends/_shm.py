@@ -65,6 +65,7 @@ from tensor import _shared
 
 from .. import reduce_op
 from ..rendezvous import local_world_size
+from .base import size_mismatch_reason
 
 __all__ = ["ShmGroup", "setup"]
 
@@ -140,25 +141,43 @@ def _exchange_segments(store, key: str, rank: int, size: int, total: int, wake_f
     if not all(a == b"1" for a in answers):
         _discard(mm, path, wake_r, fifo)
         return None
-    maps, wake_w = [], []
-    for p in range(size):
-        if p == rank:
-            maps.append(mm)
-            continue
-        peer_path = os.path.join(shm_dir, f"distrib-{token}-{p}")
-        fd = os.open(peer_path, os.O_RDWR)
-        try:
-            maps.append(mmap.mmap(fd, total))
-        finally:
+    maps, wake_w = [mm], []
+    try:
+        for p in range(size):
+            if p == rank:
+                continue
+            peer_path = os.path.join(shm_dir, f"distrib-{token}-{p}")
+            fd = os.open(peer_path, os.O_RDWR)
+            try:
+                maps.insert(p, mmap.mmap(fd, total))
+            finally:
+                os.close(fd)
+            if fifo:
+                wake_w.append(os.open(peer_path + ".wake", os.O_WRONLY | os.O_NONBLOCK))
+        store.set(f"{key}/mapped/{rank}", "1")
+        store.wait([f"{key}/mapped/{p}" for p in range(size)])
+        _leave_together(store, key, rank, size)
+    except BaseException:
+        for fd in wake_w:
             os.close(fd)
-        if fifo:
-            wake_w.append(os.open(peer_path + ".wake", os.O_WRONLY | os.O_NONBLOCK))
-    store.set(f"{key}/mapped/{rank}", "1")
-    store.wait([f"{key}/mapped/{p}" for p in range(size)])
-    for name in (path, fifo):
-        if name:
-            os.unlink(name)
+        for m in maps:
+            if m is not mm:
+                m.close()
+        _discard(mm, path, wake_r, fifo)
+        raise
+    _discard(None, path, None, fifo)  # every rank mapped it: a crash from now on cannot leak it
     return maps, wake_r, wake_w
+
+
+def _leave_together(store, key: str, rank: int, size: int) -> None:
+    """Hold rank 0 until every peer is done with the store. Rank 0 usually owns it (the
+    ``tcp://``/``env://`` rendezvous server): if it returned from ``init_process_group`` and
+    destroyed the group as soon as it saw every ``mapped`` key, a peer still waiting for the
+    reply to its own ``wait`` would never get one and would fail after the whole timeout."""
+    if rank != 0:
+        store.set(f"{key}/left/{rank}", "1")
+    else:
+        store.wait([f"{key}/left/{p}" for p in range(1, size)])
 
 
 def _discard(mm, path, wake_r, fifo):
@@ -185,8 +204,10 @@ class ShmGroup:
         self.wake_r, self.wake_w = wake_r, wake_w
         self.raw = [np.frombuffer(m, np.uint8) for m in maps]
         self.hdr = [r[:64].view(np.int64) for r in self.raw]
-        # What each rank does at each barrier phase (phase % 8): see _barrier_agreeing.
+        # What each rank does at each barrier phase (phase % 8), and the element count of its
+        # tensor there: see _barrier_agreeing.
         self.modes = [r[64:128].view(np.int64) for r in self.raw]
+        self.counts = [r[128:192].view(np.int64) for r in self.raw]
         self.peers = [p for p in range(size) if p != rank]
         self.phase = 0
         self.slot = 0
@@ -198,15 +219,18 @@ class ShmGroup:
     def mark_op(self, seq: int) -> None:
         self.hdr[self.rank][1] = seq
 
-    def barrier(self) -> None:
-        self.arrive()
+    def barrier(self, count: int = 0) -> None:
+        """Wait for every peer; raise if one passed a tensor of another ``count`` of elements."""
+        self.arrive(0, count)
         self.wait_peers()
+        self._check_counts(count)
 
-    def arrive(self, mode: int = 0) -> None:
+    def arrive(self, mode: int = 0, count: int = 0) -> None:
         """The first half of a barrier: publish that this rank reached the next phase (and
-        ``mode``, what it does there)."""
+        ``mode``, what it does there, and ``count``, the elements of its tensor)."""
         self.phase += 1
         self.modes[self.rank][self.phase % 8] = mode
+        self.counts[self.rank][self.phase % 8] = count
         self.hdr[self.rank][0] = self.phase
         for fd in self.wake_w:
             try:
@@ -289,7 +313,7 @@ class ShmGroup:
     def _all_reduce_shared(self, x: np.ndarray, views: list[np.ndarray], op) -> None:
         # Note [Shared buffers].
         n, me = self.size, self.rank
-        self._barrier_agreeing(_SHARED)
+        self._barrier_agreeing(_SHARED, x.size)
         lo, hi = x.size * me // n, x.size * (me + 1) // n
         block = max(1, _SHARED_BLOCK // x.itemsize)
         for start in range(lo, hi, block):
@@ -302,12 +326,13 @@ class ShmGroup:
                     np.copyto(parts[p], out)
         self.barrier()
 
-    def _barrier_agreeing(self, mode: int) -> None:
+    def _barrier_agreeing(self, mode: int, count: int) -> None:
         """A barrier that also checks every peer reduces the same way (all through shared
-        buffers, or all through the slots): a mix would read the wrong memory. Each rank
-        publishes its mode for this phase in a ring of 8 phases; a peer cannot get two phases
-        ahead of this rank, so the entry it wrote for this phase is still there."""
-        self.arrive(mode)
+        buffers, or all through the slots; a mix would read the wrong memory) and a tensor of
+        ``count`` elements, as ours. Each rank publishes its mode and count for this phase in
+        rings of 8 phases; a peer cannot get two phases ahead of this rank, so the entries it
+        wrote for this phase are still there."""
+        self.arrive(mode, count)
         self.wait_peers()
         phase = self.phase % 8
         odd = [p for p in self.peers if self.modes[p][phase] != mode]
@@ -316,6 +341,15 @@ class ShmGroup:
                 f"all_reduce: rank(s) {odd} reduce a different kind of tensor at this step (a buffer from "
                 "alloc_comm_buffer on one side, a plain tensor on the other) or are in another collective; "
                 "every rank must call the same collectives with the same kind of tensor", odd)
+        self._check_counts(count)
+
+    def _check_counts(self, count: int) -> None:
+        """Raise if a peer published another element count than ``count`` at this phase: its
+        blocks would not line up with ours (the TCP path finds this from the message sizes)."""
+        phase = self.phase % 8
+        for p in self.peers:
+            if self.counts[p][phase] != count:
+                raise self.owner.op_error(size_mismatch_reason(int(self.counts[p][phase]), count), [p])
 
     # ------------------------------------------------------------ collectives
     def all_reduce(self, x: np.ndarray, op) -> None:
@@ -334,7 +368,7 @@ class ShmGroup:
             mine = self._slot(me, s, x.dtype, m)
             for j in self.peers:
                 np.copyto(mine[b[j]: b[j + 1]], blk[b[j]: b[j + 1]])
-            self._barrier_agreeing(_SLOTS)
+            self._barrier_agreeing(_SLOTS, x.size)
             lo, hi = b[me], b[me + 1]
             srcs = [blk[lo:hi] if p == me else self._slot(p, s, x.dtype, m)[lo:hi] for p in range(n)]
             out = reduce_op.reduce_in_rank_order(op, srcs, out=mine[lo:hi])
@@ -355,7 +389,7 @@ class ShmGroup:
             s = self._next_slot()
             mine = self._slot(self.rank, s, x.dtype, m)
             np.copyto(mine, blk)
-            self._barrier_agreeing(_SLOTS)
+            self._barrier_agreeing(_SLOTS, x.size)
             theirs = self._slot(other, s, x.dtype, m)
             # In rank order, as reduce_op.reduce_in_rank_order does, written out: that call costs
             # 0.5-0.8 us more, a tenth of a 4 KB all_reduce (one block).
@@ -375,7 +409,7 @@ class ShmGroup:
             s = self._next_slot()
             if self.rank == root:
                 np.copyto(self._slot(root, s, x.dtype, blk.size), blk)
-            self.barrier()
+            self.barrier(x.size)
             if self.rank != root:
                 np.copyto(blk, self._slot(root, s, x.dtype, blk.size))
 
@@ -386,9 +420,10 @@ class ShmGroup:
             chunk = x[start: start + cap]
             s = self._next_slot()
             np.copyto(self._slot(self.rank, s, x.dtype, chunk.size), chunk)
-            self.arrive()
+            self.arrive(0, m)
             np.copyto(out[self.rank, start: start + chunk.size], chunk)  # while the peers catch up
             self.wait_peers()
+            self._check_counts(m)
             for p in self.peers:
                 np.copyto(out[p, start: start + chunk.size], self._slot(p, s, x.dtype, chunk.size))
 
@@ -403,7 +438,7 @@ class ShmGroup:
             mine = self._slot(me, s, x.dtype, cap * n)
             for j in self.peers:
                 np.copyto(mine[j * cap: j * cap + c], inp[j, start: start + c])
-            self.barrier()
+            self.barrier(m)
             srcs = [inp[me, start: start + c] if p == me else
                     self._slot(p, s, x.dtype, cap * n)[me * cap: me * cap + c] for p in range(n)]
             reduce_op.reduce_in_rank_order(op, srcs, out=output[start: start + c])

@@ -69,7 +69,13 @@ from ..errors import DistBackendError
 from ..reduce_op import ReduceOp
 from ..work import Work
 
-__all__ = ["Backend", "HotAllReduce", "as_bytes"]
+__all__ = ["Backend", "HotAllReduce", "as_bytes", "size_mismatch_reason"]
+
+
+def size_mismatch_reason(got: int, expected: int) -> str:
+    """Why a collective failed when a peer's tensor holds ``got`` elements and ours ``expected``."""
+    return (f"received {got} elements where {expected} were expected "
+            "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
 
 
 def _dumps(obj) -> np.ndarray:

@@ -30,7 +30,7 @@ from .. import debug, reduce_op, security
 from ..work import Work, _seconds
 from . import _hierarchical, _shm
 from ._zmq_transport import COLL, P2P, Transport, header
-from .base import Backend
+from .base import Backend, size_mismatch_reason
 
 __all__ = ["ZmqBackend"]
 
@@ -113,8 +113,7 @@ class ZmqBackend(Backend):
         return got
 
     def _size_mismatch(self, got: int, expected: int):
-        raise self.op_error(f"received {got} elements where {expected} were expected "
-                            "(ranks passed tensors of different sizes; DISTRIB_DEBUG=DETAIL says which)")
+        raise self.op_error(size_mismatch_reason(got, expected))
 
     def query_progress(self, peers, seconds):
         return self.transport.query_progress(peers, seconds)

@@ -502,3 +502,33 @@ def check_conformance_case(results: list, case: str) -> None:
             assert size == 1, f"{case} skipped on {size} ranks"
             continue
         assert outcome == "ok", f"rank {rank} of {size}: {outcome}"
+
+
+def group_edge_cases():
+    """Groups and sizes on 2 ranks: a local-sync group on rank 0 only, rank queries on a group
+    this rank is not in, a "gloo" subgroup, bfloat16 AVG, and tensors of different sizes."""
+    dist.init_process_group("gloo", timeout=20)
+    rank = dist.get_rank()
+    out = {"backend": dist.get_backend()}
+    if rank == 0:
+        dist.new_group([0], use_local_synchronization=True)
+    both = dist.new_group([0, 1], backend="gloo")
+    t = tensor.ones(1)
+    dist.all_reduce(t, group=both)
+    out["after_local_group"] = t.tolist()
+    out["gloo_group_backend"] = dist.get_backend(both)
+    g0, g1 = dist.new_group([0]), dist.new_group([1])
+    other = g1 if rank == 0 else g0
+    out["other_ranks"] = dist.get_process_group_ranks(other)
+    out["other_global_rank_0"] = dist.get_global_rank(other, 0)
+    out["other_group_rank"] = dist.get_group_rank(other, 1 - rank)
+    b = (tensor.tensor([1.0, 2.0, -3.0]) + rank).to(tensor.bfloat16)
+    dist.all_reduce(b, op=dist.ReduceOp.AVG)
+    out["bf16_avg"] = b.float().tolist()
+    try:
+        dist.all_reduce(tensor.ones(2 + rank))
+        out["size_mismatch"] = None
+    except dist.DistError as exc:
+        out["size_mismatch"] = _error(exc)
+    dist.destroy_process_group()
+    return out

@@ -164,3 +164,88 @@ def test_async_op_returns_completed_work_with_future(world1):
     assert work.wait(timeout=10) is True
     assert work.is_completed() and work.exception() is None
     assert work.get_future().value() == [t]
+
+
+def test_avg_of_bfloat16_divides_as_floats():
+    import ml_dtypes
+
+    from distrib.reduce_op import finish
+
+    out = np.array([3.0, 5.0, -5.0], dtype=ml_dtypes.bfloat16)
+    finish(dist.ReduceOp.AVG, out, 2)
+    assert out.astype(np.float32).tolist() == [1.5, 2.5, -2.5]
+
+
+def test_product_on_complex_is_refused_as_in_pytorch():
+    with pytest.raises(ValueError, match="PRODUCT is not defined for complex"):
+        check_op(dist.ReduceOp.PRODUCT, np.dtype(np.complex64))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dist.all_reduce(tensor.ones(2), op=dist.ReduceOp.BAND),
+    lambda: dist.all_reduce(tensor.ones(2).to(tensor.bfloat16), op=dist.ReduceOp.BXOR),
+    lambda: dist.all_reduce(tensor.ones(2, dtype=tensor.bool), op=dist.ReduceOp.AVG),
+    lambda: dist.broadcast(tensor.ones(2), src=2),
+    lambda: dist.reduce(tensor.ones(2), dst=5),
+    lambda: dist.broadcast(tensor.ones(2), group_src=1),
+    lambda: dist.all_gather([tensor.zeros(2)] * 2, tensor.ones(2)),
+    lambda: dist.all_gather_into_tensor(tensor.zeros(5), tensor.ones(2)),
+    lambda: dist.reduce_scatter(tensor.zeros(2), [tensor.ones(3)]),
+    lambda: dist.reduce_scatter_tensor(tensor.zeros(2), tensor.ones(3)),
+    lambda: dist.all_to_all([tensor.zeros(1)], [tensor.ones(1)] * 2),
+    lambda: dist.all_to_all_single(tensor.ones(3), tensor.ones(3), input_split_sizes=[2]),
+    lambda: dist.gather(tensor.ones(1), [tensor.zeros(1)] * 2, dst=0),
+])
+def test_unusable_collective_arguments_are_runtime_errors_as_in_pytorch(world1, call):
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert isinstance(info.value, ValueError)  # and still what they were before
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dist.all_reduce(tensor.ones(2), group=5),
+    lambda: dist.get_rank(group=5),
+    lambda: dist.get_world_size(group="x"),
+])
+def test_a_group_that_is_not_one_is_a_value_error(world1, call):
+    with pytest.raises(ValueError, match="group"):
+        call()
+
+
+@pytest.mark.parametrize("tensor_list", [None, [tensor.zeros(1)]])
+def test_all_gather_of_non_tensors_is_a_type_error(world1, tensor_list):
+    with pytest.raises(TypeError):
+        dist.all_gather(tensor_list, 1.0 if tensor_list else tensor.ones(1))
+
+
+def test_all_reduce_writes_through_an_expanded_tensor(world1, torch):
+    ours, theirs = tensor.tensor([2.0]).expand(3), torch.tensor([2.0]).expand(3)
+    dist.all_reduce(ours, op=dist.ReduceOp.AVG)
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_a_destroyed_subgroup_refuses_ops_and_queries(world1):
+    group = dist.new_group([0])
+    dist.destroy_process_group(group)
+    with pytest.raises(dist.DistError, match="destroyed"):
+        dist.all_reduce(tensor.ones(1), group=group)
+    with pytest.raises(ValueError, match="destroyed"):
+        dist.get_rank(group)
+
+
+def test_unknown_init_method_scheme_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="no rendezvous handler"):
+        dist.init_process_group("gloo", init_method="foo://x", rank=0, world_size=1)
+
+
+@pytest.mark.parametrize("name", ["gloo", "cpu:gloo", "GLOO"])
+def test_gloo_names_the_groups_it_makes(name):
+    dist.init_process_group(name, init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+    try:
+        group = dist.new_group([0], backend=dist.Backend.GLOO)
+        assert (dist.get_backend(), dist.get_backend(group)) == (name.lower(), "gloo")
+        t = tensor.ones(2)
+        dist.all_reduce(t, group=group)
+        assert t.tolist() == [1.0, 1.0]
+    finally:
+        dist.destroy_process_group()

@@ -32,3 +32,16 @@ def test_collective(verdicts, case):
 def test_same_host_ranks_use_shared_memory_unless_disabled(transport, expect_shm):
     results = run_ranks("shm_check", 2, env=TRANSPORTS[transport], timeout=60)
     assert [r.result["shm"] for r in results] == [expect_shm, expect_shm]
+
+
+@pytest.mark.parametrize("transport", list(TRANSPORTS))
+def test_group_edge_cases_on_two_ranks(transport):
+    results = rank_results("group_edge_cases", 2, env=TRANSPORTS[transport], timeout=60)
+    for rank, out in enumerate(results):
+        assert out["backend"] == out["gloo_group_backend"] == "gloo"
+        assert out["after_local_group"] == [2.0]  # rank 0's local-sync group shifted no name
+        assert out["other_ranks"] == [1 - rank] and out["other_global_rank_0"] == 1 - rank
+        assert out["other_group_rank"] == 0
+        assert out["bf16_avg"] == [1.5, 2.5, -2.5]  # divided as floats, not truncated
+        assert out["size_mismatch"]["type"] == "DistBackendError"
+        assert "elements where" in out["size_mismatch"]["message"]

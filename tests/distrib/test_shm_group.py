@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -79,3 +80,40 @@ def test_segments_go_where_distrib_shm_dir_says(monkeypatch, tmp_path):
     finally:
         for g in groups:
             g.close()
+
+
+class _SlowRepliesStore:
+    """One rank's view of a shared store whose replies reach the rank ``delay`` seconds late;
+    ``log`` gets (rank, call) as the store serves each call."""
+
+    def __init__(self, store, rank: int, log: list, delay: float) -> None:
+        self.store, self.rank, self.log, self.delay = store, rank, log, delay
+
+    def __getattr__(self, name):
+        method = getattr(self.store, name)
+
+        def call(*args, **kwargs):
+            result = method(*args, **kwargs)
+            self.log.append((self.rank, name))
+            time.sleep(self.delay)
+            return result
+
+        return call
+
+
+def test_rank_0_leaves_setup_after_the_peers_are_done_with_the_store():
+    """Rank 0 usually owns the store and may destroy it as soon as init returns: it must not
+    return while a peer's last store call is unanswered (that peer would time out)."""
+    store, log = HashStore(), []
+
+    def setup(rank):
+        group = _shm.setup(_SlowRepliesStore(store, rank, log, 0.05 * rank), rank, 2, 8192)
+        log.append((rank, "returned"))
+        return group
+
+    with ThreadPoolExecutor(2) as pool:
+        groups = list(pool.map(setup, range(2)))
+    for g in groups:
+        g.close()
+    peer_calls = [i for i, (rank, call) in enumerate(log) if rank == 1 and call != "returned"]
+    assert log.index((0, "returned")) > max(peer_calls)
