@@ -379,6 +379,7 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
     return _diagonal(A, offset, dim1, dim2)
 
 
+@_autocast.as_op("matrix_exp")
 def matrix_exp(A):
     """The matrix exponential, by scaling and squaring a degree-18 Taylor series (differentiable)."""
     norm1 = float(A.abs().sum(-2).amax().item()) if A.numel() else 0.0

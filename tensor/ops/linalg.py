@@ -98,6 +98,7 @@ def bmm(input, mat2):
     return matmul(input, mat2)
 
 
+@_autocast.as_op("dot")
 def dot(input, other):
     """Inner product of two 1-D tensors of equal length."""
     if input.ndim != 1 or other.ndim != 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .. import _backend, _dispatch, _dtype
+from .. import _autocast, _backend, _dispatch, _dtype
 from .._typeinfo import finfo
 from . import elementwise as _ew
 from .elementwise import _unary, where
@@ -260,6 +260,7 @@ def _scaled(t, factor):
     return t if factor == 1 else t * factor
 
 
+@_autocast.as_op("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``; with ``beta=0`` the input is ignored (NaN too)."""
     product = _scaled(mat1.mm(mat2), alpha)
@@ -278,12 +279,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return product + input * 0 if beta == 0 else product + _scaled(input, beta)
 
 
+@_autocast.as_op("baddbmm")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     product = _scaled(batch1.bmm(batch2), alpha)
     return product + input * 0 if beta == 0 else product + _scaled(input, beta)
 
 
+@_autocast.as_op("addbmm")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``."""
     product = _scaled(batch1.bmm(batch2).sum(0), alpha)
@@ -346,6 +349,7 @@ def cross(input, other, dim=None):
     return a.roll(-1, dim) * b.roll(-2, dim) - a.roll(-2, dim) * b.roll(-1, dim)
 
 
+@_autocast.as_op("trace")
 def trace(input):
     """The sum of a matrix's diagonal.
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from .. import _creation, _dispatch, _dtype
+from .. import _autocast, _creation, _dispatch, _dtype
 from . import elementwise as _ew
 from . import shape as _shape
 from .complex_ops import complex, conj, imag, real
@@ -122,6 +122,7 @@ def vdot(input, other):
     return (input.conj() * other).sum() if input.dtype.is_complex else dot(input, other)
 
 
+@_autocast.as_op("mv")
 def mv(input, vec):
     """Matrix-vector product.
 

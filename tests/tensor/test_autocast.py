@@ -366,8 +366,9 @@ def test_deprecated_cuda_amp_spellings_warn_and_forward():
 
 def test_linear_algebra_sampling_and_rnns_under_cpu_autocast_match_torch(torch):
     """Linear algebra runs in float32 (PyTorch's fp32 list, cast before the dtype checks), the
-    upsampling and grid sampling keep their inner products in float32, an LSTM takes bfloat16
-    input; rms_norm keeps a bfloat16 input's dtype without autocast."""
+    upsampling, grid sampling, dot, mv and matrix_exp keep their inner products in float32, the
+    addmm family is lowered, an LSTM takes bfloat16 input; rms_norm keeps a bfloat16 input's
+    dtype without autocast."""
     import nn  # noqa: PLC0415 - the layer above, as the user program has it
     from nn import functional as F  # noqa: PLC0415
 
@@ -385,6 +386,9 @@ def test_linear_algebra_sampling_and_rnns_under_cpu_autocast_match_torch(torch):
                     functional.interpolate(x, scale_factor=2, mode="bilinear"),
                     functional.grid_sample(x, lib.zeros(1, 3, 3, 2), align_corners=False),
                     lstm(lib.ones(5, 2, 4, dtype=lib.bfloat16))[0]]
+            v, b = A[0], A.expand(2, 2, 2)
+            outs += [lib.addmm(A, A, A), lib.baddbmm(b, b, b), lib.addbmm(A, b, b), lib.trace(A.to(lib.bfloat16)),
+                     lib.dot(v, v), lib.mv(A, v), lib.linalg.matrix_exp(A)]  # the last three stay float32
         outs.append(functional.rms_norm(x.to(lib.bfloat16), (4,)))
         return [str(o.dtype).split(".")[-1] for o in outs]
 
