@@ -30,6 +30,16 @@ __all__ = [
 ]
 
 
+def _cast_to(dtype_name: str):
+    """A ``PackedSequence`` method casting ``data`` to ``tensor.<dtype_name>`` (``double`` & co.)."""
+
+    def cast(self) -> PackedSequence:
+        return self.to(dtype=getattr(tensor, dtype_name))
+
+    cast.__doc__ = f"``data`` cast to {dtype_name}."
+    return cast
+
+
 class PackedSequence(NamedTuple):
     """``data`` (the steps of all sequences, packed), ``batch_sizes`` (an int64 CPU tensor:
     sequences per step), and the permutation that sorted the batch by length (and its inverse)."""
@@ -54,37 +64,8 @@ class PackedSequence(NamedTuple):
         """``to('cpu')``."""
         return self.to("cpu")
 
-    def double(self) -> PackedSequence:
-        """``data`` cast to float64."""
-        return self.to(dtype=tensor.float64)
-
-    def float(self) -> PackedSequence:
-        """``data`` cast to float32."""
-        return self.to(dtype=tensor.float32)
-
-    def half(self) -> PackedSequence:
-        """``data`` cast to float16."""
-        return self.to(dtype=tensor.float16)
-
-    def long(self) -> PackedSequence:
-        """``data`` cast to int64."""
-        return self.to(dtype=tensor.int64)
-
-    def int(self) -> PackedSequence:
-        """``data`` cast to int32."""
-        return self.to(dtype=tensor.int32)
-
-    def short(self) -> PackedSequence:
-        """``data`` cast to int16."""
-        return self.to(dtype=tensor.int16)
-
-    def char(self) -> PackedSequence:
-        """``data`` cast to int8."""
-        return self.to(dtype=tensor.int8)
-
-    def byte(self) -> PackedSequence:
-        """``data`` cast to uint8."""
-        return self.to(dtype=tensor.uint8)
+    double, float, half = (_cast_to(name) for name in ("float64", "float32", "float16"))
+    long, int, short, char, byte = (_cast_to(name) for name in ("int64", "int32", "int16", "int8", "uint8"))
 
     def pin_memory(self) -> PackedSequence:
         """The same packing with ``data`` in pinned memory."""
