@@ -229,10 +229,20 @@ def _takes_number_first(op, input, other) -> bool:
 
 
 def _number_first(op, number, other, float_result):
-    """``op(number, other)``: the number as a 0-d tensor of the dtype it gives beside ``other``."""
+    """``op(number, other)``: the number as ``number_operand`` makes it."""
+    return apply_binary(op, number_operand(number, other), other, float_result)
+
+
+def number_operand(value, other, floating=False):
+    """A Python number operand of a binary op whose other operand is the Tensor ``other``, as the
+    0-d tensor of the dtype it gives combined with ``other`` (``torch.add(1, t)``, ``1 - t``);
+    with ``floating``, at least the default float (a true division's dividend must not wrap around
+    in an integer dtype first, as ``-2 / uint8_tensor``)."""
     other_tensor = other  # typed TensorBase when compiled
-    first = scalar_tensor(number, _dtype.scalar_result_type(other_tensor.dtype, number), other_tensor._device)
-    return apply_binary(op, first, other, float_result)
+    dtype = _dtype.scalar_result_type(other_tensor.dtype, value)
+    if floating and not (dtype.is_floating_point or dtype.is_complex):
+        dtype = _dtype.get_default_dtype()
+    return scalar_tensor(value, dtype, other_tensor._device)
 
 
 # A function binary_function made -> (op, float_result), for binary_with_out.

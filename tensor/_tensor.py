@@ -560,12 +560,7 @@ class Tensor(TensorBase):
         """A Python number as a 0-d tensor of the dtype it would give combined with ``self``
         (with ``floating``, at least the default float: the left operand of a true division, which
         must not wrap around in an integer dtype first, as ``-2 / uint8_tensor``)."""
-        if isinstance(value, Tensor):
-            return value
-        dtype = _dtype.scalar_result_type(self.dtype, value)
-        if floating and not (dtype.is_floating_point or dtype.is_complex):
-            dtype = _dtype.get_default_dtype()
-        return _dispatch.scalar_tensor(value, dtype, self._device)
+        return value if isinstance(value, Tensor) else _dispatch.number_operand(value, self, floating)
 
     # ------------------------------------------------------------ op methods
     # Each is the function of the same name in ``tensor.ops``; ``self`` is its first argument.

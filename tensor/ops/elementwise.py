@@ -253,22 +253,11 @@ def _trunc_divide(xp, a, b):
 _trunc_divide.derivative(lambda node, g: (zeros_like_grad(g), zeros_like_grad(g)))
 
 
-def scalar_operand(value, other, floating=False):
-    """A Python number operand of a binary op whose other operand is the Tensor ``other``, as the
-    0-d tensor of the dtype it gives combined with ``other`` (``torch.add(1, t)``);
-    with ``floating``, at least the default float (a true division's dividend must not wrap around
-    in an integer dtype first, as ``-2 / uint8_tensor``)."""
-    dtype = _dtype.scalar_result_type(other.dtype, value)
-    if floating and not (dtype.is_floating_point or dtype.is_complex):
-        dtype = _dtype.get_default_dtype()
-    return _dispatch.scalar_tensor(value, dtype, other._device)
-
-
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with broadcasting and PyTorch type promotion (``input`` may be a
     Python number when ``other`` is a Tensor)."""
     if isinstance(input, (int, float)):
-        input = scalar_operand(input, other)
+        input = _dispatch.number_operand(input, other)
     if alpha != 1:
         other = other * alpha
     return _dispatch.apply_binary(_add, input, other)
@@ -285,7 +274,7 @@ def sub(input, other, *, alpha=1):
         RuntimeError: for bool operands, as PyTorch does (use ``~`` or ``logical_xor``).
     """
     if isinstance(input, (int, float)):
-        input = scalar_operand(input, other)
+        input = _dispatch.number_operand(input, other)
     if input._data.dtype.kind == "b" or other.__class__ is bool or (
             _dispatch.is_tensor(other) and other._data.dtype.kind == "b"):
         _bool_sub_error(input, other)
@@ -313,7 +302,7 @@ def div(input, other, *, rounding_mode=None):
         RuntimeError: for an unknown ``rounding_mode``, or an integer division by zero with one.
     """
     if isinstance(input, (int, float)):
-        input = scalar_operand(input, other, rounding_mode is None)
+        input = _dispatch.number_operand(input, other, rounding_mode is None)
     if rounding_mode is None:
         return _dispatch.apply_binary(_div, input, other, True)
     if rounding_mode == "floor":
@@ -332,7 +321,7 @@ def pow(input, exponent):
             (a negative exponent tensor gives the truncated reciprocal instead: ``2 ** -1 == 0``).
     """
     if isinstance(input, (int, float)):
-        input = scalar_operand(input, exponent)
+        input = _dispatch.number_operand(input, exponent)
     elif type(exponent) is int and exponent < 0 and input._data.dtype.kind in "iub":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return _dispatch.apply_binary(_pow, input, exponent)

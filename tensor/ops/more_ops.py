@@ -106,7 +106,7 @@ def rsub(input, other, *, alpha=1):
         RuntimeError: for bool operands, as ``sub``.
     """
     if not _dispatch.is_tensor(other):
-        other = _ew.scalar_operand(other, input)
+        other = _dispatch.number_operand(other, input)
     return _ew.sub(other, input, alpha=alpha)
 
 
