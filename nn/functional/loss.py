@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import tensor
-from autograd import Function
 from tensor import Tensor, _autocast, _dtype
 from tensor.ops import special
 
@@ -302,35 +301,10 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         )
     if input.numel() and bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = _BinaryCrossEntropy.apply(input, target)
+    loss = special.binary_cross_entropy(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
-
-
-class _BinaryCrossEntropy(Function):
-    """The elementwise loss ``-(t * log(p) + (1 - t) * log(1 - p))``, logs clamped at -100, with
-    PyTorch's derivatives: ``(p - t) / max(p * (1 - p), 1e-12)`` for ``p``, finite where ``p``
-    is exactly 0 or 1 (differentiating the clamped logs gives ``0 * inf = nan`` there), and
-    ``log(1 - p) - log(p)`` for ``t``."""
-
-    @staticmethod
-    def forward(ctx, input: Tensor, target: Tensor) -> Tensor:
-        ctx.save_for_backward(input, target)
-        log_p = input.log().clamp(min=-100)
-        log_q = (1 - input).log().clamp(min=-100)
-        return -(target * log_p + (1 - target) * log_q)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        input, target = ctx.saved_tensors
-        need_input, need_target = ctx.needs_input_grad
-        grad_input = grad_target = None
-        if need_input:
-            grad_input = grad * (input - target) / (input * (1 - input)).clamp(min=1e-12)
-        if need_target:
-            grad_target = grad * ((1 - input).log() - input.log())
-        return grad_input, grad_target
 
 
 @_autocast.as_op("binary_cross_entropy_with_logits")

@@ -363,6 +363,33 @@ def nll_loss(logp, target, weight_array, ignore_index: int, reduction: str):
     return _dispatch.apply(_nll_loss, (logp, target), (weight_array, ignore_index, reduction))
 
 
+@defop("binary_cross_entropy", saves=(0, 1))
+def _binary_cross_entropy(xp, p, t):
+    if p.dtype.kind == "V":  # bfloat16, float8: computed in float32 and rounded once
+        return _binary_cross_entropy.kernel(xp, p.astype("float32"), t.astype("float32")).astype(p.dtype)
+    with np.errstate(divide="ignore"):  # log(0): -inf, clamped below
+        log_p = xp.maximum(xp.log(p), -100)
+        log_q = xp.maximum(xp.log(1 - p), -100)
+    return -(t * log_p + (1 - t) * log_q)
+
+
+@_binary_cross_entropy.derivative
+def _(node, g):
+    # PyTorch's derivatives: finite where p is exactly 0 or 1 (the clamped logs' own derivative
+    # would be 0 * inf = nan there)
+    p, t = node.saved
+    need_p, need_t = node.needs_input_grad
+    grad_p = g * (p - t) / (p * (1 - p)).clamp(min=1e-12) if need_p else None
+    grad_t = g * ((1 - p).log() - p.log()) if need_t else None
+    return grad_p, grad_t
+
+
+def binary_cross_entropy(p, t):
+    """The elementwise loss ``-(t * log(p) + (1 - t) * log(1 - p))``, logs clamped at -100, as
+    PyTorch's; inputs are checked by ``nn.functional.binary_cross_entropy``."""
+    return _dispatch.apply(_binary_cross_entropy, (p, t))
+
+
 # ---------------------------------------------------------------- linear
 
 
