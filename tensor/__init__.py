@@ -30,8 +30,8 @@ from ._random import (
 )
 from .ops import *  # noqa: F403 - the functional forms of every op
 from .ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - PyTorch's names
-from .serialization import load, save
 import tensor.linalg as linalg  # the public namespace; ``from .ops import *`` bound the internal module
+from .serialization import load, save
 from . import fft
 import tensor.special as special  # as linalg: the star import bound tensor.ops.special
 from .linalg import matrix_exp, matrix_power, pinverse

@@ -4,21 +4,16 @@ dtype and device queries, Cholesky/triangular solves, ``Size``, the matmul-preci
 from __future__ import annotations
 
 import builtins
-import importlib
 import math
 from collections import namedtuple
 
 import numpy as np
 
-from . import _creation, _dispatch, _dtype, ops
+from . import _creation, _dispatch, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
 from ._factory import layout, strided  # noqa: F401 - tensor.layout, tensor.strided
 from ._memory_format import dense_strides
 from ._tensor import Tensor
-
-# The submodule tensor/linalg.py, by name: while tensor/__init__ runs, the attribute ``tensor.linalg``
-# can still be ops' linalg (star-imported), which ``from . import linalg`` would pick up.
-linalg = importlib.import_module(".linalg", __package__)
 
 
 class Size(tuple):
