@@ -60,6 +60,13 @@ class TensorBase:
         self._is_inference = False
         self._saved_by_reference = False
 
+    def __setattr__(self, name, value):
+        # Compiled only (plain Python uses the ``grad`` property below): one generic store,
+        # checked first when it assigns a gradient (compiled code writes the C field itself).
+        if name == "grad" and value is not None:
+            check_assigned_grad(self, value)
+        _generic_setattr(self, name, value)  # noqa: F821 (C, in _tensor_base.pxd)
+
     def __delattr__(self, name):
         # Compiled only (plain Python drops it below: its fields live in the __dict__ and fall
         # back to the class defaults). A member descriptor would leave a deleted field NULL,
@@ -68,11 +75,52 @@ class TensorBase:
         _generic_setattr(self, name, _DEFAULTS[name]) if name in _DEFAULTS else _generic_delattr(self, name)  # noqa: F821
 
 
+def check_assigned_grad(tensor, grad) -> None:
+    """Check ``grad`` (not None) as a gradient assigned to ``tensor.grad``, as PyTorch does.
+
+    Raises TypeError when it is not a tensor, RuntimeError when it is ``tensor`` itself or
+    differs from ``tensor`` in size, dtype or device (an optimizer would otherwise broadcast
+    a wrongly shaped gradient into the parameter silently).
+    """
+    if not isinstance(grad, TensorBase):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.shape != tensor.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+            f"'{list(tensor.shape)}'. Please ensure that the gradient and the tensor are the same size"
+        )
+    if grad.dtype != tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{grad.dtype}' to a tensor with dtype '{tensor.dtype}'"
+        )
+    if grad.device != tensor.device:
+        raise RuntimeError(
+            f"attempting to assign a gradient on device '{grad.device}' to a tensor on device '{tensor.device}'"
+        )
+
+
+def _get_grad(self):
+    return self.__dict__.get("_grad")
+
+
+def _set_grad(self, value):
+    if value is not None:
+        check_assigned_grad(self, value)
+    self.__dict__["_grad"] = value
+
+
+def _del_grad(self):
+    self.__dict__.pop("_grad", None)
+
+
 _DEFAULTS = dict(FIELDS)
 if _COMPILED:
     _member_slots(TensorBase, tuple([name for name, _ in FIELDS]))  # noqa: F821 (C, in _tensor_base.pxd)
     _check_fields(tuple([name for name, _ in FIELDS]))  # noqa: F821
 else:
-    del TensorBase.__delattr__
-    for _name, _default in FIELDS[3:]:  # no default for the three fields every tensor sets
+    del TensorBase.__delattr__, TensorBase.__setattr__
+    for _name, _default in FIELDS[3:-1]:  # no default for the three fields every tensor sets
         setattr(TensorBase, _name, _default)
+    TensorBase.grad = property(_get_grad, _set_grad, _del_grad, "The gradient accumulated by backward, or None.")

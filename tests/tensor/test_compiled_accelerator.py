@@ -67,7 +67,7 @@ def test_tensor_fields_defaults_and_other_attributes():
     for name, default in FIELDS[3:]:
         value = getattr(t, name)
         assert value is default or (default == 0 and type(value) is int and value == 0), name
-    for name, _ in FIELDS:
+    for name, _ in FIELDS[:-1]:  # all but grad, whose assignments are checked (below)
         marker = object()
         setattr(t, name, marker)
         assert getattr(t, name) is marker, name
@@ -140,6 +140,39 @@ def test_deleting_grad_sets_it_to_none_and_training_goes_on():
     assert x.grad is None
     (x * 3).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "make_grad, error",
+    [
+        (lambda p: tensor.zeros(2), RuntimeError),  # size
+        (lambda p: tensor.zeros(1, 3), RuntimeError),  # would broadcast into the parameter
+        (lambda p: tensor.zeros(3, dtype=tensor.float64), RuntimeError),
+        (lambda p: 3.0, TypeError),
+        (lambda p: p, RuntimeError),  # its own grad
+    ],
+)
+def test_assigning_a_mismatched_grad_raises_and_keeps_the_old_one(make_grad, error, torch):
+    """``t.grad = g`` checks ``g`` as PyTorch does (same error types), in both builds."""
+    p = tensor.zeros(3, requires_grad=True)
+    p.grad = tensor.ones(3)
+    with pytest.raises(error):
+        p.grad = make_grad(p)
+    np.testing.assert_array_equal(p.grad.numpy(), [1.0, 1.0, 1.0])
+    tp = torch.zeros(3, requires_grad=True)
+    bad = make_grad(tp) if make_grad(p) is not p else tp
+    if isinstance(bad, tensor.Tensor):
+        bad = torch.from_numpy(bad.numpy().copy())
+    with pytest.raises(error):
+        tp.grad = bad
+
+
+def test_assigning_a_matching_grad_or_none_works():
+    p = tensor.zeros(3, requires_grad=True)
+    p.grad = tensor.ones(3).expand(3)
+    assert p.grad.shape == (3,)
+    p.grad = None
+    assert p.grad is None
 
 
 def test_pure_python_opt_out_loads_the_sources():
