@@ -654,7 +654,8 @@ def in_float32(ufunc, a, b):
     (ReLU's backward compares with 0) takes ``a``'s dtype first, as numpy's weak scalars do."""
     if type(b) is int and -_EXACT_INT <= b <= _EXACT_INT:
         b = a.dtype.type(b)
-    if getattr(b, "dtype", None) != a.dtype:
+    b_dtype = getattr(b, "dtype", None)
+    if b_dtype is None or b_dtype != a.dtype:  # (numpy reads ``dtype == None`` as float64)
         return ufunc(a, b)
     out = ufunc(a.astype(np.float32), b.astype(np.float32))
     return out.astype(a.dtype) if out.dtype == np.float32 else out

@@ -106,6 +106,13 @@ def _clamp(node, x):
     return code
 
 
+def _clamp_backward(node, x):
+    """clamp's gradient ``x[0]`` where ``low <= x[1] <= high`` (NaN: 0), else 0."""
+    inside = [f"({x[1]}) {op} {_k(node, bound)}" for op, bound in ((">=", node.params[0]), ("<=", node.params[1]))
+              if bound is not None]
+    return f"(({' && '.join(inside)}) ? ({x[0]}) : {_k(node, 0)})"
+
+
 def _gelu(node, x):
     a, one, half = x[0], _k(node, 1.0), _k(node, 0.5)
     if node.params[0] == "tanh":
@@ -168,6 +175,8 @@ _SPECIAL = {
     "sign": _sign,
     "clamp": _clamp,
     "hardtanh": _clamp,
+    "threshold_backward": lambda n, x: f"(!(({x[1]}) <= {_k(n, 0)}) ? ({x[0]}) : {_k(n, 0)})",
+    "clamp_backward": _clamp_backward,
     "gelu": _gelu,
     "maximum": lambda n, x: _maximum(x[0], x[1]),
     "minimum": lambda n, x: _minimum(x[0], x[1]),

@@ -63,6 +63,8 @@ POINTWISE = frozenset(
         "relu",
         "clamp",
         "hardtanh",
+        "threshold_backward",
+        "clamp_backward",
         "eq",
         "ne",
         "lt",

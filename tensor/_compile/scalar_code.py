@@ -95,6 +95,13 @@ def _clamp(node, x):
     return code
 
 
+def _clamp_backward(node, x):
+    """clamp's gradient ``x[0]`` where ``low <= x[1] <= high`` (NaN: 0), else 0."""
+    inside = [f"{x[1]} {op} {_k(node, bound)}" for op, bound in ((">=", node.params[0]), ("<=", node.params[1]))
+              if bound is not None]
+    return f"({x[0]} if ({' and '.join(inside)}) else {_k(node, 0)})"
+
+
 def _tanh(node, code: str) -> str:
     """tanh: libm's is called per element; float32 uses ``vecmath.tanh_f32``, which vectorises."""
     return f"tanh_f32({code})" if node.dtype == np.float32 else f"np.tanh({code})"
@@ -142,6 +149,8 @@ _SPECIAL = {
     "elu": lambda n, x: f"({x[0]} if {x[0]} > 0 else {_k(n, n.params[0])} * np.expm1({x[0]}))",
     "clamp": _clamp,
     "hardtanh": _clamp,
+    "threshold_backward": lambda n, x: f"({x[0]} if not ({x[1]} <= 0) else {_k(n, 0)})",
+    "clamp_backward": _clamp_backward,
     "gelu": _gelu,
     "pow": _pow,
     "tanh": lambda n, x: _tanh(n, x[0]),

@@ -497,22 +497,34 @@ relu = _unary("relu", _relu, lambda n, g: (_relu_grad(g, n.output),), saves_outp
 
 
 def _relu_grad(g, output):
-    # bfloat16/float8 (kind "V"): ml_dtypes' ufuncs are ~8x float32's, and the gradient is only
-    # picked or zeroed, so a low-precision one is selected on its bits (``_relu_grad_low``).
-    if g.dtype is output.dtype and output._data.dtype.kind == "V":
-        return _dispatch.apply(_relu_grad_low, (g, output))
+    if g.dtype is output.dtype:
+        return _dispatch.apply(_threshold_backward, (g, output))
     return g * (output > 0)
 
 
-@defop("relu_grad_low", saves=(1,))
-def _relu_grad_low(xp, g, output):
-    """+0.0 where ``output <= 0``, else ``g`` (PyTorch's threshold_backward), for low-precision
-    ``g``: its bits times the 0/1 mask, without widening or rounding (issue 16's amp step)."""
-    keep = ~_backend.in_float32(xp.less_equal, output, 0)
-    return (g.view(f"u{g.dtype.itemsize}") * keep).view(g.dtype)
+def _select_bits(xp, g, keep):
+    """``g`` where the bool ``keep``, +0.0 elsewhere: a select, so a NaN or inf gradient at a
+    dropped element gives 0 (as PyTorch's threshold and clamp backward), done as ``g``'s bits
+    times the 0/1 mask (a multiply costs what ``g * mask`` does; ``where`` is 3x slower on
+    random masks, and low precision is neither widened nor rounded)."""
+    bits = _UNSIGNED_OF_SIZE.get(g.dtype.itemsize) if g.dtype.kind != "c" else None
+    if bits is None:  # no unsigned integer as wide as complex128
+        return xp.where(keep, g, xp.zeros((), g.dtype))
+    return (g.view(bits) * keep).view(g.dtype)
 
 
-@_relu_grad_low.derivative
+_UNSIGNED_OF_SIZE = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
+
+
+@defop("threshold_backward", saves=(1,))
+def _threshold_backward(xp, g, output):
+    """relu's gradient from its output: ``g`` except where ``output <= 0`` (kept at a NaN
+    output, as PyTorch's threshold_backward)."""
+    dropped = xp.less_equal(output, 0) if output.dtype.kind != "V" else _backend.in_float32(xp.less_equal, output, 0)
+    return _select_bits(xp, g, xp.logical_not(dropped, out=dropped))
+
+
+@_threshold_backward.derivative
 def _(node, gg):
     return _relu_grad(gg, node.saved[0]), None
 
@@ -536,11 +548,28 @@ def _clamp(xp, a, low, high):
 def _(node, g):
     (a,) = node.saved
     low, high = node.params
-    if low is not None:
-        g = g * (a >= low)
-    if high is not None:
-        g = g * (a <= high)
-    return (g,)
+    if g.dtype is not a.dtype or not isinstance(low, _NUMBER_BOUNDS) or not isinstance(high, _NUMBER_BOUNDS):
+        if low is not None:
+            g = g * (a >= low)
+        return (g if high is None else g * (a <= high),)
+    return (_dispatch.apply(_clamp_backward, (g, a), (low, high)),)
+
+
+@defop("clamp_backward", saves=(1,))
+def _clamp_backward(xp, g, a, low, high):
+    """clamp's gradient: ``g`` where ``low <= a <= high`` (a bound may be None), 0 elsewhere and
+    at NaN, selected as PyTorch does (a NaN or inf ``g`` at a clamped element gives 0)."""
+    keep = None
+    for compare, bound in ((xp.greater_equal, low), (xp.less_equal, high)):
+        if bound is not None:
+            inside = _backend.in_float32(compare, a, bound)
+            keep = inside if keep is None else xp.logical_and(keep, inside, out=keep)
+    return _select_bits(xp, g, keep)
+
+
+@_clamp_backward.derivative
+def _(node, gg):
+    return _dispatch.apply(_clamp_backward, (gg, node.saved[0]), node.params), None
 
 
 def clamp(input, min=None, max=None):

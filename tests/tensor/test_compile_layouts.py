@@ -74,7 +74,7 @@ def test_a_compiled_cnn_step_keeps_eager_layouts_and_gradients():
     # order; the weight gradient's permute and reshape view it, and the bias gradient's sum reads it.
     backward = fusion.plan(joint, segment.out_node + 1, len(joint.nodes))
     views = [joint.nodes[s.node] for s in backward if s.kind == "eager" and joint.nodes[s.node].op.name == "permute"]
-    stored = [s.node for s in backward if s.kind == "kernel" and joint.nodes[s.node].op.name == "mul"]
+    stored = [s.node for s in backward if s.kind == "kernel" and joint.nodes[s.node].op.name == "threshold_backward"]
     assert len(stored) == 2 and all(any(v.args[0] == m for v in views) for m in stored)
     sums = [s for s in backward if s.kind == "kernel" and any(joint.nodes[m].op.name == "sum" for m in s.members)]
     assert sums and not any(joint.nodes[m].op.name == "put_windows" for s in sums for m in s.members)

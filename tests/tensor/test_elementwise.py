@@ -509,3 +509,34 @@ def test_abs_of_complex_still_differentiates_through_sgn(torch):
     ours.abs().sum().backward()
     theirs.abs().sum().backward()
     assert_close(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("op", ["relu", "clamp", "clamp_max"])
+def test_relu_and_clamp_gradients_select_as_torch_at_nan_and_inf(op, torch):
+    """relu/clamp backward select the incoming gradient (PyTorch's threshold/clamp backward): a
+    NaN or inf gradient at a dropped element gives 0, and relu passes it at a NaN input."""
+    nan, inf = float("nan"), float("inf")
+    results = []
+    for lib in (tensor, torch):
+        x = lib.tensor([nan, 1.0, -1.0, 0.0, 2.0], requires_grad=True)
+        y = {"relu": lambda: lib.relu(x), "clamp": lambda: lib.clamp(x, -0.5, 1.5),
+             "clamp_max": lambda: lib.clamp(x, max=1.0)}[op]()
+        y.backward(lib.tensor([1.0, 1.0, nan, inf, 1.0]))
+        results.append(x.grad.detach().numpy())
+    np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_relu_and_clamp_double_backward_match_torch(dtype, torch):
+    got = []
+    for lib in (tensor, torch):
+        x = lib.tensor([-1.0, 1.0, 4.0], dtype=getattr(lib, dtype), requires_grad=True)
+        g = lib.tensor([1.0, 2.0, 3.0], dtype=getattr(lib, dtype), requires_grad=True)
+        row = []
+        for y in (lib.relu(x), lib.clamp(x, -0.5, 2.0)):
+            (gx,) = lib.autograd.grad(y, x, g, create_graph=True)
+            (gg,) = lib.autograd.grad((gx * gx).sum(), g)
+            row += [gx.detach().float().numpy(), gg.float().numpy()]
+        got.append(row)
+    for ours, theirs in zip(*got):
+        np.testing.assert_array_equal(ours, theirs)
