@@ -1,12 +1,32 @@
-"""``tensor.distributions``: PyTorch's ``torch.distributions`` for the common cases: ``Normal``,
-``Uniform``, ``Exponential``, ``Laplace``, ``MultivariateNormal``, ``Bernoulli``, ``Categorical``,
-``OneHotCategorical``, ``Poisson``, ``Geometric``, ``Binomial``, ``Multinomial``, ``Gamma``,
-``Chi2``, ``Beta``, ``Dirichlet``, ``StudentT``, ``Cauchy``, ``Gumbel``, ``HalfNormal``,
-``HalfCauchy``, ``MixtureSameFamily``, ``Independent``, ``LogNormal``, ``TransformedDistribution``
-with the ``transforms``, ``kl_divergence`` and the ``constraints`` (Note [Distribution shapes] in
-distribution.py). Imported on first access to ``tensor.distributions``."""
+"""``tensor.distributions``: PyTorch's ``torch.distributions`` for the common cases (Note
+[Distribution shapes] in distribution.py). Imported on first access to ``tensor.distributions``.
 
-from . import constraints, transforms
+Covered:
+    - distributions: ``Normal``, ``Uniform``, ``Exponential``, ``Laplace``, ``Cauchy``, ``Gumbel``,
+      ``HalfNormal``, ``HalfCauchy``, ``LogNormal``, ``Gamma``, ``Chi2``, ``Beta``, ``Dirichlet``,
+      ``StudentT``, ``MultivariateNormal``, ``Bernoulli``, ``Categorical``, ``OneHotCategorical``,
+      ``Poisson``, ``Geometric``, ``Binomial``, ``Multinomial``, and the combinators
+      ``Independent``, ``MixtureSameFamily`` and ``TransformedDistribution``;
+    - ``kl_divergence``/``register_kl`` with torch's closed forms for the pairs among those (kl.py,
+      kl_cross.py);
+    - the ``constraints``, and ``biject_to``/``transform_to`` onto the real, positive, bounded,
+      interval, simplex and independent ones;
+    - the transforms (also re-exported here, as torch does): ``ExpTransform``, ``SigmoidTransform``,
+      ``TanhTransform``, ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform``,
+      ``AffineTransform``, ``ComposeTransform``, ``IndependentTransform``, ``SoftmaxTransform``,
+      ``StickBreakingTransform`` and ``identity_transform``.
+
+Not covered (departures: torch has them): ContinuousBernoulli, ExponentialFamily, FisherSnedecor,
+GeneralizedPareto, InverseGamma, Kumaraswamy, LKJCholesky, LogisticNormal,
+LowRankMultivariateNormal, NegativeBinomial, OneHotCategoricalStraightThrough, Pareto,
+RelaxedBernoulli, RelaxedOneHotCategorical, VonMises, Weibull, Wishart; the transforms
+LowerCholeskyTransform, CorrCholeskyTransform, PositiveDefiniteTransform, ReshapeTransform,
+CatTransform, StackTransform and CumulativeDistributionTransform (so ``biject_to`` of the matrix
+constraints raises NotImplementedError).
+"""
+
+from . import constraints, kl_cross, transforms  # kl_cross registers its forms
+from .constraint_registry import biject_to, transform_to
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .counts import Binomial, Geometric, Multinomial
 from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
@@ -16,11 +36,29 @@ from .kl import kl_divergence, register_kl
 from .location_scale import Cauchy, Gumbel, HalfCauchy, HalfNormal
 from .mixture import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
-from .transforms import LogNormal, TransformedDistribution
+from .transformed_distribution import LogNormal, TransformedDistribution
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    IndependentTransform,
+    PowerTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
+)
 
 __all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution", "Exponential",
-    "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal",
-    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "StudentT",
-    "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl", "transforms",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+    "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric", "Gumbel",
+    "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform", "Laplace", "LogNormal", "MixtureSameFamily",
+    "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "PowerTransform",
+    "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT",
+    "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "biject_to", "constraints",
+    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import tensor
 
 __all__ = [
-    "Constraint", "boolean", "greater_than", "greater_than_eq", "half_open_interval", "independent",
-    "integer_interval", "interval", "lower_cholesky", "multinomial", "nonnegative", "nonnegative_integer", "one_hot",
-    "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval",
+    "Constraint", "boolean", "dependent", "greater_than", "greater_than_eq", "half_open_interval", "independent",
+    "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
+    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "real",
+    "real_vector", "simplex", "square", "symmetric", "unit_interval",
 ]
 
 
@@ -25,6 +26,18 @@ class Constraint:
 
     def __repr__(self) -> str:
         return type(self).__name__.lstrip("_") + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder for a support that depends on other variables: it cannot be checked."""
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint) -> bool:
+    """Whether ``constraint`` is the ``dependent`` placeholder."""
+    return isinstance(constraint, _Dependent)
 
 
 class _Real(Constraint):
@@ -56,6 +69,17 @@ class _GreaterThanEq(_GreaterThan):
 
     def __repr__(self) -> str:
         return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self) -> str:
+        return f"LessThan(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -121,17 +145,17 @@ class _IndependentConstraint(Constraint):
     """``base`` over values whose last ``reinterpreted_batch_ndims`` dims make one event."""
 
     def __init__(self, base: Constraint, reinterpreted_batch_ndims: int) -> None:
-        self.base, self.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
+        self.base_constraint, self.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
         self.is_discrete, self.event_dim = base.is_discrete, base.event_dim + reinterpreted_batch_ndims
 
     def check(self, value):
-        result = self.base.check(value)
+        result = self.base_constraint.check(value)
         for _ in range(self.reinterpreted_batch_ndims):
             result = result.all(dim=-1)
         return result
 
     def __repr__(self) -> str:
-        return f"IndependentConstraint({self.base!r}, {self.reinterpreted_batch_ndims})"
+        return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
 class _OneHot(Constraint):
@@ -144,38 +168,69 @@ class _OneHot(Constraint):
         return ((value == 0) | (value == 1)).all(dim=-1) & (value.sum(-1) == 1)
 
 
-class _LowerCholesky(Constraint):
+class _LowerTriangular(Constraint):
+    """Lower-triangular matrices."""
+
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
+
+
+class _LowerCholesky(_LowerTriangular):
     """Lower-triangular square matrices with a positive diagonal."""
 
+    def check(self, value):
+        return super().check(value) & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _Square(Constraint):
+    """Square matrices: one bool for the whole batch, from the shape."""
+
     event_dim = 2
 
     def check(self, value):
-        lower = (value.tril() == value).reshape(*value.shape[:-2], -1).all(-1)
-        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return tensor.full(value.shape[:-2], value.shape[-2] == value.shape[-1], dtype=tensor.bool,
+                           device=value.device)
 
 
-class _PositiveDefinite(Constraint):
+class _Symmetric(_Square):
+    """Square matrices equal to their transpose (to a relative 1e-6)."""
+
+    def check(self, value):
+        if value.shape[-2] != value.shape[-1]:
+            return super().check(value)
+        scale = value.abs().amax(dim=(-2, -1), keepdim=True).clamp(min=1)
+        return ((value - value.mT).abs() <= 1e-6 * scale).reshape(*value.shape[:-2], -1).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
     """Symmetric matrices with a Cholesky factor."""
 
-    event_dim = 2
-
     def check(self, value):
-        symmetric = ((value - value.mT).abs() <= 1e-6 * value.abs().amax(dim=(-2, -1), keepdim=True).clamp(min=1))
-        return symmetric.reshape(*value.shape[:-2], -1).all(-1) & (tensor.linalg.cholesky_ex(value).info == 0)
+        symmetric = super().check(value)
+        if value.shape[-2] != value.shape[-1]:
+            return symmetric
+        return symmetric & (tensor.linalg.cholesky_ex(value).info == 0)
 
 
+dependent = _Dependent()
 real = _Real()
 boolean = _Boolean()
 positive = _GreaterThan(0.0)
 nonnegative = _GreaterThanEq(0.0)
 unit_interval = _Interval(0.0, 1.0)
 nonnegative_integer = _IntegerGreaterThanEq(0)
+positive_integer = _IntegerGreaterThanEq(1)
 simplex = _Simplex()
 one_hot = _OneHot()
 lower_cholesky = _LowerCholesky()
+lower_triangular = _LowerTriangular()
+square = _Square()
+symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
 real_vector = _IndependentConstraint(real, 1)
 multinomial = _Multinomial
 independent = _IndependentConstraint
-greater_than, greater_than_eq = _GreaterThan, _GreaterThanEq
+greater_than, greater_than_eq, less_than = _GreaterThan, _GreaterThanEq, _LessThan
 interval, half_open_interval, integer_interval = _Interval, _HalfOpenInterval, _IntegerInterval

@@ -78,7 +78,8 @@ class Normal(_LocationScale):
 
 
 class Uniform(Distribution):
-    """The uniform distribution on ``[low, high)`` (broadcast).
+    """The uniform distribution on ``[low, high)`` (broadcast); its support is ``[low, high]`` as
+    torch's, with ``log_prob(high) = -inf``.
 
     Raises:
         ValueError: with ``validate_args``, for ``low >= high``.
@@ -95,8 +96,8 @@ class Uniform(Distribution):
 
     @property
     def support(self):
-        """``[low, high)``."""
-        return constraints.half_open_interval(self.low, self.high)
+        """``[low, high]`` (torch's closed interval)."""
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self) -> Tensor:
@@ -105,8 +106,8 @@ class Uniform(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        """NaN: every value in the support is as likely."""
-        return tensor.full_like(self.high, math.nan)
+        """NaN: every value in the support is as likely (``nan * high``, differentiable as torch's)."""
+        return self.high * math.nan
 
     @property
     def variance(self) -> Tensor:
@@ -119,7 +120,7 @@ class Uniform(Distribution):
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        """``-log(high - low)`` inside ``[low, high)``, ``-inf`` outside.
+        """``-log(high - low)`` inside ``[low, high)``, ``-inf`` outside (at ``high`` too, as torch).
 
         Raises:
             ValueError: with ``validate_args``, for a value outside the support.

@@ -163,7 +163,7 @@ class Multinomial(CategoricalBacked):
 
     Raises:
         NotImplementedError: for a ``total_count`` that is not an int, as torch.
-        ValueError: as ``Categorical``.
+        ValueError: as ``Categorical``; with ``validate_args``, for a negative ``total_count``.
     """
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -172,6 +172,9 @@ class Multinomial(CategoricalBacked):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
+        if total_count < 0 and (self._validate_default if validate_args is None else validate_args):
+            raise ValueError(f"Expected parameter total_count of distribution Multinomial to satisfy the constraint "
+                             f"{constraints.nonnegative_integer!r}, but found invalid values:\n{total_count}")
         self._categorical = Categorical(probs=probs, logits=logits)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:], validate_args)
 

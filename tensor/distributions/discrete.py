@@ -59,6 +59,11 @@ class SuccessProbability(Distribution):
     def _param(self) -> Tensor:
         return self.__dict__.get("probs", self.__dict__.get("logits"))
 
+    @property
+    def param_shape(self) -> tensor.Size:
+        """The shape of the parameter given (``probs`` or ``logits``)."""
+        return tensor.Size(self._param().shape)
+
 
 class Bernoulli(SuccessProbability):
     """1 with probability ``probs`` (``sigmoid(logits)``), else 0.

@@ -19,6 +19,8 @@ import math
 import tensor
 from tensor import Tensor
 
+from . import constraints
+
 __all__ = ["Distribution", "Independent", "Located"]
 
 
@@ -47,27 +49,33 @@ class Distribution:
         Distribution._validate_default = value
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None) -> None:
-        self._batch_shape, self._event_shape = tuple(batch_shape), tuple(event_shape)
+        self._batch_shape, self._event_shape = tensor.Size(batch_shape), tensor.Size(event_shape)
         self._validate_args = self._validate_default if validate_args is None else validate_args
         if self._validate_args:
-            for name, constraint in self.arg_constraints.items():
-                value = self.__dict__.get(name)
-                if value is None:  # derived from the one given (Bernoulli's logits from its probs)
-                    continue
-                if not constraint.check(value).all():
-                    raise ValueError(
-                        f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) of "
-                        f"distribution {self!r} to satisfy the constraint {constraint!r}, but found invalid "
-                        f"values:\n{value}"
-                    )
+            self._check_parameters()
+
+    def _check_parameters(self) -> None:
+        """Raise PyTorch's ValueError for a parameter outside its ``arg_constraints`` entry."""
+        for name, constraint in self.arg_constraints.items():
+            if constraints.is_dependent(constraint):
+                continue
+            if name not in self.__dict__ and not hasattr(type(self), name):
+                continue  # derived on first use (a Bernoulli's logits from its probs): checked through the given one
+            value = getattr(self, name)
+            if not constraint.check(value).all():
+                raise ValueError(
+                    f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) of "
+                    f"distribution {self!r} to satisfy the constraint {constraint!r}, but found invalid "
+                    f"values:\n{value}"
+                )
 
     @property
-    def batch_shape(self) -> tuple:
+    def batch_shape(self) -> tensor.Size:
         """The shape of the batch of distributions."""
         return self._batch_shape
 
     @property
-    def event_shape(self) -> tuple:
+    def event_shape(self) -> tensor.Size:
         """The shape of one draw."""
         return self._event_shape
 
@@ -124,6 +132,14 @@ class Distribution:
         """The entropy of each distribution (in nats)."""
         raise NotImplementedError(f"{type(self).__name__} has no entropy")
 
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete support, along a new first dim.
+
+        Raises:
+            NotImplementedError: for a distribution whose support is not enumerable.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no enumerate_support")
+
     def perplexity(self) -> Tensor:
         """``exp(entropy())``."""
         return self.entropy().exp()
@@ -144,8 +160,8 @@ class Distribution:
         new._validate_args = self._validate_args
         return new
 
-    def _extended_shape(self, sample_shape=()) -> tuple:
-        return tuple(sample_shape) + self._batch_shape + self._event_shape
+    def _extended_shape(self, sample_shape=()) -> tensor.Size:
+        return tensor.Size(tuple(sample_shape) + self._batch_shape + self._event_shape)
 
     def _validate_sample(self, value: Tensor) -> None:
         """Raise PyTorch's ValueError for a value whose shape does not broadcast with the batch
@@ -195,6 +211,12 @@ def softplus(x: Tensor) -> Tensor:
     return x.clamp(min=0) + (-x.abs()).exp().log1p()
 
 
+def clamp_to_unit_interval(x: Tensor) -> Tensor:
+    """``x`` kept inside ``[tiny, 1 - eps]`` of its dtype, as torch keeps probabilities it draws or inverts."""
+    info = tensor.finfo(x.dtype)
+    return x.clamp(min=info.tiny, max=1 - info.eps)
+
+
 def broadcast_all(*values) -> tuple:
     """The values (tensors or numbers) as tensors broadcast to one shape, in the dtype of the
     first tensor among them (the default float dtype if none is a tensor)."""
@@ -238,9 +260,27 @@ class Independent(Distribution):
         return self.base_dist.has_rsample
 
     @property
+    def has_enumerate_support(self) -> bool:
+        """The base distribution's, when no dims are reinterpreted (a product support is not enumerated)."""
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
+
+    @property
     def support(self):
-        """The base distribution's support."""
-        return self.base_dist.support
+        """The base distribution's support over the reinterpreted dims together."""
+        support = self.base_dist.support
+        if self.reinterpreted_batch_ndims:
+            support = constraints.independent(support, self.reinterpreted_batch_ndims)
+        return support
+
+    def enumerate_support(self, expand: bool = True) -> Tensor:
+        """The base distribution's, when no dims are reinterpreted.
+
+        Raises:
+            NotImplementedError: with reinterpreted dims, as torch.
+        """
+        if self.reinterpreted_batch_ndims:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
 
     @property
     def mean(self) -> Tensor:

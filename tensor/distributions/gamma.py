@@ -17,7 +17,7 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, broadcast_all, clamp_to_unit_interval
 
 __all__ = ["Beta", "Chi2", "Dirichlet", "Gamma", "StudentT"]
 
@@ -27,17 +27,12 @@ def _gamma_samples(concentration: Tensor, shape: tuple) -> Tensor:
     return tensor._standard_gamma(concentration.expand(shape))
 
 
-def _clamp_probabilities(x: Tensor) -> Tensor:
-    """``x`` kept inside (0, 1) as torch keeps its Beta and Dirichlet samples."""
-    info = tensor.finfo(x.dtype)
-    return x.clamp(min=info.tiny, max=1 - info.eps)
-
-
 def _dirichlet_mode(concentration: Tensor) -> Tensor:
+    """torch's mode: ``(c - 1)^+`` normalised (NaN where no ``c`` exceeds 1: 0 / 0), and where every
+    ``c < 1`` the first corner."""
     excess = (concentration - 1).clamp(min=0.0)
-    total = excess.sum(-1, keepdim=True)
-    mode = excess / tensor.where(total > 0, total, 1.0)  # a row of zeros: its corner below
-    corner = tensor.zeros_like(mode).scatter_(-1, mode.argmax(-1, keepdim=True), 1.0)
+    mode = excess / excess.sum(-1, keepdim=True)
+    corner = tensor.zeros_like(mode).scatter_(-1, excess.argmax(-1, keepdim=True), 1.0)
     return tensor.where((concentration < 1).all(-1, keepdim=True), corner, mode)
 
 
@@ -151,7 +146,8 @@ class Dirichlet(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        """``(c - 1)^+`` normalised; where every ``c < 1``, the first corner, as torch's."""
+        """``(c - 1)^+`` normalised (NaN where no ``c`` exceeds 1); where every ``c < 1``, the first
+        corner, as torch's."""
         return _dirichlet_mode(self.concentration)
 
     @property
@@ -164,7 +160,7 @@ class Dirichlet(Distribution):
     def rsample(self, sample_shape=()) -> Tensor:
         """Normalised gamma samples, differentiable in ``concentration`` (see the module docstring)."""
         gammas = _gamma_samples(self.concentration, self._extended_shape(sample_shape))
-        return _clamp_probabilities(gammas / gammas.sum(-1, keepdim=True))
+        return clamp_to_unit_interval(gammas / gammas.sum(-1, keepdim=True))
 
     def log_prob(self, value: Tensor) -> Tensor:
         """The log density at ``value`` (a point of the simplex).
@@ -213,7 +209,8 @@ class Beta(Distribution):
     @property
     def mode(self) -> Tensor:
         """``(concentration1 - 1) / (total - 2)``, clamped to [0, 1] as the first component of the
-        two-sided Dirichlet's mode (torch's)."""
+        two-sided Dirichlet's mode (torch's; NaN where neither concentration exceeds 1 and not both
+        are below it)."""
         return _dirichlet_mode(tensor.stack([self.concentration1, self.concentration0], -1))[..., 0]
 
     @property
@@ -226,7 +223,7 @@ class Beta(Distribution):
         """``g1 / (g1 + g0)`` for gamma samples of the two concentrations, differentiable in both."""
         shape = self._extended_shape(sample_shape)
         heads, tails = _gamma_samples(self.concentration1, shape), _gamma_samples(self.concentration0, shape)
-        return _clamp_probabilities(heads / (heads + tails))
+        return clamp_to_unit_interval(heads / (heads + tails))
 
     def log_prob(self, value: Tensor) -> Tensor:
         """The log density at ``value``.

@@ -1,19 +1,23 @@
 """``kl_divergence`` and ``register_kl`` (PyTorch's ``torch.distributions.kl``): closed forms
-registered per pair of distribution types, found through their classes' MROs."""
+registered per pair of distribution types, found through their classes' MROs. The same-family
+forms are here, the cross-family ones in kl_cross.py."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import tensor
 from tensor import Tensor
 
 from .continuous import Exponential, Laplace, Normal, Uniform
+from .counts import Binomial, Geometric
 from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution, Independent, softplus, sum_rightmost
 from .gamma import Beta, Dirichlet, Gamma
+from .location_scale import EULER_GAMMA, Cauchy, Gumbel, HalfCauchy, HalfNormal
 from .multivariate_normal import MultivariateNormal
-from .transforms import LogNormal
+from .transformed_distribution import LogNormal, TransformedDistribution
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -62,10 +66,13 @@ def _kl_normal_normal(p, q):
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
-    # sum over {0, 1} of p(x) (log p(x) - log q(x)), through the logits
-    return p.probs * (softplus(-q.logits) - softplus(-p.logits)) + (1 - p.probs) * (
-        softplus(q.logits) - softplus(p.logits)
-    )
+    # sum over {0, 1} of p(x) (log p(x) - log q(x)), through the logits; infinite where q misses
+    # an outcome p has, 0 for an outcome p never has
+    ones = p.probs * (softplus(-q.logits) - softplus(-p.logits))
+    ones = tensor.where(p.probs == 0, 0.0, tensor.where(q.probs == 0, math.inf, ones))
+    zeros = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
+    zeros = tensor.where(p.probs == 1, 0.0, tensor.where(q.probs == 1, math.inf, zeros))
+    return ones + zeros
 
 
 @register_kl(Categorical, Categorical)
@@ -158,3 +165,48 @@ def _kl_dirichlet_dirichlet(p, q):
     log_norm = log_norm - (tensor.lgamma(p.concentration) - tensor.lgamma(q.concentration)).sum(-1)
     expected_log = tensor.digamma(p.concentration) - tensor.digamma(total_p).unsqueeze(-1)
     return log_norm + ((p.concentration - q.concentration) * expected_log).sum(-1)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError("KL between TransformedDistributions needs equal transforms and event shapes")
+    return kl_divergence(p.base_dist, q.base_dist)  # KL is invariant under the same bijection
+
+
+@register_kl(HalfNormal, HalfNormal)
+@register_kl(HalfCauchy, HalfCauchy)
+def _kl_folded_folded(p, q):
+    return kl_divergence(p.base_dist, q.base_dist)  # both densities doubled on the same half-line
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # https://arxiv.org/abs/1905.10965
+    return ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log() - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    scale_ratio, q_loc, p_loc = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    return (-scale_ratio.log() - q_loc + p_loc + scale_ratio * EULER_GAMMA
+            + (q_loc + (1 + scale_ratio).lgamma() - p_loc).exp() - (1 + EULER_GAMMA))
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    """Infinite where ``p`` has more trials than ``q``.
+
+    Raises:
+        NotImplementedError: where ``q`` has more trials than ``p``, as torch.
+    """
+    if (p.total_count < q.total_count).any():
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    # https://math.stackexchange.com/questions/2214993
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return tensor.where(p.total_count > q.total_count, math.inf, kl)

@@ -14,9 +14,9 @@ from . import constraints
 from .continuous import Normal, _LocationScale
 from .distribution import Distribution, broadcast_all
 
-__all__ = ["Cauchy", "Gumbel", "HalfCauchy", "HalfNormal"]
+__all__ = ["EULER_GAMMA", "Cauchy", "Gumbel", "HalfCauchy", "HalfNormal"]
 
-_EULER_GAMMA = 0.57721566490153286060
+EULER_GAMMA = 0.57721566490153286060
 
 
 class Cauchy(_LocationScale):
@@ -81,7 +81,7 @@ class Gumbel(_LocationScale):
     @property
     def mean(self) -> Tensor:
         """``loc + scale * euler_gamma``."""
-        return self.loc + self.scale * _EULER_GAMMA
+        return self.loc + self.scale * EULER_GAMMA
 
     @property
     def mode(self) -> Tensor:
@@ -99,10 +99,8 @@ class Gumbel(_LocationScale):
         return self.stddev.pow(2)
 
     def rsample(self, sample_shape=()) -> Tensor:
-        """``loc - scale * log(-log u)`` for ``u`` uniform on ``(0, 1)`` (kept off both ends, as torch)."""
-        info = tensor.finfo(self.loc.dtype)
-        u = tensor.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device)
-        return self.icdf(u.clamp(min=info.tiny, max=1 - info.eps))
+        """``icdf(u)`` for ``u`` uniform on ``[0, 1)``."""
+        return self.icdf(tensor.rand(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device))
 
     def log_prob(self, value: Tensor) -> Tensor:
         """``z - exp(z) - log(scale)`` with ``z = (loc - value) / scale``.
@@ -122,12 +120,15 @@ class Gumbel(_LocationScale):
         return (-((self.loc - value) / self.scale).exp()).exp()
 
     def icdf(self, value: Tensor) -> Tensor:
-        """``loc - scale * log(-log value)``."""
-        return self.loc - self.scale * (-value.log()).log()
+        """``loc - scale * log(-log u)`` for ``u = tiny + value (1 - eps - tiny)``: torch's Gumbel is a
+        transformed ``Uniform(tiny, 1 - eps)``, so 0 and 1 map to finite ends."""
+        info = tensor.finfo(self.loc.dtype)
+        u = info.tiny + value * (1 - info.eps - info.tiny)
+        return self.loc - self.scale * (-u.log()).log()
 
     def entropy(self) -> Tensor:
         """``log(scale) + 1 + euler_gamma``."""
-        return self.scale.log() + (1 + _EULER_GAMMA)
+        return self.scale.log() + (1 + EULER_GAMMA)
 
 
 class _Folded(Distribution):

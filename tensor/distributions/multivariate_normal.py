@@ -116,9 +116,11 @@ class MultivariateNormal(Located):
         """The same distribution with the batch broadcast to ``batch_shape``."""
         batch_shape = tuple(batch_shape)
         n = self._event_shape[0]
-        return MultivariateNormal(self.loc.expand(batch_shape + (n,)),
-                                  scale_tril=self._unbroadcasted_scale_tril.expand(batch_shape + (n, n)),
-                                  validate_args=False)
+        new = MultivariateNormal(self.loc.expand(batch_shape + (n,)),
+                                 scale_tril=self._unbroadcasted_scale_tril.expand(batch_shape + (n, n)),
+                                 validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def __repr__(self) -> str:
         given = [name for name in self.arg_constraints if name in self.__dict__]

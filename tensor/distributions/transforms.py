@@ -1,15 +1,9 @@
-"""Transforms of random variables and ``TransformedDistribution`` (PyTorch's
-``torch.distributions.transforms``): ``ExpTransform``, ``AffineTransform``, ``SigmoidTransform``,
-``TanhTransform`` (a squashed Normal, as soft actor-critic policies use) and ``ComposeTransform``;
-and ``LogNormal``, a Normal through ``exp``.
-
-Note [Transformed densities]
-    For ``y = f(x)`` with ``f`` a bijection, ``log p_Y(y) = log p_X(f^-1(y)) - log |det J_f(x)|``.
-    ``TransformedDistribution`` applies its transforms in order to the base distribution's draws
-    (reparameterised when the base's are), and in ``log_prob`` walks them backwards, inverting
-    each and subtracting its ``log_abs_det_jacobian``. A transform made with ``cache_size=1``
-    remembers its last ``(x, y)``, so that the inverse of a value it just produced is the exact
-    ``x`` (``atanh`` of a ``tanh`` that rounded to 1 would be infinite), as in PyTorch.
+"""Transforms of random variables (PyTorch's ``torch.distributions.transforms``): the elementwise
+``ExpTransform``, ``SigmoidTransform``, ``TanhTransform`` (a squashed Normal, as soft actor-critic
+policies use), ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform`` and ``AffineTransform``
+here; ``Transform``, ``ComposeTransform`` and ``identity_transform`` from transform_base.py; and the
+event-coupling ``IndependentTransform``, ``SoftmaxTransform`` and ``StickBreakingTransform`` from
+structured_transforms.py (Note [Transform event dims]).
 """
 
 from __future__ import annotations
@@ -20,87 +14,15 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
-from .continuous import Normal
-from .distribution import Distribution, softplus, sum_rightmost
+from .distribution import broadcast_all, clamp_to_unit_interval, softplus, sum_rightmost
+from .structured_transforms import IndependentTransform, SoftmaxTransform, StickBreakingTransform
+from .transform_base import ComposeTransform, Transform, identity_transform
 
 __all__ = [
-    "AffineTransform", "ComposeTransform", "ExpTransform", "LogNormal", "SigmoidTransform", "TanhTransform",
-    "Transform", "TransformedDistribution",
+    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform", "PowerTransform",
+    "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
+    "Transform", "identity_transform",
 ]
-
-
-class Transform:
-    """An invertible map ``y = transform(x)`` with the log of its Jacobian's determinant.
-
-    Raises:
-        ValueError: for a ``cache_size`` other than 0 or 1.
-    """
-
-    domain = constraints.real
-    codomain = constraints.real
-    bijective = True
-    sign = 1
-    event_dim = 0
-
-    def __init__(self, cache_size: int = 0) -> None:
-        if cache_size not in (0, 1):
-            raise ValueError(f"cache_size must be 0 or 1, got {cache_size!r}")
-        self._cache_size, self._cached = cache_size, None
-
-    def __call__(self, x: Tensor) -> Tensor:
-        if self._cached is not None and self._cached[0] is x:
-            return self._cached[1]
-        y = self._call(x)
-        if self._cache_size:
-            self._cached = (x, y)
-        return y
-
-    def _inverse(self, y: Tensor) -> Tensor:
-        if self._cached is not None and self._cached[1] is y:
-            return self._cached[0]
-        x = self._inverse_call(y)
-        if self._cache_size:
-            self._cached = (x, y)
-        return x
-
-    @property
-    def inv(self) -> Transform:
-        """The inverse transform."""
-        return _Inverse(self)
-
-    def _call(self, x: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def _inverse_call(self, y: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        """``log |det dy/dx|`` at ``x`` (with ``y = self(x)``), per element (or per event)."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return type(self).__name__ + "()"
-
-
-class _Inverse(Transform):
-    def __init__(self, transform: Transform) -> None:
-        super().__init__()
-        self._transform = transform
-        self.domain, self.codomain = transform.codomain, transform.domain
-        self.sign, self.event_dim = transform.sign, transform.event_dim
-
-    @property
-    def inv(self) -> Transform:
-        return self._transform
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return self._transform._inverse(x)
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return -self._transform.log_abs_det_jacobian(y, x)
-
-    def __repr__(self) -> str:
-        return f"_InverseTransform({self._transform!r})"
 
 
 class ExpTransform(Transform):
@@ -120,16 +42,16 @@ class ExpTransform(Transform):
 
 
 class SigmoidTransform(Transform):
-    """``y = 1 / (1 + exp(-x))``."""
+    """``y = 1 / (1 + exp(-x))``, kept in ``[tiny, 1 - eps]`` both ways as torch's, so that the
+    inverse of a small ``y`` is its own logit down to the smallest normal number."""
 
     codomain = constraints.unit_interval
 
     def _call(self, x):
-        return tensor.sigmoid(x)
+        return clamp_to_unit_interval(tensor.sigmoid(x))
 
     def _inverse_call(self, y):
-        eps = tensor.finfo(y.dtype).eps
-        y = y.clamp(eps, 1 - eps)
+        y = clamp_to_unit_interval(y)
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x, y):
@@ -138,7 +60,8 @@ class SigmoidTransform(Transform):
 
 
 class TanhTransform(Transform):
-    """``y = tanh(x)``."""
+    """``y = tanh(x)``; the inverse is plain ``atanh`` (infinite at ``+-1``, as torch's: use
+    ``cache_size=1`` to invert a ``tanh`` that rounded to 1)."""
 
     codomain = constraints.interval(-1.0, 1.0)
 
@@ -146,21 +69,125 @@ class TanhTransform(Transform):
         return x.tanh()
 
     def _inverse_call(self, y):
-        eps = tensor.finfo(y.dtype).eps
-        return y.clamp(eps - 1, 1 - eps).atanh()
+        return y.atanh()
 
     def log_abs_det_jacobian(self, x, y):
         """``log(1 - tanh(x) ** 2)``, as ``2 (log 2 - x - softplus(-2x))``, exact for large ``|x|``."""
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
-class AffineTransform(Transform):
-    """``y = loc + scale * x`` (broadcast); with ``event_dim``, the log-determinant sums over that
-    many trailing dims."""
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))``."""
+
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return softplus(x)
+
+    def _inverse_call(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        """``log sigmoid(x)``."""
+        return -softplus(-x)
+
+
+class AbsTransform(Transform):
+    """``y = |x|`` (not bijective: the inverse is the nonnegative root)."""
+
+    codomain = constraints.positive
+    bijective = False
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse_call(self, y):
+        return y
+
+
+class _Parameterised(Transform):
+    """A transform with tensor (or number) parameters, equal to another of its type with equal ones."""
+
+    _parameters: tuple = ()
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(
+            _equal(getattr(self, name), getattr(other, name)) for name in self._parameters)
+
+    __hash__ = object.__hash__
+
+    def forward_shape(self, shape) -> tuple:
+        """``shape`` broadcast with the parameters'."""
+        shapes = (getattr(getattr(self, name), "shape", ()) for name in self._parameters)
+        return tuple(tensor.broadcast_shapes(shape, *shapes))
+
+    inverse_shape = forward_shape
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return bool((a == b).all())
+    return a == b
+
+
+class PowerTransform(_Parameterised):
+    """``y = x ** exponent`` on positive numbers."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    _parameters = ("exponent",)
+
+    def __init__(self, exponent, cache_size: int = 0) -> None:
+        super().__init__(cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        """The same transform with ``cache_size``."""
+        return self if self._cache_size == cache_size else PowerTransform(self.exponent, cache_size)
+
+    @property
+    def sign(self):
+        """The sign of ``exponent``."""
+        return self.exponent.sign()
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse_call(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        """``log |exponent y / x|``."""
+        return (self.exponent * y / x).abs().log()
+
+
+class AffineTransform(_Parameterised):
+    """``y = loc + scale * x`` (broadcast); with ``event_dim``, over events of that many trailing
+    dims, so the log-determinant sums over them."""
+
+    _parameters = ("loc", "scale")
 
     def __init__(self, loc, scale, event_dim: int = 0, cache_size: int = 0) -> None:
         super().__init__(cache_size)
-        self.loc, self.scale, self.event_dim = loc, scale, event_dim
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
+
+    @property
+    def event_dim(self) -> int:
+        """The event dims given."""
+        return self._event_dim
+
+    @property
+    def domain(self):
+        """The reals over ``event_dim`` dims."""
+        return constraints.independent(constraints.real, self._event_dim) if self._event_dim else constraints.real
+
+    codomain = domain
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        """The same transform with ``cache_size``."""
+        if self._cache_size == cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size)
 
     @property
     def sign(self):
@@ -179,146 +206,4 @@ class AffineTransform(Transform):
         """``log |scale|``, broadcast to ``x`` and summed over the event dims."""
         scale = self.scale if isinstance(self.scale, Tensor) else tensor.tensor(float(self.scale), dtype=x.dtype)
         result = scale.abs().log().expand(tensor.broadcast_shapes(scale.shape, x.shape))
-        return sum_rightmost(result, self.event_dim)
-
-
-class ComposeTransform(Transform):
-    """The transforms ``parts`` applied in order."""
-
-    def __init__(self, parts, cache_size: int = 0) -> None:
-        super().__init__(cache_size)
-        self.parts = list(parts)
-        self.event_dim = max((p.event_dim for p in self.parts), default=0)
-        if self.parts:
-            self.domain, self.codomain = self.parts[0].domain, self.parts[-1].codomain
-
-    def _call(self, x):
-        for part in self.parts:
-            x = part(x)
-        return x
-
-    def _inverse_call(self, y):
-        for part in reversed(self.parts):
-            y = part.inv(y)
-        return y
-
-    def log_abs_det_jacobian(self, x, y):
-        """The sum of the parts' (each at its own input)."""
-        total = tensor.zeros_like(x)
-        for part in self.parts:
-            out = part(x)
-            total = total + sum_rightmost(part.log_abs_det_jacobian(x, out), self.event_dim - part.event_dim)
-            x = out
-        return total
-
-    def __repr__(self) -> str:
-        inner = ",\n    ".join(repr(p) for p in self.parts)
-        return f"ComposeTransform(\n    {inner}\n)"
-
-
-class TransformedDistribution(Distribution):
-    """``base_distribution`` pushed through ``transforms`` (one or a list, applied in order;
-    Note [Transformed densities]). Elementwise transforms keep the base's shapes."""
-
-    arg_constraints: dict = {}
-
-    def __init__(self, base_distribution: Distribution, transforms, validate_args=None) -> None:
-        self.base_dist = base_distribution
-        self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
-        for t in self.transforms:
-            if not isinstance(t, Transform):
-                raise ValueError(f"transforms must be a Transform or a list of Transforms, got {type(t).__name__}")
-        super().__init__(base_distribution.batch_shape, base_distribution.event_shape, validate_args)
-
-    @property
-    def has_rsample(self) -> bool:
-        """Whether the base distribution has a reparameterised sample."""
-        return self.base_dist.has_rsample
-
-    @property
-    def support(self):
-        """The last transform's codomain (the base's support without transforms)."""
-        return self.transforms[-1].codomain if self.transforms else self.base_dist.support
-
-    def sample(self, sample_shape=()) -> Tensor:
-        """The base's draws through the transforms (without gradients)."""
-        with tensor.no_grad():
-            return self._forward(self.base_dist.sample(sample_shape))
-
-    def rsample(self, sample_shape=()) -> Tensor:
-        """The base's reparameterised draws through the transforms."""
-        return self._forward(self.base_dist.rsample(sample_shape))
-
-    def _forward(self, x: Tensor) -> Tensor:
-        for t in self.transforms:
-            x = t(x)
-        return x
-
-    def expand(self, batch_shape, _instance=None):
-        """The same distribution with the base's batch broadcast to ``batch_shape``."""
-        new = type(self).__new__(type(self))
-        new.base_dist, new.transforms = self.base_dist.expand(batch_shape), self.transforms
-        Distribution.__init__(new, tuple(batch_shape), self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    def log_prob(self, value: Tensor) -> Tensor:
-        """The base's log density at the inverted value, less each transform's log-determinant.
-
-        Raises:
-            ValueError: with ``validate_args``, for a value outside the support.
-        """
-        if self._validate_args:
-            self._validate_sample(value)
-        event_dim = len(self._event_shape)
-        result, y = 0.0, value
-        for t in reversed(self.transforms):
-            x = t.inv(y)
-            result = result - sum_rightmost(t.log_abs_det_jacobian(x, y), event_dim - t.event_dim)
-            y = x
-        return result + sum_rightmost(self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape))
-
-
-class LogNormal(TransformedDistribution):
-    """``exp`` of a normal variable of mean ``loc`` and standard deviation ``scale``.
-
-    Raises:
-        ValueError: with ``validate_args``, for a ``scale`` not positive.
-    """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.positive
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None) -> None:
-        super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args)
-
-    @property
-    def loc(self) -> Tensor:
-        """The underlying normal's mean."""
-        return self.base_dist.loc
-
-    @property
-    def scale(self) -> Tensor:
-        """The underlying normal's standard deviation."""
-        return self.base_dist.scale
-
-    @property
-    def mean(self) -> Tensor:
-        """``exp(loc + scale ** 2 / 2)``."""
-        return (self.loc + self.scale.pow(2) / 2).exp()
-
-    @property
-    def mode(self) -> Tensor:
-        """``exp(loc - scale ** 2)``."""
-        return (self.loc - self.scale.pow(2)).exp()
-
-    @property
-    def variance(self) -> Tensor:
-        """``(exp(scale ** 2) - 1) exp(2 loc + scale ** 2)``."""
-        s2 = self.scale.pow(2)
-        return s2.expm1() * (2 * self.loc + s2).exp()
-
-    def entropy(self) -> Tensor:
-        """The normal's entropy plus ``loc``."""
-        return self.base_dist.entropy() + self.loc
+        return sum_rightmost(result, self._event_dim)
