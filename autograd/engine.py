@@ -10,33 +10,17 @@ from __future__ import annotations
 
 import functools
 import operator
-import threading
+import warnings
 
 import tensor
 from tensor import _backend, _dispatch
 from tensor._autograd_hooks import grad_mode
 
+from ._callbacks import queue_callback
+from ._callbacks import queued as _callbacks
 from .graph import Node, refresh_view
 
 __all__ = ["run_backward", "grad", "queue_callback"]
-
-# The callbacks queued (by ``queue_callback``) during the backward pass running in this
-# thread; None outside backward. A stack, as a hook may itself run a nested backward.
-_callbacks = threading.local()
-
-
-def queue_callback(callback) -> None:
-    """Run ``callback()`` once the current backward pass has finished propagating (after the
-    last leaf's gradient was accumulated), before ``backward`` returns. As PyTorch's
-    ``Variable._execution_engine.queue_callback``; DDP waits for its all-reduces there.
-
-    Raises:
-        RuntimeError: when no backward pass is running in this thread.
-    """
-    queued = getattr(_callbacks, "queue", None)
-    if queued is None:
-        raise RuntimeError("queue_callback can only be called during the backward pass (e.g. from a tensor hook)")
-    queued.append(callback)
 
 
 def _make_root_grads(outputs, grad_outputs):
@@ -129,19 +113,70 @@ def _fit(g, shape, dtype):
 
 
 def _run_hooks(hooks, g):
+    """Run a tensor's hooks ``{handle id: hook}`` on its gradient ``g``, each on what the one before
+    returned, and return the final gradient.
+
+    Raises:
+        TypeError: if a hook returns something other than a Tensor or None.
+        RuntimeError: if a hook returns a gradient of another shape, dtype or device, as PyTorch.
+    """
     for hook in list(hooks.values()):
         replaced = hook(g)
         if replaced is not None:
+            _check_hook_gradient(hook, g, replaced)
             g = replaced
     return g
 
 
+def _check_hook_gradient(hook, g, replaced) -> None:
+    if not _dispatch.is_tensor(replaced):
+        raise TypeError(f"expected Variable, but hook returned '{type(replaced).__name__}'")
+    if replaced.shape != g.shape:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+    if replaced.dtype != g.dtype or replaced.device != g.device:
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has changed the type of value (was {g.dtype} on {g.device} "
+            f"got {replaced.dtype} on {replaced.device})"
+        )
+
+
+def _hook_name(hook) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _run_node_hooks(hooks, args, expected):
+    """Run a Node's ``register_prehook`` (``args``: the output gradients) or ``register_hook``
+    (``args``: the input and output gradients) hooks; return the gradients that replace
+    ``args[0]``, a tuple of ``expected``, or None where no hook replaced them.
+
+    Raises:
+        TypeError: if a hook returns something other than a tuple or None.
+        RuntimeError: if it returns a tuple of the wrong length.
+    """
+    replaced = None
+    for hook in list(hooks.values()):
+        result = hook(*args)
+        if result is None:
+            continue
+        if not isinstance(result, tuple):
+            raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+        if len(result) != expected:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                               f"(got {len(result)}, but expected {expected})")
+        replaced = result
+        args = (result, *args[1:])
+    return replaced
+
+
 def _accumulate_into_leaf(leaf, g, create_graph, claimed=None):
-    """Add ``g`` into ``leaf.grad``. ``claimed`` maps the ids of gradient tensors already
-    visible to the user in this backward (roots, other leaves' grads, retained grads) to the
-    tensors themselves: holding them keeps their ids from being reused by new gradients."""
-    if leaf._hooks:
-        g = _run_hooks(leaf._hooks, g)
+    """Add ``g`` (the leaf's hooks already applied) into ``leaf.grad``. ``claimed`` maps the ids of
+    gradient tensors already visible to the user in this backward (roots, other leaves' grads,
+    retained grads) to the tensors themselves: holding them keeps their ids from being reused by
+    new gradients.
+
+    Raises:
+        RuntimeError: if a post-accumulate-grad hook returns something other than None.
+    """
     if leaf.grad is None:
         if create_graph:
             leaf.grad = g
@@ -159,7 +194,8 @@ def _accumulate_into_leaf(leaf, g, create_graph, claimed=None):
         leaf.grad._data += g._data
     if leaf._post_accumulate_hooks:
         for hook in list(leaf._post_accumulate_hooks.values()):
-            hook(leaf)
+            if hook(leaf) is not None:
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def _execute(roots, retain_graph, create_graph, capture=None, accumulate_leaves=True):
@@ -260,7 +296,12 @@ class _LeafFinisher:
         if g is None:
             return
         capture = self.capture
-        if capture is not None and id(leaf) in capture:
+        captured = capture is not None and id(leaf) in capture
+        if not (captured or self.accumulate_leaves):
+            return
+        if leaf._hooks:  # they run for autograd.grad too, as PyTorch's
+            g = _run_hooks(leaf._hooks, g)
+        if captured:
             _add_to_slot(capture[id(leaf)], g)
         if self.accumulate_leaves:
             _accumulate_into_leaf(leaf, g, self.create_graph, self.claimed)
@@ -276,7 +317,8 @@ def _run_node(node, grads, buffers, finish, capture, check_nan=False):
             anomaly mode) a gradient holding NaN.
     """
     single = node.n_outputs == 1
-    if node._extras is not None or capture is not None:  # hooks, retained gradients or a ctx
+    extras = node._extras
+    if extras is not None or capture is not None:  # hooks, retained gradients or a ctx
         grads = [grads] if single else grads
         _before_derivative(node, grads, finish, capture)
         grads = grads[0] if single else grads
@@ -288,6 +330,10 @@ def _run_node(node, grads, buffers, finish, capture, check_nan=False):
         raise RuntimeError(
             f"function {node.name()} returned an incorrect number of gradients (expected {n}, got {len(input_grads)})"
         )
+    if extras is not None and extras.post_hooks:
+        replaced = _run_node_hooks(extras.post_hooks, (tuple(input_grads), (grads,) if single else tuple(grads)), n)
+        if replaced is not None:
+            input_grads = replaced
     if check_nan:
         _check_no_nan(node, input_grads)
     for i in range(n):  # indexed, not zipped: the compiled engine reads the tuples directly
@@ -331,7 +377,7 @@ def _before_derivative(node, grads, finish, capture) -> None:
                 grads[nr] = _run_hooks(hooks, grads[nr])
     retained = node.retained
     if retained is not None:
-        for nr, ref in retained.items():
+        for nr, ref in list(retained.items()):
             owner, g = ref(), grads[nr]
             if owner is not None and g is not None:
                 owner.grad = g if owner.grad is None else owner.grad + g
@@ -341,6 +387,11 @@ def _before_derivative(node, grads, finish, capture) -> None:
             slot = capture.get((id(node), nr))
             if slot is not None and g is not None:
                 _add_to_slot(slot, g)
+    extras = node._extras
+    if extras is not None and extras.node_pre_hooks:
+        replaced = _run_node_hooks(extras.node_pre_hooks, (tuple(grads),), len(grads))
+        if replaced is not None:
+            grads[:] = replaced
 
 
 def _add_to_slot(slot, g) -> None:
@@ -370,6 +421,7 @@ def grad(
     grad_outputs=None,
     retain_graph=None,
     create_graph=False,
+    only_inputs=True,
     allow_unused=None,
     is_grads_batched=False,
     materialize_grads=False,
@@ -377,12 +429,17 @@ def grad(
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``. With
     ``is_grads_batched``, the first dim of every ``grad_outputs`` is a batch of seeds and each
     result gets that dim too (PyTorch vectorises it with vmap; here it is a loop over the seeds).
+    ``only_inputs`` is deprecated and ignored, as in PyTorch (False warns).
 
     Raises:
         RuntimeError: if ``inputs`` is empty, an input does not require grad, or one was not
             used in the graph and ``allow_unused`` is False.
         ValueError: for ``allow_unused=False`` with ``materialize_grads=True``.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use autograd.backward.", FutureWarning,
+                      stacklevel=2)
     outputs = [outputs] if _dispatch.is_tensor(outputs) else list(outputs)
     single_input = _dispatch.is_tensor(inputs)
     inputs = [inputs] if single_input else list(inputs)

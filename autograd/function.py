@@ -48,7 +48,15 @@ class FunctionCtx:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors) -> None:
-        """Keep tensors for ``backward``; they are checked against in-place changes."""
+        """Keep tensors (or None) for ``backward``; they are checked against in-place changes.
+
+        Raises:
+            TypeError: for an argument that is neither a Tensor nor None, as PyTorch.
+        """
+        for i, t in enumerate(tensors):
+            if t is not None and not _dispatch.is_tensor(t):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self._saved = tensors
         self._versions = tuple(t._version_box[0] if t is not None else None for t in tensors)
 
@@ -134,7 +142,11 @@ def _function_backward(cls, node, grads):
 
 
 def _zeros_like_output(node, i):
-    shape, dtype, device = node.params[i]
+    """Zeros for a tensor output that got no gradient; None, as in PyTorch, for a non-tensor output."""
+    meta = node.params[i]
+    if meta is None:
+        return None
+    shape, dtype, device = meta
     return tensor.zeros(shape, dtype=dtype, device=device)
 
 

@@ -7,6 +7,7 @@ current thread, as in PyTorch.
 from __future__ import annotations
 
 import functools
+import inspect
 
 from tensor._autograd_hooks import grad_mode
 
@@ -29,6 +30,9 @@ class _GradModeContext:
         grad_mode.enabled, grad_mode.inference = self._saved
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(self.clone, fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.clone():
@@ -38,6 +42,36 @@ class _GradModeContext:
     def clone(self):
         """A fresh context with the same setting (contexts are not re-entrant)."""
         return type(self)()
+
+
+def _wrap_generator(make_context, fn):
+    """``fn``, a generator function, with every step of its generators (each resumption, and their
+    closing) run inside a fresh ``make_context()``, as PyTorch's ``_DecoratorContextManager``:
+    the caller's own mode is back at each ``yield``."""
+
+    @functools.wraps(fn)
+    def generator(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with make_context():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_context():
+                        gen.close()
+                    raise
+                except BaseException as exc:  # thrown in by the caller: pass it on
+                    with make_context():
+                        response = gen.throw(exc)
+                else:
+                    with make_context():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value  # noqa: B901 - the wrapped generator's return value, passed on
+
+    return generator
 
 
 class _BareDecorator(_GradModeContext):

@@ -58,13 +58,20 @@ between them (README, "The compiled accelerator").
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 import weakref
+from collections import namedtuple
+from collections.abc import Callable
+from typing import Any
 
 from tensor import Tensor, _dispatch
 from tensor._backend import cpu_backend
 from tensor._tensor_base import TensorBase
 from tensor.ops.shape import replay_view, view_scatter
+
+from ._callbacks import queue_callback
 
 # Whether this is the module setup.py compiled (Note [Compiled dispatch and graph]); not Cython's
 # ``cython.compiled``, whose ``import cython`` would load Cython's shadow module in plain Python.
@@ -79,6 +86,13 @@ __all__ = [
     "retain_grad",
     "RemovableHandle",
     "save_by_reference",
+    "saved_tensors_hooks",
+    "save_on_cpu",
+    "disable_saved_tensors_hooks",
+    "register_multi_grad_hook",
+    "GradientEdge",
+    "get_gradient_edge",
+    "increment_version",
 ]
 
 _sequence = itertools.count()
@@ -100,13 +114,16 @@ _FREED_MESSAGE = (
 
 
 class _NodeExtras:
-    """What few nodes have, kept out of every node's own slots: ``register_prehook``'s hooks,
-    the weak references of outputs that retain their gradient, a custom Function's ctx."""
+    """What few nodes have, kept out of every node's own slots: the hooks of the tensors it made
+    (``pre_hooks``), the weak references of outputs that retain their gradient, a custom
+    Function's ctx, the Node API's ``register_prehook``/``register_hook`` hooks and ``metadata``,
+    and the unpack hook of the tensors it saved under ``saved_tensors_hooks``."""
 
-    __slots__ = ("pre_hooks", "retained", "ctx")
+    __slots__ = ("pre_hooks", "retained", "ctx", "node_pre_hooks", "post_hooks", "metadata", "unpack")
 
     def __init__(self) -> None:
         self.pre_hooks = self.retained = self.ctx = None
+        self.node_pre_hooks = self.post_hooks = self.metadata = self.unpack = None
 
 
 class Node:
@@ -198,16 +215,20 @@ class Node:
             raise RuntimeError(_FREED_MESSAGE)
         saved = self._fns_saved
         n = len(self.next_nrs)
+        unpack = None if self._extras is None else self._extras.unpack
         tensors = []
         for k in range(n, len(saved), 3):
             item, box, version = saved[k], saved[k + 1], saved[k + 2]
             if box is not None and box[0] != version:
                 raise self._modified_input(k)
+            if box is not None and unpack is not None:
+                item = _unpacked(unpack, item)
+                if type(saved[self._saved_position(k)]) is Node:
+                    item = item._data  # an intermediate: given its history back below
             if box is not None and not isinstance(item, Tensor):
                 # An intermediate kept as its array: a Tensor again, with its history (from the
                 # edge to it), for derivatives that are differentiated again.
-                saves = self.op.saves
-                position = (k - n) // 3 if saves is None else saves[(k - n) // 3]
+                position = self._saved_position(k)
                 t = _dispatch.make(item, self._device, box)
                 t._grad_fn, t._requires_grad = saved[position], True
                 nr = self.next_nrs[position]
@@ -216,6 +237,12 @@ class Node:
                 item = t
             tensors.append(item)
         return tuple(tensors)
+
+    def _saved_position(self, k) -> int:
+        """The input position of the saved input whose triple starts at ``_fns_saved[k]``."""
+        j = (k - len(self.next_nrs)) // 3
+        saves = self.op.saves
+        return j if saves is None else saves[j]
 
     @property
     def output(self):
@@ -247,6 +274,8 @@ class Node:
         if self.freed:
             raise RuntimeError(_FREED_MESSAGE)
         data, _, box, version = self._out
+        if self._extras is not None and self._extras.unpack is not None:
+            data = _unpacked(self._extras.unpack, data)._data
         if box[0] != version:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
@@ -272,13 +301,54 @@ class Node:
         """PyTorch-style name, e.g. ``MulBackward0``."""
         return self.op.grad_fn_name
 
-    def register_prehook(self, hook, output_nr: int = 0) -> RemovableHandle:
-        """Run ``hook(grad)`` on the gradient of output ``output_nr`` before the derivative."""
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's ``next_functions``: one ``(node, output_nr)`` per input, the node being the
+        Node that made the input, an ``AccumulateGrad`` for a leaf that requires grad, or None
+        where no gradient flows. Made on each call from the node's edges."""
+        return tuple([(_function_of(fn), nr) for fn, nr in zip(self.next_fns, self.next_nrs)])
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for the user's annotations of this node (empty until written)."""
         extras = self._made_extras()
-        if extras.pre_hooks is None:
-            extras.pre_hooks = {}
+        if extras.metadata is None:
+            extras.metadata = {}
             _track(self)
-        return RemovableHandle(extras.pre_hooks.setdefault(output_nr, {}), hook)
+        return extras.metadata
+
+    def register_prehook(self, hook) -> RemovableHandle:
+        """Run ``hook(grad_outputs)`` before the derivative, with the tuple of the gradients of this
+        node's outputs (None where none arrived); a tuple it returns replaces them, as PyTorch's.
+
+        The backward raises TypeError if the hook returns something other than a tuple or None,
+        RuntimeError if the tuple has the wrong length.
+        """
+        return RemovableHandle(self._hook_store("node_pre_hooks"), hook)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(grad_inputs, grad_outputs)`` after the derivative, with the tuples of the
+        gradients it computed for the inputs and of those it received; a tuple it returns replaces
+        ``grad_inputs``, as PyTorch's.
+
+        The backward raises TypeError if the hook returns something other than a tuple or None,
+        RuntimeError if the tuple has the wrong length.
+        """
+        return RemovableHandle(self._hook_store("post_hooks"), hook)
+
+    def _hook_store(self, kind: str) -> dict:
+        """The node's ``{handle id: hook}`` of ``kind`` (a ``_NodeExtras`` slot), made on first use."""
+        extras = self._made_extras()
+        store = getattr(extras, kind)
+        if store is None:
+            store = {}
+            setattr(extras, kind, store)
+            _track(self)
+        return store
+
+    def _register_tensor_hook(self, hook, output_nr: int) -> RemovableHandle:
+        """``Tensor.register_hook`` of output ``output_nr``: ``hook(grad)`` before the derivative."""
+        return RemovableHandle(self._hook_store("pre_hooks").setdefault(output_nr, {}), hook)
 
     def release(self) -> None:
         """Free what backward needed (called after a backward without ``retain_graph``)."""
@@ -298,6 +368,8 @@ def _saved_arrays(node) -> tuple:
     """``node.saved_data`` (a C function with a C loop when compiled)."""
     if node.freed:
         raise RuntimeError(_FREED_MESSAGE)
+    if node._extras is not None and node._extras.unpack is not None:  # saved under saved_tensors_hooks
+        return tuple([t._data if isinstance(t, TensorBase) else t for t in node.saved])
     saved = node._fns_saved
     arrays = []
     for k in range(len(node.next_nrs), len(saved), 3):
@@ -309,6 +381,40 @@ def _saved_arrays(node) -> tuple:
                 item = item._data
         arrays.append(item)
     return tuple(arrays)
+
+
+class AccumulateGrad:
+    """What ``next_functions`` shows for a leaf that requires grad, as PyTorch's: the gradient
+    reaching it accumulates into ``variable.grad``. One per leaf while it is referenced."""
+
+    __slots__ = ("variable", "metadata", "__weakref__")
+    next_functions = ()
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+        self.metadata = {}
+
+    def name(self) -> str:
+        """PyTorch's name of the node: ``torch::autograd::AccumulateGrad``."""
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+# id(leaf) -> its AccumulateGrad, alive as long as someone holds that: it holds the leaf, so an id
+# in here is never reused by another tensor.
+_accumulators: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _function_of(target):
+    """The Node API's view of an edge's target: a Node as itself, a leaf as its AccumulateGrad."""
+    if target is None or type(target) is Node:
+        return target
+    accumulator = _accumulators.get(id(target))
+    if accumulator is None:
+        accumulator = _accumulators[id(target)] = AccumulateGrad(target)
+    return accumulator
 
 
 def save_by_reference(t: Tensor) -> None:
@@ -488,6 +594,8 @@ def record(op, out, inputs, params) -> Node:
         out._grad_version = out._version_box[0]
     if op.saves_output:
         node._out = (out._data, out._device, out._version_box, out._version_box[0])
+    if _saved_hooks_entered and _pack_saved(node, inputs, out):  # one check: Note [Saved tensors hooks]
+        untrackable = False
     if _COMPILED and untrackable:
         _untrack(node)
     out._grad_fn = node
@@ -504,19 +612,28 @@ def rebase_history(tensor, result) -> None:
     """
     base = tensor._base
     if base is None:
-        tensor._grad_fn = result._grad_fn
-        tensor._output_nr = result._output_nr
-        tensor._requires_grad = True
+        _set_history(tensor, result._grad_fn, result._output_nr)
         return
     chain = _view_chain(tensor)
     old_base = _dispatch.make(base._data, base._device, base._version_box)
     old_base._grad_fn, old_base._output_nr = base._grad_fn, base._output_nr
     old_base._requires_grad = base._requires_grad
     new_base = view_scatter(old_base, result, chain)
-    base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
-    new_view = replay_view(base, chain)
-    tensor._grad_fn, tensor._output_nr, tensor._requires_grad = new_view._grad_fn, 0, True
+    _set_history(base, new_base._grad_fn, 0)
+    _set_history(tensor, replay_view(base, chain)._grad_fn, 0)
     tensor._grad_version = tensor._version_box[0]
+
+
+def _set_history(tensor, grad_fn, output_nr) -> None:
+    """Make output ``output_nr`` of ``grad_fn`` the history of ``tensor`` (modified in place); a
+    retained gradient is from now on the current value's, as PyTorch's."""
+    old_fn, old_nr = tensor._grad_fn, tensor._output_nr
+    tensor._grad_fn, tensor._output_nr, tensor._requires_grad = grad_fn, output_nr, True
+    if tensor._retains_grad:
+        retained = None if old_fn is None else old_fn.retained
+        if retained is not None and old_nr in retained and retained[old_nr]() is tensor:
+            del retained[old_nr]
+        retain_grad(tensor)
 
 
 def refresh_view(view) -> None:
@@ -549,7 +666,7 @@ def register_hook(tensor, hook) -> RemovableHandle:
         if tensor._hooks is None:
             tensor._hooks = {}
         return RemovableHandle(tensor._hooks, hook)
-    return tensor._grad_fn.register_prehook(hook, tensor._output_nr)
+    return tensor._grad_fn._register_tensor_hook(hook, tensor._output_nr)
 
 
 def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
@@ -575,3 +692,201 @@ def retain_grad(tensor) -> None:
             extras.retained = {}
             _track(fn)
         extras.retained[tensor._output_nr] = weakref.ref(tensor)
+
+
+# Note [Saved tensors hooks]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``saved_tensors_hooks(pack, unpack)`` makes ``record`` replace each tensor an op saves (its
+# inputs, its output) by ``pack(tensor)``, and ``Node.saved``/``saved_data``/``output_data`` call
+# ``unpack`` on it (the node's ``_NodeExtras.unpack``). The version counters are kept and checked
+# as without hooks, and an intermediate gets its history back from the node's edge. The hooks are
+# per thread, as PyTorch's; ``_saved_hooks_entered`` counts the contexts open in any thread, so a
+# recorded op pays one global check when none is. A custom Function's ``ctx.save_for_backward``
+# does not go through them (it keeps its tensors itself).
+
+
+class _SavedHooksState(threading.local):
+    """This thread's stack of ``(pack, unpack)`` and ``disable_saved_tensors_hooks``' message."""
+
+    stack = ()
+    disabled = None
+
+
+_saved_hooks = _SavedHooksState()
+_saved_hooks_entered = 0
+
+
+def _pack_saved(node, inputs, out) -> bool:
+    """Pack what ``node`` saves with this thread's innermost hooks; returns whether there were any."""
+    stack = _saved_hooks.stack
+    if not stack:  # the hooks were entered in another thread
+        return False
+    pack, unpack = stack[-1]
+    saved = list(node._fns_saved)
+    for k in range(len(node.next_nrs), len(saved), 3):
+        if saved[k + 1] is not None:  # a tensor, not a non-tensor input or one nobody reads
+            saved[k] = pack(inputs[node._saved_position(k)])
+    node._fns_saved = tuple(saved)
+    if node._out is not None:
+        _, device, box, version = node._out
+        node._out = (pack(out), device, box, version)
+    node._made_extras().unpack = unpack
+    _track(node)
+    return True
+
+
+def _unpacked(unpack, packed) -> Tensor:
+    """``unpack(packed)``, checked.
+
+    Raises:
+        TypeError: if the unpack hook does not return a Tensor, as PyTorch.
+    """
+    t = unpack(packed)
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                        f"{type(t).__name__}")
+    return t
+
+
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager under which the tensors that recorded ops save for backward are stored as
+    ``pack_hook(tensor)``, and given back to backward as ``unpack_hook(packed)`` (Note [Saved
+    tensors hooks]). Nested, the innermost pair applies. Per thread.
+
+    >>> import tensor, autograd
+    >>> x = tensor.ones(2, requires_grad=True)
+    >>> with autograd.graph.saved_tensors_hooks(lambda t: t.detach() * 1, lambda t: t):
+    ...     y = (x * x).sum()
+    >>> y.backward(); x.grad.tolist()
+    [2.0, 2.0]
+
+    Raises:
+        RuntimeError: on entering, inside ``disable_saved_tensors_hooks`` (its message).
+    """
+
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        global _saved_hooks_entered
+        if _saved_hooks.disabled is not None:
+            raise RuntimeError(_saved_hooks.disabled)
+        _saved_hooks.stack = (*_saved_hooks.stack, (self.pack_hook, self.unpack_hook))
+        _saved_hooks_entered += 1
+
+    def __exit__(self, *exc) -> None:
+        global _saved_hooks_entered
+        _saved_hooks.stack = _saved_hooks.stack[:-1]
+        _saved_hooks_entered -= 1
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """``saved_tensors_hooks`` that keep saved tensors in host memory (pinned with ``pin_memory``)
+    and move them back to their device for backward: no copy for tensors already on the CPU."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(t: Tensor) -> tuple:
+            host = t.cpu()
+            if pin_memory and host is not t:
+                host = host.pin_memory()
+            return t.device, host
+
+        def unpack_from_cpu(packed: tuple) -> Tensor:
+            device, host = packed
+            return host.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Context manager (and decorator) under which entering ``saved_tensors_hooks`` raises
+    RuntimeError(``error_message``), as PyTorch's.
+
+    Raises:
+        RuntimeError: ``error_message``, when saved-tensor hooks are already active in this thread.
+    """
+    if _saved_hooks.stack:
+        raise RuntimeError(error_message)
+    previous = _saved_hooks.disabled
+    _saved_hooks.disabled = error_message
+    try:
+        yield
+    finally:
+        _saved_hooks.disabled = previous
+
+
+# A namedtuple made by the function, not a typing.NamedTuple class: this module is also compiled.
+GradientEdge = namedtuple("GradientEdge", ("node", "output_nr", "ownership_token"), defaults=(None,))
+GradientEdge.__doc__ = "Where the gradient of a tensor is computed: a node and its output number (PyTorch's)."
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The ``GradientEdge`` of ``tensor``: its ``grad_fn`` and output number, or its
+    ``AccumulateGrad`` for a leaf.
+
+    Raises:
+        RuntimeError: if ``tensor`` does not require grad.
+    """
+    if not tensor._requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
+    if tensor._grad_fn is None:
+        return GradientEdge(_function_of(tensor), 0)
+    return GradientEdge(tensor._grad_fn, tensor._output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Record an in-place change that autograd cannot see (a tensor or an iterable of them): a
+    saved tensor so changed makes backward raise."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._version_box[0] += 1
+
+
+class _MultiHandle:
+    """The handle of ``register_multi_grad_hook``: ``remove()`` removes its hook from every tensor."""
+
+    def __init__(self, handles: list) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        """Unregister the hook (idempotent)."""
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all") -> _MultiHandle:
+    """Call ``fn`` once per backward pass that computes the gradient of any of ``tensors``:
+    ``mode="all"``, with the list of their gradients (None for those it did not compute) once the
+    pass has finished propagating; ``mode="any"``, with the first gradient computed.
+
+    Raises:
+        ValueError: for another ``mode``.
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = list(tensors)
+    grads: dict = {}  # position -> gradient, in the running backward pass
+
+    def finish() -> None:
+        collected = [grads.get(i) for i in range(len(tensors))]
+        grads.clear()
+        if mode == "all":
+            fn(collected)
+
+    def hook_for(i):
+        def hook(g) -> None:
+            if not grads:  # the first of this backward pass
+                queue_callback(finish)
+                if mode == "any":
+                    fn(g)
+            grads[i] = g
+        return hook
+
+    return _MultiHandle([register_hook(t, hook_for(i)) for i, t in enumerate(tensors) if t._requires_grad])

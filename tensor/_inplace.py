@@ -14,10 +14,24 @@ from ._autograd_hooks import api, grad_mode
 
 
 def _recording(tensor, args) -> bool:
+    """Whether writing into ``tensor`` from ``args`` is recorded.
+
+    Raises:
+        RuntimeError: for a view made in no_grad mode of a tensor that requires grad, written with
+            grad mode enabled, as PyTorch.
+    """
     if not grad_mode.enabled:
         return False
     if tensor._requires_grad:
         return True
+    base = tensor._base
+    if base is not None and base._requires_grad:  # made while not recording: in no_grad mode
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+            "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+            "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+            "inplace to be tracked) or both outside (if you want the inplace to be tracked)."
+        )
     return any(_dispatch.is_tensor(a) and a._requires_grad for a in args)
 
 

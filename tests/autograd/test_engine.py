@@ -354,3 +354,12 @@ def test_gradient_of_a_real_tensor_made_complex_is_real(torch):
 
     (ours_dtype, ours), (_, theirs) = run(tensor), run(torch)
     assert ours_dtype is tensor.float32 and ours == theirs
+
+
+def test_grad_accepts_only_inputs_and_warns_when_false(torch):
+    for mod in (torch, tensor):
+        x = mod.ones(2, requires_grad=True)
+        (g,) = mod.autograd.grad((x * 2).sum(), x, only_inputs=True)
+        assert g.tolist() == [2.0, 2.0]
+        with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
+            mod.autograd.grad((x * 2).sum(), x, only_inputs=False)

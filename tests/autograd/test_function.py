@@ -294,3 +294,39 @@ def test_setup_context_vjp_and_once_differentiable(torch):
 
     with pytest.raises(RuntimeError, match="both 'backward' and 'vjp'"):
         Both.apply(tensor.ones(1, requires_grad=True)).sum().backward()
+
+
+def test_non_tensor_output_gets_none_as_its_gradient(torch):
+    def run(mod):
+        class Op(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                return x * k, k
+
+            @staticmethod
+            def backward(ctx, g, g_k):
+                assert g_k is None
+                return g * 3, None
+
+        x = mod.tensor([1.0, 2.0], requires_grad=True)
+        y, k = Op.apply(x, 3)
+        y.sum().backward()
+        return x.grad.tolist(), k
+
+    assert run(tensor) == run(torch) == ([3.0, 3.0], 3)
+
+
+def test_save_for_backward_of_a_non_tensor_raises_type_error(torch):
+    for mod in (torch, tensor):
+        class Op(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x, 3)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        with pytest.raises(TypeError, match="argument 1 is of type int"):
+            Op.apply(mod.ones(2, requires_grad=True))

@@ -254,3 +254,42 @@ def test_bare_decorators_as_torch():
         assert recorded(x).requires_grad
     assert inferred(x).is_inference()
     assert isinstance(tensor.no_grad(), autograd.no_grad)
+
+
+@pytest.mark.parametrize(
+    "decorator",
+    [lambda: autograd.no_grad(), lambda: autograd.set_grad_enabled(False), lambda: autograd.inference_mode()],
+    ids=["no_grad", "set_grad_enabled", "inference"],
+)
+def test_decorated_generator_runs_every_step_in_the_mode(torch, decorator):
+    """As torch's _DecoratorContextManager: each resumption runs in the mode, the caller's mode is
+    back at each yield."""
+
+    @decorator()
+    def steps():
+        for _ in range(2):
+            yield _records("cpu")
+
+    gen = steps()
+    assert next(gen) is False
+    assert _records("cpu")
+    assert next(gen) is False
+    with pytest.raises(StopIteration):
+        next(gen)
+
+
+def test_inplace_through_a_view_made_in_no_grad_raises_as_torch(torch):
+    for mod in (torch, tensor):
+        for make in (lambda m: m.ones(3, requires_grad=True), lambda m: m.ones(3, requires_grad=True) * 1):
+            x = make(mod)
+            with mod.no_grad():
+                v = x[:2]
+            with pytest.raises(RuntimeError, match="created in no_grad mode"):
+                v.mul_(10)
+            with mod.no_grad():
+                v.mul_(10)  # both in no_grad: allowed
+    plain = tensor.ones(3)
+    with tensor.no_grad():
+        v = plain[:2]
+    v.mul_(2)  # a base that does not require grad: allowed
+    assert plain.tolist() == [2.0, 2.0, 1.0]

@@ -186,3 +186,50 @@ def test_hook_handle_is_a_context_manager():
         (x * 2).sum().backward()
     (x * 2).sum().backward()  # removed on leaving the block
     assert calls == [1]
+
+
+def test_leaf_hook_runs_under_autograd_grad_as_torch(torch):
+    for mod in (torch, tensor):
+        w = mod.tensor([1.0, 2.0], requires_grad=True)
+        calls = []
+        w.register_hook(lambda g: calls.append(1) or g.clamp(max=1.0))
+        (g,) = mod.autograd.grad((w * w * 3).sum(), w)
+        assert calls == [1] and g.tolist() == [1.0, 1.0]
+        w.grad = None
+        (w * w * 3).sum().backward(inputs=[w])  # backward(inputs=) runs it once too
+        assert calls == [1, 1] and w.grad.tolist() == [1.0, 1.0]
+
+
+def test_retain_grad_then_inplace_retains_the_current_values_gradient(torch):
+    def run(mod):
+        x = mod.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return y.grad.tolist()
+
+    assert run(tensor) == run(torch) == [12.0, 24.0]
+
+
+@pytest.mark.parametrize("hook, error, message", [
+    (lambda g: g.float(), RuntimeError, "changed the type of value"),
+    (lambda g: g[:1], RuntimeError, "changed the size of value"),
+    (lambda g: 3.0, TypeError, "expected Variable, but hook returned 'float'"),
+], ids=["dtype", "shape", "not-a-tensor"])
+def test_hook_results_are_validated_as_torch(torch, hook, error, message):
+    for mod in (torch, tensor):
+        for leaf in (False, True):
+            x = mod.ones(2, dtype=mod.float64, requires_grad=True)
+            y = x if leaf else x * 2
+            y.register_hook(hook)
+            with pytest.raises(error, match=message):
+                (y * 1).sum().backward()
+
+
+def test_post_accumulate_grad_hook_must_return_none(torch):
+    for mod in (torch, tensor):
+        x = mod.ones(2, requires_grad=True)
+        x.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(0.5))
+        with pytest.raises(RuntimeError, match="post accumulate grad hooks should return None"):
+            (x * 2).sum().backward()
