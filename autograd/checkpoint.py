@@ -23,7 +23,9 @@ of two (tests/autograd/test_checkpoint.py asserts >= 3x on the first).
 
 A region may not read a tensor that has a history it was not given (a non-leaf captured by a
 closure): the recompute would have to stop at that tensor's node, which it cannot. Pass such
-tensors as arguments.
+tensors as arguments (inside a tuple, list or dict argument too: every tensor in the arguments'
+tree is an input of the region). An input modified in place after the forward would make the
+recompute read its new values, so backward raises then, as PyTorch's non-reentrant checkpoint does.
 """
 
 from __future__ import annotations
@@ -34,24 +36,42 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensor
-from tensor import _dispatch
+from tensor import _dispatch, _pytree
 
 from . import graph as _graph
 from .engine import grad as _grad
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["checkpoint", "checkpoint_sequential", "noop_context_fn"]
+
+_DETERMINISM_CHECKS = ("default", "none")
+
+
+def noop_context_fn() -> tuple[contextlib.AbstractContextManager, contextlib.AbstractContextManager]:
+    """``checkpoint``'s default ``context_fn``: no context around the forward or the recompute."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
 
 
 def checkpoint(
-    function: Callable, *args: Any, use_reentrant: bool | None = None, preserve_rng_state: bool = True, **kwargs: Any
+    function: Callable,
+    *args: Any,
+    use_reentrant: bool | None = None,
+    context_fn: Callable[[], tuple] = noop_context_fn,
+    determinism_check: str = "default",
+    debug: bool = False,
+    preserve_rng_state: bool = True,
+    **kwargs: Any,
 ) -> Any:
     """Run ``function(*args, **kwargs)`` without keeping its activations; recompute them in backward.
 
     Gradients are those of the plain call (bit for bit: the same ops run again), and random
-    draws (dropout) repeat those of the forward when ``preserve_rng_state``. See
-    Note [Checkpointing by recompute].
+    draws (dropout) repeat those of the forward when ``preserve_rng_state``. Tensors may be
+    passed inside tuples, lists and dicts, and returned so (any such tree). ``context_fn``
+    returns two context managers: the first is entered around the forward, the second around
+    the recompute. ``determinism_check="default"`` checks that the recompute returns outputs of
+    the forward's shapes, dtypes and devices; ``"none"`` skips that. ``debug`` is accepted (the
+    errors here name what differs without it). See Note [Checkpointing by recompute].
 
     >>> import tensor, autograd
     >>> w = tensor.ones(3, requires_grad=True)
@@ -61,33 +81,40 @@ def checkpoint(
 
     Raises:
         NotImplementedError: for ``use_reentrant=True`` (only the non-reentrant variant exists).
-        RuntimeError: if ``function`` reads a non-leaf tensor it was not given as an argument,
-            or the recomputation returns different outputs (shapes, number).
+        ValueError: for a ``determinism_check`` other than "default" or "none".
+        RuntimeError: if ``function`` reads a non-leaf tensor it was not given as an argument; in
+            backward, if a tensor argument was modified in place after the forward, or the
+            recomputation returns different outputs.
     """
     if use_reentrant:
         raise NotImplementedError(
             "checkpoint: use_reentrant=True is not supported; "
             "use_reentrant=False (the default here) gives the same gradients"
         )
+    if determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, but got {determinism_check}")
+    forward_context, recompute_context = context_fn()
     if not is_grad_enabled():
-        return function(*args, **kwargs)
-    positions = [i for i, a in enumerate(args) if _dispatch.is_tensor(a)]
-    rng = _RngStash(args) if preserve_rng_state else None
-    detached = _detached_args(args, positions)
+        with forward_context:
+            return function(*args, **kwargs)
+    inputs = _Inputs(args, kwargs)
+    rng = _RngStash(inputs.tensors()) if preserve_rng_state else None
+    detached = inputs.detached()
     start = next(_graph._sequence)
-    with enable_grad():
-        outputs = function(*detached, **kwargs)
-    outs, single = _as_tuple(outputs)
-    kind = type(outputs)
-    leaves = _external_leaves(outs, start, {id(detached[i]) for i in positions})
-    if not leaves and not any(args[i].requires_grad for i in positions):
+    with forward_context, enable_grad():
+        outputs = function(*detached[0], **detached[1])
+    outs = _pytree.leaves(outputs)
+    leaves = _external_leaves(outs, start, {id(t) for t in _pytree.leaves(detached)})
+    if not leaves and not any(t.requires_grad for t in inputs.tensors()):
         return outputs  # nothing to differentiate: no graph was recorded
-    region = _Region(function, args, kwargs, positions, leaves, rng)
+    region = _Region(function, inputs, leaves, rng, recompute_context, determinism_check == "default")
     region.differentiable = [_dispatch.is_tensor(o) and o.requires_grad for o in outs]
+    region.metadata = [_metadata(o) for o in outs]
     plain = tuple(o.detach() if _dispatch.is_tensor(o) else o for o in outs)
+    skeleton = _pytree.rebuild(outputs, iter([None] * len(outs)))
     del outputs, outs, detached  # the recorded graph: the activations go with it
-    wrapped = _CheckpointFunction.apply(region, plain, *[args[i] for i in positions], *leaves)
-    return wrapped[0] if single else kind(wrapped)
+    wrapped = _CheckpointFunction.apply(region, plain, *inputs.tensors(), *leaves)
+    return _pytree.rebuild(skeleton, iter(wrapped if isinstance(wrapped, tuple) else (wrapped,)))
 
 
 def checkpoint_sequential(
@@ -129,17 +156,30 @@ def _run_chunk(chunk: list) -> Callable:
     return run
 
 
-def _as_tuple(outputs) -> tuple[tuple, bool]:
-    if isinstance(outputs, (tuple, list)):
-        return tuple(outputs), False
-    return (outputs,), True
+def _metadata(output) -> tuple | None:
+    """What the determinism check compares: a tensor's shape, dtype and device."""
+    return (tuple(output.shape), output.dtype, output.device) if _dispatch.is_tensor(output) else None
 
 
-def _detached_args(args: tuple, positions: list) -> list:
-    detached = list(args)
-    for i in positions:
-        detached[i] = args[i].detach().requires_grad_(args[i].requires_grad)
-    return detached
+class _Inputs:
+    """The arguments of a region, as the tree ``(args, kwargs)``: its tensor leaves are the
+    region's inputs, wherever they sit (in a tuple, list or dict argument too)."""
+
+    def __init__(self, args: tuple, kwargs: dict) -> None:
+        self.tree = (args, kwargs)
+        self.flat = _pytree.leaves(self.tree)
+        self.positions = [i for i, a in enumerate(self.flat) if _dispatch.is_tensor(a)]
+
+    def tensors(self) -> list:
+        return [self.flat[i] for i in self.positions]
+
+    def detached(self) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` with each tensor replaced by a detached alias that requires grad as
+        the tensor does: the region's graph starts there."""
+        detached = list(self.flat)
+        for i in self.positions:
+            detached[i] = self.flat[i].detach().requires_grad_(self.flat[i].requires_grad)
+        return _pytree.rebuild(self.tree, iter(detached))
 
 
 def _external_leaves(outs: tuple, start: int, own_inputs: set) -> list:
@@ -174,29 +214,52 @@ def _external_leaves(outs: tuple, start: int, own_inputs: set) -> list:
 
 
 class _Region:
-    """What the recompute needs: the function, its arguments, the leaves it reads, the RNG."""
+    """What the recompute needs: the function, its arguments, the leaves it reads, the RNG, the
+    recompute's context, and the forward outputs' metadata to check against."""
 
-    def __init__(self, function, args, kwargs, positions, leaves, rng) -> None:
-        self.function, self.args, self.kwargs = function, args, kwargs
-        self.positions, self.leaves, self.rng = positions, leaves, rng
+    def __init__(self, function, inputs: _Inputs, leaves, rng, context, check: bool) -> None:
+        self.function, self.inputs, self.leaves, self.rng = function, inputs, leaves, rng
+        self.context, self.check = context, check
         self.differentiable: list = []
+        self.metadata: list = []
 
-    def recompute(self, create_graph: bool) -> tuple[list, tuple]:
-        """Run the function again with recording on: (its tensor arguments, its outputs).
+    def recompute(self, create_graph: bool) -> tuple[list, list]:
+        """Run the function again with recording on: (its tensor arguments, its output leaves).
 
         For a double backward (``create_graph``) the gradients must stay connected to the
         arguments' own history, so the recompute reads them as they are instead of detached.
         """
-        detached = list(self.args) if create_graph else _detached_args(self.args, self.positions)
-        with self.rng.replay() if self.rng is not None else contextlib.nullcontext(), enable_grad():
-            outs, _ = _as_tuple(self.function(*detached, **self.kwargs))
-        return [detached[i] for i in self.positions], outs
+        args, kwargs = self.inputs.tree if create_graph else self.inputs.detached()
+        rng = self.rng.replay() if self.rng is not None else contextlib.nullcontext()
+        with rng, self.context, enable_grad():
+            outs = _pytree.leaves(self.function(*args, **kwargs))
+        if self.check:
+            self._check(outs)
+        tensors = [t for t in _pytree.leaves((args, kwargs)) if _dispatch.is_tensor(t)]
+        return tensors, outs
+
+    def _check(self, outs: list) -> None:
+        """Raise when the recomputed outputs differ from the forward's in number or metadata."""
+        if len(outs) != len(self.metadata):
+            raise RuntimeError(
+                f"checkpoint: the recomputation returned {len(outs)} outputs, the forward {len(self.metadata)}"
+            )
+        for index, (out, expected) in enumerate(zip(outs, self.metadata)):
+            if _metadata(out) != expected:
+                raise RuntimeError(
+                    "checkpoint: recomputed values for the following tensors have different metadata than during the "
+                    f"forward pass.\ntensor at position {index}:\nsaved metadata: {expected}\nrecomputed metadata: "
+                    f"{_metadata(out)}"
+                )
 
 
 class _CheckpointFunction(Function):
     @staticmethod
     def forward(ctx, region, plain, *tensors):
         ctx.region = region
+        # The inputs are saved for their version check: an in-place change after the forward
+        # would make the recompute read new values (PyTorch raises here too).
+        ctx.save_for_backward(*tensors[: len(region.inputs.positions)])
         ctx.set_materialize_grads(False)  # outputs without a gradient are skipped in backward
         ctx.mark_non_differentiable(
             *[o for o, d in zip(plain, region.differentiable) if _dispatch.is_tensor(o) and not d]
@@ -205,20 +268,13 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        _ = ctx.saved_tensors  # reading them raises when an input was modified in place since the forward
         region = ctx.region
         create_graph = is_grad_enabled()
         inputs, outs = region.recompute(create_graph)
-        if len(outs) != len(region.differentiable):
-            raise RuntimeError(
-                f"checkpoint: the recomputation returned {len(outs)} outputs, the forward {len(region.differentiable)}"
-            )
         roots, root_grads = [], []
         for o, g, d in zip(outs, grads, region.differentiable):
             if d and g is not None:
-                if o.shape != g.shape:
-                    raise RuntimeError(
-                        f"checkpoint: a recomputed output has shape {list(o.shape)}, the forward's {list(g.shape)}"
-                    )
                 roots.append(o)
                 root_grads.append(g)
         wrt = [x for x in inputs if x.requires_grad] + region.leaves
@@ -234,8 +290,8 @@ class _CheckpointFunction(Function):
 class _RngStash:
     """The default generators' states of the CPU and of the arguments' devices, to replay."""
 
-    def __init__(self, args: tuple) -> None:
-        devices = {"cpu"} | {str(a.device) for a in args if _dispatch.is_tensor(a)}
+    def __init__(self, tensors: list) -> None:
+        devices = {"cpu"} | {str(t.device) for t in tensors}
         self.states = []
         for device in devices:
             gen = tensor._random.generator_of(device)

@@ -7,14 +7,18 @@ Note [Transforms on the tape]
 torch.func runs these as functorch levels; here each transform runs the function under
 ``enable_grad`` on fresh leaves and asks ``autograd.grad`` for the derivative (autograd is
 imported on first use, through ``tensor._autograd_hooks.api``, as for ``Tensor.backward``). An
-argument that already requires grad is taken as a view instead (``view_as``), and its
-derivative is built with ``create_graph=True``, so transforms nest (``jacrev(jacrev(f))``,
-``grad(grad(f))``) and a result stays differentiable with respect to the caller's tensors, as
-torch's are. Forward-mode transforms (``jvp``, ``jacfwd``) use the double-backward trick or the
-reverse-mode Jacobian: the same values. Composed with ``vmap`` (which loops, Note [vmap by
-looping]) they give per-sample gradients. Arguments at ``argnums`` may be trees (tuples, lists,
-dicts) of tensors; the derivatives come back in the same shape. An output independent of an
-input gives zeros, as in torch.func.
+argument that already requires grad is taken as a view instead (``view_as``). When the output's
+history reaches a tensor that requires grad other than the fresh leaves (such an argument, or
+one the function captures, like a module's parameters in ``grad(lambda x: model(x).sum())``),
+and grad mode is on at the call, the derivative is built with ``create_graph=True``, and each
+result whose history reaches such a tensor is kept attached (the others are detached). So
+transforms nest (``jacrev(jacrev(f))``, ``grad(grad(f))``) and a result stays differentiable with
+respect to the caller's tensors, as torch's are. Forward-mode transforms (``jvp``, ``jacfwd``)
+use the double-backward trick or the reverse-mode Jacobian: the same values (and zeros for an
+integer or bool output, as forward mode gives). Composed with ``vmap`` (which loops, Note [vmap
+by looping]) they give per-sample gradients. Arguments at ``argnums`` may be trees (tuples,
+namedtuples, lists, dicts) of tensors; the derivatives come back in the same shape. An output
+independent of an input gives zeros, as in torch.func.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable
 
 from . import _dispatch, _dtype, _pytree
 from ._autograd_hooks import api as _api
+from ._autograd_hooks import grad_mode
 from ._creation import zeros, zeros_like
 from .ops.shape import stack
 
@@ -44,31 +49,70 @@ def _argnums(argnums, n_args: int, fn_name: str) -> tuple[int, ...]:
 
 
 def _differentiable(tree, fn_name: str):
-    """``(tree of fresh leaves to differentiate at, its leaves, whether to build a graph)``."""
+    """``(tree of fresh tensors to differentiate at, its leaves)``: a view of an argument that
+    requires grad, a new leaf for one that does not."""
     leaves = _pytree.leaves(tree)
     for leaf in leaves:
         if not _dispatch.is_tensor(leaf):
             raise ValueError(f"{fn_name}: expected the differentiated arguments to be Tensors (or trees of "
                              f"them), but got {type(leaf).__name__}")
-        if not (leaf.is_floating_point() or leaf.is_complex()):
+        if not _is_differentiable(leaf):
             raise RuntimeError(f"{fn_name}: only Tensors of floating point dtype can be differentiated, got "
                                f"{leaf.dtype}")
-    outer = any(leaf.requires_grad for leaf in leaves)
     fresh = [leaf.view_as(leaf) if leaf.requires_grad else leaf.detach().requires_grad_() for leaf in leaves]
-    return _pytree.rebuild(tree, iter(fresh)), fresh, outer
+    return _pytree.rebuild(tree, iter(fresh)), fresh
+
+
+def _is_differentiable(t) -> bool:
+    return t.is_floating_point() or t.is_complex()
 
 
 def _call_at(func, args: tuple, kwargs: dict, argnums, has_aux: bool, fn_name: str):
-    """Call ``func`` with fresh leaves in place of the arguments at ``argnums`` (under
-    ``enable_grad``, which the caller holds): ``(those arguments' tree, its leaves, whether to
-    build a graph, the output, aux)``."""
+    """Call ``func`` with fresh tensors in place of the arguments at ``argnums`` (under
+    ``enable_grad``, which the caller holds): ``(those arguments' tree, its leaves, the output, aux)``."""
     positions = _argnums(argnums, len(args), fn_name)
     args = list(args)
-    picked, fresh, outer = _differentiable(tuple(args[p] for p in positions), fn_name)
+    picked, fresh = _differentiable(tuple(args[p] for p in positions), fn_name)
     for p, value in zip(positions, picked):
         args[p] = value
     output, aux = _split_aux(func(*args, **kwargs), has_aux, fn_name)
-    return picked, fresh, outer, output, aux
+    return picked, fresh, output, aux
+
+
+def _reaches_outside(tensors: list, own: set) -> bool:
+    """Whether the recorded history of one of ``tensors`` reaches a tensor that requires grad
+    other than the transform's fresh leaves (ids in ``own``): an argument that requires grad, or
+    a captured one such as a module's parameter. Results must then stay differentiable for the
+    caller (Note [Transforms on the tape])."""
+    nodes = []
+    for t in tensors:
+        if _dispatch.is_tensor(t) and t.requires_grad:
+            if t.grad_fn is None and id(t) not in own:
+                return True
+            nodes.append(t.grad_fn)
+    seen = set()
+    while nodes:
+        for target in nodes.pop().next_fns:
+            if target is None or id(target) in seen:
+                continue
+            if _dispatch.is_tensor(target):  # a leaf
+                if id(target) not in own:
+                    return True
+                continue
+            seen.add(id(target))
+            nodes.append(target)
+    return False
+
+
+def _kept(tree, own: set, outer: bool):
+    """``tree`` with each tensor detached, except (when ``outer``) one whose history reaches
+    outside the fresh leaves ``own`` (``_reaches_outside``)."""
+    def keep(x):
+        if not _dispatch.is_tensor(x) or outer and _reaches_outside([x], own):
+            return x
+        return x.detach()
+
+    return _pytree.rebuild(tree, iter([keep(x) for x in _pytree.leaves(tree)]))
 
 
 def _gradients(outputs: list, inputs: list, grad_outputs, create_graph: bool) -> list:
@@ -91,10 +135,26 @@ def _split_aux(result, has_aux: bool, fn_name: str):
     return result
 
 
-def _detached(tree, keep_graph: bool):
-    if keep_graph:
-        return tree
-    return _pytree.rebuild(tree, iter([x.detach() if _dispatch.is_tensor(x) else x for x in _pytree.leaves(tree)]))
+def _check_tensors(outputs: list, call: str) -> None:
+    for out in outputs:
+        if not _dispatch.is_tensor(out):
+            raise RuntimeError(f"{call}: expected f(*primals) to return only tensors, got unsupported type {type(out)}")
+
+
+def _check_reverse_outputs(outputs: list) -> None:
+    """Raise as torch.func's reverse mode for outputs that are not floating-point Tensors."""
+    _check_tensors(outputs, "vjp(f, *primals)")
+    for out in outputs:
+        if not _is_differentiable(out):
+            raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                               f"Tensor with dtype {out.dtype}")
+
+
+def _check_real(outputs: list, fn_name: str) -> None:
+    for index, out in enumerate(outputs):
+        if out.is_complex():
+            raise RuntimeError(f"{fn_name}: Expected all outputs to be real but received complex tensor at "
+                               f"flattened input idx: {index}")
 
 
 def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -102,28 +162,35 @@ def grad_and_value(func: Callable, argnums=0, has_aux: bool = False) -> Callable
     to the arguments at ``argnums`` (Note [Transforms on the tape]); with ``has_aux``, ``func``
     returns ``(output, aux)`` and the value is ``(output, aux)``.
 
-    The returned function raises RuntimeError when ``func``'s output is not a scalar Tensor, for
-    bad ``argnums``, or for a differentiated argument that is not floating point.
+    The returned function raises RuntimeError when ``func``'s output is not a real scalar Tensor,
+    for bad ``argnums``, or for a differentiated argument that is not floating point.
     """
 
     @functools.wraps(func)
     def run(*args, **kwargs):
+        recording = grad_mode.enabled
         with _api.enable_grad():
-            picked, fresh, outer, output, aux = _call_at(func, args, kwargs, argnums, has_aux, "grad_and_value")
-            if not _dispatch.is_tensor(output):
-                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
-                                   f"{type(output).__name__}")
-            if output.dim() != 0:
-                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
-                                   f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs "
-                                   "instead?")
+            picked, fresh, output, aux = _call_at(func, args, kwargs, argnums, has_aux, "grad_and_value")
+            _check_scalar(output)
+            own = {id(x) for x in fresh}
+            outer = recording and _reaches_outside([output], own)
             grads = _gradients([output], fresh, None, create_graph=outer)
-        grads = _pytree.rebuild(picked, iter(grads))
+        grads = _kept(_pytree.rebuild(picked, iter(grads)), own, outer)
         grads = grads[0] if isinstance(argnums, int) else grads
-        value = _detached(output, outer)
-        return grads, ((value, _detached(aux, outer)) if has_aux else value)
+        value = output if outer else output.detach()
+        return grads, ((value, _kept(aux, own, recording)) if has_aux else value)
 
     return run
+
+
+def _check_scalar(output) -> None:
+    if not _dispatch.is_tensor(output):
+        raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(output)}")
+    if output.dim() != 0:
+        raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
+                           f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+    if output.is_complex():
+        raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {output.dtype}")
 
 
 def grad(func: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -144,12 +211,17 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
     respect to each primal, as a tuple; it may be called more than once.
 
     Raises:
-        RuntimeError: from ``vjp_fn``, when the cotangents do not have the outputs' structure and shapes.
+        RuntimeError: when ``func`` returns something other than floating-point Tensors, and from
+            ``vjp_fn`` when the cotangents do not have the outputs' structure and shapes.
     """
+    recording = grad_mode.enabled
     with _api.enable_grad():
-        picked, fresh, outer = _differentiable(primals, "vjp")
+        picked, fresh = _differentiable(primals, "vjp")
         output, aux = _split_aux(func(*picked), has_aux, "vjp")
     outputs = _pytree.leaves(output)
+    _check_reverse_outputs(outputs)
+    own = {id(x) for x in fresh}
+    outer = recording and _reaches_outside(outputs, own)
 
     def vjp_fn(cotangents):
         given = _pytree.leaves(cotangents)
@@ -160,49 +232,67 @@ def vjp(func: Callable, *primals, has_aux: bool = False):
             if tuple(out.shape) != tuple(cot.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output has a shape of {tuple(cot.shape)} and output "
                                    f"has a shape of {tuple(out.shape)}.")
+        create_graph = grad_mode.enabled and (outer or any(c.requires_grad for c in given))
         with _api.enable_grad():
-            grads = _gradients(outputs, fresh, given, create_graph=outer)
-        return _pytree.rebuild(tuple(picked), iter(grads))
+            grads = _gradients(outputs, fresh, given, create_graph=create_graph)
+        return _kept(_pytree.rebuild(tuple(picked), iter(grads)), own, create_graph)
 
-    result = _detached(output, outer)
-    return (result, vjp_fn, _detached(aux, outer)) if has_aux else (result, vjp_fn)
+    result = _kept(output, own, outer)
+    return (result, vjp_fn, _kept(aux, own, recording)) if has_aux else (result, vjp_fn)
 
 
 def jvp(func: Callable, primals, tangents, *, strict: bool = False, has_aux: bool = False):
     """``(func(*primals), J tangents)``: the Jacobian-vector product, by the double-backward trick
     (Note [Transforms on the tape]), in the dtype of the output and tangents promoted, as forward
-    mode gives it. ``strict`` is accepted; it raises nothing here.
+    mode gives it; zeros for an integer or bool output. ``strict`` is accepted; it raises nothing here.
 
     Raises:
-        RuntimeError: when ``primals`` or ``tangents`` is not a tuple, or their structure or shapes differ.
+        RuntimeError: when ``primals`` or ``tangents`` is not a tuple, their structure or shapes
+            differ, or ``func`` returns something other than Tensors.
+        ValueError: for a primal that is not floating point or complex.
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
     if len(_pytree.leaves(primals)) != len(_pytree.leaves(tangents)):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python structure")
     for p, t in zip(_pytree.leaves(primals), _pytree.leaves(tangents)):
+        if _dispatch.is_tensor(p) and not _is_differentiable(p):
+            raise ValueError(f"Expected primal to be floating point or complex, but got: {p.dtype}")
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to have the same shape, "
                                f"got {tuple(p.shape)} and {tuple(t.shape)}")
+    recording = grad_mode.enabled
     with _api.enable_grad():
-        picked, fresh, outer = _differentiable(primals, "jvp")
+        picked, fresh = _differentiable(primals, "jvp")
         output, aux = _split_aux(func(*picked), has_aux, "jvp")
         outputs = _pytree.leaves(output)
-        cotangents = [zeros_like(out, requires_grad=True) for out in outputs]
-        vjps = _gradients(outputs, fresh, cotangents, create_graph=True)
-        products = _gradients(vjps, cotangents, _pytree.leaves(tangents), create_graph=outer)
+        _check_tensors(outputs, "jvp(f, primals, tangents)")
+        own = {id(x) for x in fresh}
+        outer = recording and (_reaches_outside(outputs, own) or any(t.requires_grad for t in _pytree.leaves(tangents)))
+        products = _forward_products(outputs, fresh, _pytree.leaves(tangents), outer)
     products = _in_tangent_dtype(products, primals, tangents)
-    result = (_detached(output, outer), _pytree.rebuild(output, iter(products)))
-    return (*result, _detached(aux, outer)) if has_aux else result
+    result = (_kept(output, own, outer), _kept(_pytree.rebuild(output, iter(products)), own, outer))
+    return (*result, _kept(aux, own, recording)) if has_aux else result
+
+
+def _forward_products(outputs: list, fresh: list, tangents: list, create_graph: bool) -> list:
+    """``J tangents`` for each output (zeros of an integer or bool output's dtype), by the
+    double-backward trick: the VJP with a cotangent leaf, then its VJP with the tangents."""
+    floating = [out for out in outputs if _is_differentiable(out)]
+    cotangents = [zeros_like(out, requires_grad=True) for out in floating]
+    vjps = _gradients(floating, fresh, cotangents, create_graph=True)
+    products = iter(_gradients(vjps, cotangents, tangents, create_graph=create_graph))
+    return [next(products) if _is_differentiable(out) else zeros_like(out) for out in outputs]
 
 
 def _in_tangent_dtype(products: list, primals, tangents) -> list:
-    """The products promoted to wider tangent dtypes than their primals' (a float64 tangent for a
-    float32 primal gives a float64 product in forward mode)."""
+    """The floating products promoted to wider tangent dtypes than their primals' (a float64
+    tangent for a float32 primal gives a float64 product in forward mode)."""
     wider = [t.dtype for p, t in zip(_pytree.leaves(primals), _pytree.leaves(tangents)) if t.dtype is not p.dtype]
     if not wider:
         return products
-    return [g.to(functools.reduce(_dtype.promote_types, wider, g.dtype)) for g in products]
+    return [g.to(functools.reduce(_dtype.promote_types, wider, g.dtype)) if _is_differentiable(g) else g
+            for g in products]
 
 
 def linearize(func: Callable, *primals):
@@ -243,26 +333,45 @@ def jacrev(func: Callable, argnums=0, *, has_aux: bool = False, chunk_size: int 
 
     Raises:
         ValueError: for a ``chunk_size`` that is not None or a positive int.
-        RuntimeError: for bad ``argnums`` or a differentiated argument that is not floating point.
+        RuntimeError: for bad ``argnums``, a differentiated argument that is not floating point, or
+            an output that is not a real floating-point Tensor.
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"jacrev: `chunk_size` should be greater than 0, got {chunk_size!r}")
+    return _jacobian(func, argnums, has_aux, "jacrev")
+
+
+def _jacobian(func: Callable, argnums, has_aux: bool, fn_name: str) -> Callable:
+    """``jacrev``/``jacfwd`` (``fn_name``): the same values; jacfwd, as forward mode, also takes
+    integer and bool outputs (zero blocks of their dtype)."""
 
     @functools.wraps(func)
     def run(*args):
+        recording = grad_mode.enabled
         with _api.enable_grad():
-            picked, fresh, outer, output, aux = _call_at(func, args, {}, argnums, has_aux, "jacrev")
-            blocks = [_jacobian_blocks(out, fresh, outer) for out in _pytree.leaves(output)]
-        per_output = [_pytree.rebuild(picked, iter(b)) for b in blocks]
+            picked, fresh, output, aux = _call_at(func, args, {}, argnums, has_aux, fn_name)
+            outputs = _pytree.leaves(output)
+            if fn_name == "jacfwd":
+                _check_tensors(outputs, "jvp(f, primals, tangents)")
+            else:
+                _check_reverse_outputs(outputs)
+            _check_real(outputs, fn_name)
+            own = {id(x) for x in fresh}
+            outer = recording and _reaches_outside(outputs, own)
+            blocks = [_jacobian_blocks(out, fresh, outer) for out in outputs]
+        per_output = [_kept(_pytree.rebuild(picked, iter(b)), own, outer) for b in blocks]
         per_output = [b[0] if isinstance(argnums, int) else b for b in per_output]
         jac = _pytree.rebuild(output, iter(per_output))
-        return (jac, _detached(aux, outer)) if has_aux else jac
+        return (jac, _kept(aux, own, recording)) if has_aux else jac
 
     return run
 
 
 def _jacobian_blocks(out, inputs: list, create_graph: bool) -> list:
-    """The Jacobian of ``out`` with respect to each input: ``out.shape + input.shape`` each."""
+    """The Jacobian of ``out`` with respect to each input: ``out.shape + input.shape`` each (zeros
+    of ``out``'s dtype for an integer or bool ``out``)."""
+    if not _is_differentiable(out):
+        return [zeros(tuple(out.shape) + tuple(x.shape), dtype=out.dtype, device=x.device) for x in inputs]
     rows = [_gradients([element], inputs, None, create_graph) for element in out.reshape(-1)]
     if not rows:
         return [zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device) for x in inputs]
@@ -270,11 +379,12 @@ def _jacobian_blocks(out, inputs: list, create_graph: bool) -> list:
 
 
 def jacfwd(func: Callable, argnums=0, has_aux: bool = False, *, randomness: str = "error") -> Callable:
-    """``jacrev``'s Jacobian (the same values; torch computes it by forward mode). ``randomness`` is
-    checked and accepted. Raises as ``jacrev``, and ValueError for an unknown ``randomness``."""
+    """``jacrev``'s Jacobian (the same values; torch computes it by forward mode), and zeros for an
+    integer or bool output, as forward mode gives. ``randomness`` is checked and accepted.
+    Raises as ``jacrev``, and ValueError for an unknown ``randomness``."""
     if randomness not in ("error", "different", "same"):
         raise ValueError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
-    return jacrev(func, argnums, has_aux=has_aux)
+    return _jacobian(func, argnums, has_aux, "jacfwd")
 
 
 def hessian(func: Callable, argnums=0) -> Callable:

@@ -1,5 +1,5 @@
-"""Trees of values (tuples, lists and dicts, nested) as the function transforms take them:
-``vmap``'s inputs and outputs, ``func.grad``'s arguments and results."""
+"""Trees of values (tuples, namedtuples, lists and dicts, nested) as the function transforms take
+them: ``vmap``'s inputs and outputs, ``func.grad``'s arguments and results, ``checkpoint``'s."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ def leaves(tree) -> list:
 
 
 def rebuild(tree, new_leaves: Iterator):
-    """A tree shaped as ``tree`` whose leaves are taken in order from the iterator ``new_leaves``."""
+    """A tree shaped as ``tree`` (of its types: a namedtuple such as ``sort``'s result stays one)
+    whose leaves are taken in order from the iterator ``new_leaves``."""
     if isinstance(tree, (tuple, list)):
-        return type(tree)(rebuild(child, new_leaves) for child in tree)
+        children = [rebuild(child, new_leaves) for child in tree]
+        return type(tree)(*children) if hasattr(tree, "_fields") else type(tree)(children)
     if isinstance(tree, dict):
         return {key: rebuild(tree[key], new_leaves) for key in tree}
     return next(new_leaves)

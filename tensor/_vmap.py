@@ -11,6 +11,10 @@ behaviour), "same" restores the CPU generator's state before each sample, and "e
 default) raises when the CPU generator advanced during the calls. An in-place write into an
 unmapped input (in_dim None) would repeat once per sample, so it raises (PyTorch refuses one that
 mixes in mapped data, and runs others once); the first sample's write has happened by then.
+An output with out dim None must not depend on the sample: PyTorch refuses one computed from
+mapped inputs; here one that differs between samples is refused (one equal in every sample is
+returned, which is its value either way). ``.item()`` inside the function works on the sample,
+where PyTorch refuses it.
 """
 
 from __future__ import annotations
@@ -120,6 +124,8 @@ def _stack_outputs(name: str, results: list, out_dims, batch: int):
     stacked = []
     for position, (leaf, dim) in enumerate(zip(_leaves(first), dims)):
         if dim is None:
+            if isinstance(leaf, Tensor):
+                _check_unbatched(name, leaf, [_leaves(r)[position] for r in results[1:]])
             stacked.append(leaf)
             continue
         if not isinstance(leaf, Tensor):
@@ -131,6 +137,15 @@ def _stack_outputs(name: str, results: list, out_dims, batch: int):
         out = stack(column) if batch else column[0].unsqueeze(0)[:0]
         stacked.append(out.movedim(0, dim))
     return _rebuild(first, iter(stacked))
+
+
+def _check_unbatched(name: str, first: Tensor, others: list) -> None:
+    """Refuse an output with out dim None that differs between samples: PyTorch refuses one
+    computed from the mapped inputs (a BatchedTensor); by looping, that shows as samples that
+    differ."""
+    for other in others:
+        if other is not first and not (other.shape == first.shape and equal(other, first)):
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
 
 
 def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size: int | None = None):
@@ -149,7 +164,8 @@ def vmap(func: Callable, in_dims=0, out_dims=0, randomness: str = "error", *, ch
         RuntimeError: for an unknown ``randomness``, a random op under ``randomness="error"``,
             or an in-place write into an input that is not mapped over.
         ValueError: for malformed ``in_dims``/``out_dims`` or ``chunk_size``, inputs whose mapped
-            dims differ in size, or a non-Tensor output with an int out dim (PyTorch's messages).
+            dims differ in size, a non-Tensor output with an int out dim, or an output with out
+            dim None that differs between samples (PyTorch's messages).
     """
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")

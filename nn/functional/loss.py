@@ -7,7 +7,7 @@ import warnings
 
 import tensor
 from tensor import Tensor, _autocast, _dtype
-from tensor.ops import special
+from tensor.ops import activation, special
 
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -257,10 +257,13 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _check_same_size(input, target, "smooth_l1_loss")
-    diff = (input - target).abs()
+    diff = input - target
+    distance = diff.abs()
     if beta == 0.0:
-        return _reduce(diff, reduction)
-    loss = tensor.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
+        return _reduce(distance, reduction)
+    # The square of ``diff``, not of ``|diff|``: its second derivative at 0 is 1/beta, where
+    # abs'(0) = 0 would give 0.
+    loss = tensor.where(distance < beta, diff * diff * (0.5 / beta), distance - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
@@ -275,8 +278,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check_reduction(reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    diff = (input - target).abs()
-    loss = tensor.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    diff = input - target
+    distance = diff.abs()
+    loss = tensor.where(distance < delta, diff * diff * 0.5, (distance - 0.5 * delta) * delta)  # as smooth_l1_loss
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -323,8 +327,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         raise ValueError(
             f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})"
         )
-    # softplus(-x) = log(1 + exp(-x)), stable for both signs of x.
-    softplus_neg = (-input.abs()).exp().log1p() + (-input).relu()
+    softplus_neg = activation.log1pexp(-input)  # its gradient is right at 0 too, where sigmoid(0) = 0.5
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg

@@ -1,4 +1,5 @@
-"""Activation primitives for ``nn``: leaky_relu, elu, hardtanh, silu and mish.
+"""Activation primitives for ``nn``: leaky_relu, elu, hardtanh, silu and mish, and ``log1pexp``
+(softplus) that losses build on.
 
 Each is one graph node with its derivative beside it, as in PyTorch, so that the in-place
 forms in ``nn.functional`` record as one in-place op (Note [In-place activations]).
@@ -112,9 +113,22 @@ def _mish(xp, a):
 @_mish.derivative
 def _(node, g):
     (a,) = node.saved
-    softplus = _ew.log1p(_ew.exp(-_ew.abs(a))) + _ew.relu(a)
-    t = _ew.tanh(softplus)
+    t = _ew.tanh(log1pexp(a))
     return (g * (t + a * _ew.sigmoid(a) * (1 - t * t)),)
+
+
+def log1pexp(input):
+    """``log(1 + exp(x))`` (softplus without a threshold), for a tensor of floats: exact and finite
+    for every ``x`` in every float dtype, and differentiable to any order with derivative
+    ``sigmoid(x)``, 0.5 at 0.
+
+    Computed as ``c + log1p(exp(x - 2c))`` with ``c = clamp(x, min=0)`` (``x - 2c = -|x|``, so
+    ``exp`` cannot overflow). The usual ``relu(x) + log1p(exp(-|x|))`` has the same values but,
+    with ``abs'(0) = relu'(0) = 0``, a derivative of 0 at ``x = 0``; clamp's derivative is 1 at
+    its bound, which gives ``1 + sigmoid(0) * (1 - 2) = 0.5`` there, and 0.25 the second.
+    """
+    positive = _ew.clamp(input, min=0)
+    return positive + _ew.log1p(_ew.exp(input - 2 * positive))
 
 
 def mish(input):

@@ -3,6 +3,8 @@ repeated in the recompute, peak activation memory cut >= 3x on 8 MLP blocks, and
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import tracemalloc
 
 import numpy as np
@@ -187,3 +189,62 @@ def test_checkpoint_wrapper_is_reachable_as_nn_utils_checkpoint():
     assert nn.utils.checkpoint.checkpoint is autograd.checkpoint
     wrapped = checkpoint_wrapper(nn.Linear(2, 3))
     assert wrapped.out_features == 3
+
+
+def test_tree_outputs_and_non_leaves_inside_tree_arguments(torch):
+    x = tensor.tensor([1.0, 2.0], dtype=tensor.float64, requires_grad=True)
+    tx = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    point = collections.namedtuple("Point", "s c")
+    for lib, leaf, run in ((tensor, x, autograd.checkpoint), (torch, tx, torch.utils.checkpoint.checkpoint)):
+
+        def fn(pair, *, scale):
+            return {"s": pair[0].sin() * scale["k"], "rest": point(pair[1].cos(), 3)}
+
+        out = run(fn, (leaf, leaf * 2), scale={"k": leaf.exp()}, use_reentrant=False)
+        assert out["rest"].c == 3
+        (out["s"].sum() + out["rest"].s.sum()).backward()
+    assert_close(x.grad, tx.grad.numpy())
+
+
+def test_an_input_modified_in_place_after_the_forward_is_refused():
+    x = tensor.tensor([1.0, 2.0], dtype=tensor.float64, requires_grad=True)
+    hidden = x * 1
+    y = autograd.checkpoint(lambda a: a.exp(), hidden, use_reentrant=False)
+    hidden.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_torch_keyword_arguments_are_checkpoints_own():
+    entered = []
+
+    @contextlib.contextmanager
+    def note(name):
+        entered.append(name)
+        yield
+
+    x = tensor.tensor([1.0, 2.0], dtype=tensor.float64, requires_grad=True)
+    y = autograd.checkpoint(
+        lambda a: a.sin(), x, use_reentrant=False, context_fn=lambda: (note("forward"), note("recompute")),
+        determinism_check="default", debug=False,
+    )
+    y.sum().backward()
+    assert entered == ["forward", "recompute"]
+    assert_close(x.grad, x.detach().cos())
+    with pytest.raises(ValueError, match="determinism_check should be one of"):
+        autograd.checkpoint(lambda a: a, x, determinism_check="strict")
+
+
+def test_a_recompute_with_other_shapes_is_refused_unless_unchecked():
+    calls = []
+
+    def growing(a):
+        calls.append(1)
+        return a[: len(calls)].sin()
+
+    x = tensor.ones(3, dtype=tensor.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="different metadata"):
+        autograd.checkpoint(growing, x).sum().backward()
+    calls.clear()
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):  # no check: the gradient's own error
+        autograd.checkpoint(growing, x, determinism_check="none").sum().backward()

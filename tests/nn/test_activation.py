@@ -175,6 +175,21 @@ def test_gradient_at_the_kinks_matches_torch(torch, name, args):
     assert_close(x.grad, ref.grad.numpy())
 
 
+def test_mish_second_and_third_derivatives_at_zero_match_torch(torch):
+    # mish's derivative rule rebuilds softplus; built as relu(x) + log1p(exp(-|x|)), its own
+    # derivative at 0 came out 0, not sigmoid(0) = 0.5, and mish''(0) was halved.
+    values = [-30.0, -1.0, 0.0, 0.5, 30.0]
+    derivatives = []
+    for lib, mish in ((tensor, F.mish), (torch, torch.nn.functional.mish)):
+        x = lib.tensor(values, dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(mish(x).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x, create_graph=True)
+        (ggg,) = lib.autograd.grad(gg.sum(), x)
+        derivatives.append([d.detach().numpy() for d in (g, gg, ggg)])
+    for ours, theirs in zip(*derivatives):
+        assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("name, args", [("hardtanh", (0.0, 1.0)), ("hardtanh", (0.5, 2.7)), ("relu6", ())])
 @pytest.mark.parametrize("dtype", ["int64", "uint8"])
 def test_hardtanh_and_relu6_keep_an_integer_dtype_as_torch(torch, name, args, dtype):

@@ -91,6 +91,45 @@ def test_elementwise_losses_gradcheck(name, in_kind, tgt_kind, kwargs):
     assert autograd.gradcheck(lambda a: getattr(F, name)(a, t, reduction="sum", **extra), (x,))
 
 
+def _first_and_second_derivatives(lib, loss, values, **kwargs):
+    x = lib.tensor(values, dtype=lib.float64, requires_grad=True)
+    (g,) = lib.autograd.grad(loss(x, **kwargs).sum(), x, create_graph=True)
+    (gg,) = lib.autograd.grad(g.sum(), x)
+    return g.detach().numpy(), gg.numpy()
+
+
+@pytest.mark.parametrize("options", [{}, {"pos_weight": [2.0, 0.5, 1.5, 3.0, 1.0, 1.0]}])
+def test_binary_cross_entropy_with_logits_derivatives_at_zero_logits_match_torch(torch, options):
+    # A zero-initialised head: d/dx at x = 0 is sigmoid(0) - t = 0.5 - t (the stable softplus
+    # form relu(-x) + log1p(exp(-|x|)) gave 1 - t there), and the second derivative 0.25.
+    logits, target = [0.0, 0.0, 0.0, -0.0, 40.0, -40.0], [0.0, 1.0, 0.3, 1.0, 0.0, 1.0]
+    found = []
+    for lib, fn in ((tensor, F), (torch, torch.nn.functional)):
+        extra = {k: lib.tensor(v, dtype=lib.float64) for k, v in options.items()}
+
+        def loss(x, lib=lib, fn=fn, extra=extra):
+            return fn.binary_cross_entropy_with_logits(x, lib.tensor(target, dtype=lib.float64), reduction="none",
+                                                       **extra)
+
+        found.append(_first_and_second_derivatives(lib, loss, logits))
+    for ours, theirs in zip(*found):
+        assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, kwargs", [("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}),
+                                          ("huber_loss", {"delta": 0.5})])
+def test_smooth_l1_and_huber_second_derivative_where_input_equals_target(torch, name, kwargs):
+    values = [-1.0, -0.2, 0.0, 0.2, 1.0]
+    found = []
+    for lib, fn in ((tensor, F), (torch, torch.nn.functional)):
+        def loss(x, lib=lib, fn=fn):
+            return getattr(fn, name)(x, lib.zeros_like(x), reduction="sum", **kwargs)
+
+        found.append(_first_and_second_derivatives(lib, loss, values))
+    for ours, theirs in zip(*found):
+        assert_close(ours, theirs, rtol=1e-12)
+
+
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_binary_cross_entropy_gradient_at_saturated_inputs_matches_torch(torch, reduction):
     # Exactly 0 or 1 (a saturated sigmoid): PyTorch's derivative clamps p(1 - p) at 1e-12.

@@ -4,6 +4,8 @@ installed, against torch.func on the same programs."""
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -214,3 +216,109 @@ def test_stack_module_state_ensembles_with_vmap():
         func.stack_module_state([nn.Linear(3, 2), nn.ReLU()])
     with pytest.raises(RuntimeError, match="at least one model"):
         func.stack_module_state([])
+
+
+def _connected(lib, w):
+    """The results of each transform of ``x * x * w`` at ``x = [3, 4]``, for a captured ``w``."""
+    x = lib.tensor([3.0, 4.0], dtype=lib.float64)
+    f = lambda x: (x * x * w).sum()  # noqa: E731
+    g = lambda x: x * x * w  # noqa: E731
+    return {
+        "grad": lib.func.grad(f)(x),
+        "value": lib.func.grad_and_value(f)(x)[1],
+        "jacrev": lib.func.jacrev(g)(x),
+        "jacfwd": lib.func.jacfwd(g)(x),
+        "hessian": lib.func.hessian(f)(x),
+        "vjp output": lib.func.vjp(g, x)[0],
+        "vjp": lib.func.vjp(g, x)[1](lib.ones(2, dtype=lib.float64))[0],
+        "jvp": lib.func.jvp(g, (x,), (lib.ones(2, dtype=lib.float64),))[1],
+    }
+
+
+def test_results_stay_connected_to_captured_tensors_that_require_grad(torch):
+    # A gradient penalty: the transforms' results depend on a captured w, and backward reaches it.
+    w = tensor.tensor([1.0, 2.0], dtype=tensor.float64, requires_grad=True)
+    tw = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    for (name, ours), theirs in zip(_connected(tensor, w).items(), _connected(torch, tw).values()):
+        assert ours.requires_grad, name
+        w.grad, tw.grad = None, None
+        ours.sum().backward()
+        theirs.sum().backward()
+        np.testing.assert_allclose(_np(w.grad), tw.grad.numpy(), rtol=1e-12, err_msg=name)
+    with tensor.no_grad():
+        assert not _connected(tensor, w)["grad"].requires_grad
+
+
+def test_only_results_that_depend_on_captured_tensors_stay_connected():
+    w = tensor.tensor([1.0, 2.0], requires_grad=True)
+    g, (value, aux) = func.grad_and_value(lambda x: ((x * w).sum(), x.sum()), has_aux=True)(tensor.ones(2))
+    assert g.requires_grad and value.requires_grad and not aux.requires_grad
+    assert not func.grad(lambda x: (x * x).sum() + w.sum())(tensor.ones(2)).requires_grad
+
+
+def test_gradient_penalty_reaches_module_parameters(torch):
+    model = nn.Linear(3, 1).double()
+    reference = torch.nn.Linear(3, 1).double()
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor(_np(model.weight)))
+        reference.bias.copy_(torch.tensor(_np(model.bias)))
+    x = RNG.standard_normal((4, 3))
+    penalty = (func.grad(lambda x: model(x).tanh().sum())(tensor.tensor(x)) ** 2).sum()
+    t_penalty = (torch.func.grad(lambda x: reference(x).tanh().sum())(torch.tensor(x)) ** 2).sum()
+    penalty.backward()
+    t_penalty.backward()
+    assert_close(_np(model.weight.grad), reference.weight.grad.numpy())
+    assert_close(_np(model.bias.grad), reference.bias.grad.numpy())
+
+
+def test_namedtuples_are_trees(torch):
+    point = collections.namedtuple("Point", "a b")
+    rows = np.array([[1.0, 3.0, 2.0], [4.0, 2.0, 0.0]])
+    for op in (lambda r: r.max(0), lambda r: r.sort(), lambda r: r.topk(2)):
+        ours, theirs = func.vmap(op)(tensor.tensor(rows)), torch.func.vmap(op)(torch.tensor(rows))
+        assert ours._fields == ("values", "indices")
+        assert_close(_np(ours.values), theirs.values.numpy())
+        assert ours.indices.tolist() == theirs.indices.tolist()
+    g = func.grad(lambda p: (p.a * p.b).sum())(point(tensor.ones(2), tensor.full((2,), 3.0)))
+    assert isinstance(g, point) and g.a.tolist() == [3.0, 3.0] and g.b.tolist() == [1.0, 1.0]
+    out = func.vmap(lambda p: point(p.a * 2, p.b.sum()))(point(tensor.ones(2, 3), tensor.ones(2, 3)))
+    assert isinstance(out, point) and out.a.shape == (2, 3) and out.b.tolist() == [3.0, 3.0]
+
+
+def test_forward_mode_gives_integer_and_bool_outputs_zero_tangents(torch):
+    ours = func.jvp(lambda x: (x.sin(), x.argmax(), x > 0), (tensor.ones(3),), (tensor.ones(3),))
+    theirs = torch.func.jvp(lambda x: (x.sin(), x.argmax(), x > 0), (torch.ones(3),), (torch.ones(3),))
+    assert_close(_np(ours[1][0]), theirs[1][0].numpy())
+    for a, b in zip(ours[1][1:], theirs[1][1:]):
+        assert a.dtype.name == str(b.dtype).split(".")[-1] and a.tolist() == b.tolist()
+    jac = func.jacfwd(lambda x: (x.sin(), x.argmax()))(tensor.ones(3))
+    assert jac[1].dtype is tensor.int64 and jac[1].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda F, x: F.grad(lambda x: (x * 1j).sum())(x),
+    lambda F, x: F.jacrev(lambda x: x * 1j)(x),
+    lambda F, x: F.jacfwd(lambda x: x * 1j)(x),
+    lambda F, x: F.jacrev(lambda x: (x, x.argmax()))(x),
+    lambda F, x: F.vjp(lambda x: x.argmax(), x),
+    lambda F, x: F.vjp(lambda x: 3, x),
+    lambda F, x: F.jvp(lambda x: (x, 3), (x,), (x,)),
+], ids=["grad complex", "jacrev complex", "jacfwd complex", "jacrev int", "vjp int", "vjp int object", "jvp int"])
+def test_outputs_the_transforms_refuse(torch, call):
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch.func, torch.ones(2))
+    with pytest.raises(RuntimeError) as ours:
+        call(func, tensor.ones(2))
+    assert str(ours.value).split(":")[0].replace("tensor.", "torch.") == str(theirs.value).split(":")[0]
+
+
+def test_jvp_refuses_an_integer_primal():
+    with pytest.raises(ValueError, match="Expected primal to be floating point"):
+        func.jvp(lambda x: x, (tensor.arange(3),), (tensor.arange(3),))
+
+
+def test_vmap_refuses_a_batched_output_with_out_dims_none():
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        func.vmap(lambda x: x * 2, out_dims=None)(tensor.arange(6.0).reshape(2, 3))
+    constant = func.vmap(lambda x: (x * 2, tensor.ones(2)), out_dims=(0, None))(tensor.ones(3, 2))
+    assert constant[0].shape == (3, 2) and constant[1].tolist() == [1.0, 1.0]
