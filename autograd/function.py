@@ -26,7 +26,7 @@ from tensor._autograd_hooks import grad_mode
 from tensor._opdef import OpDef
 
 from .grad_mode import no_grad
-from .graph import Node
+from .graph import _FREED_MESSAGE, Node
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -60,13 +60,21 @@ class FunctionCtx:
         self._saved = tensors
         self._versions = tuple(t._version_box[0] if t is not None else None for t in tensors)
 
+    def free_saved(self) -> None:
+        """Drop the saved tensors (after a backward without ``retain_graph``): reading them again
+        raises, as PyTorch; the rest of ``ctx`` stays for another backward that does not."""
+        self._saved = self._versions = None
+
     @property
     def saved_tensors(self) -> tuple:
         """The tensors given to ``save_for_backward``.
 
         Raises:
-            RuntimeError: if one was modified in place after it was saved.
+            RuntimeError: if one was modified in place after it was saved, or if they were freed
+                by an earlier backward (as PyTorch's "backward through the graph a second time").
         """
+        if self._saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
         for t, version in zip(self._saved, self._versions):
             if t is not None and t._version_box[0] != version:
                 raise RuntimeError(

@@ -357,8 +357,8 @@ class Node:
         if len(self._fns_saved) > n and not (_COMPILED and _drop_saved_in_place(self, n)):  # noqa: F821
             self._fns_saved = self._fns_saved[:n]  # the edges stay (``next_functions`` after a backward)
         self._out = None
-        if self._extras is not None:
-            self._extras.ctx = None
+        if self._extras is not None and self._extras.ctx is not None:
+            self._extras.ctx.free_saved()  # a custom Function's ctx stays: a backward without saves runs again
 
     def __repr__(self) -> str:
         return f"<{self.name()}>"

@@ -248,3 +248,11 @@ def test_a_recompute_with_other_shapes_is_refused_unless_unchecked():
     calls.clear()
     with pytest.raises(RuntimeError, match="Mismatch in shape"):  # no check: the gradient's own error
         autograd.checkpoint(growing, x, determinism_check="none").sum().backward()
+
+
+def test_a_second_backward_through_a_checkpoint_raises_torchs_error():
+    x = tensor.ones(2, requires_grad=True)
+    y = autograd.checkpoint(lambda a: (a * a).sin(), x, use_reentrant=False).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()

@@ -330,3 +330,39 @@ def test_save_for_backward_of_a_non_tensor_raises_type_error(torch):
 
         with pytest.raises(TypeError, match="argument 1 is of type int"):
             Op.apply(mod.ones(2, requires_grad=True))
+
+
+def test_a_second_backward_reruns_a_function_without_saves_and_refuses_one_with_saves(torch):
+    """As PyTorch: the ctx outlives a backward; only its saved tensors are freed."""
+    results = []
+    for lib, base in ((tensor, autograd.Function), (torch, torch.autograd.Function)):
+        class Double(base):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        class Square(base):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+
+        x = lib.ones(2, requires_grad=True)
+        y = Double.apply(x).sum()
+        y.backward()
+        y.backward()
+        y = Square.apply(x).sum()
+        y.backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()
+        results.append(x.grad.tolist())
+    assert results[0] == results[1] == [6.0, 6.0]
