@@ -137,6 +137,8 @@ def _dims_and_sizes(x, s, dim, name, at_least_one=False):
             lengths, a length below 1, or no dim where ``at_least_one`` (the real transforms).
         IndexError: for a dim out of range.
     """
+    if isinstance(s, int):
+        s = (s,)
     if dim is None:
         if s is not None and len(s) > x.ndim:
             raise RuntimeError(f"{name}: Got shape with {len(s)} values but input tensor only has {x.ndim} dimensions.")
@@ -286,14 +288,15 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None):
 
 def fftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, requires_grad: bool = False):
     """The sample frequencies ``[0, 1, ..., n//2 - 1, -(n//2), ..., -1] / (d * n)`` (``n//2`` rounded up)."""
+    dtype = _frequency_dtype("fftfreq", dtype)
     k = arange(n, device=device)
-    k = where(k < (n + 1) // 2, k, k - n).to(dtype or _dtype.get_default_dtype())
+    k = where(k < (n + 1) // 2, k, k - n).to(dtype)
     return (k / (d * n)).requires_grad_(requires_grad)
 
 
 def rfftfreq(n: int, d: float = 1.0, *, dtype=None, device=None, requires_grad: bool = False):
     """The non-negative sample frequencies ``[0, 1, ..., n // 2] / (d * n)``."""
-    k = arange(n // 2 + 1, device=device).to(dtype or _dtype.get_default_dtype())
+    k = arange(n // 2 + 1, device=device).to(_frequency_dtype("rfftfreq", dtype))
     return (k / (d * n)).requires_grad_(requires_grad)
 
 
@@ -311,3 +314,20 @@ def fftshift(input, dim=None):
 def ifftshift(input, dim=None):
     """The inverse of ``fftshift``."""
     return _shift(input, dim, -1)
+
+
+def _frequency_dtype(name: str, dtype):
+    """The result dtype of ``fftfreq``/``rfftfreq``: ``dtype`` or the default, which must be a
+    real float (PyTorch's CPU ``arange`` has no complex kernel).
+
+    Raises:
+        RuntimeError: for an integer or bool ``dtype``.
+        NotImplementedError: for a complex ``dtype``.
+    """
+    if dtype is None:
+        return _dtype.get_default_dtype()
+    if dtype.is_complex:
+        raise NotImplementedError(f"{name}: not implemented for {dtype.name}")
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    return dtype

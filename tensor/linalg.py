@@ -27,6 +27,7 @@ from .ops.decomp import (
     eigh,
     eigvalsh,
     inv,
+    is_all_zero,
     qr,
     slogdet,
     solve,
@@ -199,6 +200,9 @@ def _(node, g):
     values, V = node.output[..., 0, :], node.output[..., 1:, :]
     gL, gV = g[..., 0, :], g[..., 1:, :]
     Vh = conj_transpose(V)
+    if is_all_zero(gV):
+        gA = lu_solve(*lu_factor(Vh), gL.unsqueeze(-1) * Vh)
+        return (gA if node.input_meta[0][1].kind == "c" else gA.real,)
     VhgV = Vh @ gV
     diag = VhgV.diagonal(0, -2, -1)
     if not bool((diag.imag.abs() <= 1e-2 + 1e-2 * diag.abs()).all()):
@@ -233,14 +237,27 @@ def eigvals(A):
     return eig(A).eigenvalues
 
 
+def _per_matrix(value):
+    """A tolerance as ``_tolerance`` compares it: a Python number, or a tensor of one value per
+    matrix given a trailing dim to broadcast against the singular values."""
+    return value.unsqueeze(-1) if _dispatch.is_tensor(value) else value
+
+
 def _tolerance(S, atol, rtol, shape):
-    """The singular-value cutoff of pinv and matrix_rank: max(atol, rtol * largest value)."""
+    """The singular-value cutoff of pinv and matrix_rank: max(atol, rtol * largest value), where
+    ``rtol`` defaults to 0 if ``atol > 0`` and to ``eps * max(m, n)`` otherwise (numbers or
+    per-matrix tensors)."""
+    atol, rtol = _per_matrix(atol), _per_matrix(rtol)
     if rtol is None:
         eps = 1.1920928955078125e-07 if S.dtype.itemsize == 4 else 2.220446049250313e-16
-        rtol = 0.0 if atol is not None and atol > 0 else max(shape[-2:]) * eps
+        default = max(shape[-2:]) * eps
+        if atol is None:
+            rtol = default
+        else:
+            rtol = where(atol > 0, 0.0, default) if _dispatch.is_tensor(atol) else (0.0 if atol > 0 else default)
     top = S.amax(-1, keepdim=True) if S.shape[-1] else S.new_zeros(S.shape[:-1] + (1,))
     cutoff = top * rtol
-    return cutoff if atol is None else where(cutoff > atol, cutoff, float(atol))
+    return cutoff if atol is None else where(cutoff > atol, cutoff, atol if _dispatch.is_tensor(atol) else float(atol))
 
 
 def _inverse_above(values, cutoff):
@@ -250,13 +267,16 @@ def _inverse_above(values, cutoff):
 
 
 @_autocast.as_op("pinverse")
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
-    """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff count as 0);
-    with ``hermitian``, from ``eigh`` of ``A``'s lower triangle (eigenvalues by magnitude).
+def pinv(A, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):
+    """The Moore-Penrose pseudo-inverse, from the SVD (singular values under the cutoff
+    ``max(atol, rtol * largest)`` count as 0); with ``hermitian``, from ``eigh`` of ``A``'s lower
+    triangle (eigenvalues by magnitude). The legacy ``rcond`` is ``rtol`` with ``atol = 0``.
 
     Raises:
         RuntimeError: for integer input, or a non-square ``A`` with ``hermitian``.
     """
+    if rcond is not None:
+        atol, rtol = 0.0, rcond
     if hermitian:
         values, V = eigh(A)
         inverse = _inverse_above(values, _tolerance(values.abs(), atol, rtol, A.shape))
@@ -272,32 +292,55 @@ def pinverse(input, rcond: float = 1e-15):
 
 
 @_autocast.as_op("linalg_matrix_rank")
-def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):
+def matrix_rank(A, tol=None, hermitian: bool = False, *, atol=None, rtol=None):
     """The number of singular values above the cutoff ``max(atol, rtol * largest)`` (with
-    ``hermitian``, eigenvalue magnitudes of ``A``'s lower triangle).
+    ``hermitian``, eigenvalue magnitudes of ``A``'s lower triangle). The legacy ``tol`` is
+    ``atol`` with ``rtol = 0``.
 
     Raises:
         RuntimeError: for integer input, or a non-square ``A`` with ``hermitian``.
     """
+    if tol is not None:
+        atol, rtol = tol, 0.0
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
     return (S > _tolerance(S, atol, rtol, A.shape)).sum(-1)
 
 
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
 @_autocast.as_op("linalg_lstsq")
 def lstsq(A, B, rcond=None, *, driver=None):
-    """The least-squares solution of ``A X = B`` (via the pseudo-inverse; differentiable), with
-    ``residuals`` (squared, for full-rank tall ``A``), ``rank`` and ``singular_values``."""
+    """The least-squares solution of ``A X = B`` (via the pseudo-inverse; differentiable), with the
+    outputs PyTorch's CPU ``driver`` gives (default 'gelsy'): ``rank`` (empty for 'gels'),
+    ``singular_values`` ('gelsd', 'gelss'; else empty) and the squared ``residuals`` (tall ``A``
+    only, for 'gels' always, for 'gelsd'/'gelss' when every matrix has full rank, never for
+    'gelsy'). 'gels' assumes full rank and ignores ``rcond``; the others truncate the singular
+    values below ``rcond`` times the largest (default ``eps * max(m, n)``).
+
+    Raises:
+        RuntimeError: for an unknown ``driver``.
+    """
+    driver = "gelsy" if driver is None else driver
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {_LSTSQ_DRIVERS}, got {driver!r}")
     vector = B.ndim == A.ndim - 1
     rhs = B.unsqueeze(-1) if vector else B
-    S = svdvals(A)
-    X = pinv(A, rtol=rcond) @ rhs
-    rank = (S > _tolerance(S, None, rcond, A.shape)).sum(-1)
     m, n = A.shape[-2:]
-    residuals = A.new_zeros((0,))
-    if m > n and bool((rank == n).all()):
+    empty = A.new_zeros((0,), dtype=_dtype.to_real(A.dtype))
+    if driver == "gels":
+        X = pinv(A, atol=0.0, rtol=0.0) @ rhs
+        rank, S, full_rank = A.new_zeros((0,), dtype=_dtype.int64), empty, True
+    else:
+        S = svdvals(A)
+        X = pinv(A, rtol=rcond) @ rhs
+        rank = (S > _tolerance(S, None, rcond, A.shape)).sum(-1)
+        full_rank = driver != "gelsy" and bool((rank == n).all())
+    residuals = empty
+    if m > n and full_rank:
         error = A @ X - rhs
         residuals = ((error.abs() if error.dtype.is_complex else error) ** 2).sum(-2)
-    return _lstsq_result(X.squeeze(-1) if vector else X, residuals, rank, S)
+    return _lstsq_result(X.squeeze(-1) if vector else X, residuals, rank, S if driver in ("gelsd", "gelss") else empty)
 
 
 def matrix_power(A, n: int):
@@ -411,7 +454,7 @@ def cond(A, p=None):
         S = svdvals(A)
         if not S.shape[-1]:  # an m x 0 or 0 x n matrix
             return S.sum(-1)
-        high, low = S.amax(-1), S.amin(-1)
+        high, low = S[..., 0], S[..., -1]  # descending; one value each, also for ties (as PyTorch)
         return high / low if p != -2 else low / high
     inverse, info = inv_ex(A)
     return where(info > 0, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))

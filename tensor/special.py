@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 
 from . import _dtype
-from .ops.elementwise import expm1, log, log1p, round, sigmoid, where
+from .ops.edge_grads import entr, logit, sinc, xlog1py, xlogy
+from .ops.elementwise import expm1, log, log1p, round, sigmoid
 from .ops.gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
-from .ops.math_extra import exp2, float_operands, logit, sinc, xlogy
+from .ops.math_extra import exp2
 from .ops.reduction import logsumexp
 from .ops.softmax import log_softmax, softmax
 from .ops.special import erf, erfc, erfcx
@@ -63,14 +64,6 @@ def expit(input):
     return sigmoid(input)
 
 
-def xlog1py(input, other):
-    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be
-    a Python number."""
-    input, other = float_operands(input, other)
-    zero = (input == 0) & ~other.isnan()
-    return where(zero, 0.0, input * log1p(where(zero, 0.0, other)))
-
-
 def ndtr(input):
     """The standard normal cumulative distribution function."""
     return 0.5 * erfc(input * (-1 / _SQRT2))  # a product, not ``-input``: bool inputs too
@@ -86,10 +79,3 @@ def ndtri(input):
 def log_ndtr(input):
     """``log(ndtr(x))`` (through erfc, so accurate in the left tail down to about x = -26)."""
     return log(ndtr(input))
-
-
-def entr(input):
-    """``-x log(x)`` for x > 0, 0 at 0 and -inf for x < 0."""
-    x = input if input.dtype.is_floating_point else input.to(log(input.new_ones(())).dtype)
-    inner = -x * log(where(x > 0, x, 1.0))
-    return where(x < 0, -math.inf, inner)

@@ -7,25 +7,26 @@ from tensor import Tensor
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
+_LOW_PRECISION = (tensor.float16, tensor.bfloat16)
 
-def _vector_norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
-    """The ``p``-norm of ``x`` along ``dim``, as ``tensor.linalg.vector_norm``, except that
-    ``p = 0`` (the count of non-zeros) stays in the graph with a zero gradient, as PyTorch."""
-    if p == 0:
-        # sign() has a zero derivative; where() keeps NaN counted as non-zero.
-        return tensor.where(x != 0, 1.0, x.sign()).sum(dim, keepdim=keepdim)
-    return tensor.linalg.vector_norm(x, p, dim, keepdim)
+
+def _widened(x: Tensor) -> Tensor:
+    return x.float() if x.dtype in _LOW_PRECISION else x
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` along the last dim (broadcasting the leading dims)."""
-    return _vector_norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim, 1) - 1, keepdim)
+    return tensor.linalg.vector_norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim, 1) - 1, keepdim)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (broadcasting)."""
-    n1 = tensor.clamp(_vector_norm(x1, 2, dim, keepdim=True), min=eps)
-    n2 = tensor.clamp(_vector_norm(x2, 2, dim, keepdim=True), min=eps)
+    """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (broadcasting); float16 and
+    bfloat16 are computed in float32 and rounded once (their squares overflow or underflow)."""
+    if x1.dtype in _LOW_PRECISION or x2.dtype in _LOW_PRECISION:
+        dtype = tensor.promote_types(x1.dtype, x2.dtype)
+        return cosine_similarity(_widened(x1), _widened(x2), dim, eps).to(dtype)
+    n1 = tensor.clamp(tensor.linalg.vector_norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = tensor.clamp(tensor.linalg.vector_norm(x2, 2, dim, keepdim=True), min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
@@ -42,4 +43,4 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     rows, cols = zip(*[(i, j) for i in range(n) for j in range(i + 1, n)]) if n > 1 else ((), ())
     index = tensor.tensor(list(rows), dtype=tensor.int64, device=input.device)
     other = tensor.tensor(list(cols), dtype=tensor.int64, device=input.device)
-    return _vector_norm(input.index_select(0, index) - input.index_select(0, other), p, 1)
+    return tensor.linalg.vector_norm(input.index_select(0, index) - input.index_select(0, other), p, 1)

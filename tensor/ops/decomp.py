@@ -251,6 +251,13 @@ def cholesky_with_info(A):
     return _dispatch.make(L.reshape(A.shape), A._device), _dispatch.make(info.reshape(A.shape[:-2]), A._device)
 
 
+def is_all_zero(t) -> bool:
+    """Whether ``t`` is all zeros: the gradient an unused output of a packed op receives (PyTorch's
+    "undefined" gradient), for which the derivatives skip their eigen/singular-vector terms, whose
+    ``1 / (s_j - s_i)`` factors are infinite for repeated values."""
+    return not bool(t.any())
+
+
 def _off_diagonal_inverse(values):
     """``F[i, j] = 1 / (values[j] - values[i])`` off the diagonal, 0 on it."""
     diff = values.unsqueeze(-2) - values.unsqueeze(-1)
@@ -284,6 +291,8 @@ def _(node, g):
     values, vectors = node.output[..., 0, :].real, node.output[..., 1:, :]
     g_values, g_vectors = g[..., 0, :].real, g[..., 1:, :]
     vectors_h = conj_transpose(vectors)
+    if is_all_zero(g_vectors):
+        return ((vectors * g_values.unsqueeze(-2)) @ vectors_h,)
     VhgV = vectors_h @ g_vectors
     _check_phase_invariant("linalg_eigh_backward", VhgV)
     skew = 0.5 * (VhgV - conj_transpose(VhgV))
@@ -351,6 +360,8 @@ def _(node, g):
         )
     if U.dtype.is_complex:
         S, gS = S.real, gS.real
+    if is_all_zero(gU) and is_all_zero(gVh):
+        return ((U * gS.unsqueeze(-2)) @ Vh,)
     V, gV = conj_transpose(Vh), conj_transpose(gVh)
     UhgU, VhgV = conj_transpose(U) @ gU, conj_transpose(V) @ gV
     _check_phase_invariant("linalg_svd_backward", UhgU + VhgV)

@@ -88,13 +88,12 @@ _digamma.derivative(lambda node, g: (g * polygamma(1, node.saved[0]),))
 
 
 def _hurwitz_zeta(xp, s, x):
-    """``sum_k (x + k) ** -s`` for an integer ``s >= 2``, by Euler-Maclaurin after a shift."""
-    low = float(xp.min(x)) if x.size else 0.0
-    steps = _SHIFT + (math.ceil(-low) if low < 0 else 0)
+    """``sum_k (x + k) ** -s`` for an integer ``s >= 2`` and ``x >= 0``, by Euler-Maclaurin after a
+    shift."""
     total = xp.zeros_like(x)
-    for k in range(steps):  # (the caller masks the poles, where a term is inf)
+    for k in range(_SHIFT):  # (the caller masks the poles, where a term is inf)
         total += (x + k) ** -s
-    y = x + steps
+    y = x + _SHIFT
     total += y ** (1 - s) / (s - 1) + 0.5 * y**-s
     rising, power = float(s), y ** (-s - 1)
     for j, b in enumerate(_BERNOULLI, start=1):
@@ -104,15 +103,40 @@ def _hurwitz_zeta(xp, s, x):
     return total
 
 
+def _cot_derivative_coefficients(n: int) -> list[float]:
+    """The coefficients (lowest first) of the polynomial ``P`` with ``d^n/du^n cot(u) = P(cot u)``
+    (``d/du cot = -(1 + cot^2)``)."""
+    coeffs = [0.0, 1.0]
+    for _ in range(n):
+        derived = [k * c for k, c in enumerate(coeffs)][1:]
+        coeffs = [0.0] * (len(derived) + 2)
+        for k, c in enumerate(derived):
+            coeffs[k] -= c
+            coeffs[k + 2] -= c
+    return coeffs
+
+
+def _polygamma_positive_order(xp, n, x):
+    """``polygamma(n, x)`` for ``n >= 1`` off the poles: ``(-1)^(n+1) n! zeta(n+1, x)``, reflected
+    for ``x < 0`` (``psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x))``), which keeps the
+    shift of the series fixed however negative ``x`` is."""
+    reflect = x < 0
+    y = xp.where(reflect, 1.0 - x, x)
+    out = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, n + 1, y)
+    cot = 1.0 / xp.tan(math.pi * (x - xp.floor(x)))  # cot has period pi: reduce first (exact)
+    correction = _polynomial(xp, _cot_derivative_coefficients(n)[::-1], cot) * math.pi ** (n + 1)
+    return xp.where(reflect, (-1) ** n * out - correction, out)
+
+
 @defop("polygamma", saves=(0,))
 def _polygamma(xp, a, n):
     x = _float64(xp, a)
     if n == 0:
         return _digamma_kernel(xp, x).astype(a.dtype)
     with np.errstate(all="ignore"):
-        out = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(xp, n + 1, x)
-    pole = (x <= 0) & (x == xp.floor(x))
-    return xp.where(pole, xp.nan if n % 2 == 0 else xp.inf, out).astype(a.dtype)
+        out = _polygamma_positive_order(xp, n, x)
+    pole = (x <= 0) & (x == xp.floor(x)) & (x > -xp.inf)  # -inf has no limit: NaN
+    return xp.where(pole, -xp.inf if n % 2 == 0 else xp.inf, out).astype(a.dtype)  # PyTorch's signs
 
 
 _polygamma.derivative(lambda node, g: (g * polygamma(node.params[0] + 1, node.saved[0]),))
@@ -205,13 +229,14 @@ def erfinv(input):
 
 
 def mvlgamma(input, p: int):
-    """The multivariate log-gamma function of dimension ``p``.
+    """The multivariate log-gamma function of dimension ``p`` (like PyTorch 2.13, no domain check:
+    below ``(p - 1) / 2`` it sums the log-gammas of the terms as they are).
 
     Raises:
-        RuntimeError: if some element is not greater than ``(p - 1) / 2``.
+        RuntimeError: for ``p < 1``.
     """
-    if bool((input <= (p - 1) / 2).any()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1 (got {p})")
     x = _as_float(input)
     terms = [lgamma(x - j / 2) for j in range(p)]
     total = terms[0]

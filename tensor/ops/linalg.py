@@ -123,21 +123,52 @@ def _(node, g):
         if not needed:
             grads.append(None)
             continue
-        if len(set(sub)) != len(sub):
-            raise NotImplementedError(
-                f"einsum backward for an operand with a repeated index ({sub!r}) is not supported"
-            )
         others = [s for j, s in enumerate(subscripts) if j != i]
+        letters = "".join(dict.fromkeys(sub))  # each letter once
         available = set(output).union(*others)
-        kept = "".join(c for c in sub if c in available)
+        kept = "".join(c for c in letters if c in available)
         grad = einsum(
             f"{','.join([output] + others)}->{kept}", g, *[conj_if_complex(t) for j, t in enumerate(operands) if j != i]
         )
-        if kept != sub:  # letters summed away inside this operand alone: broadcast back
-            grad = grad.reshape([grad.shape[kept.index(c)] if c in kept else 1 for c in sub])
-            grad = grad.expand(operands[i].shape)
-        grads.append(grad)
+        sizes = {c: n for c, n in zip(reversed(sub), reversed(operands[i].shape))}  # this operand's own sizes
+        grad = _fit_to_sizes(grad, kept, letters, sizes)
+        grads.append(_onto_diagonals(grad, letters, sub, equation) if letters != sub else grad)
     return tuple(grads)
+
+
+def _fit_to_sizes(grad, kept: str, letters: str, sizes: dict):
+    """``grad`` (subscripts ``kept``) laid out as ``letters`` with this operand's ``sizes``: summed
+    over the dims it broadcast from size 1, expanded along the rest (and the letters summed away
+    inside this operand alone)."""
+    summed = tuple(d for d, c in enumerate(kept) if sizes[c] == 1 and grad.shape[d] != 1)
+    if summed:
+        grad = grad.sum(summed, keepdim=True)
+    grad = grad.reshape([grad.shape[kept.index(c)] if c in kept else 1 for c in letters])
+    target = tuple(sizes[c] for c in letters)
+    return grad if grad.shape == target else grad.expand(target)
+
+
+def _onto_diagonals(grad, letters: str, sub: str, equation: str):
+    """``grad`` (one dim per letter of ``letters``) scattered onto the diagonals of an operand whose
+    subscripts ``sub`` repeat letters: each repeat becomes a fresh letter tied to the first by an
+    identity matrix."""
+    spare = iter(c for c in _LETTERS if c not in equation)
+    seen, spelled, identities = set(), "", []
+    for c in sub:
+        if c in seen:
+            fresh = next(spare)
+            spelled += fresh
+            identities.append((c + fresh, grad.shape[letters.index(c)]))
+        else:
+            seen.add(c)
+            spelled += c
+    eyes = [_eye(grad, n) for _, n in identities]
+    return einsum(f"{','.join([letters] + [pair for pair, _ in identities])}->{spelled}", grad, *eyes)
+
+
+def _eye(like, n: int):
+    xp = like._device.backend.xp
+    return _dispatch.make(xp.eye(n, dtype=like._data.dtype), like._device)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -216,5 +247,13 @@ def einsum(*args):
     dtype = operands[0].dtype
     for t in operands[1:]:
         dtype = _dtype.promote_types(dtype, t.dtype)
+    if len(operands) == 1 and _sums_integers(equation, dtype):
+        dtype = _dtype.int64  # torch reduces with sum, which promotes bool and integers to int64
     operands = tuple(t if t.dtype is dtype else t.to(dtype) for t in operands)
     return _dispatch.apply(_einsum, operands, (equation,))
+
+
+def _sums_integers(equation: str, dtype) -> bool:
+    """Whether a one-operand ``equation`` sums over a letter of a bool or integer operand."""
+    inputs, output = equation.split("->")
+    return not (dtype.is_floating_point or dtype.is_complex) and bool(set(inputs) - set(output))

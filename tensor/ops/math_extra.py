@@ -13,6 +13,7 @@ import math
 from .. import _autocast, _backend, _dispatch, _dtype
 from .._typeinfo import finfo
 from . import elementwise as _ew
+from .edge_grads import float_operands, logit, sinc, xlogy
 from .elementwise import _unary, where
 from .layout import broadcast_tensors, diagonal
 from .reduction import normalize_dims, wrap_dim
@@ -122,23 +123,6 @@ def square(input):
     return input * input
 
 
-def sinc(input):
-    """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = input if input.dtype.is_floating_point or input.dtype.is_complex else input.to(_dtype.get_default_dtype())
-    zero = x == 0
-    px = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, px.sin() / px)
-
-
-def logit(input, eps=None):
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
-    (integer and bool inputs in the default float dtype)."""
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        input = input.to(_dtype.get_default_dtype())
-    p = input if eps is None else input.clamp(eps, 1 - eps)
-    return (p / (1 - p)).log()
-
-
 @defop("atan2", saves=(0, 1))
 def _atan2(xp, a, b):
     return xp.arctan2(a, b)
@@ -203,17 +187,6 @@ def lerp(input, end, weight):
     return where(near_start, input + weight * (end - input), end - (end - input) * (1 - weight))
 
 
-def float_operands(input, other):
-    """``input`` and ``other`` (one may be a Python number) as tensors of their promoted dtype,
-    the default float dtype for integers and bool: the operands of a floating binary function."""
-    target = _dtype.result_type_of(input, other)
-    if not (target.is_floating_point or target.is_complex):
-        target = _dtype.get_default_dtype()
-    device = input._device if _dispatch.is_tensor(input) else other._device
-    return tuple(t.to(target) if _dispatch.is_tensor(t) else _dispatch.scalar_tensor(t, target, device)
-                 for t in (input, other))
-
-
 def logaddexp(input, other):
     """``log(exp(input) + exp(other))`` without overflow (complex inputs too)."""
     input, other = float_operands(input, other)
@@ -245,15 +218,6 @@ def _(node, g):
 
 hypot = public(_dispatch.binary_function(_hypot, True), "hypot",
                "``sqrt(input**2 + other**2)``, without overflow or underflow in the squares.")
-
-
-def xlogy(input, other):
-    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be a
-    Python number."""
-    input, other = float_operands(input, other)
-    zero = (input == 0) & ~other.isnan()
-    safe = where(zero, 1.0, other)
-    return where(zero, 0.0, input * safe.log())
 
 
 def _scaled(t, factor):

@@ -37,11 +37,16 @@ def _(node, g):
         out, g = out.reshape(shape), g.reshape(shape)
     if ord == 1:
         return (g * sgn(a),)
-    # d||a||_p / da = a |a|^(p-2) / ||a||^(p-1) (PyTorch's convention for complex a too); the
-    # subgradient 0 where the norm is 0, as PyTorch.
+    # d||a||_p / da = sgn(a) |a|^(p-1) / ||a||^(p-1) (PyTorch's convention for complex a too); the
+    # subgradient 0 where the norm is 0, and (p < 1, where |a|^(p-1) is inf) at zero elements, as PyTorch.
     zero = out == 0
     scale = g / where(zero, 1.0, out) ** (ord - 1)
-    direction = a if ord == 2 else a * a.abs() ** (ord - 2)
+    if ord == 2:
+        direction = a
+    elif ord < 1:
+        direction = where(a == 0, 0.0, sgn(a) * a.abs() ** (ord - 1))
+    else:
+        direction = sgn(a) * a.abs() ** (ord - 1)
     return (where(zero, 0.0, direction * scale),)
 
 
@@ -82,8 +87,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
         return x.abs().amax(dims, keepdim)
     if ord == -math.inf:
         return x.abs().amin(dims, keepdim)
-    if ord == 0:
-        return (x != 0).sum(dims, keepdim).to(_dtype.to_real(x.dtype))
+    if ord == 0:  # the count of non-zeros (NaN counts), on the graph with a zero gradient as PyTorch's
+        return where(x != 0, 1.0, x.abs().sign()).sum(dims, keepdim)
     return _dispatch.apply_unary(_vector_norm, x, (float(ord) if ord not in (1, 2) else ord, dims, keepdim))
 
 
@@ -153,4 +158,16 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
     if x1.dtype is not x2.dtype:
         common = _dtype.promote_types(x1.dtype, x2.dtype)
         x1, x2 = x1.to(common), x2.to(common)
-    return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
+    differences = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return _chebyshev_distance(differences) if p == math.inf else vector_norm(differences, p, -1)
+
+
+def _chebyshev_distance(differences):
+    """``max |differences|`` along the last dim (0 for no features), whose gradient goes whole to
+    every tied coordinate (PyTorch's cdist rule; ``amax`` would split it among them)."""
+    size = differences.abs()
+    if not differences.shape[-1]:
+        return size.sum(-1)
+    largest = size.amax(-1, keepdim=True).detach()
+    tied = size == largest
+    return (largest + where(tied, size - size.detach(), 0.0).sum(-1, keepdim=True)).squeeze(-1)

@@ -54,11 +54,17 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
 
     Raises:
         RuntimeError: for a 0-d input or a negative ``n``, as PyTorch does.
+        TypeError: for a ``prepend`` or ``append`` that is not a tensor.
     """
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    for name, t in (("prepend", prepend), ("append", append)):
+        if t is not None and not _dispatch.is_tensor(t):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if n == 0:  # prepend and append are differences' operands only (PyTorch and numpy)
+        return input
     dim = wrap_dim(dim, input.ndim)
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _shape.cat(parts, dim) if len(parts) > 1 else input
@@ -147,13 +153,23 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     complex input gives the Hermitian covariance ``E[(x - mean) conj(y - mean)]``.
 
     Raises:
-        RuntimeError: for a bool input, as PyTorch.
+        RuntimeError: for a bool input or more than 2 dims, or weights of the wrong kind, rank, size
+            or sign, as PyTorch.
+        TypeError: for a ``correction`` that is not an int.
     """
     if input.dtype is _dtype.bool_:
         raise RuntimeError("cov(): bool dtype is not supported for input")
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got {input.ndim} dimensions")
+    if not isinstance(correction, int):
+        raise TypeError(f"cov(): argument 'correction' must be int, not {type(correction).__name__}")
     x = input if input.ndim == 2 else input.reshape(1, -1)
+    _check_cov_weights("fweights", fweights, x.shape[1], integral=True)
+    _check_cov_weights("aweights", aweights, x.shape[1], integral=False)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(_dtype.get_default_dtype())
+    if aweights is not None:
+        x = x.to(_dtype.promote_types(x.dtype, aweights.dtype))
     w = None
     if fweights is not None:
         w = fweights.to(x.dtype)
@@ -167,6 +183,23 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     centered = x - mean
     out = (centered * w) @ conj(centered.mT) / _ew.clamp(real(norm), min=0)
     return out.squeeze() if 1 in out.shape else out  # one variable gives a 0-d result, as PyTorch
+
+
+def _check_cov_weights(name: str, weights, observations: int, integral: bool) -> None:
+    """PyTorch's checks of cov's ``fweights`` (integral) or ``aweights`` (floating)."""
+    if weights is None:
+        return
+    floating = weights.dtype.is_floating_point
+    if floating == integral or weights.dtype.is_complex:
+        raise RuntimeError(f"cov(): expected {name} to have {'integral' if integral else 'floating point'} dtype "
+                           f"but got {weights.dtype.name}")
+    if weights.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {weights.ndim} dimensions")
+    if weights.numel() != observations:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
+                           f"but got {weights.numel()} != {observations}")
+    if bool((weights < 0).any()):
+        raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
 def corrcoef(input):
@@ -186,6 +219,7 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
     """The trapezoidal rule along ``dim``, with sample points ``x`` or spacing ``dx`` (1 by default)."""
     dim = wrap_dim(dim, y.ndim)
     n = y.shape[dim]
+    _check_sample_points("trapezoid", x)
     mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2 if n else y
     if x is not None:
         return (
@@ -202,11 +236,17 @@ def trapezoid(y, x=None, *, dx=None, dim: int = -1):
 trapz = trapezoid
 
 
+def _check_sample_points(name: str, x) -> None:
+    if x is not None and not _dispatch.is_tensor(x):
+        raise TypeError(f"{name}(): argument 'x' must be Tensor, not {type(x).__name__} (use dx= for a spacing)")
+
+
 def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1):
     """The running trapezoidal integral along ``dim`` (one element shorter than ``y``)."""
     dim = wrap_dim(dim, y.ndim)
     n = y.shape[dim]
-    mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2
+    _check_sample_points("cumulative_trapezoid", x)
+    mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2 if n else y
     if x is not None:
         step = diff(x, dim=-1 if x.ndim == 1 else dim)
         mid = mid * (step.reshape([-1 if i == dim else 1 for i in range(y.ndim)]) if x.ndim == 1 else step)
@@ -367,9 +407,13 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype=None, de
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None, requires_grad=False):
-    """``base ** linspace(start, end, steps)``."""
-    return (
-        (base ** _creation.linspace(start, end, steps, dtype=_dtype.float64, device=device))
-        .to(dtype or _dtype.get_default_dtype())
-        .requires_grad_(requires_grad)
+    """``base ** linspace(start, end, steps)``, computed in float64 (complex128 for a complex
+    ``dtype``, so a negative ``base`` has its complex powers); for an integer ``dtype`` ``start``
+    and ``end`` are truncated first, as ``linspace`` does."""
+    dtype = dtype or _dtype.get_default_dtype()
+    if not (dtype.is_floating_point or dtype.is_complex) and not _dispatch.is_tensor(start):
+        start, end = int(start), int(end)
+    exponents = _creation.linspace(
+        start, end, steps, dtype=_dtype.complex128 if dtype.is_complex else _dtype.float64, device=device
     )
+    return (base**exponents).to(dtype).requires_grad_(requires_grad)

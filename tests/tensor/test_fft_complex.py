@@ -260,3 +260,17 @@ def test_complex_mul_div_values_and_gradients_match_torch(torch, op, kinds):
     for ours, theirs in zip(*results):
         assert ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
+
+
+def test_fftn_takes_an_int_s():
+    assert tensor.fft.fftn(tensor.ones(4, 5), s=3, dim=1).shape == (4, 3)
+    assert tensor.fft.rfftn(tensor.ones(4, 5), s=3).shape == (4, 2)
+
+
+def test_fftfreq_refuses_integer_and_complex_dtypes():
+    for fn in (tensor.fft.fftfreq, tensor.fft.rfftfreq):
+        with pytest.raises(RuntimeError):
+            fn(4, dtype=tensor.int64)
+        with pytest.raises(NotImplementedError):
+            fn(4, dtype=tensor.complex64)
+        assert fn(4, dtype=tensor.float64).dtype is tensor.float64

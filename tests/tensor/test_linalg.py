@@ -6,6 +6,8 @@ Values and shapes against numpy on every device, gradients with float64 ``gradch
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -435,3 +437,100 @@ def test_logdet_of_complex_matrices_matches_torch(torch):
 
     for ours, theirs in zip(run(tensor), run(torch)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def _grad(lib, fn, value, **kw):
+    x = lib.tensor(value, dtype=lib.float64, requires_grad=True, **kw)
+    fn(lib, x).sum().backward()
+    return x.grad.tolist()
+
+
+VALUE_ONLY_SPECTRA = {
+    "svdvals": lambda L, A: L.linalg.svdvals(A),
+    "svd_S": lambda L, A: L.linalg.svd(A, full_matrices=False)[1],
+    "eigh_values": lambda L, A: L.linalg.eigh(A)[0],
+    "eigvalsh": lambda L, A: L.linalg.eigvalsh(A),
+    "eigvals": lambda L, A: L.linalg.eigvals(A).real,
+    "norm2": lambda L, A: L.linalg.matrix_norm(A, 2),
+    "norm_minus2": lambda L, A: L.linalg.matrix_norm(A, -2),
+    "nuc": lambda L, A: L.linalg.norm(A, "nuc"),
+    "cond": lambda L, A: L.linalg.cond(A),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUE_ONLY_SPECTRA))
+@pytest.mark.parametrize("matrix", [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 3.0], [3.0, 0.0]]])
+def test_value_only_spectra_have_finite_gradients_for_repeated_values(torch, name, matrix):
+    fn = VALUE_ONLY_SPECTRA[name]
+    assert_close(_grad(tensor, fn, matrix), _grad(torch, fn, matrix), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [("ij,j->i", [(2, 3), (1,)]), ("ij,jk->ik", [(2, 1), (3, 4)]), ("ij,ij->", [(2, 1), (1, 3)]),
+     ("ii", [(3, 3)]), ("ii->i", [(3, 3)]), ("iji->j", [(3, 2, 3)]), ("...ii->...i", [(2, 3, 3)]),
+     ("ii,i->i", [(3, 3), (1,)])],
+)
+def test_einsum_backward_with_broadcast_and_repeated_indices(torch, equation, shapes):
+    values = [np.random.default_rng(i).standard_normal(s) for i, s in enumerate(shapes)]
+
+    def grads(lib):
+        xs = [lib.tensor(v, requires_grad=True) for v in values]
+        first = lib.autograd.grad((lib.einsum(equation, *xs) ** 2).sum(), xs, create_graph=True)
+        second = lib.autograd.grad(sum((g * g).sum() for g in first), xs)
+        return [g.tolist() for g in first + second]
+
+    for ours, theirs in zip(grads(tensor), grads(torch)):
+        assert_close(ours, theirs, atol=1e-10)
+
+
+def test_einsum_reductions_of_bool_are_int64():
+    assert tensor.einsum("ii", tensor.eye(3, dtype=tensor.bool)).item() == 3
+    assert tensor.einsum("ij->", tensor.ones(2, 3, dtype=tensor.bool)).dtype is tensor.int64
+    assert tensor.einsum("ii->i", tensor.eye(2, dtype=tensor.bool)).dtype is tensor.bool
+
+
+def test_matrix_rank_and_pinv_take_tensor_and_legacy_tolerances():
+    A = tensor.tensor([[1.0, 0.0], [0.0, 1e-3]], dtype=tensor.float64)
+    B = tensor.stack([A, 10 * A])
+    assert tensor.linalg.matrix_rank(B, atol=tensor.tensor([1e-2, 1e-1], dtype=tensor.float64)).tolist() == [1, 1]
+    assert tensor.linalg.matrix_rank(A, tol=1e-2).item() == 1
+    assert tensor.linalg.matrix_rank(A, 1e-2).item() == 1
+    expected = [[1.0, 0.0], [0.0, 0.0]]
+    assert tensor.linalg.pinv(A, 1e-2).tolist() == expected
+    assert tensor.linalg.pinv(A, rcond=1e-2).tolist() == expected
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_outputs_follow_the_driver(torch, driver):
+    A = np.random.default_rng(0).standard_normal((2, 4, 3))
+    B = np.random.default_rng(1).standard_normal((2, 4, 2))
+    ours = tensor.linalg.lstsq(tensor.tensor(A), tensor.tensor(B), driver=driver)
+    theirs = torch.linalg.lstsq(torch.tensor(A), torch.tensor(B), driver=driver)
+    for a, b in zip(ours, theirs):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert_close(a.tolist(), b.tolist(), atol=1e-10)
+
+
+def test_lstsq_rejects_an_unknown_driver():
+    with pytest.raises(RuntimeError, match="driver"):
+        tensor.linalg.lstsq(tensor.eye(2), tensor.eye(2), driver="gelsx")
+
+
+@pytest.mark.parametrize("ord", [0.5, -1.0, 1.5])
+def test_vector_norm_gradient_at_zero_elements(torch, ord):
+    fn = lambda L, x: L.linalg.vector_norm(x, ord)  # noqa: E731
+    assert_close(_grad(tensor, fn, [3.0, 0.0, -4.0]), _grad(torch, fn, [3.0, 0.0, -4.0]))
+
+
+def test_zero_norms_stay_on_the_graph():
+    x = tensor.randn(2, 3, requires_grad=True)
+    for result in (tensor.linalg.vector_norm(x, 0), x.norm(p=0), tensor.cdist(x, tensor.randn(4, 3), p=0)):
+        result.sum().backward()
+        assert x.grad.abs().sum().item() == 0
+
+
+def test_cdist_inf_gives_every_tie_the_whole_gradient(torch):
+    fn = lambda L, a: L.cdist(a, L.tensor([[1.0, -1.0], [0.5, 2.0]], dtype=L.float64), p=math.inf)  # noqa: E731
+    assert_close(_grad(tensor, fn, [[0.0, 0.0]]), _grad(torch, fn, [[0.0, 0.0]]))
+    assert tensor.cdist(tensor.zeros(2, 0), tensor.zeros(3, 0), p=math.inf).tolist() == [[0.0] * 3] * 2

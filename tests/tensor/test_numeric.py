@@ -137,3 +137,38 @@ def test_quantile_checks_dtypes_as_torch(torch, case):
         run(torch)
     with pytest.raises(RuntimeError, match="quantile"):
         run(tensor)
+
+
+def test_diff_of_order_zero_ignores_prepend_and_append():
+    x = tensor.tensor([1.0, 4.0, 9.0])
+    assert tensor.diff(x, n=0, prepend=tensor.tensor([0.0]), append=tensor.tensor([0.0])).tolist() == [1.0, 4.0, 9.0]
+    with pytest.raises(TypeError):
+        tensor.diff(x, prepend=1.0)
+
+
+def test_cumulative_trapezoid_of_an_empty_dim():
+    assert tensor.cumulative_trapezoid(tensor.zeros(3, 0)).shape == (3, 0)
+    assert tensor.cumulative_trapezoid(tensor.zeros(0), x=tensor.zeros(0)).shape == (0,)
+    with pytest.raises(TypeError):
+        tensor.trapezoid(tensor.ones(3), 0.5)
+
+
+def test_cov_promotes_aweights_and_checks_weights():
+    x = tensor.randn(2, 4)
+    assert tensor.cov(x, aweights=tensor.rand(4, dtype=tensor.float64)).dtype is tensor.float64
+    bad = [dict(fweights=tensor.tensor([-1, 2, 1, 1])), dict(fweights=tensor.rand(4)),
+           dict(fweights=tensor.ones(1, 4, dtype=tensor.int64)), dict(aweights=-tensor.rand(4)),
+           dict(aweights=tensor.ones(3))]
+    for kwargs in bad:
+        with pytest.raises(RuntimeError):
+            tensor.cov(x, **kwargs)
+    with pytest.raises(RuntimeError):
+        tensor.cov(tensor.randn(2, 2, 2))
+    with pytest.raises(TypeError):
+        tensor.cov(x, correction=0.5)
+
+
+def test_logspace_integer_and_complex_corners(torch):
+    assert tensor.logspace(0.5, 2, 4, dtype=tensor.int64).tolist() == [1, 4, 21, 100]
+    ours = tensor.logspace(0, 1, 3, base=-2.0, dtype=tensor.complex128).tolist()
+    assert_close(ours, torch.logspace(0, 1, 3, base=-2.0, dtype=torch.complex128).tolist(), atol=1e-12)

@@ -65,3 +65,60 @@ def test_bfloat16_input_gives_bfloat16_like_torch(torch, name):
     theirs.float().sum().backward()
     assert x.grad.dtype is tensor.bfloat16
     assert_close(x.grad.float(), tx.grad.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def _grad(lib, fn, values, dtype="float64"):
+    x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+    fn(lib, x).sum().backward()
+    return x.grad.tolist()
+
+
+def test_sinc_gradient_is_accurate_near_zero():
+    x = [1e-20, 1e-8, 1e-5, 1e-4, 0.1, 0.49, 0.51, 2.5]
+    exact = [math.pi * (u * math.cos(u) - math.sin(u)) / u**2
+             if v > 0.01 else -math.pi * (u / 3 - u**3 / 30 + u**5 / 840) for v, u in ((v, math.pi * v) for v in x)]
+    for dtype, rtol in (("float64", 1e-12), ("float32", 1e-5)):
+        assert_close(_grad(tensor, lambda L, t: L.special.sinc(t), x, dtype), exact, rtol=rtol, atol=0)
+
+
+EDGE_GRADIENTS = {
+    "xlogy": (lambda L, x: L.xlogy(x, L.tensor([0.5, 3.0, 2.0, 0.0], dtype=x.dtype)), [0.0, 0.0, 1.0, 0.0]),
+    "xlog1py": (lambda L, x: L.special.xlog1py(x, L.tensor([0.5, 3.0, 2.0, -1.0], dtype=x.dtype)),
+                [0.0, 0.0, 1.0, 0.0]),
+    "logit": (lambda L, x: L.special.logit(x), [-0.5, 0.0, 0.3, 1.0, 1.5]),
+    "logit_eps": (lambda L, x: L.special.logit(x, eps=0.0), [-0.5, 0.0, 0.3, 1.0, 1.5]),
+    "logit_eps_clamps": (lambda L, x: L.logit(x, eps=0.2), [0.1, 0.3, 0.9]),
+    "entr": (lambda L, x: L.special.entr(x), [-0.5, 0.0, 0.3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_GRADIENTS))
+def test_gradients_at_domain_edges_match_torch(torch, name):
+    fn, values = EDGE_GRADIENTS[name]
+    assert_close(_grad(tensor, fn, values), _grad(torch, fn, values))  # NaN and inf must agree too
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_polygamma_of_very_negative_input_is_fast_and_matches_torch(torch, n):
+    x = [-100.3, -2.5, -0.7, 0.3, 7.5]  # (torch's own loop takes seconds at -1e9)
+    ours = tensor.special.polygamma(n, tensor.tensor([-1e9 + 0.25] + x, dtype=tensor.float64)).tolist()
+    theirs = torch.special.polygamma(n, torch.tensor(x, dtype=torch.float64)).tolist()
+    assert_close(ours[1:], theirs, rtol=1e-9)
+    assert math.isfinite(ours[0])
+    assert math.isnan(tensor.special.polygamma(n, tensor.tensor([-math.inf])).item())
+
+
+def test_polygamma_poles_and_digamma_backward_on_negative_input():
+    assert tensor.special.polygamma(2, tensor.tensor([0.0, -1.0])).tolist() == [-math.inf, -math.inf]
+    assert tensor.special.polygamma(3, tensor.tensor([0.0, -1.0])).tolist() == [math.inf, math.inf]
+    x = tensor.tensor([-1e8 - 0.5], dtype=tensor.float64, requires_grad=True)
+    tensor.digamma(x).sum().backward()
+    assert_close(x.grad.item(), math.pi**2, rtol=1e-6)  # pi^2 / sin^2 - trigamma(1 - x)
+
+
+def test_multigammaln_has_no_domain_check_but_needs_p_positive(torch):
+    x = [0.2, 0.6, 3.0]
+    assert_close(tensor.special.multigammaln(tensor.tensor(x, dtype=tensor.float64), 2).tolist(),
+                 torch.special.multigammaln(torch.tensor(x, dtype=torch.float64), 2).tolist())
+    with pytest.raises(RuntimeError, match="p has to be"):
+        tensor.mvlgamma(tensor.tensor([2.0]), 0)
