@@ -88,7 +88,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):
     if ord == -math.inf:
         return x.abs().amin(dims, keepdim)
     if ord == 0:  # the count of non-zeros (NaN counts), on the graph with a zero gradient as PyTorch's
-        return where(x != 0, 1.0, x.abs().sign()).sum(dims, keepdim)
+        signs = x.abs().sign() if x.is_complex() else x.sign()  # sign's derivative is zero, NaN included
+        return where(x != 0, 1.0, signs).sum(dims, keepdim)
     return _dispatch.apply_unary(_vector_norm, x, (float(ord) if ord not in (1, 2) else ord, dims, keepdim))
 
 
