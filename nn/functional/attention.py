@@ -13,6 +13,8 @@ from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
+_LOW_PRECISION = (tensor.float16, tensor.bfloat16)
+
 
 def _causal_allowed(target_len: int, source_len: int, device) -> Tensor:
     """``(L, S)`` bool, True on and below the diagonal (top-left aligned, as in PyTorch)."""
@@ -27,7 +29,8 @@ def _safe_softmax(scores: Tensor) -> Tensor:
 
 
 def _check_mask_dtype(attn_mask: Tensor, query: Tensor) -> None:
-    if attn_mask.dtype is not tensor.bool and not attn_mask.is_floating_point():
+    """PyTorch accepts a bool mask, a float32 one, or one of the query's dtype."""
+    if attn_mask.dtype not in (tensor.bool, tensor.float32, query.dtype):
         raise RuntimeError(
             f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
             f"attn_mask.dtype: {attn_mask.dtype} and query.dtype: {query.dtype} instead."
@@ -49,14 +52,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     ``query`` is ``(..., L, E)``, ``key`` ``(..., S, E)``, ``value`` ``(..., S, Ev)``; the result is
     ``(..., L, Ev)``. A bool ``attn_mask`` marks the positions that may be attended (True = keep); a
     float one is added to the scores. ``is_causal`` keeps only ``j <= i`` (top-left aligned).
+    Both masks together keep what both allow, as PyTorch's CPU kernels do.
     ``scale`` defaults to ``1 / sqrt(E)``. Rows with no position left give zeros. Dropout with
-    probability ``dropout_p`` is applied to the attention weights.
+    probability ``dropout_p`` is applied to the attention weights. A float16 or bfloat16 attention
+    is computed in float32 and rounded once, as PyTorch's CPU kernels accumulate.
 
     Raises:
-        RuntimeError: if the embedding sizes of query and key, or the lengths of key and value,
-            differ; for a mask that is neither bool nor floating; for ``attn_mask`` together with
-            ``is_causal``; or, with ``enable_gqa``, if the
-            query heads are not a multiple of the key/value heads.
+        RuntimeError: if query, key and value differ in dtype; if the embedding sizes of query and
+            key, or the lengths of key and value, differ; for a mask that is not bool, float32 or
+            the query's dtype; or, with ``enable_gqa``, if the query heads are not a multiple of
+            the key/value heads.
         ValueError: if ``dropout_p`` is not in [0, 1].
     """
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
@@ -71,6 +76,17 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         raise RuntimeError(
             f"scaled_dot_product_attention: key and value must have the same sequence length, got "
             f"key {list(key.shape)} and value {list(value.shape)}")
+    if not query.dtype == key.dtype == value.dtype:
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: {query.dtype} "
+            f"key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if attn_mask is not None:
+        _check_mask_dtype(attn_mask, query)
+    if query.dtype in _LOW_PRECISION:  # q @ k^T overflows float16 long before the softmax scales it
+        mask = attn_mask.float() if attn_mask is not None and attn_mask.is_floating_point() else attn_mask
+        out = scaled_dot_product_attention(query.float(), key.float(), value.float(), mask, dropout_p, is_causal,
+                                           scale, enable_gqa)
+        return out.to(query.dtype)
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         heads, kv_heads = query.shape[-3], key.shape[-3]
         if heads % kv_heads or value.shape[-3] != kv_heads:
@@ -78,8 +94,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                 f"scaled_dot_product_attention: with enable_gqa, the number of query heads ({heads}) must "
                 f"be a multiple of the key/value heads ({kv_heads}, {value.shape[-3]})")
         key, value = _repeat_heads(key, heads // kv_heads), _repeat_heads(value, heads // kv_heads)
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
     scores = (query * scale) @ key.mT
@@ -87,9 +101,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal:
         allowed = _causal_allowed(query.shape[-2], key.shape[-2], query.device)
     if attn_mask is not None:
-        _check_mask_dtype(attn_mask, query)
         if attn_mask.dtype is tensor.bool:
-            allowed = attn_mask
+            allowed = attn_mask if allowed is None else allowed & attn_mask
         else:
             scores = scores + attn_mask.to(scores.dtype)
     if allowed is not None:
@@ -270,11 +283,8 @@ def multi_head_attention_forward(
         AssertionError: for inconsistent ranks or sizes (PyTorch's error type here), e.g. "was
             expecting embedding dimension of 8, but got 6".
         RuntimeError: for an ``attn_mask`` of the wrong shape, or ``is_causal`` without ``attn_mask``.
-        NotImplementedError: for ``static_k`` or ``static_v``.
     """
     batched = _check_shapes(query, key, value, key_padding_mask, attn_mask, num_heads)
-    if static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: static_k / static_v are not supported")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
@@ -298,6 +308,8 @@ def multi_head_attention_forward(
         k, v = _append_bias_kv(k, v, bias_k, bias_v, heads)
         mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
     q, k, v = (_split_heads(t, heads) for t in (q, k, v))
+    k = k if static_k is None else _static_heads(static_k, heads, "static_k")
+    v = v if static_v is None else _static_heads(static_v, heads, "static_v")
     if add_zero_attn:
         k, v = (tensor.cat([t, t.new_zeros((heads.bsz, heads.num, 1, heads.dim))], 2) for t in (k, v))
         mask, key_padding_mask = _pad_last(mask), _pad_last(key_padding_mask)
@@ -317,6 +329,16 @@ def _split_heads(t: Tensor, heads: _Heads) -> Tensor:
     if heads.seq_dim == 0:
         return t.reshape(length, heads.bsz, heads.num, heads.dim).permute(1, 2, 0, 3)
     return t.reshape(heads.bsz, length, heads.num, heads.dim).permute(0, 2, 1, 3)
+
+
+def _static_heads(t: Tensor, heads: _Heads, name: str) -> Tensor:
+    """A precomputed ``(N * H, S, head_dim)`` key or value, as PyTorch's ``static_k``/``static_v``,
+    as ``(N, H, S, head_dim)``."""
+    if t.shape[0] != heads.bsz * heads.num:
+        raise AssertionError(f"expecting {name}.size(0) of {heads.bsz * heads.num}, but got {t.shape[0]}")
+    if t.shape[2] != heads.dim:
+        raise AssertionError(f"expecting {name}.size(2) of {heads.dim}, but got {t.shape[2]}")
+    return t.reshape(heads.bsz, heads.num, t.shape[1], heads.dim)
 
 
 def _merge_heads(t: Tensor, heads: _Heads) -> Tensor:

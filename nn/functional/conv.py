@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import tensor
 from tensor import Tensor, autocast, float32, get_autocast_dtype, is_autocast_enabled
 from tensor.ops.precision import round_to_dtype
 from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
@@ -146,6 +147,11 @@ def _convnd(input, weight, bias, stride, padding, dilation, groups, nd, name):
     x, unbatched = check_input_dims(input, nd, name)
     in_per_group = weight.shape[1]
     kernel = tuple(weight.shape[2:])
+    if weight.shape[0] == 0:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got weight of size "
+            f"{list(weight.shape)} instead"
+        )
     _check_weight_groups(weight, groups)
     if x.shape[1] != in_per_group * groups:
         raise RuntimeError(
@@ -334,6 +340,12 @@ def _fold_geometry(kernel_size, dilation, padding, stride, nd):
     return kernel, dilation, padding, stride
 
 
+def _check_window_dtype(input: Tensor, kernel: str) -> None:
+    """PyTorch's im2col/col2im take floating, complex and bool tensors, not integer ones."""
+    if not (input.is_floating_point() or input.is_complex() or input.dtype is tensor.bool):
+        raise NotImplementedError(f'"{kernel}_out_cpu" not implemented for \'{input.dtype.name}\'')
+
+
 def unfold(input: Tensor, kernel_size: IntOrTuple, dilation: IntOrTuple = 1, padding: IntOrTuple = 0,
            stride: IntOrTuple = 1) -> Tensor:
     """Extract sliding blocks (im2col): ``(N, C, H, W)`` -> ``(N, C * kH * kW, L)``, where ``L``
@@ -342,11 +354,13 @@ def unfold(input: Tensor, kernel_size: IntOrTuple, dilation: IntOrTuple = 1, pad
     Raises:
         RuntimeError: for input that is not 3-D or 4-D, non-positive sizes, or a kernel that
             does not fit in the padded input.
+        NotImplementedError: for an integer input.
     """
     if input.ndim not in (3, 4):
         raise RuntimeError(
             f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)"
         )
+    _check_window_dtype(input, "im2col")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
     kernel, dilation, padding, stride = _fold_geometry(kernel_size, dilation, padding, stride, 2)
     pads = tuple((p, p) for p in padding)
@@ -370,10 +384,12 @@ def fold(input: Tensor, output_size: IntOrTuple, kernel_size: IntOrTuple, dilati
     Raises:
         RuntimeError: for input that is not 2-D or 3-D, a channel dim not divisible by the
             kernel size, or a block count that does not match ``output_size``.
+        NotImplementedError: for an integer input.
     """
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
                            f"(got {input.ndim}D)")
+    _check_window_dtype(input, "col2im")
     x, unbatched = (input.unsqueeze(0), True) if input.ndim == 2 else (input, False)
     output_size = ntuple(output_size, 2, "output_size", "fold")
     kernel, dilation, padding, stride = _fold_geometry(kernel_size, dilation, padding, stride, 2)

@@ -36,6 +36,10 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> t
             f"position 0. However, got {starts[0]}"
         )
     n = input.shape[0]
+    if starts and starts[-1] > n:
+        raise RuntimeError(
+            f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {starts[-1]}"
+        )
     if include_last_offset:
         ends, starts = starts[1:], starts[:-1]
     else:
@@ -44,6 +48,14 @@ def _bags(input: Tensor, offsets: Tensor | None, include_last_offset: bool) -> t
     for bag, (start, end) in enumerate(zip(starts, ends)):
         bag_of[start:end] = bag
     return input, bag_of, len(starts)
+
+
+def _check_indices(indices: np.ndarray, rows: int) -> None:
+    bad = np.flatnonzero((indices < 0) | (indices >= rows))
+    if bad.size:
+        raise RuntimeError(
+            f"Index {bad[0]} of input takes value {indices[bad[0]]} which is not in the valid range [0, {rows})"
+        )
 
 
 def embedding_bag(
@@ -69,6 +81,8 @@ def embedding_bag(
     Raises:
         ValueError: for an unknown mode, bad ``offsets``, or ``per_sample_weights`` with a mode
             other than 'sum' or of another shape than ``input``.
+        RuntimeError: for an index outside ``weight``'s rows, an offset past the end of
+            ``input``, or ``per_sample_weights`` of another dtype than ``weight``.
     """
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
@@ -84,11 +98,18 @@ def embedding_bag(
                 f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
                 f"then it must have the same shape as the input ({list(input.shape)})"
             )
+        if per_sample_weights.dtype != weight.dtype:
+            raise RuntimeError(
+                f"embedding_bag: expected per_sample_weights to have weight's dtype {weight.dtype}, "
+                f"but got {per_sample_weights.dtype}"
+            )
     flat, bag_of, bags = _bags(input, offsets, include_last_offset)
+    indices = flat.cpu().numpy()
+    _check_indices(indices, weight.shape[0])
     padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
     keep = bag_of >= 0
     if padding_idx is not None:
-        keep &= flat.cpu().numpy() != padding_idx
+        keep &= indices != padding_idx
     kept = tensor.tensor(np.nonzero(keep)[0], dtype=tensor.int64, device=input.device)
     rows = embedding(flat.index_select(0, kept), weight, None, max_norm, norm_type, scale_grad_by_freq)
     if per_sample_weights is not None:
@@ -96,6 +117,8 @@ def embedding_bag(
     bag_index = tensor.tensor(bag_of[keep], dtype=tensor.int64, device=input.device)
     out = tensor.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
     if mode == "max":
+        if not rows.numel():  # every bag empty: scatter_reduce would return zeros outside the graph
+            return out + rows.sum()
         return out.scatter_reduce(
             0, bag_index.unsqueeze(1).expand(-1, weight.shape[1]), rows, "amax", include_self=False
         )

@@ -179,5 +179,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     Raises:
         RuntimeError: for an integer input.
     """
-    norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True).clamp(min=eps)
-    return tensor.div(input, norm, out=out)
+    if input.dtype in _LOW_PRECISION:  # a float32 norm, as PyTorch's reductions accumulate
+        norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True, dtype=tensor.float32).to(input.dtype)
+    else:
+        norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True)
+    return tensor.div(input, norm.clamp(min=eps), out=out)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import tensor
 from tensor import Tensor
 
+from .normalization import _LOW_PRECISION
 from .padding import pad
 
 __all__ = ["rms_norm", "local_response_norm"]
@@ -16,7 +17,8 @@ def rms_norm(
     input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
     """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims
-    (``eps`` defaults to the machine epsilon of the input's dtype).
+    (``eps`` defaults to the machine epsilon of the dtype computed in). Float16 and bfloat16 are
+    normalized and weighted in float32 and rounded back to their dtype once, as PyTorch.
 
     Raises:
         RuntimeError: if the trailing dims of ``input`` are not ``normalized_shape``.
@@ -27,6 +29,8 @@ def rms_norm(
             f"Given normalized_shape={list(shape)}, expected input with shape [*, "
             f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
+    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+        return rms_norm(input.float(), shape, weight, eps).to(input.dtype)
     if eps is None:
         eps = float(tensor.finfo(input.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
@@ -46,10 +50,12 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     if input.numel() == 0:
         return input
     squares = (input * input).movedim(1, -1)
+    if input.dtype in _LOW_PRECISION:  # the window sum overflows; PyTorch's avg_pool sums in float32
+        squares = squares.float()
     padded = pad(squares, (size // 2, (size - 1) // 2))
     channels = input.shape[1]
     window = padded.narrow(-1, 0, channels)
     for offset in range(1, size):
         window = window + padded.narrow(-1, offset, channels)
-    div = (window.movedim(-1, 1) / size * alpha + k) ** beta
-    return input / div
+    mean = (window.movedim(-1, 1) / size).to(input.dtype)
+    return input / (mean * alpha + k) ** beta

@@ -206,7 +206,7 @@ def _adaptive_avg_poolnd(input, output_size, nd, name):
         raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, "
                            f"but input has sizes {list(input.shape)} with an empty spatial dimension")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f'"{name}" not implemented for \'{input.dtype.name}\'')
+        raise NotImplementedError(f'"{name}" not implemented for \'{input.dtype.name}\'')
     sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
     if len(sizes) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")
@@ -231,6 +231,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
 
     Raises:
         RuntimeError: for a wrong number of dims, an empty spatial dim, or a bad output size.
+        NotImplementedError: for an input that is not floating point.
     """
     return _adaptive_avg_poolnd(input, output_size, 1, "adaptive_avg_pool1d")
 

@@ -45,8 +45,9 @@ def _window_table(spatial: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarra
     windows = []
     for cell in itertools.product(*[_bins(n, o) for n, o in zip(spatial, sizes)]):
         windows.append([int(np.dot(point, strides)) for point in itertools.product(*cell)])
-    width = max(len(w) for w in windows)
-    return np.array([w + [w[0]] * (width - len(w)) for w in windows], dtype=np.int64)
+    width = max((len(w) for w in windows), default=1)  # no windows for an output size of 0
+    padded = [w + [w[0]] * (width - len(w)) for w in windows]
+    return np.array(padded, dtype=np.int64).reshape(len(windows), width)
 
 
 def _adaptive_max_poolnd(input: Tensor, output_size, return_indices: bool, nd: int, name: str):
@@ -107,6 +108,11 @@ def _max_unpoolnd(input: Tensor, indices: Tensor, kernel_size, stride, padding, 
     if output_size is None:
         sizes = default
     else:
+        if len(output_size) not in (nd, nd + 2):
+            raise ValueError(
+                f"output_size should be a sequence containing {nd} or {nd + 2} elements, "
+                f"but it has a length of '{len(output_size)}'"
+            )
         sizes = [int(s) for s in output_size][-nd:]
         for size, d, s in zip(sizes, default, stride):
             if not d - s < size < d + s:

@@ -169,11 +169,14 @@ def interpolate(
     'area'), as ``torch.nn.functional.interpolate`` (Note [Interpolation as matrices]);
     ``antialias`` (bilinear, bicubic) filters when downsampling.
 
+    A uint8 input (nearest, bilinear, bicubic) is resized as an image: rounded and saturated.
+
     Raises:
         ValueError: for both or neither of ``size`` and ``scale_factor``, ``align_corners`` with a
-            non-interpolating mode, or a size of the wrong length.
+            non-interpolating mode, a size of the wrong length, or ``antialias`` with a mode other
+            than bilinear/bicubic or an input that is not 4-D.
         NotImplementedError: for an unknown mode, a mode that does not fit the input's rank, or
-            ``antialias`` with a mode other than bilinear/bicubic.
+            an integer input other than such a uint8 one.
         RuntimeError: for an empty spatial input or output size (except in 'area' mode).
     """
     nd = input.ndim - 2
@@ -183,13 +186,15 @@ def interpolate(
         raise ValueError(
             "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
         )
+    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input"
+        )
     if nd < 1 or (mode in _MODE_DIMS and _MODE_DIMS[mode] != nd):
         expected = {1: "3D", 2: "4D", 3: "5D"}.get(_MODE_DIMS.get(mode, 0), "3D, 4D or 5D")
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {expected} input")
-    if antialias and (mode not in ("bilinear", "bicubic") or input.ndim != 4):
-        raise NotImplementedError(
-            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as input"
-        )
+    if not input.is_floating_point() and not input.is_complex():
+        _check_integer_mode(input, mode)
     sizes, scales = _output_size(input, nd, size, scale_factor)
     if recompute_scale_factor:
         scales = [None] * nd
@@ -198,11 +203,20 @@ def interpolate(
         return pool(input, sizes)
     _check_sizes(input.shape[2:], sizes)
     build = _antialias_matrix if antialias else _matrix
-    out = input
-    for axis in range(nd):
+    image = input.dtype is tensor.uint8  # resized in float32, rounded and saturated after each pass as
+    out = input.float() if image else input  # PyTorch's uint8 kernels, which resample the width first
+    for axis in reversed(range(nd)):
         dim = 2 + axis
         out = _resample(out, dim, build(mode, input.shape[dim], sizes[axis], scales[axis], bool(align_corners)))
-    return out
+        if image:
+            out = (out + 0.5).floor().clamp(0, 255)
+    return out.to(tensor.uint8) if image else out
+
+
+def _check_integer_mode(input: Tensor, mode: str) -> None:
+    """PyTorch resizes uint8 images (nearest, bilinear, bicubic) and no other integer input."""
+    if input.dtype is not tensor.uint8 or mode not in ("nearest", "nearest-exact", "bilinear", "bicubic"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented for {input.dtype}")
 
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
@@ -224,9 +238,11 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """``(*, C * r**2, H, W)`` to ``(*, C, H * r, W * r)``.
 
     Raises:
-        RuntimeError: for fewer than 3 dims or channels not divisible by ``r**2``.
+        RuntimeError: for ``r < 1``, fewer than 3 dims or channels not divisible by ``r**2``.
     """
     r = upscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(
             f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
@@ -247,9 +263,11 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """``(*, C, H * r, W * r)`` to ``(*, C * r**2, H, W)``, the inverse of ``pixel_shuffle``.
 
     Raises:
-        RuntimeError: for fewer than 3 dims or spatial sizes not divisible by ``r``.
+        RuntimeError: for ``r < 1``, fewer than 3 dims or spatial sizes not divisible by ``r``.
     """
     r = downscale_factor
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(
             f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
@@ -292,14 +310,27 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     (or ``(N, D, H, W, 3)``) normalized ``(x, y[, z])`` coordinates.
 
     Raises:
-        ValueError: if ``theta`` does not match ``size``.
+        ValueError: for a ``theta`` that is not floating point or not ``(N, nd, nd + 1)``.
+        NotImplementedError: for a ``size`` that is not 4 or 5 long.
+        RuntimeError: if ``theta``'s batch is not ``size[0]``.
     """
     align = bool(align_corners)
     nd = len(size) - 2
-    if nd not in (2, 3) or tuple(theta.shape[1:]) != (nd, nd + 1) or theta.shape[0] != size[0]:
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if nd not in (2, 3):
+        raise NotImplementedError(
+            f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. "
+            f"Got size {list(size)}."
+        )
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
         raise ValueError(
             f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {list(size)}. "
             f"Got {list(theta.shape)}."
+        )
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(
+            f"affine_grid: theta holds {theta.shape[0]} matrices, but size asks for a batch of {size[0]}"
         )
     spatial = list(size[2:])
     grids = np.meshgrid(*[_base_coords(n, align) for n in spatial], indexing="ij")
@@ -322,7 +353,7 @@ def grid_sample(
     Raises:
         ValueError: for an unknown mode or padding mode.
         NotImplementedError: for bicubic sampling of 5-D input.
-        RuntimeError: if ``grid`` does not match ``input``.
+        RuntimeError: if ``grid`` does not match ``input`` in shape or dtype.
     """
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(
@@ -336,6 +367,11 @@ def grid_sample(
     nd = input.ndim - 2
     if nd not in (2, 3) or (mode == "bicubic" and nd != 2):
         raise NotImplementedError("grid_sample supports 4-D and 5-D inputs (bicubic: 4-D only)")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(
+            f"grid_sample(): expected input and grid to have the same dtype, but input has {input.dtype} "
+            f"and grid has {grid.dtype}"
+        )
     if grid.ndim != nd + 2 or grid.shape[0] != input.shape[0] or grid.shape[-1] != nd:
         raise RuntimeError(
             f"grid_sample(): expected grid of shape [{input.shape[0]}, {', '.join(['*'] * nd)}, {nd}], "
@@ -378,19 +414,20 @@ def _unnormalize(coord: Tensor, n: int, align: bool, padding_mode: str) -> Tenso
 
 def _pad_coordinate(pixel: Tensor, n: int, align: bool, padding_mode: str) -> Tensor:
     """A pixel coordinate moved inside ``[0, n - 1]`` by border or reflection padding (unchanged
-    for zeros padding, where points outside read 0)."""
+    for zeros padding, where points outside read 0). NaN goes to 0, as PyTorch's CPU kernel."""
     if padding_mode == "border":
-        return tensor.clamp(pixel, 0, n - 1)
+        return tensor.clamp(pixel.nan_to_num(0.0), 0, n - 1)
     if padding_mode == "reflection":
         low, span = (0.0, n - 1.0) if align else (-0.5, float(n))
-        if span <= 0:
-            return tensor.zeros_like(pixel)
+        if span <= 0:  # a single pixel with align_corners: every point reads it
+            zeros = tensor.zeros_like(pixel)
+            return _with_zero_gradient_to(zeros, pixel) if pixel.requires_grad else zeros
         shifted = (pixel - low).abs()
         flips = (shifted / span).floor()
         extra = shifted - flips * span
         even = flips.remainder(2) == 0
         reflected = tensor.where(even, extra + low, span - extra + low)
-        return tensor.clamp(reflected, 0, n - 1)
+        return tensor.clamp(reflected.nan_to_num(0.0), 0, n - 1)
     return pixel
 
 
@@ -437,7 +474,8 @@ def _gather_points(input: Tensor, coords: list[Tensor]) -> Tensor:
     for coord, size in zip(coords, sizes):
         within = (coord >= 0) & (coord <= size - 1)
         inside = within if inside is None else inside & within
-        index = tensor.clamp(coord, 0, size - 1).to(tensor.int64) * stride
+        # Any in-range index will do outside; NaN (which clamp keeps) must not reach the cast.
+        index = tensor.where(within, coord, 0).to(tensor.int64) * stride
         flat = index if flat is None else flat + index
         stride *= size
     flat = flat.reshape(n, 1, -1).expand(n, c, -1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import tensor
 from tensor import Tensor
 from tensor.ops import special
@@ -32,11 +34,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     ``norm_type``-norm exceeds it are renormalized in place first, as in PyTorch.
 
     Raises:
-        RuntimeError: for a non-integer ``input`` or ``sparse=True``.
+        RuntimeError: for an ``input`` that is not int64 or int32, or ``sparse=True``.
         IndexError: naming an index out of range.
         AssertionError: for a ``padding_idx`` out of range (PyTorch's behaviour).
     """
-    if input._data.dtype.kind not in "iu":
+    if input.dtype not in (tensor.int64, tensor.int32):
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)"
@@ -66,9 +68,17 @@ def _renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -
     with tensor.no_grad():
         data = weight._data
         picked = data[rows]
-        norms = (xp.abs(picked) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        norms = _row_norms(xp, picked, norm_type)
         over = norms > max_norm
         if over.any():
             scale = max_norm / (norms[over] + 1e-7)
             data[rows[over]] = picked[over] * scale[:, None].astype(data.dtype)
             weight._version_box[0] += 1
+
+
+def _row_norms(xp, rows, norm_type: float):
+    """The ``norm_type``-norm of each row; ``inf`` is the largest magnitude, ``-inf`` the smallest."""
+    magnitudes = xp.abs(rows)
+    if math.isinf(norm_type):
+        return magnitudes.max(axis=1) if norm_type > 0 else magnitudes.min(axis=1)
+    return (magnitudes**norm_type).sum(axis=1) ** (1.0 / norm_type)

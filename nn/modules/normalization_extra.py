@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import tensor
@@ -41,9 +42,9 @@ class RMSNorm(Module):
             with tensor.no_grad():
                 self.weight.fill_(1.0)
 
-    def forward(self, input: Tensor) -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         """Apply RMS normalization."""
-        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -101,6 +102,7 @@ class _InstanceNorm(Module):
         if input.ndim not in (self.nd + 1, self.nd + 2):
             raise ValueError(f"expected {self.nd + 1}D or {self.nd + 2}D input (got {input.ndim}D input)")
         unbatched = input.ndim == self.nd + 1
+        self._check_channels(input.shape[0 if unbatched else 1], 0 if unbatched else 1)
         batch = input.unsqueeze(0) if unbatched else input
         out = F.instance_norm(
             batch,
@@ -109,15 +111,30 @@ class _InstanceNorm(Module):
             self.weight,
             self.bias,
             self.training or not self.track_running_stats,
-            0.1 if self.momentum is None else self.momentum,
+            0.0 if self.momentum is None else self.momentum,  # None freezes the running stats, as PyTorch
             self.eps,
         )
         return out.squeeze(0) if unbatched else out
 
+    def _check_channels(self, channels: int, dim: int) -> None:
+        """Refuse a channel count other than ``num_features`` when the affine parameters need it;
+        without them only warn, as PyTorch (``num_features`` is then unused)."""
+        if channels == self.num_features:
+            return
+        if self.affine:
+            raise ValueError(
+                f"expected input's size at dim={dim} to match num_features ({self.num_features}), but got: {channels}."
+            )
+        warnings.warn(
+            f"input's size at dim={dim} does not match num_features. You can silence this warning by not "
+            "passing in num_features, which is not used because affine=False",
+            stacklevel=3,
+        )
+
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-            f"track_running_stats={self.track_running_stats}"
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
 

@@ -52,9 +52,9 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:
         super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _ntuple(padding, 1)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def extra_repr(self) -> str:
@@ -65,8 +65,10 @@ class AvgPool1d(Module):
                             self.count_include_pad)
 
 
-def _single(value) -> tuple:
-    return (value,) if isinstance(value, int) else tuple(value)
+def _ntuple(value, n: int) -> tuple:
+    """An int repeated ``n`` times, or a sequence as a tuple (its length is the op's to check), as
+    PyTorch's ``_single``/``_pair``/``_triple``."""
+    return (value,) * n if isinstance(value, int) else tuple(value)
 
 
 class AvgPool2d(Module):

@@ -9,7 +9,7 @@ from tensor import Tensor
 
 from .. import functional as F
 from .module import Module
-from .pooling import _AdaptiveAvgPoolNd, _MaxPoolNd
+from .pooling import _AdaptiveAvgPoolNd, _MaxPoolNd, _ntuple
 
 __all__ = [
     "MaxPool3d",
@@ -129,9 +129,9 @@ class _MaxUnpoolNd(Module):
 
     def __init__(self, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, padding: IntOrTuple = 0) -> None:
         super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
+        self.kernel_size = _ntuple(kernel_size, self.nd)
+        self.stride = self.kernel_size if stride is None else _ntuple(stride, self.nd)
+        self.padding = _ntuple(padding, self.nd)
 
     def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
         """Put each value of ``input`` back at its index (from the matching max pooling)."""

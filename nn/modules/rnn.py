@@ -130,10 +130,12 @@ class RNNBase(Module):
         size = self.hidden_size if cell or not self.proj_size else self.proj_size
         return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
 
-    @staticmethod
-    def _check_hidden(hx: Tensor, expected: tuple, msg: str = "Expected hidden size {}, got {}") -> None:
+    def _check_hidden(self, hx: Tensor, expected: tuple, msg: str = "Expected hidden size {}, got {}") -> None:
         if tuple(hx.shape) != expected:
             raise RuntimeError(msg.format(expected, list(hx.shape)))
+        weight = self.weight_ih_l0
+        if hx.dtype is not weight.dtype and not tensor.is_autocast_enabled(hx.device.type):
+            raise RuntimeError(f"Expected a hidden state of the weights' dtype {weight.dtype}, got {hx.dtype}")
 
     def _prepare(self, input: Tensor, hx, name: str):
         """Validate; return (batched input, batched hx or None, is_batched)."""

@@ -119,18 +119,84 @@ def test_sdpa_gradcheck_and_gradgradcheck_float64(kwargs):
      r"number of query heads \(3\) must be a multiple of the key/value heads"),
     (((2, 3, 4), (2, 5, 4), (2, 5, 4)), {"attn_mask": "int"}, RuntimeError,
      "Expected attn_mask dtype to be bool or float"),
-    (((2, 3, 4), (2, 5, 4), (2, 5, 4)), {"attn_mask": "float", "is_causal": True}, RuntimeError,
-     "Explicit attn_mask should not be set when is_causal=True"),
+    (((2, 3, 4), (2, 5, 4), (2, 5, 4)), {"attn_mask": "double"}, RuntimeError,
+     "Expected attn_mask dtype to be bool or float"),
     (((2, 3, 4), (2, 5, 4), (2, 5, 4)), {"dropout_p": 1.5}, ValueError,
      "dropout probability has to be between 0 and 1, but got 1.5"),
 ])
 def test_sdpa_errors(args, kwargs, error, message):
     q, k, v = (tensor.randn(*shape) for shape in args)
-    masks = {"int": tensor.ones(3, 5, dtype=tensor.int64), "float": tensor.zeros(3, 5)}
+    masks = {"int": tensor.ones(3, 5, dtype=tensor.int64), "double": tensor.zeros(3, 5, dtype=tensor.float64)}
     if "attn_mask" in kwargs:
         kwargs = {**kwargs, "attn_mask": masks[kwargs["attn_mask"]]}
     with pytest.raises(error, match=message):
         F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+
+def test_sdpa_refuses_mixed_query_key_value_dtypes():
+    q = tensor.randn(2, 3, 4)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, q.double(), q)
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_sdpa_combines_attn_mask_with_is_causal_as_torch(mask_kind, torch):
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((2, 1, 3, 4)).astype("float32")
+    mask = rng.random((3, 3)) > 0.3 if mask_kind == "bool" else rng.standard_normal((3, 3)).astype("float32")
+    ours = F.scaled_dot_product_attention(*[tensor.tensor(q)] * 3, attn_mask=tensor.tensor(mask), is_causal=True)
+    theirs = torch.nn.functional.scaled_dot_product_attention(
+        *[torch.from_numpy(q)] * 3, attn_mask=torch.from_numpy(mask), is_causal=True
+    )
+    assert_close(ours, theirs.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"attn_mask": "float32"}])
+def test_sdpa_float16_accumulates_in_float32_as_torch(kwargs, torch):
+    rng = np.random.default_rng(4)
+    q = (rng.standard_normal((2, 2, 5, 8)) * 40).astype("float16")
+    q[0, 0, 0] = 200.0  # q . q = 320000 overflows float16
+    ours_kwargs, their_kwargs = dict(kwargs), dict(kwargs)
+    if "attn_mask" in kwargs:
+        mask = rng.standard_normal((5, 5)).astype("float32")
+        ours_kwargs["attn_mask"], their_kwargs["attn_mask"] = tensor.tensor(mask), torch.from_numpy(mask)
+    ours = F.scaled_dot_product_attention(*[tensor.tensor(q)] * 3, **ours_kwargs)
+    theirs = torch.nn.functional.scaled_dot_product_attention(*[torch.from_numpy(q)] * 3, **their_kwargs)
+    assert_close(ours, theirs.numpy(), rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("add_zero_attn", [False, True])
+def test_multi_head_attention_forward_with_static_k_and_v(need_weights, add_zero_attn, torch):
+    rng = np.random.default_rng(5)
+    arrays = {
+        "query": rng.standard_normal((3, 2, 4)), "in_proj_weight": rng.standard_normal((12, 4)),
+        "in_proj_bias": rng.standard_normal(12), "out_proj_weight": rng.standard_normal((4, 4)),
+        "out_proj_bias": rng.standard_normal(4), "static_k": rng.standard_normal((4, 5, 2)),
+        "static_v": rng.standard_normal((4, 5, 2)),
+    }
+
+    def run(module, convert):
+        a = {name: convert(value.astype("float32")) for name, value in arrays.items()}
+        q = a.pop("query")
+        return module.multi_head_attention_forward(
+            q, q, q, 4, 2, a["in_proj_weight"], a["in_proj_bias"], None, None, add_zero_attn, 0.0,
+            a["out_proj_weight"], a["out_proj_bias"], static_k=a["static_k"], static_v=a["static_v"],
+            need_weights=need_weights,
+        )
+
+    ours, theirs = run(F, tensor.tensor), run(torch.nn.functional, torch.from_numpy)
+    assert_close(ours[0], theirs[0].numpy(), atol=1e-5)
+    if need_weights:
+        assert_close(ours[1], theirs[1].numpy(), atol=1e-6)
+
+
+def test_static_k_of_the_wrong_size_is_refused():
+    q = tensor.randn(3, 2, 4)
+    with pytest.raises(AssertionError, match="expecting static_k.size"):
+        F.multi_head_attention_forward(q, q, q, 4, 2, tensor.randn(12, 4), None, None, None, False, 0.0,
+                                       tensor.randn(4, 4), None, static_k=tensor.randn(3, 5, 2),
+                                       static_v=tensor.randn(4, 5, 2))
 
 
 # ---------------------------------------------------------------- MultiheadAttention

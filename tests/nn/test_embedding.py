@@ -97,3 +97,18 @@ def test_repr_matches_torch(torch, kwargs, expected):
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("norm_type", [float("inf"), float("-inf"), 3.0])
+def test_max_norm_renormalizes_with_any_norm_type(norm_type, torch):
+    w = np.array([[3.0, -4.0, 1.0], [0.5, 0.2, -2.0]])
+    ours, theirs = tensor.tensor(w.copy()), torch.tensor(w.copy())
+    F.embedding(tensor.tensor([0, 1]), ours, max_norm=1.0, norm_type=norm_type)
+    torch.nn.functional.embedding(torch.tensor([0, 1]), theirs, max_norm=1.0, norm_type=norm_type)
+    assert_close(ours, theirs.numpy())
+
+
+@pytest.mark.parametrize("dtype", [tensor.uint8, tensor.int16])
+def test_indices_must_be_int64_or_int32(dtype):
+    with pytest.raises(RuntimeError, match="Long, Int"):
+        F.embedding(tensor.tensor([1], dtype=dtype), tensor.ones(3, 2))

@@ -93,3 +93,38 @@ def test_errors():
         nn.functional.embedding_bag(
             tensor.tensor(FLAT), weight, tensor.tensor(OFFSETS), per_sample_weights=tensor.ones(10)
         )
+
+
+@pytest.mark.parametrize("call", [
+    lambda w: nn.functional.embedding_bag(tensor.tensor([[1, 1]]), w, mode="max", padding_idx=1),
+    lambda w: nn.functional.embedding_bag(tensor.tensor([], dtype=tensor.int64), w, tensor.tensor([0]), mode="max"),
+])
+def test_max_of_only_empty_bags_stays_in_the_graph(call):
+    weight = tensor.tensor(WEIGHT, requires_grad=True)
+    out = call(weight)
+    out.sum().backward()
+    assert_close(out, np.zeros((1, 4), "float32"))
+    assert_close(weight.grad, np.zeros_like(WEIGHT))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: nn.functional.embedding_bag(tensor.tensor([[1, 10]]), tensor.tensor(WEIGHT)),
+     r"Index 1 of input takes value 10 which is not in the valid range \[0, 10\)"),
+    (lambda: nn.functional.embedding_bag(tensor.tensor([1, 2, 3]), tensor.tensor(WEIGHT), tensor.tensor([0, 5])),
+     "can not be greater than input's length 3"),
+    (lambda: nn.functional.embedding_bag(tensor.tensor([1, 2, 3]), tensor.tensor(WEIGHT, dtype=tensor.float64),
+                                         tensor.tensor([0, 1]), mode="sum", per_sample_weights=tensor.ones(3)),
+     "per_sample_weights"),
+])
+def test_bad_indices_offsets_and_weights_are_runtime_errors(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"max_norm": 1.0, "norm_type": 3.0, "scale_grad_by_freq": True, "padding_idx": -1},
+    {"mode": "max", "padding_idx": 1},
+    {"mode": "sum"},
+])
+def test_repr_matches_torch(kwargs, torch):
+    assert repr(nn.EmbeddingBag(10, 3, **kwargs)) == repr(torch.nn.EmbeddingBag(10, 3, **kwargs))

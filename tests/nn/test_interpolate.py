@@ -9,6 +9,7 @@ import pytest
 import nn
 import nn.functional as F
 import tensor
+from tests.helpers import assert_close
 from tests.nn.fn_oracle import check_fn
 
 RNG = np.random.default_rng(0)
@@ -164,3 +165,67 @@ def test_antialias_matches_torch(mode, align, kwargs, torch):
         torch,
         x,
     )
+
+
+@pytest.mark.parametrize("mode, antialias, align", [
+    ("nearest", False, None), ("bilinear", False, None), ("bilinear", True, None), ("bilinear", False, True),
+    ("bicubic", False, None), ("bicubic", True, False),
+])
+@pytest.mark.parametrize("size", [(3, 9), (12, 13)])
+def test_uint8_images_resize_as_torch(mode, antialias, align, size, torch):
+    x = RNG.integers(0, 256, (2, 3, 6, 7)).astype("uint8")
+    ours = F.interpolate(tensor.tensor(x), size=size, mode=mode, antialias=antialias, align_corners=align)
+    theirs = torch.nn.functional.interpolate(
+        torch.from_numpy(x), size=size, mode=mode, antialias=antialias, align_corners=align
+    )
+    assert ours.dtype is tensor.uint8
+    # PyTorch's fixed-point weights may round the odd pixel the other way.
+    assert np.abs(ours.numpy().astype(int) - theirs.numpy().astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("dtype, mode, shape", [
+    (tensor.uint8, "linear", (1, 2, 5)), (tensor.uint8, "area", (1, 1, 4, 4)), (tensor.int64, "nearest", (1, 1, 4, 4)),
+])
+def test_integer_inputs_torch_cannot_resize_are_refused(dtype, mode, shape):
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        F.interpolate(tensor.zeros(*shape, dtype=dtype), scale_factor=2, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "area"])
+def test_antialias_with_another_mode_is_a_value_error(mode):
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(tensor.zeros(1, 1, 4, 4), size=3, mode=mode, antialias=True)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_with_nan_in_the_grid_matches_torch(mode, padding_mode, torch):
+    x = RNG.standard_normal((1, 2, 3, 4))
+    grid = RNG.uniform(-1.3, 1.3, (1, 2, 3, 2))
+    grid[0, 0, 0, 0] = grid[0, 1, 1, 1] = np.nan
+    grid[0, 1, 2] = np.nan
+    ours = F.grid_sample(tensor.tensor(x), tensor.tensor(grid), mode, padding_mode, False)
+    theirs = torch.nn.functional.grid_sample(torch.from_numpy(x), torch.from_numpy(grid), mode, padding_mode, False)
+    assert_close(ours, theirs.numpy())
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_of_a_one_pixel_reflection_gets_a_zero_gradient(mode):
+    x = tensor.tensor(RNG.standard_normal((1, 1, 1, 1)), requires_grad=True)
+    grid = tensor.tensor([[[[0.3, -0.7]]]], dtype=tensor.float64, requires_grad=True)
+    F.grid_sample(x, grid, mode, "reflection", True).sum().backward()
+    assert_close(grid.grad, np.zeros((1, 1, 1, 2)))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: F.pixel_shuffle(tensor.zeros(1, 4, 2, 2), 0), RuntimeError, "positive upscale_factor"),
+    (lambda: F.pixel_unshuffle(tensor.zeros(1, 4, 2, 2), 0), RuntimeError, "positive downscale_factor"),
+    (lambda: F.affine_grid(tensor.zeros(1, 2, 3), [2, 1, 2, 2]), RuntimeError, "batch of 2"),
+    (lambda: F.affine_grid(tensor.zeros(1, 2, 3), [1, 1, 2]), NotImplementedError, "only supports 4D and 5D"),
+    (lambda: F.affine_grid(tensor.zeros(1, 2, 3, dtype=tensor.int64), [1, 1, 2, 2]), ValueError, "floating point"),
+    (lambda: F.grid_sample(tensor.zeros(1, 1, 2, 2), tensor.zeros(1, 1, 1, 2, dtype=tensor.float64)), RuntimeError,
+     "same dtype"),
+])
+def test_error_types_match_torch(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -8,6 +8,7 @@ import pytest
 import nn
 import nn.functional as F
 import tensor
+from tests.helpers import assert_close
 from tests.nn.fn_oracle import check_fn
 
 RNG = np.random.default_rng(0)
@@ -135,3 +136,11 @@ def test_errors():
         nn.TripletMarginLoss(margin=0)
     with pytest.raises(ValueError, match="mode is not a valid value for reduction"):
         F.soft_margin_loss(x, x, reduction="mode")
+
+
+@pytest.mark.parametrize("x", [[[300.0, -200.0, 100.0, 250.0]], [[1e-3, -2e-3, 3e-3, 5e-4]]])
+def test_cosine_similarity_float16_does_not_overflow_or_underflow(x, torch):
+    x = np.array(x, dtype="float16")
+    ours = F.cosine_similarity(tensor.tensor(x), tensor.tensor(x))
+    theirs = torch.nn.functional.cosine_similarity(torch.from_numpy(x), torch.from_numpy(x))
+    assert_close(ours, theirs.numpy(), rtol=1e-3, atol=1e-3)

@@ -97,6 +97,13 @@ def test_normalize_matches_torch(torch, p):
     assert_close(ours.grad, theirs.grad.numpy())
 
 
+@pytest.mark.parametrize("x", [[[300.0, -200.0, 100.0, 250.0]], [[1e-3, -2e-3, 3e-3, 5e-4]]])
+def test_normalize_float16_takes_the_norm_in_float32(torch, x):
+    x = np.array(x, dtype="float16")
+    got = F.normalize(tensor.tensor(x))
+    assert_close(got, torch.nn.functional.normalize(torch.from_numpy(x)).numpy(), rtol=1e-3, atol=1e-3)
+
+
 def test_normalize_writes_into_out():
     out = tensor.empty(2, 2)
     result = F.normalize(tensor.tensor([[3.0, 4.0], [0.0, 2.0]]), out=out)

@@ -225,3 +225,12 @@ def test_max_pool_module_return_indices(torch):
     assert repr(nn.MaxPool2d(3, 1, 1, ceil_mode=True)) == \
         "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=1, ceil_mode=True)"
     assert nn.MaxPool2d(2).stride == 2 and nn.AvgPool2d(3).stride == 3
+
+
+@pytest.mark.parametrize("pool, x", [
+    (F.adaptive_avg_pool1d, tensor.ones(1, 1, 4, dtype=tensor.int64)),
+    (F.adaptive_avg_pool2d, tensor.ones(1, 1, 4, 4, dtype=tensor.int64)),
+])
+def test_adaptive_avg_pool_of_integers_is_not_implemented(pool, x):
+    with pytest.raises(NotImplementedError, match="not implemented for 'int64'"):
+        pool(x, 2)

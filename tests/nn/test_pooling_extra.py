@@ -113,3 +113,35 @@ def test_fractional_max_pool_ratio_and_errors():
         nn.FractionalMaxPool2d(2)
     with pytest.raises(RuntimeError, match="too large for input size"):
         F.fractional_max_pool2d(tensor.zeros(1, 1, 4, 4), 3, 3)
+
+
+@pytest.mark.parametrize("return_indices", [False, True])
+@pytest.mark.parametrize("size", [(0, 2), (2, 0), 0])
+def test_adaptive_max_pool_to_an_empty_output(size, return_indices, torch):
+    x = RNG.standard_normal((1, 2, 4, 4)).astype("float32")
+    ours = F.adaptive_max_pool2d(tensor.tensor(x), size, return_indices)
+    theirs = torch.nn.functional.adaptive_max_pool2d(torch.from_numpy(x), size, return_indices)
+    for a, b in zip(ours, theirs) if return_indices else [(ours, theirs)]:
+        assert_close(a, b.numpy())
+
+
+def test_lp_pool_of_an_all_zero_window_has_a_zero_gradient(torch):
+    x = np.array([[[0.0, 0.0, 1.0, 2.0]]], dtype="float32")
+    ours = tensor.tensor(x, requires_grad=True)
+    F.lp_pool1d(ours, 2, 2).sum().backward()
+    theirs = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.lp_pool1d(theirs, 2, 2).sum().backward()
+    assert_close(ours.grad, theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_keeps_tuples_as_pytorch(nd, torch):
+    ours, theirs = getattr(nn, f"MaxUnpool{nd}d")(2), getattr(torch.nn, f"MaxUnpool{nd}d")(2)
+    assert (ours.kernel_size, ours.stride, ours.padding) == (theirs.kernel_size, theirs.stride, theirs.padding)
+    assert repr(ours) == repr(theirs)
+
+
+def test_max_unpool_refuses_an_output_size_of_the_wrong_length():
+    x, idx = tensor.ones(1, 1, 2, 2), tensor.zeros(1, 1, 2, 2, dtype=tensor.int64)
+    with pytest.raises(ValueError, match="2 or 4 elements"):
+        F.max_unpool2d(x, idx, 2, output_size=(2, 5, 5))

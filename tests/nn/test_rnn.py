@@ -303,3 +303,13 @@ def test_gru_forward_errors(call, error, message):
 def test_cell_forward_errors(make, call, error, message):
     with pytest.raises(error, match=message):
         call(make())
+
+
+@pytest.mark.parametrize("make, hidden", [
+    (lambda: nn.GRU(3, 4), lambda: tensor.zeros(1, 1, 4, dtype=tensor.float64)),
+    (lambda: nn.RNN(3, 4), lambda: tensor.zeros(1, 1, 4, dtype=tensor.float64)),
+    (lambda: nn.LSTM(3, 4), lambda: (tensor.zeros(1, 1, 4), tensor.zeros(1, 1, 4, dtype=tensor.float64))),
+])
+def test_a_hidden_state_of_another_dtype_is_refused(make, hidden):
+    with pytest.raises(RuntimeError, match="hidden state of the weights' dtype"):
+        make()(tensor.ones(2, 1, 3), hidden())
