@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tensor
 from tensor import Tensor, _autocast
+from tensor.ops import activation as activation_ops
 
 from .activation import _run, elu, hardtanh, leaky_relu, softmax
 
@@ -34,26 +35,13 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _hardsigmoid(input: Tensor) -> Tensor:
-    return (hardtanh(input, -3.0, 3.0) + 3.0) / 6.0
-
-
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """``relu6(x + 3) / 6``; the gradient is ``1/6`` strictly inside ``(-3, 3)``.
 
     Raises:
         RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
     """
-    return _run(_hardsigmoid, input, inplace)
-
-
-def _hardswish(input: Tensor) -> Tensor:
-    inside = hardtanh(input, -3.0, 3.0)
-    if not (input.requires_grad and tensor.is_grad_enabled()):
-        return input * (inside + 3.0) / 6.0  # PyTorch's forward, at a third of the cost of the one below
-    # Selected (where, hardtanh) rather than ``x * hardsigmoid(x)``, whose product rule turns an
-    # inf or NaN gradient at a unit outside (-3, 3) into NaN; PyTorch's backward selects.
-    return tensor.where(input < 3.0, inside * (inside + 3.0) / 6.0, input)
+    return _run(activation_ops.hardsigmoid, input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -63,7 +51,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     Raises:
         RuntimeError: with ``inplace``, on a leaf that requires grad while autograd records.
     """
-    return _run(_hardswish, input, inplace)
+    return _run(activation_ops.hardswish, input, inplace)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

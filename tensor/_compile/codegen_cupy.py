@@ -177,6 +177,9 @@ _SPECIAL = {
     "hardtanh": _clamp,
     "threshold_backward": lambda n, x: f"(!(({x[1]}) <= {_k(n, 0)}) ? ({x[0]}) : {_k(n, 0)})",
     "clamp_backward": _clamp_backward,
+    "hardtanh_backward": lambda n, x: (
+        f"(!(({x[1]}) <= {_k(n, n.params[0])} || ({x[1]}) >= {_k(n, n.params[1])}) ? ({x[0]}) : {_k(n, 0)})"
+    ),
     "gelu": _gelu,
     "maximum": lambda n, x: _maximum(x[0], x[1]),
     "minimum": lambda n, x: _minimum(x[0], x[1]),

@@ -65,6 +65,7 @@ POINTWISE = frozenset(
         "hardtanh",
         "threshold_backward",
         "clamp_backward",
+        "hardtanh_backward",
         "eq",
         "ne",
         "lt",

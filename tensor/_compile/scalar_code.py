@@ -151,6 +151,9 @@ _SPECIAL = {
     "hardtanh": _clamp,
     "threshold_backward": lambda n, x: f"({x[0]} if not ({x[1]} <= 0) else {_k(n, 0)})",
     "clamp_backward": _clamp_backward,
+    "hardtanh_backward": lambda n, x: (
+        f"({x[0]} if not ({x[1]} <= {_k(n, n.params[0])} or {x[1]} >= {_k(n, n.params[1])}) else {_k(n, 0)})"
+    ),
     "gelu": _gelu,
     "pow": _pow,
     "tanh": lambda n, x: _tanh(n, x[0]),

@@ -19,7 +19,7 @@ Note [In-place activations]
 
 from __future__ import annotations
 
-from .. import _dispatch
+from .. import _backend, _dispatch
 from . import elementwise as _ew
 from .elementwise import _sigmoid_kernel
 from .registry import defop
@@ -40,6 +40,43 @@ def _(node, g):
     (a,) = node.saved
     (negative_slope,) = node.params
     return (_ew.where(a > 0, g, g * negative_slope),)
+
+
+@defop("hardsigmoid", saves=(0,))
+def _hardsigmoid(xp, a):
+    if a.dtype.kind == "V":
+        return _via_float32(_hardsigmoid.kernel, xp, a)
+    return xp.clip(a + 3, 0, 6) / 6
+
+
+@_hardsigmoid.derivative
+def _(node, g):
+    (a,) = node.saved
+    return (_ew.where((a > -3) & (a < 3), g / 6, 0.0),)  # 0 at the bounds and at NaN, as PyTorch
+
+
+def hardsigmoid(input):
+    """``relu6(x + 3) / 6``; the gradient is ``1/6`` strictly inside ``(-3, 3)``, else 0."""
+    return _dispatch.apply_unary(_hardsigmoid, _as_float(input))
+
+
+@defop("hardswish", saves=(0,))
+def _hardswish(xp, a):
+    if a.dtype.kind == "V":
+        return _via_float32(_hardswish.kernel, xp, a)
+    return a * xp.clip(a + 3, 0, 6) / 6
+
+
+@_hardswish.derivative
+def _(node, g):
+    (a,) = node.saved
+    # PyTorch's hardswish_backward: 0 up to -3, ``x / 3 + 1/2`` inside, g from 3 on and at NaN.
+    return (_ew.where(a <= -3, 0.0, _ew.where(a < 3, g * (a / 3 + 0.5), g)),)
+
+
+def hardswish(input):
+    """``x * relu6(x + 3) / 6``, with PyTorch's gradient (``g`` from 3 on and at NaN)."""
+    return _dispatch.apply_unary(_hardswish, _as_float(input))
 
 
 def leaky_relu(input, negative_slope: float = 0.01):
@@ -74,9 +111,24 @@ _hardtanh = defop("hardtanh", saves=(0,))(_ew._clamp.kernel)
 @_hardtanh.derivative
 def _(node, g):
     (a,) = node.saved
-    min_val, max_val = node.params
-    # Zero at the bounds themselves, as PyTorch (clamp passes the gradient there).
-    return (g * (a > min_val) * (a < max_val),)
+    if g.dtype is not a.dtype:
+        min_val, max_val = node.params
+        return (g * (a > min_val) * (a < max_val),)
+    return (_dispatch.apply(_hardtanh_backward, (g, a), node.params),)
+
+
+@defop("hardtanh_backward", saves=(1,))
+def _hardtanh_backward(xp, g, a, min_val, max_val):
+    """hardtanh's gradient, selected as PyTorch's: 0 where ``a <= min_val`` or ``a >= max_val``
+    (the bounds themselves included, where clamp passes it), ``g`` elsewhere and at NaN."""
+    outside = _backend.in_float32(xp.less_equal, a, min_val)
+    xp.logical_or(outside, _backend.in_float32(xp.greater_equal, a, max_val), out=outside)
+    return _ew.select_bits(xp, g, xp.logical_not(outside, out=outside))
+
+
+@_hardtanh_backward.derivative
+def _(node, gg):
+    return _dispatch.apply(_hardtanh_backward, (gg, node.saved[0]), node.params), None
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0):

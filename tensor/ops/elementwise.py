@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
-from .. import _backend, _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype, _typeinfo
 from .._autograd_hooks import grad_mode
 from .registry import defop, public
 
@@ -502,7 +503,7 @@ def _relu_grad(g, output):
     return g * (output > 0)
 
 
-def _select_bits(xp, g, keep):
+def select_bits(xp, g, keep):
     """``g`` where the bool ``keep``, +0.0 elsewhere: a select, so a NaN or inf gradient at a
     dropped element gives 0 (as PyTorch's threshold and clamp backward), done as ``g``'s bits
     times the 0/1 mask (a multiply costs what ``g * mask`` does; ``where`` is 3x slower on
@@ -521,7 +522,7 @@ def _threshold_backward(xp, g, output):
     """relu's gradient from its output: ``g`` except where ``output <= 0`` (kept at a NaN
     output, as PyTorch's threshold_backward)."""
     dropped = xp.less_equal(output, 0) if output.dtype.kind != "V" else _backend.in_float32(xp.less_equal, output, 0)
-    return _select_bits(xp, g, xp.logical_not(dropped, out=dropped))
+    return select_bits(xp, g, xp.logical_not(dropped, out=dropped))
 
 
 @_threshold_backward.derivative
@@ -564,7 +565,7 @@ def _clamp_backward(xp, g, a, low, high):
         if bound is not None:
             inside = _backend.in_float32(compare, a, bound)
             keep = inside if keep is None else xp.logical_and(keep, inside, out=keep)
-    return _select_bits(xp, g, keep)
+    return select_bits(xp, g, keep)
 
 
 @_clamp_backward.derivative
@@ -573,18 +574,23 @@ def _(node, gg):
 
 
 def clamp(input, min=None, max=None):
-    """Clamp every element into ``[min, max]``; either bound may be None.
+    """Clamp every element into ``[min, max]``; either bound may be None. A number bound is
+    first read in the input's dtype, as PyTorch: ``-1`` is 255 for uint8 (see ``scalar_in_dtype``).
 
     Raises:
-        RuntimeError: if both bounds are None, or tensor bounds do not broadcast with ``input``.
+        RuntimeError: if both bounds are None, tensor bounds do not broadcast with ``input``, or a
+            number bound is out of the range of the input's dtype (float32's is not checked).
         NotImplementedError: for a complex input, as PyTorch.
     """
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(min, _NUMBER_BOUNDS) or not isinstance(max, _NUMBER_BOUNDS):
         input, min, max = _promote_bounds(input, min, max)
-    elif input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
-        input = input.to(_dtype.get_default_dtype())
+    else:
+        if input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
+            input = input.to(_dtype.get_default_dtype())
+        if input.dtype not in _WIDE_FLOATS:  # off the hot path: only a float32 bound past 3.4e38 goes unchecked
+            min, max = scalar_in_dtype(min, input.dtype), scalar_in_dtype(max, input.dtype)
     try:
         return _dispatch.apply_unary(_clamp, input, (min, max))
     except ValueError as exc:  # numpy's broadcast error for tensor bounds
@@ -593,6 +599,65 @@ def clamp(input, min=None, max=None):
 
 # Bounds that clamp's kernel takes as they are (a Python number, or None for no bound).
 _NUMBER_BOUNDS = (int, float, type(None))
+_WIDE_FLOATS = (_dtype.float32, _dtype.float64)
+
+
+def scalar_in_dtype(value, d: _dtype.dtype):
+    """A Python number as PyTorch converts it to dtype ``d`` (its ``checked_convert``): an int
+    taken by an unsigned dtype down to minus its maximum wraps around (``-1`` is 255 for uint8);
+    other numbers are returned as they are. None, bools and complex numbers pass unchecked.
+
+    Raises:
+        RuntimeError: "value cannot be converted to type uint8_t without overflow" for a finite
+            number beyond ``d``'s range (an int beyond an integer dtype's, a float beyond a float
+            dtype's largest value or outside an integer dtype's range, before truncation) or NaN
+            for an integer dtype.
+    """
+    if type(value) is not int and type(value) is not float or d is _dtype.bool_:
+        return value
+    low, high = _scalar_range(d)
+    if type(value) is int:
+        if not low <= value <= high:
+            raise _overflow(d)
+        return value & high if value < 0 and not d.is_signed else value
+    if not math.isfinite(value):  # inf and NaN fit only a float dtype
+        fits = d.is_floating_point or d.is_complex
+    else:  # floats never wrap: -1.0 does not fit uint8
+        fits = (low if d.is_signed else 0) <= value <= high
+    if not fits:
+        raise _overflow(d)
+    return value
+
+
+def _overflow(d: _dtype.dtype) -> RuntimeError:
+    return RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES.get(d.name, d.name)} without overflow")
+
+
+def _scalar_range(d: _dtype.dtype) -> tuple:
+    """The ints PyTorch converts to the non-bool dtype ``d`` without overflow, ``(low, high)``: for
+    an unsigned dtype ``low`` is minus its maximum (negative ints wrap), for a float dtype
+    ``(-max, max)``, which bounds finite floats too."""
+    found = _SCALAR_RANGES.get(d)
+    if found is None:
+        if d.is_floating_point or d.is_complex:
+            top = _typeinfo.finfo(d).max
+            found = -top, top
+        else:
+            info = _typeinfo.iinfo(d)
+            found = (info.min if info.min else -info.max), info.max
+        _SCALAR_RANGES[d] = found
+    return found
+
+
+_SCALAR_RANGES: dict = {}  # _scalar_range's, by dtype (a dict: clamp calls it on its hot path)
+
+
+# PyTorch names the C++ type in its overflow message.
+_C_TYPE_NAMES = {
+    "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+    "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+}
 
 
 def _promote_bounds(input, min, max):  # noqa: A002 - clamp's names

@@ -235,3 +235,20 @@ def test_bfloat16_activations_keep_bfloat16_like_torch(torch, name, kwargs):
     theirs.float().sum().backward()
     assert ours_in.grad.dtype is tensor.bfloat16
     assert_close(ours_in.grad.float(), theirs_in.grad.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", ["hardtanh", "relu6", "hardsigmoid", "hardswish"])
+def test_hard_activation_gradients_select_as_torch(name, torch):
+    """At the bounds, at NaN, and with an inf gradient at a flat unit: PyTorch's backward selects."""
+    nan, inf = float("nan"), float("inf")
+    got = []
+    for lib, fns in ((tensor, F), (torch, torch.nn.functional)):
+        fn = getattr(fns, name)
+        x = lib.tensor([-5.0, -3.0, -1.5, 0.0, 1.0, 2.9, 3.0, 5.0, 6.0, nan], requires_grad=True)
+        y = fn(x)
+        y.backward(lib.ones(10))
+        z = lib.tensor([-5.0, 7.0, 0.5], requires_grad=True)
+        fn(z).backward(lib.tensor([inf, inf, 1.0]))
+        got.append([y.detach().numpy(), x.grad.numpy(), z.grad.numpy()])
+    for ours, theirs in zip(*got):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
