@@ -92,24 +92,28 @@ def normal_(tensor_: Tensor, mean: float = 0.0, std: float = 1.0, generator=None
 def trunc_normal_(tensor_: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
     """Fill with draws from N(mean, std**2) truncated to [a, b], by inverting the normal CDF
-    of uniform draws between the CDF's values at ``a`` and ``b`` (PyTorch's method).
+    of uniform draws between the CDF's values at ``a`` and ``b``. The draws are made in float64
+    and cast: in a low-precision dtype a draw rounded onto the end of erf's domain becomes
+    +-inf, clamped to ``a`` or ``b`` (also in float32 for a window far in the tail).
 
     Raises:
-        ValueError: if ``a >= b`` or ``std <= 0``.
+        RuntimeError: if ``a > b``, as PyTorch (from ``uniform_``).
+        ZeroDivisionError: if ``std == 0`` (a negative ``std`` acts as ``|std|``).
+        NotImplementedError: for an integer or bool tensor.
     """
-    if not a < b:
-        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
-    if std <= 0:
-        raise ValueError(f"trunc_normal_: expected std > 0, got {std}")
-    low, high = (_normal_cdf((a - mean) / std), _normal_cdf((b - mean) / std))
+    if not (tensor_.is_floating_point() or tensor_.is_complex()):
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{tensor_.dtype}\'')
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
+    low, high = sorted((_normal_cdf((a - mean) / std), _normal_cdf((b - mean) / std)))
     if high - low < 1e-3:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
     with tensor.no_grad():
-        tensor_.uniform_(2 * low - 1, 2 * high - 1, generator=generator)  # erf's domain
-        tensor_.copy_(tensor_.erfinv())
-        tensor_.mul_(std * math.sqrt(2.0)).add_(mean)
-        return tensor_.clamp_(min=a, max=b)
+        draws = tensor.empty(tensor_.shape, dtype=tensor.float64, device=tensor_.device)
+        draws.uniform_(2 * low - 1, 2 * high - 1, generator=generator)  # erf's domain
+        values = draws.erfinv_().mul_(abs(std) * math.sqrt(2.0)).add_(mean).clamp_(min=a, max=b)
+        return tensor_.copy_(values)
 
 
 def _normal_cdf(x: float) -> float:

@@ -208,17 +208,59 @@ def _size(size):
     return _creation._sizes(size)
 
 
+# Note [Low-precision and complex draws]
+# As PyTorch, a float16/bfloat16 uniform draw keeps as many random bits as the dtype has
+# mantissa digits (11 / 8), so that [0, 1) draws are exact in the dtype: a full-precision draw
+# rounds up to the upper bound about once in 2**12 (float16) or 2**9 (bfloat16), which made
+# trunc_normal_'s erfinv give +-inf. A complex tensor's real and imaginary parts are drawn
+# independently, as PyTorch draws through view_as_real: uniform each, normal each with std / sqrt(2)
+# so that E|z - mean|^2 = std^2.
+_UNIFORM_DIGITS = {_dtype.float16: 11, _dtype.bfloat16: 8}
+_SQRT_HALF = 0.5 ** 0.5
+
+
+def _uniform_draw(shape, dtype, low: float, high: float):
+    """A ``draw(rng)`` of uniform samples from [low, high) for ``dtype`` (Note [Low-precision and
+    complex draws])."""
+    if dtype.is_complex:
+        return _complex_draw(_uniform_draw(shape + (2,), _dtype.float64, low, high))
+    digits = _UNIFORM_DIGITS.get(dtype)
+    if digits is None:
+        return lambda rng: rng.random(shape) * (high - low) + low
+    steps = 2.0 ** digits
+    return lambda rng: (rng.random(shape) * steps // 1) / steps * (high - low) + low
+
+
+def _normal_draw(shape, dtype, mean: float, std: float):
+    """A ``draw(rng)`` of N(mean, std**2) samples for ``dtype`` (Note [Low-precision and complex
+    draws])."""
+    if dtype.is_complex:
+        return _complex_draw(_normal_draw(shape + (2,), _dtype.float64, mean, std * _SQRT_HALF))
+    return lambda rng: rng.standard_normal(shape) * std + mean
+
+
+def _complex_draw(pairs_draw):
+    """The draw of complex numbers whose (real, imaginary) parts ``pairs_draw`` draws as pairs."""
+    def draw(rng):
+        pairs = pairs_draw(rng)
+        return pairs[..., 0] + 1j * pairs[..., 1]
+    return draw
+
+
 @factory(sizes_from=0)
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
-    """Uniform samples from [0, 1)."""
-    shape = _size(size)
-    return _sample(lambda rng: rng.random(shape), generator, dtype, device, requires_grad)
+    """Uniform samples from [0, 1) (both parts of a complex dtype)."""
+    draw = _uniform_draw(_size(size), _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype(),
+                         0.0, 1.0)
+    return _sample(draw, generator, dtype, device, requires_grad)
 
 
 @factory(sizes_from=0)
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
-    """Standard normal samples."""
+    """Standard normal samples (for a complex dtype, each part with variance 1/2)."""
     shape = _size(size)
+    if dtype is not None and _dtype.as_dtype(dtype).is_complex:
+        return _sample(_normal_draw(shape, _dtype.as_dtype(dtype), 0.0, 1.0), generator, dtype, device, requires_grad)
     return _sample(lambda rng: rng.standard_normal(shape), generator, dtype, device, requires_grad)
 
 
@@ -350,25 +392,24 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, *, generator=None):
-    """Fill with uniform samples from [a, b); returns ``tensor``.
+    """Fill with uniform samples from [a, b) (both parts of a complex tensor); returns ``tensor``.
 
     Raises:
         RuntimeError: if ``a > b``.
     """
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
-    shape = tensor.shape
-    return tensor.copy_(_sample(lambda rng: rng.random(shape) * (b - a) + a, generator, tensor.dtype, tensor.device))
+    draw = _uniform_draw(tensor.shape, tensor.dtype, a, b)
+    return tensor.copy_(_sample(draw, generator, tensor.dtype, tensor.device))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, *, generator=None):
-    """Fill with normal samples; returns ``tensor``.
+    """Fill with normal samples (a complex tensor: each part N(mean, std**2 / 2)); returns ``tensor``.
 
     Raises:
         RuntimeError: if ``std < 0``.
     """
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    shape = tensor.shape
-    return tensor.copy_(_sample(lambda rng: rng.standard_normal(shape) * std + mean, generator, tensor.dtype,
-                                tensor.device))
+    draw = _normal_draw(tensor.shape, tensor.dtype, mean, std)
+    return tensor.copy_(_sample(draw, generator, tensor.dtype, tensor.device))

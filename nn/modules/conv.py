@@ -27,6 +27,19 @@ def _tuple(value, n: int) -> tuple:
     return value * n if len(value) == 1 else value
 
 
+def _reversed_padding_repeated_twice(padding: tuple | str, kernel_size: tuple, dilation: tuple) -> tuple | list:
+    """PyTorch's ``F.pad`` form of a conv's padding: (left, right) per dim, last dim first; a
+    list for a padding string, as PyTorch's."""
+    if not isinstance(padding, str):
+        return tuple(p for p in reversed(padding) for _ in range(2))
+    pads = [0, 0] * len(kernel_size)
+    if padding == "same":
+        for i, (k, d) in enumerate(zip(reversed(kernel_size), reversed(dilation))):
+            total = d * (k - 1)
+            pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
+    return pads
+
+
 def _uniform_(param: Tensor, bound: float) -> None:
     # kaiming_uniform_(a=sqrt(5)) and PyTorch's bias rule both come down to U(-bound, bound).
     with tensor.no_grad():
@@ -65,6 +78,8 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else _tuple(padding, nd)
         self.dilation, self.output_padding = _tuple(dilation, nd), _tuple(output_padding, nd)
         self.transposed, self.padding_mode = self._transposed, padding_mode
+        self._reversed_padding_repeated_twice = _reversed_padding_repeated_twice(
+            self.padding, self.kernel_size, self.dilation)
         if self._transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -85,13 +100,10 @@ class _ConvNd(Module):
         """The input padded by ``padding_mode`` (when not zeros) and the padding left for the conv."""
         if self.padding_mode == "zeros":
             return input, self.padding
-        if self.padding == "valid":
+        reversed_pads = self._reversed_padding_repeated_twice
+        if not any(reversed_pads):
             return input, 0
-        if self.padding == "same":
-            total = [d * (k - 1) for k, d in zip(self.kernel_size, self.dilation)]
-            pads = [(t // 2, t - t // 2) for t in total]
-        else:
-            pads = [(p, p) for p in self.padding]
+        pads = [(reversed_pads[2 * i], reversed_pads[2 * i + 1]) for i in reversed(range(len(reversed_pads) // 2))]
         return pad_by_mode(input, pads, self.padding_mode), 0
 
     def extra_repr(self) -> str:
@@ -123,8 +135,13 @@ class _Conv(_ConvNd):
                          padding_mode, device=device, dtype=dtype)
 
     def forward(self, input: Tensor) -> Tensor:
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        """This layer's convolution of ``input`` with the given ``weight`` and ``bias`` (what
+        subclasses that transform the weight, such as weight standardization, call, as in PyTorch)."""
         input, padding = self._padded_input(input)
-        return self._conv(input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+        return self._conv(input, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv1d(_Conv):

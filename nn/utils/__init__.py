@@ -1,8 +1,8 @@
 """``nn.utils``: gradient clipping, flattening parameters to one vector, activation checkpointing
 (``nn.utils.checkpoint``, our ``torch.utils.checkpoint``), variable-length sequences (``rnn``),
-parametrizations and weight/spectral normalization."""
+parametrizations, weight/spectral normalization and pruning (``prune``)."""
 
-from . import checkpoint, parametrizations, parametrize, rnn, stateless
+from . import checkpoint, parametrizations, parametrize, prune, rnn, stateless
 from .checkpoint import apply_activation_checkpointing, checkpoint_wrapper
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
@@ -23,6 +23,7 @@ __all__ = [
     "stateless",
     "parametrize",
     "parametrizations",
+    "prune",
     "weight_norm",
     "remove_weight_norm",
     "spectral_norm",

@@ -15,12 +15,27 @@ __all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 
 
 def norm_except_dim(v: Tensor, dim: int) -> Tensor:
-    """The 2-norm of ``v`` over every dim but ``dim``, shaped to broadcast against ``v`` (the
-    norm of the whole tensor for ``dim == -1``)."""
+    """The 2-norm of ``v`` over every dim but ``dim``, shaped to broadcast against ``v``: the
+    norm of the whole tensor for ``dim == -1`` only (other negative dims count from the end, as
+    PyTorch's), ``|v|`` for a 1-D ``v`` and ``dim`` 0."""
     if dim == -1:
         return (v * v).sum().sqrt()
+    dim %= v.ndim
     dims = tuple(d for d in range(v.ndim) if d != dim)
+    if not dims:  # summing over no dims would reduce them all
+        return v.abs()
     return (v * v).sum(dims, keepdim=True).sqrt()
+
+
+def check_dim(weight: Tensor, dim: int | None) -> None:
+    """Check that ``dim`` (None: the whole tensor) is a dim of ``weight``.
+
+    Raises:
+        IndexError: when it is out of range.
+    """
+    ndim = weight.ndim
+    if dim is not None and not -ndim <= dim < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
 
 
 _ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
@@ -168,11 +183,12 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     ``original1`` (v). Returns ``module``.
 
     Raises:
+        ValueError: if ``module`` has no tensor ``name``.
         IndexError: for a ``dim`` out of range for the tensor.
     """
-    ndim = getattr(module, name).ndim
-    if dim is not None and not -ndim <= dim < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+    weight = getattr(module, name, None)
+    if isinstance(weight, Tensor):  # else register_parametrization raises
+        check_dim(weight, dim)
     return parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
 
 

@@ -93,15 +93,30 @@ class ParametrizationList(ModuleList):
             self.register_buffer(name, value)
 
     def right_inverse(self, value: Tensor) -> None:
-        """Store ``value`` through each parametrization's ``right_inverse``, last first."""
+        """Store ``value`` through each parametrization's ``right_inverse``, last first (what
+        assigning to the parametrized tensor does).
+
+        Raises:
+            RuntimeError: if a parametrization has no ``right_inverse`` (unlike at registration,
+                where that means the identity).
+            NotImplementedError: from a ``right_inverse`` that cannot invert.
+            ValueError: if the result is not tensors of the originals' number and dtypes.
+        """
         with tensor.no_grad():
             for module in reversed(list(self)):
-                value = _right_inverse(module, value)
-            if self.is_tensor:
-                self.original.copy_(value)
-            else:
-                for i, part in enumerate(value):
-                    getattr(self, f"original{i}").copy_(part)
+                if not hasattr(module, "right_inverse"):
+                    raise RuntimeError(f"parametrization {type(module).__name__} does not implement right_inverse.")
+                value = module.right_inverse(value)
+            parts = (value,) if self.is_tensor else value
+            if not isinstance(parts, Sequence) or len(parts) != self.ntensors:
+                raise ValueError(f"'right_inverse' must return {self.ntensors} tensor(s). Got {type(value).__name__}.")
+            names = ("original",) if self.is_tensor else tuple(f"original{i}" for i in range(self.ntensors))
+            for name, part in zip(names, parts):
+                original = getattr(self, name)
+                if not isinstance(part, Tensor) or part.dtype != original.dtype:
+                    raise ValueError(f"The value returned by `right_inverse` for {name} must be a tensor of dtype "
+                                     f"{original.dtype}. Got {getattr(part, 'dtype', type(part).__name__)}")
+                original.copy_(part)
 
     def forward(self) -> Tensor:
         """The parametrized tensor."""

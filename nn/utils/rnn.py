@@ -40,14 +40,33 @@ def _cast_to(dtype_name: str):
     return cast
 
 
-class PackedSequence(NamedTuple):
-    """``data`` (the steps of all sequences, packed), ``batch_sizes`` (an int64 CPU tensor:
-    sequences per step), and the permutation that sorted the batch by length (and its inverse)."""
-
+class _PackedSequenceFields(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
-    sorted_indices: Tensor | None = None
-    unsorted_indices: Tensor | None = None
+    sorted_indices: Tensor | None
+    unsorted_indices: Tensor | None
+
+
+class PackedSequence(_PackedSequenceFields):
+    """``data`` (the steps of all sequences, packed), ``batch_sizes`` (an int64 CPU tensor:
+    sequences per step), and the permutation that sorted the batch by length (and its inverse,
+    computed when not given). ``data`` may also be the pair ``(data, batch_sizes)``.
+
+    Raises:
+        AssertionError: without ``batch_sizes`` when ``data`` is not such a pair.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data, batch_sizes: Tensor | None = None, sorted_indices: Tensor | None = None,
+                unsorted_indices: Tensor | None = None) -> PackedSequence:
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("PackedSequence needs batch_sizes, or data as the pair (data, batch_sizes)")
+            data, batch_sizes = data
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs) -> PackedSequence:
         """The same packing with ``data`` (and the index tensors, to its device) moved/cast."""

@@ -13,7 +13,8 @@ from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
 from ..parameter import Parameter
-from .parametrizations import norm_except_dim
+from ._recomputed import recomputed
+from .parametrizations import check_dim, norm_except_dim
 
 __all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
@@ -27,7 +28,7 @@ class _WeightNormHook:
         return v * (g / norm_except_dim(v, self.dim))
 
     def __call__(self, module: Module, args) -> None:
-        object.__setattr__(module, self.name, self.compute(module))
+        object.__setattr__(module, self.name, recomputed(self.compute(module)))
 
 
 def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Module:
@@ -36,16 +37,18 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
 
     Raises:
         RuntimeError: if ``name`` is already weight-normalized.
+        IndexError: for a ``dim`` out of range for the tensor.
     """
     hooks = module.__dict__.setdefault("_norm_hooks", {})
     if name in hooks:
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
     hook = _WeightNormHook(name, -1 if dim is None else dim)
     weight = getattr(module, name)
+    check_dim(weight, dim)
     del module._parameters[name]
     module.register_parameter(name + "_g", Parameter(norm_except_dim(weight, hook.dim).detach()))
     module.register_parameter(name + "_v", Parameter(weight.detach()))
-    object.__setattr__(module, name, hook.compute(module))
+    object.__setattr__(module, name, recomputed(hook.compute(module)))
     hooks[name] = (hook, module.register_forward_pre_hook(hook))
     return module
 
@@ -80,7 +83,7 @@ class _SpectralNormHook:
         return weight / sigma
 
     def __call__(self, module: Module, args) -> None:
-        object.__setattr__(module, self.name, self.compute(module, module.training))
+        object.__setattr__(module, self.name, recomputed(self.compute(module, module.training)))
 
 
 def spectral_norm(
@@ -92,14 +95,20 @@ def spectral_norm(
 
     Raises:
         RuntimeError: if ``name`` already has spectral normalization.
+        ValueError: if ``n_power_iterations <= 0``.
+        KeyError: if ``module`` has no parameter ``name``.
     """
     hooks = module.__dict__.setdefault("_norm_hooks", {})
     if name in hooks:
         raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
+    if n_power_iterations <= 0:
+        raise ValueError(
+            f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+        )
     if dim is None:
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
     hook = _SpectralNormHook(name, n_power_iterations, dim, eps)
-    weight = getattr(module, name)
+    weight = module._parameters[name]
     h, w = hook.matrix(weight).shape
     del module._parameters[name]
     module.register_parameter(name + "_orig", weight)

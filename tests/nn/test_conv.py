@@ -326,3 +326,32 @@ def test_conv_relu_pool_chain_matches_torch(torch):
         return lib_f.adaptive_avg_pool2d(h, 1) * h.sum()
 
     _compare_functional(torch, lambda *a: net(F, *a), lambda *a: net(torch.nn.functional, *a), arrays)
+
+
+@pytest.mark.parametrize("kwargs", [dict(padding=(1, 2)), dict(padding="same", dilation=(1, 2)),
+                                    dict(padding="valid"), dict(padding=1, padding_mode="reflect")])
+def test_conv_forward_and_reversed_padding_like_torch(torch, kwargs):
+    ours, theirs = nn.Conv2d(2, 3, 3, **kwargs), torch.nn.Conv2d(2, 3, 3, **kwargs)
+    assert ours._reversed_padding_repeated_twice == theirs._reversed_padding_repeated_twice
+    x = np.random.default_rng(0).standard_normal((1, 2, 6, 7)).astype("float32")
+    w = np.ones((3, 2, 3, 3), dtype="float32")
+    got = ours._conv_forward(tensor.tensor(x), tensor.tensor(w), None)
+    assert_close(got, theirs._conv_forward(torch.tensor(x), torch.tensor(w), None).numpy(), atol=1e-5)
+
+
+def test_conv_with_no_output_channels_is_refused():
+    with pytest.raises(RuntimeError, match="expected weight to be at least 1 at dimension 0"):
+        F.conv2d(tensor.ones(1, 2, 4, 4), tensor.ones(0, 2, 3, 3))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: F.unfold(tensor.ones(1, 1, 4, 4, dtype=tensor.int64), 2),
+    lambda: F.fold(tensor.ones(1, 4, 4, dtype=tensor.int64), (3, 3), 2),
+])
+def test_fold_and_unfold_refuse_integer_input(call):
+    with pytest.raises(NotImplementedError, match="not implemented for 'int64'"):
+        call()
+
+
+def test_unfold_takes_bool_input_as_torch():
+    assert F.unfold(tensor.ones(1, 1, 4, 4, dtype=tensor.bool), 2).shape == (1, 4, 9)

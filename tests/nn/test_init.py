@@ -126,7 +126,7 @@ def test_float64_and_device(device):
     (lambda: init.eye_(tensor.empty(2, 2, 2)), ValueError, "Only tensors with 2 dimensions are supported"),
     (lambda: init.orthogonal_(tensor.empty(3)), ValueError, "Only tensors with 2 or more dimensions are supported"),
     (lambda: init.dirac_(tensor.empty(3, 3)), ValueError, "Only tensors with 3, 4, or 5 dimensions are supported"),
-    (lambda: init.trunc_normal_(tensor.empty(3), a=1.0, b=0.0), ValueError, "expected a < b"),
+    (lambda: init.trunc_normal_(tensor.empty(3), a=1.0, b=0.0), RuntimeError, "found from=1 > to=0"),  # as torch
 ])
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
@@ -164,3 +164,31 @@ def test_uniform_and_normal_reject_bad_arguments():
         init.uniform_(tensor.empty(3), 2.0, 1.0)
     with pytest.raises(RuntimeError, match="normal expects std >= 0.0, but found std -1"):
         init.normal_(tensor.empty(3), 0.0, -1.0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_trunc_normal_low_precision_has_no_bound_outliers(dtype):
+    t = init.trunc_normal_(tensor.empty(50000, dtype=getattr(tensor, dtype)), std=0.02)
+    values = t.float().numpy()
+    assert (np.abs(values) == 2).sum() == 0
+    assert abs(values.std() - 0.02) < 0.002
+
+
+def test_trunc_normal_far_tail_window_stays_inside():
+    values = init.trunc_normal_(tensor.empty(200000), mean=5.0, a=-2.0, b=2.0).numpy()
+    assert (values == -2).sum() == 0
+
+
+def test_trunc_normal_argument_errors_like_torch():
+    with pytest.raises(RuntimeError):
+        init.trunc_normal_(tensor.empty(3), a=2, b=-2)
+    with pytest.raises(ZeroDivisionError):
+        init.trunc_normal_(tensor.empty(3), std=0)
+    with pytest.raises(NotImplementedError):
+        init.trunc_normal_(tensor.empty(3, dtype=tensor.int64))
+    assert bool((init.trunc_normal_(tensor.empty(3), a=1, b=1) == 1).all())
+
+
+def test_normal_on_complex_draws_both_parts():
+    z = init.normal_(tensor.empty(100000, dtype=tensor.complex64)).numpy()
+    assert abs(z.real.var() - 0.5) < 0.02 and abs(z.imag.var() - 0.5) < 0.02

@@ -167,3 +167,48 @@ def test_orthogonal_and_weight_norm_errors():
         parametrizations.orthogonal(nn.Linear(3, 3), "bias")
     with pytest.raises(IndexError, match="Dimension out of range"):
         parametrizations.weight_norm(nn.Linear(4, 3), dim=5)
+
+
+def test_assigning_without_a_right_inverse_raises_like_torch(torch):
+    m = parametrize.register_parametrization(nn.Linear(3, 3), "weight", Symmetric())
+    with pytest.raises(RuntimeError, match="does not implement right_inverse"):
+        m.weight = tensor.arange(9.0).reshape(3, 3)
+    o = parametrizations.orthogonal(nn.Linear(3, 3), orthogonal_map="cayley", use_trivialization=False)
+    with pytest.raises(NotImplementedError):
+        o.weight = tensor.eye(3)
+
+
+@pytest.mark.parametrize("dim, name", [(-2, "weight"), (0, "bias"), (-1, "bias")])
+def test_weight_norm_g_shape_like_torch(torch, dim, name):
+    ours = parametrizations.weight_norm(nn.Linear(5, 4), name, dim=dim)
+    theirs = torch.nn.utils.parametrizations.weight_norm(torch.nn.Linear(5, 4), name, dim=dim)
+    assert ours.parametrizations[name].original0.shape == tuple(theirs.parametrizations[name].original0.shape)
+    legacy = nn.utils.weight_norm(nn.Linear(5, 4), name, dim=dim)
+    assert getattr(legacy, name + "_g").shape == tuple(theirs.parametrizations[name].original0.shape)
+    _load_from(ours, theirs)
+    assert_close(getattr(ours, name), getattr(theirs, name).detach().numpy(), atol=1e-6)
+
+
+def test_legacy_weight_and_spectral_norm_pickle_as_torch():
+    import pickle  # noqa: PLC0415
+
+    x = tensor.tensor(X)
+    for model in (nn.utils.weight_norm(nn.Linear(4, 3)), nn.utils.spectral_norm(nn.Linear(4, 3))):
+        model(x)
+        copy = pickle.loads(pickle.dumps(model))
+        assert copy.weight.is_leaf
+        assert_close(copy(x), model(x).detach().numpy())
+    copy = pickle.loads(pickle.dumps(nn.utils.weight_norm(nn.Linear(4, 3))))
+    copy(x).sum().backward()
+    assert copy.weight_g.grad is not None
+
+
+def test_legacy_norm_argument_checks_like_torch():
+    with pytest.raises(ValueError, match="n_power_iterations"):
+        nn.utils.spectral_norm(nn.Linear(3, 3), n_power_iterations=0)
+    with pytest.raises(KeyError):
+        nn.utils.spectral_norm(nn.Linear(3, 3), "foo")
+    with pytest.raises(IndexError):
+        nn.utils.weight_norm(nn.Linear(3, 3), dim=2)
+    with pytest.raises(ValueError):
+        parametrizations.weight_norm(nn.Linear(3, 3), "foo")

@@ -95,3 +95,15 @@ def test_pad_sequence_errors_and_dtype_as_torch():
         rnn.pad_sequence([tensor.tensor(1.0), tensor.tensor(2.0)])
     mixed = rnn.pad_sequence([tensor.ones(2), tensor.ones(1, dtype=tensor.float64)])
     assert mixed.dtype == tensor.float32  # the first sequence's dtype, as torch
+
+
+def test_packed_sequence_fills_unsorted_indices_like_torch(torch):
+    data = np.arange(6.0).reshape(6, 1)
+    ours = rnn.PackedSequence(tensor.tensor(data), tensor.tensor([3, 2, 1]), tensor.tensor([2, 0, 1]))
+    theirs = torch.nn.utils.rnn.PackedSequence(torch.tensor(data), torch.tensor([3, 2, 1]), torch.tensor([2, 0, 1]))
+    np.testing.assert_array_equal(ours.unsorted_indices.numpy(), theirs.unsorted_indices.numpy())
+    padded, lengths = rnn.pad_packed_sequence(ours)
+    np.testing.assert_array_equal(lengths.numpy(), torch.nn.utils.rnn.pad_packed_sequence(theirs)[1].numpy())
+    assert rnn.PackedSequence((ours.data, ours.batch_sizes)).batch_sizes is ours.batch_sizes
+    with pytest.raises(AssertionError):
+        rnn.PackedSequence(ours.data)

@@ -215,3 +215,18 @@ def test_uniform_and_normal_fills_check_their_arguments(torch):
         with pytest.raises(RuntimeError) as reference:
             theirs()
         assert str(mine.value) == str(reference.value)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_uniform_stays_below_the_upper_bound(dtype):
+    d = getattr(tensor, dtype)
+    assert (tensor.empty(100000, dtype=d).uniform_().float().numpy() < 1).all()
+    assert (tensor.rand(100000, dtype=d).float().numpy() < 1).all()
+
+
+def test_complex_randn_draws_both_parts_with_variance_half():
+    z = tensor.randn(100000, dtype=tensor.complex64).numpy()
+    assert abs(z.real.var() - 0.5) < 0.02 and abs(z.imag.var() - 0.5) < 0.02
+    assert abs(np.corrcoef(z.real, z.imag)[0, 1]) < 0.02
+    u = tensor.rand(100000, dtype=tensor.complex128).numpy()
+    assert 0 <= u.imag.min() and u.imag.max() < 1 and abs(u.imag.mean() - 0.5) < 0.01
