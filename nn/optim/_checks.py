@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tensor import Tensor
+
 _LABELS = {
     "lr": "learning rate",
     "eps": "epsilon value",
@@ -15,9 +17,12 @@ def check_nonnegative(**options: float) -> None:
     """Raise for a negative option (``lr=...``, ``eps=...``, ``weight_decay=...``...).
 
     Raises:
-        ValueError: "Invalid learning rate: -1" (and so on), naming the first negative one.
+        ValueError: "Invalid learning rate: -1" (and so on), naming the first negative one; or
+            "Tensor lr must be 1-element" for a tensor option with several elements.
     """
     for name, value in options.items():
+        if isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError(f"Tensor {name} must be 1-element")
         if not 0.0 <= value:
             raise ValueError(f"Invalid {_LABELS.get(name, name + ' value')}: {value}")
 
@@ -40,8 +45,10 @@ def check_betas(betas: tuple[float, float]) -> None:
     """Raise unless both betas are in ``[0, 1)``.
 
     Raises:
-        ValueError: "Invalid beta parameter at index i: ...".
+        ValueError: "Invalid beta parameter at index i: ..." or "Tensor betas[i] must be 1-element".
     """
     for index, beta in enumerate(betas):
+        if isinstance(beta, Tensor) and beta.numel() != 1:
+            raise ValueError(f"Tensor betas[{index}] must be 1-element")
         if not 0.0 <= beta < 1.0:
             raise ValueError(f"Invalid beta parameter at index {index}: {beta}")

@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, _Flag, _format_param, _group_values
+from ._lr_base import (
+    EPOCH_DEPRECATION_WARNING,
+    LRScheduler,
+    _Flag,
+    _format_param,
+    _group_values,
+    set_group_value,
+)
 from .optimizer import Optimizer
 
 __all__ = ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ReduceLROnPlateau", "ChainedScheduler"]
@@ -124,8 +131,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._step_count = getattr(self, "_step_count", 0) + 1
         with _Flag(self, "_get_lr_called_within_step"):
             values = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
+            set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
 
 
@@ -160,8 +167,8 @@ class CyclicLR(LRScheduler):
         self.optimizer = optimizer
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -334,12 +341,37 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, min_lr)
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                set_group_value(group, "lr", new_lr)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the attributes."""
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+def check_schedulers(name: str, optimizer: Optimizer, schedulers: Sequence[LRScheduler]) -> None:
+    """Check the schedulers that ``name`` (ChainedScheduler, SequentialLR) is to drive.
+
+    Raises:
+        TypeError: if a scheduler has no ``optimizer``.
+        ValueError: for a ReduceLROnPlateau (its ``step`` needs a metric), or a scheduler of
+            another optimizer than ``optimizer``.
+    """
+    for idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs "
+                f"to be specified when calling `step`, but got one at index {idx} in the given schedulers "
+                "sequence."
+            )
+        if optimizer is not scheduler.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different "
+                f"from {type(optimizer).__name__}."
+            )
 
 
 class ChainedScheduler(SchedulerOfSchedulers):
@@ -355,21 +387,7 @@ class ChainedScheduler(SchedulerOfSchedulers):
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs "
-                    f"to be specified when calling `step`, but got one at index {idx} in the given schedulers "
-                    "sequence."
-                )
-            if optimizer is not scheduler.optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                    f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different "
-                    f"from {type(optimizer).__name__}."
-                )
+        check_schedulers(name, optimizer, schedulers)
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
         self._last_lr = _group_values(optimizer, "lr")

@@ -27,6 +27,7 @@ class Adafactor(Optimizer):
     Raises:
         ValueError: for ``lr < 0``, ``beta2_decay > 0``, negative epsilons, ``d < 1`` or negative
             ``weight_decay``, with PyTorch's messages.
+        RuntimeError: at ``step``, for a complex parameter (as torch).
     """
 
     def __init__(
@@ -68,6 +69,8 @@ class Adafactor(Optimizer):
         loss = self._run_closure(closure)
         for group in self.param_groups:
             eps1, eps2 = group["eps"]
+            if any(p.is_complex() for p, _ in self._params_with_grad(group)):
+                raise RuntimeError("Adafactor does not support complex parameters")
             for p, grad, state, step in self._param_states(group, _init_state):
                 if eps1 is None:
                     eps1 = float(np.finfo(p.dtype.numpy).eps)  # from the first parameter, as PyTorch

@@ -7,8 +7,8 @@ from typing import Any
 
 import tensor
 
-from ._checks import torch_flags
-from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, new_step
+from ._checks import check_nonnegative, torch_flags
+from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, new_step, real_view
 
 __all__ = ["Adagrad"]
 
@@ -22,13 +22,13 @@ class Adagrad(Optimizer):
     Raises:
         ValueError: "Invalid learning rate/lr_decay value/weight_decay value/
             initial_accumulator_value value/epsilon value: ..." for negative options.
+        RuntimeError: at ``step``, for a complex parameter with ``fused=True`` (as torch).
     """
 
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None,
                  *, maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -49,8 +49,15 @@ class Adagrad(Optimizer):
         state = self.state[p]
         if len(state) == 0:
             state["step"] = new_step()
-            state["sum"] = tensor.full_like(p, group["initial_accumulator_value"])
+            value = group["initial_accumulator_value"]
+            state["sum"] = tensor.full_like(p, complex(value, value) if p.is_complex() else value)
         return state
+
+    def share_memory(self) -> None:
+        """Move each parameter's ``sum`` accumulator into shared memory (for Hogwild training)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
 
     def step(self, closure: Callable[[], Any] | None = None):
         """Update every parameter that has a gradient; returns the closure's loss (or None)."""
@@ -58,14 +65,16 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr, lr_decay, eps = float(group["lr"]), float(group["lr_decay"]), float(group["eps"])
             weight_decay, maximize = float(group["weight_decay"]), group["maximize"]
+            if group["fused"] and any(p.is_complex() for p, _ in self._params_with_grad(group)):
+                raise RuntimeError("`fused` does not support sparse grad or complex param")
             for p, grad in self._params_with_grad(group):
                 state = self._init_state(p, group)
                 step = increment_step(state["step"])
                 xp = p._device.backend.xp
-                data = p._data
-                g, _ = effective_grad(xp, data, grad._data, weight_decay, maximize)
+                data = real_view(p._data)
+                g, _ = effective_grad(xp, data, real_view(grad._data), weight_decay, maximize)
                 clr = lr / (1 + (step - 1) * lr_decay)
-                state_sum = state["sum"]._data
+                state_sum = real_view(state["sum"]._data)
                 std = xp.empty_like(data)
                 xp.multiply(g, g, out=std)
                 xp.add(state_sum, std, out=state_sum)

@@ -8,9 +8,10 @@ from numbers import Real
 from typing import Any
 
 import tensor
+from tensor import Tensor
 
 from . import _fused
-from ._checks import torch_flags
+from ._checks import check_betas, check_nonnegative, torch_flags
 from .optimizer import (
     Optimizer,
     ParamsT,
@@ -20,6 +21,7 @@ from .optimizer import (
     increment_step,
     lerp_,
     new_step,
+    real_view,
     square_avg_,
 )
 
@@ -41,22 +43,17 @@ class Adam(Optimizer):
         RuntimeError: for ``fused=True`` with ``foreach=True`` or a non-floating parameter.
     """
 
+    _integer_param_error = NotImplementedError  # as torch (see Optimizer._integer_param_error)
+
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False, decoupled_weight_decay: bool = False,
                  fused: bool | None = None) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not all(isinstance(b, Real) for b in betas):
+        check_nonnegative(lr=lr, eps=eps)
+        check_betas(betas)
+        check_nonnegative(weight_decay=weight_decay)
+        if not (all(isinstance(b, Real) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
@@ -92,6 +89,8 @@ class Adam(Optimizer):
                 arrays = [p._data, grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data]
                 if amsgrad:
                     arrays.append(state["max_exp_avg_sq"]._data)
+                if p.is_complex():
+                    arrays = [real_view(a) for a in arrays]
                 hyper = (lr, beta1, beta2, eps, weight_decay, decoupled, maximize, step)
                 for_blocks(xp, arrays, functools.partial(_update, xp, hyper=hyper))
                 p._version_box[0] += 1
@@ -163,6 +162,8 @@ class AdamW(Adam):
     Raises:
         ValueError: as ``Adam`` for out-of-range options.
     """
+
+    _integer_param_error = RuntimeError  # as torch (see Optimizer._integer_param_error)
 
     def __init__(self, params: ParamsT, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,

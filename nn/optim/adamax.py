@@ -23,6 +23,8 @@ class Adamax(ParamwiseOptimizer):
             value: ..." for out-of-range options.
     """
 
+    _integer_param_error = NotImplementedError  # as torch (see Optimizer._integer_param_error)
+
     def __init__(
         self,
         params: ParamsT,

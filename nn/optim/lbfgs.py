@@ -6,12 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensor
+from tensor import Tensor, _dispatch
 
 from ._checks import check_nonnegative
 from ._line_search import strong_wolfe
-from .optimizer import Optimizer, ParamsT
+from .optimizer import Optimizer, ParamsT, real_view
 
 __all__ = ["LBFGS"]
+
+
+_HISTORY = ("old_dirs", "old_stps", "ro", "H_diag", "al")
+
+
+def _as_arrays(value):
+    """A state entry (a tensor, a list of them, a number, None) with the tensors as raw arrays."""
+    if isinstance(value, Tensor):
+        return value._data
+    if isinstance(value, list):
+        return [_as_arrays(v) for v in value]
+    return value
 
 
 class LBFGS(Optimizer):
@@ -19,8 +32,9 @@ class LBFGS(Optimizer):
 
     ``step(closure)`` runs up to ``max_iter`` iterations, re-evaluating ``closure`` (which must
     zero the gradients, compute the loss, call ``backward`` and return the loss). The state
-    (directions, steps, the last flat gradient) lives in the state of the first parameter. All
-    parameters must be on one device; it holds ``history_size + 1`` copies of them.
+    (directions, steps, the last flat gradient) lives in the state of the first parameter, as
+    tensors, with torch's keys. A complex parameter counts as its real and imaginary parts (as
+    torch). All parameters must be on one device; it holds ``history_size + 1`` copies of them.
 
     Raises:
         ValueError: "Invalid learning rate: ..." for a negative ``lr``, or for more than one
@@ -62,7 +76,9 @@ class LBFGS(Optimizer):
         xp = self._xp()
         return xp.concatenate(
             [
-                xp.zeros(p.numel(), dtype=p._data.dtype) if p.grad is None else p.grad._data.reshape(-1)
+                xp.zeros(real_view(p._data).size, dtype=real_view(p._data).dtype)
+                if p.grad is None
+                else real_view(p.grad._data).reshape(-1)
                 for p in self._params
             ]
         )
@@ -70,10 +86,18 @@ class LBFGS(Optimizer):
     def _add_grad(self, step_size, update) -> None:
         offset = 0
         for p in self._params:
-            n = p.numel()
-            p._data += step_size * update[offset : offset + n].reshape(p.shape)
+            data = real_view(p._data)
+            data += step_size * update[offset : offset + data.size].reshape(data.shape)
             p._version_box[0] += 1
-            offset += n
+            offset += data.size
+
+    def _as_tensors(self, value):
+        """A state entry computed here (arrays, lists of them) as tensors; Python numbers as they are."""
+        if isinstance(value, list):
+            return [self._as_tensors(v) for v in value]
+        if value is None or type(value) in (int, float):
+            return value
+        return _dispatch.make(self._xp().asarray(value), self._params[0]._device)
 
     def _set_param(self, arrays) -> None:
         for p, saved in zip(self._params, arrays):
@@ -99,17 +123,18 @@ class LBFGS(Optimizer):
         flat_grad = self._gather_flat_grad()
         if abs(flat_grad).max() <= tolerance_grad:
             return orig_loss
-        d, t = state.get("d"), state.get("t")
-        prev_flat_grad, prev_loss = state.get("prev_flat_grad"), state.get("prev_loss")
+        d, t = _as_arrays(state.get("d")), state.get("t")
+        prev_flat_grad, prev_loss = _as_arrays(state.get("prev_flat_grad")), state.get("prev_loss")
+        history = {key: _as_arrays(state[key]) for key in _HISTORY if key in state}
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1
             state["n_iter"] += 1
             if state["n_iter"] == 1:
                 d = -flat_grad
-                state.update(old_dirs=[], old_stps=[], ro=[], H_diag=1)
+                history.update(old_dirs=[], old_stps=[], ro=[], H_diag=1)
             else:
-                d = self._direction(state, flat_grad, prev_flat_grad, d * t, group["history_size"])
+                d = self._direction(history, flat_grad, prev_flat_grad, d * t, group["history_size"])
             prev_flat_grad = flat_grad.copy()
             prev_loss = loss
             t = min(1.0, 1.0 / abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
@@ -125,12 +150,15 @@ class LBFGS(Optimizer):
                 break
             if abs(d * t).max() <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
                 break
-        state.update(d=d, t=t, prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        arrays = history | {"d": d, "prev_flat_grad": prev_flat_grad}
+        state.update({key: self._as_tensors(value) for key, value in arrays.items()})
+        state.update(t=float(t), prev_loss=prev_loss)
         return orig_loss
 
     @staticmethod
     def _direction(state, flat_grad, prev_flat_grad, s, history_size: int):
-        """The two-loop recursion: the quasi-Newton direction from the stored curvature pairs."""
+        """The two-loop recursion: the quasi-Newton direction from the stored curvature pairs (in
+        ``state``, raw arrays, updated; ``al`` keeps ``history_size`` slots, as torch's)."""
         y = flat_grad - prev_flat_grad
         ys = y.dot(s)
         old_dirs, old_stps, ro = state["old_dirs"], state["old_stps"], state["ro"]
@@ -143,7 +171,7 @@ class LBFGS(Optimizer):
             old_stps.append(s)
             ro.append(1.0 / ys)
             state["H_diag"] = ys / y.dot(y)
-        al = [None] * len(old_dirs)
+        al = state.setdefault("al", [None] * history_size)
         q = -flat_grad
         for i in range(len(old_dirs) - 1, -1, -1):
             al[i] = old_stps[i].dot(q) * ro[i]

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._lr_base import LRScheduler, _format_param
+from ._lr_base import LRScheduler, _format_param, set_group_value
 from ._lr_extra import (
     ChainedScheduler,
     CosineAnnealingWarmRestarts,
@@ -22,6 +22,7 @@ from ._lr_extra import (
     PolynomialLR,
     ReduceLROnPlateau,
     SchedulerOfSchedulers,
+    check_schedulers,
 )
 from .optimizer import Optimizer
 
@@ -47,6 +48,10 @@ __all__ = [
 LRScheduler.__module__ = __name__  # defined in _lr_base; public (and pickled) from here
 for _cls in (ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR, ReduceLROnPlateau):
     _cls.__module__ = __name__
+
+
+class _LRScheduler(LRScheduler):
+    """The old name of ``LRScheduler``, still exported (as torch does) for subclasses written for it."""
 
 
 class LambdaLR(LRScheduler):
@@ -300,8 +305,8 @@ class SequentialLR(SchedulerOfSchedulers):
     """Run ``schedulers`` one after another, switching at each of the ``milestones``.
 
     Raises:
-        ValueError: for no schedulers, schedulers of another optimizer, or a number of
-            milestones that is not one less than the number of schedulers.
+        ValueError: for no schedulers, a ReduceLROnPlateau, schedulers of another optimizer, or a
+            number of milestones that is not one less than the number of schedulers.
         TypeError: if a scheduler has no ``optimizer``.
     """
 
@@ -311,15 +316,7 @@ class SequentialLR(SchedulerOfSchedulers):
         name = type(self).__name__
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
-            if optimizer is not scheduler.optimizer:
-                raise ValueError(
-                    f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                    f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different "
-                    f"from {type(optimizer).__name__}."
-                )
+        check_schedulers(name, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more than the number "
@@ -331,7 +328,7 @@ class SequentialLR(SchedulerOfSchedulers):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            set_group_value(group, "lr", group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()

@@ -25,6 +25,8 @@ class NAdam(ParamwiseOptimizer):
             value/momentum_decay value: ..." for out-of-range options.
     """
 
+    _integer_param_error = NotImplementedError  # as torch (see Optimizer._integer_param_error)
+
     def __init__(
         self,
         params: ParamsT,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
 from itertools import chain
@@ -18,12 +18,12 @@ from typing import Any
 
 import tensor
 from autograd.graph import RemovableHandle
-from tensor import Tensor, _backend
+from tensor import Tensor, _backend, _dispatch
 from tensor.profiler import _recorder
 
 from ._checks import check_betas, check_nonnegative
 
-__all__ = ["Optimizer", "required", "ParamsT"]
+__all__ = ["Optimizer", "required", "ParamsT", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
 
@@ -46,12 +46,28 @@ def _typename(obj) -> str:
     return name if module in ("", "builtins") else f"{module}.{name}"
 
 
+_global_optimizer_pre_hooks: dict[int, Callable] = {}
+_global_optimizer_post_hooks: dict[int, Callable] = {}
+
+
+def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` before the ``step`` of every optimizer (before its own
+    pre-hooks); it may return new ``(args, kwargs)``. Returns a handle whose ``remove()`` unregisters it."""
+    return RemovableHandle(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` after the ``step`` of every optimizer (after its own
+    post-hooks). Returns a handle whose ``remove()`` unregisters it."""
+    return RemovableHandle(_global_optimizer_post_hooks, hook)
+
+
 def _hook_step(step: Callable) -> Callable:
     """Wrap a ``step`` so it runs the step hooks and records that the optimizer stepped."""
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        for hook in list(self._optimizer_step_pre_hooks.values()):
+        for hook in [*_global_optimizer_pre_hooks.values(), *self._optimizer_step_pre_hooks.values()]:
             result = hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
@@ -64,13 +80,29 @@ def _hook_step(step: Callable) -> Callable:
         if _recorder.current is not None:  # tensor.profiler: the step as one event
             run = _recorder.current.wrap(step, f"Optimizer.step#{type(self).__name__}.step", "optimizer")
         out = run(self, *args, **kwargs)
-        self._opt_called = True
-        for hook in list(self._optimizer_step_post_hooks.values()):
+        for hook in [*self._optimizer_step_post_hooks.values(), *_global_optimizer_post_hooks.values()]:
             hook(self, args, kwargs)
         return out
 
     wrapper._hooked = True
     return wrapper
+
+
+_HOOK_STORES = (
+    "_optimizer_step_pre_hooks",
+    "_optimizer_step_post_hooks",
+    "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks",
+    "_optimizer_load_state_dict_pre_hooks",
+    "_optimizer_load_state_dict_post_hooks",
+)
+
+
+def _register(store: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(store, hook)
+    if prepend:
+        store.move_to_end(handle.id, last=False)
+    return handle
 
 
 class Optimizer:
@@ -88,8 +120,8 @@ class Optimizer:
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: dict = {}
-        self._optimizer_step_post_hooks: dict = {}
+        for store in _HOOK_STORES:
+            setattr(self, store, OrderedDict())
         self._patch_step_function()
         if isinstance(params, Tensor):
             raise TypeError(
@@ -116,8 +148,8 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.__dict__.setdefault("_optimizer_step_pre_hooks", {})
-        self.__dict__.setdefault("_optimizer_step_post_hooks", {})
+        for store in _HOOK_STORES:
+            self.__dict__.setdefault(store, OrderedDict())
         self._patch_step_function()
 
     def __repr__(self) -> str:
@@ -194,7 +226,10 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradient of every parameter: to None (the default), or to zeros in place."""
         for group in self.param_groups:
-            for p, grad in self._params_with_grad(group):
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
                 if set_to_none:
                     p.grad = None
                 else:
@@ -205,12 +240,25 @@ class Optimizer:
                     grad._data.fill(0)
                     grad._version_box[0] += 1
 
-    @staticmethod
-    def _params_with_grad(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
-        """``(param, param.grad)`` for each parameter of ``group`` that has a gradient."""
+    # torch's error for an integer parameter, from the kernel that meets it first: RuntimeError
+    # ("result type Float can't be cast to ... Long"), or NotImplementedError (for "lerp").
+    _integer_param_error: type[Exception] = RuntimeError
+
+    def _params_with_grad(self, group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
+        """``(param, param.grad)`` for each parameter of ``group`` that has a gradient, to update.
+
+        Raises:
+            RuntimeError (NotImplementedError for some optimizers, as torch): for an integer or
+                bool parameter, which a floating-point update cannot be written to.
+        """
         for p in group["params"]:
             grad = p.grad
             if grad is not None:
+                if p._data.dtype.kind not in "fc":
+                    raise self._integer_param_error(
+                        f"{type(self).__name__} cannot update a parameter of dtype {p.dtype}: its update is "
+                        "floating point; optimize floating-point (or complex) parameters"
+                    )
                 yield p, grad
 
     def _param_states(
@@ -251,12 +299,41 @@ class Optimizer:
         """Call ``hook(optimizer, args, kwargs)`` after each ``step``."""
         return RemovableHandle(self._optimizer_step_post_hooks, hook)
 
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` at the start of each ``state_dict()`` (first of all if ``prepend``)."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` at the end of each ``state_dict()``; a result that is
+        not None replaces the state dict (first of all if ``prepend``)."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer, state_dict)`` before each ``load_state_dict``; a result that is not
+        None is loaded instead (first of all if ``prepend``)."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """Call ``hook(optimizer)`` after each ``load_state_dict`` (first of all if ``prepend``)."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
         """The optimizer state as ``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
 
-        Parameters are numbered in group order across groups; the state tensors are not copied.
+        Parameters are numbered in group order across groups; the state tensors are not copied. The
+        state-dict pre-hooks run first, and each post-hook may replace the result.
         """
+        for pre_hook in list(self._optimizer_state_dict_pre_hooks.values()):
+            pre_hook(self)
+        state_dict = self._pack_state()
+        for post_hook in list(self._optimizer_state_dict_post_hooks.values()):
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def _pack_state(self) -> dict[str, Any]:
         mapping: dict[int, int] = {}
         start = 0
 
@@ -276,9 +353,21 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state from ``state_dict()`` (copies its tensors, cast to each parameter's dtype/device).
 
+        The load-state-dict pre-hooks may replace ``state_dict`` first; the post-hooks run last.
+
         Raises:
             ValueError: if the number of groups, or of parameters in a group, differs.
         """
+        state_dict = dict(state_dict)
+        for pre_hook in list(self._optimizer_load_state_dict_pre_hooks.values()):
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._unpack_state(state_dict)
+        for post_hook in list(self._optimizer_load_state_dict_post_hooks.values()):
+            post_hook(self)
+
+    def _unpack_state(self, state_dict: dict[str, Any]) -> None:
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -332,6 +421,22 @@ def _cast(param: Tensor, value, key=None):
 
 
 # ---------------------------------------------------------------- helpers for the update rules
+def real_view(array):
+    """``array`` itself, or a complex array as a writable real view with each (real, imag) pair in
+    a new last dim: torch updates a complex parameter, its gradient and its state as such real
+    tensors (``view_as_real``; ``tensor.view_as_real`` copies, so it cannot be updated in place)."""
+    if array.dtype.kind != "c":
+        return array
+    return array[..., None].view(array.real.dtype)
+
+
+def as_real(value):
+    """``value`` itself, or a complex tensor as a real view of it (see :func:`real_view`)."""
+    if not (isinstance(value, Tensor) and value.is_complex()):
+        return value
+    return _dispatch.make(real_view(value._data), value._device, value._version_box)
+
+
 def for_blocks(xp, arrays, update) -> None:
     """Call ``update(*blocks)`` on matching blocks of same-shaped ``arrays`` (a parameter and
     its gradient and state), split across the intra-op threads when they are large; on the
@@ -442,5 +547,18 @@ class ParamwiseOptimizer(Optimizer):
         loss = self._run_closure(closure)
         for group in self.param_groups:
             for p, grad, state, step in self._param_states(group, self._init_state):
-                self._update(p, grad, state, step, group)
+                if p.is_complex():
+                    self._update_as_real(p, grad, state, step, group)
+                else:
+                    self._update(p, grad, state, step, group)
         return loss
+
+    def _update_as_real(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float,
+                        group: dict[str, Any]) -> None:
+        """``_update`` of a complex parameter on real views of it, its gradient and its state (as
+        torch does); the state keeps its complex tensors, and takes any other entry set."""
+        real_state = {key: as_real(value) for key, value in state.items()}
+        self._update(as_real(param), as_real(grad), real_state, step, group)
+        for key, value in real_state.items():
+            if not (isinstance(state.get(key), Tensor) and state[key].is_complex()):
+                state[key] = value

@@ -7,8 +7,18 @@ from typing import Any
 
 import tensor
 
-from ._checks import torch_flags
-from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, lerp_, new_step, square_avg_
+from ._checks import check_nonnegative, torch_flags
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    addcdiv_,
+    effective_grad,
+    increment_step,
+    lerp_,
+    new_step,
+    real_view,
+    square_avg_,
+)
 
 __all__ = ["RMSprop"]
 
@@ -29,8 +39,7 @@ class RMSprop(Optimizer):
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -62,13 +71,13 @@ class RMSprop(Optimizer):
                         state["grad_avg"] = tensor.zeros_like(p)
                 increment_step(state["step"])
                 xp = p._device.backend.xp
-                data = p._data
-                g, _ = effective_grad(xp, data, grad._data, weight_decay, maximize)
-                square_avg = state["square_avg"]._data
+                data = real_view(p._data)
+                g, _ = effective_grad(xp, data, real_view(grad._data), weight_decay, maximize)
+                square_avg = real_view(state["square_avg"]._data)
                 avg = xp.empty_like(data)
                 square_avg_(xp, square_avg, g, alpha, avg)
                 if centered:
-                    grad_avg = state["grad_avg"]._data
+                    grad_avg = real_view(state["grad_avg"]._data)
                     lerp_(xp, grad_avg, g, 1 - alpha, avg)
                     xp.multiply(grad_avg, -1, out=avg)
                     xp.multiply(avg, grad_avg, out=avg)
@@ -78,7 +87,7 @@ class RMSprop(Optimizer):
                     xp.sqrt(square_avg, out=avg)
                 xp.add(avg, eps, out=avg)
                 if momentum > 0:
-                    buf = state["momentum_buffer"]._data
+                    buf = real_view(state["momentum_buffer"]._data)
                     xp.multiply(buf, momentum, out=buf)
                     xp.divide(g, avg, out=avg)
                     xp.add(buf, avg, out=buf)

@@ -51,7 +51,9 @@ class Rprop(ParamwiseOptimizer):
         super().__init__(params, defaults)
 
     def _init_state(self, param: Tensor, group: dict[str, Any]) -> dict[str, Tensor]:
-        return {"prev": tensor.zeros_like(param), "step_size": tensor.full_like(param, float(group["lr"]))}
+        lr = float(group["lr"])
+        initial_size = complex(lr, lr) if param.is_complex() else lr  # each part steps by lr (as torch)
+        return {"prev": tensor.zeros_like(param), "step_size": tensor.full_like(param, initial_size)}
 
     def _update(self, param: Tensor, grad: Tensor, state: dict[str, Any], step: float, group: dict[str, Any]) -> None:
         etaminus, etaplus = (float(e) for e in group["etas"])
@@ -67,5 +69,6 @@ class Rprop(ParamwiseOptimizer):
         xp.multiply(step_size, factor, out=step_size)
         xp.clip(step_size, size_min, size_max, out=step_size)
         g[flipped] = 0
-        xp.subtract(data, xp.sign(g) * step_size, out=data)
+        direction = xp.where(xp.isnan(g), 0, xp.sign(g))  # torch's sign(nan) is 0: a nan entry does not move
+        xp.subtract(data, direction * step_size, out=data)
         prev[...] = g

@@ -9,7 +9,7 @@ from typing import Any
 import tensor
 
 from . import _fused
-from ._checks import torch_flags
+from ._checks import check_nonnegative, torch_flags
 from .optimizer import Optimizer, ParamsT, effective_grad, for_blocks
 
 __all__ = ["SGD"]
@@ -32,8 +32,7 @@ class SGD(Optimizer):
     def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:

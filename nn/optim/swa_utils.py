@@ -63,7 +63,13 @@ def get_swa_avg_fn() -> Callable:
 
 
 def _lerp_all(targets: list[Tensor], ends: list[Tensor], weight: float) -> None:
+    """``target += weight * (end - target)`` for each pair; integer and bool targets (such as
+    BatchNorm's ``num_batches_tracked``) get ``(1 - weight) * target + weight * end`` rounded
+    toward zero, as torch's EMA computes them (torch's SWA raises for them instead)."""
     for target, end in zip(targets, ends):
+        if not (target.is_floating_point() or target.is_complex()):
+            target.copy_(target * (1 - weight) + end * weight)
+            continue
         xp = target._device.backend.xp
         lerp_(xp, target._data, end._data, weight, xp.empty_like(target._data))
         target._version_box[0] += 1
@@ -98,7 +104,7 @@ class AveragedModel(Module):
     calls. ``n_averaged`` counts them (an int64 buffer).
 
     Raises:
-        ValueError: if both ``avg_fn`` and ``multi_avg_fn`` are given.
+        AssertionError: if both ``avg_fn`` and ``multi_avg_fn`` are given (torch's type).
     """
 
     def __init__(
@@ -111,7 +117,7 @@ class AveragedModel(Module):
     ) -> None:
         super().__init__()
         if avg_fn is not None and multi_avg_fn is not None:
-            raise ValueError("Only one of avg_fn and multi_avg_fn should be provided")
+            raise AssertionError("Only one of avg_fn and multi_avg_fn should be provided")  # torch's type
         self.module = deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)

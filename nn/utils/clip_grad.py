@@ -20,10 +20,15 @@ def _grads(parameters) -> list[Tensor]:
 
 def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
-    """The ``norm_type``-norm of all ``tensors`` together (as if concatenated into one vector):
+    """The ``norm_type``-norm of the norms of ``tensors`` (the norm of all of them as one vector):
     ``inf`` gives the largest absolute value, ``-inf`` the smallest, 0 the number of nonzeros.
-    Departure: for 0, torch takes the 0-norm of the per-tensor 0-norms, which counts the tensors
-    that have a nonzero element; this counts the elements, as the concatenated vector's 0-norm is.
+
+    As torch: each tensor's norm is real (complex tensors too) and in its dtype, the total in the
+    promoted dtype of those norms; float16/bfloat16 norms accumulate in float32, so a total above
+    256 neither overflows nor one below 1e-4 underflows. Departures: for 0, torch takes the 0-norm
+    of the per-tensor 0-norms, which counts the tensors that have a nonzero element; this counts the
+    elements, as the concatenated vector's 0-norm is. For ``±inf``, empty tensors are skipped
+    (torch raises).
 
     Raises:
         RuntimeError: if the norm is nan or inf and ``error_if_nonfinite``.
@@ -32,16 +37,17 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     norm_type = float(norm_type)
     if not tensors:
         return tensor.tensor(0.0)
-    dtype = tensors[0].dtype
     with tensor.no_grad():
-        if math.isinf(norm_type):
-            total = _extreme_abs(tensors, norm_type > 0).to(dtype)
-        elif norm_type == 0:
-            # The number of nonzero elements: the 0-"norm" of all the tensors as one vector.
-            total = tensor.stack([(t != 0).sum().to(dtype) for t in tensors]).sum()
+        if norm_type == 0:
+            counts = [(t != 0).sum().to(t.dtype.to_real()) for t in tensors]
+            total = tensor.stack(counts).sum()
         else:
-            powers = [(t.abs() ** norm_type).sum().to(dtype) for t in tensors]
-            total = tensor.stack(powers).sum() ** (1.0 / norm_type)
+            if math.isinf(norm_type):
+                real_dtype = tensors[0].dtype.to_real()
+                tensors = [t for t in tensors if t.numel()] or [tensors[0].new_zeros(1, dtype=real_dtype)]
+            device = tensors[0].device
+            norms = tensor.stack([_norm(t, norm_type).to(device) for t in tensors])
+            total = _norm(norms, norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
@@ -51,12 +57,14 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     return total
 
 
-def _extreme_abs(tensors: list[Tensor], largest: bool) -> Tensor:
-    """The largest (``inf``-norm) or smallest (``-inf``) absolute value in ``tensors``; empty
-    tensors are skipped, and there being none gives 0."""
-    reduce = Tensor.amax if largest else Tensor.amin
-    extremes = [reduce(t.abs()).to(tensors[0].dtype) for t in tensors if t.numel()]
-    return reduce(tensor.stack(extremes)) if extremes else tensors[0].new_zeros(())
+_ACCUMULATE_IN_FLOAT32 = (tensor.float16, tensor.bfloat16)
+
+
+def _norm(t: Tensor, norm_type: float) -> Tensor:
+    """The vector norm of ``t`` in its real dtype, summed in float32 for float16/bfloat16 (as torch)."""
+    if t.dtype in _ACCUMULATE_IN_FLOAT32:
+        return tensor.linalg.vector_norm(t, norm_type, dtype=tensor.float32).to(t.dtype)
+    return tensor.linalg.vector_norm(t, norm_type)
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,

@@ -212,3 +212,83 @@ BAD_ARGS = [
 def test_bad_arguments_raise(error, message, build):
     with pytest.raises(error, match=message):
         build(nn.optim.lr_scheduler)
+
+
+# ---------------------------------------------------------------- tensor lr, added groups, step order, _LRScheduler
+@pytest.mark.parametrize("make", [
+    lambda o: nn.optim.lr_scheduler.StepLR(o, 1, gamma=0.5),
+    lambda o: nn.optim.lr_scheduler.OneCycleLR(o, 0.1, total_steps=10),
+    lambda o: nn.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, cycle_momentum=False),
+    lambda o: nn.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, 2),
+])
+def test_tensor_lr_is_filled_in_place(make):
+    lr = tensor.tensor(0.01)
+    p = nn.Parameter(tensor.ones(2))
+    opt = nn.optim.Adam([p], lr=lr)
+    sched = make(opt)
+    assert opt.param_groups[0]["initial_lr"] is not lr
+    p.grad = tensor.ones(2)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] is lr
+    assert float(lr) == pytest.approx(sched.get_last_lr()[0])
+
+
+def test_plateau_fills_tensor_lr():
+    lr = tensor.tensor(0.1)
+    opt = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=lr)
+    sched = nn.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0)
+    for _ in range(3):
+        sched.step(1.0)
+    assert opt.param_groups[0]["lr"] is lr and float(lr) < 0.1
+
+
+def test_group_added_after_scheduler_raises():
+    opt = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=0.1)
+    sched = nn.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5**e)
+    opt.add_param_group({"params": [nn.Parameter(tensor.ones(1))], "lr": 0.3})
+    opt.step()
+    with pytest.raises(ValueError, match="shorter"):
+        sched.step()
+
+
+def test_sequential_rejects_plateau():
+    opt = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=0.1)
+    schedulers = [nn.optim.lr_scheduler.StepLR(opt, 2), nn.optim.lr_scheduler.ReduceLROnPlateau(opt)]
+    with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
+        nn.optim.lr_scheduler.SequentialLR(opt, schedulers, milestones=[2])
+
+
+def _step_warnings(act) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        act()
+    return [str(w.message) for w in caught]
+
+
+def test_step_order_warnings_as_torch():
+    opt = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=0.1)
+    sched = nn.optim.lr_scheduler.StepLR(opt, 2)
+    opt.step = (lambda f: lambda *a, **k: f(*a, **k))(opt.step)
+
+    def overridden():
+        opt.step()
+        sched.step()
+
+    assert any("has been overridden" in m for m in _step_warnings(overridden))
+    early = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=0.1)
+    early.step()  # before the scheduler: does not count
+    later = nn.optim.lr_scheduler.StepLR(early, 2)
+    assert any("before `optimizer.step()`" in m for m in _step_warnings(later.step))
+
+
+def test_old_lrscheduler_name_is_subclassable():
+    class Halving(nn.optim.lr_scheduler._LRScheduler):
+        def get_lr(self):
+            return [base * 0.5**self.last_epoch for base in self.base_lrs]
+
+    opt = nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=0.2)
+    sched = Halving(opt)
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.1)

@@ -167,3 +167,104 @@ def test_loads_a_torch_state_dict_and_continues_like_torch(name, options, device
         ours_opt.step()
         torch_opt.step()
         assert_params_close(ours, theirs, 1e-5, 1e-6, f"after resumed step {step + 1}")
+
+
+# ---------------------------------------------------------------- complex parameters, as torch
+COMPLEX_CASES = [
+    ("Adam", {"lr": 0.1}), ("Adam", {"lr": 0.1, "amsgrad": True, "weight_decay": 0.1}),
+    ("AdamW", {"lr": 0.1}), ("Adamax", {"lr": 0.1}), ("NAdam", {"lr": 0.1}), ("RAdam", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.1}), ("Adadelta", {"lr": 0.5}),
+    ("RMSprop", {"lr": 0.01, "centered": True, "momentum": 0.5}), ("Rprop", {"lr": 0.1}),
+    ("ASGD", {"lr": 0.1}), ("SGD", {"lr": 0.1, "momentum": 0.9}),
+]
+
+
+@pytest.mark.parametrize(("name", "options"), COMPLEX_CASES, ids=lambda v: str(v))
+def test_complex_parameter_updates_as_real_pairs(name, options, torch):
+    """A complex parameter steps as its (real, imag) pairs, as torch's view_as_real; state stays complex."""
+    import tensor
+
+    start = np.array([1 + 1j, -0.5 + 2j, 0.3 - 0.7j])
+    ours = nn.Parameter(tensor.tensor(start))
+    theirs = torch.nn.Parameter(torch.tensor(start))
+    ours_opt = getattr(nn.optim, name)([ours], **options)
+    torch_opt = getattr(torch.optim, name)([theirs], **options)
+    for k in range(5):
+        grad = start * (k + 1) + np.array([1 + 2j, -3j, 0.5])
+        ours.grad, theirs.grad = tensor.tensor(grad), torch.tensor(grad)
+        ours_opt.step()
+        torch_opt.step()
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+    for key, value in torch_opt.state[theirs].items():
+        if isinstance(value, torch.Tensor) and value.ndim:
+            np.testing.assert_allclose(ours_opt.state[ours][key].numpy(), value.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_lbfgs_complex_parameter_matches_torch(torch):
+    import tensor
+
+    start = np.array([1 + 2j, -1 + 0.5j])
+    ours, theirs = nn.Parameter(tensor.tensor(start)), torch.nn.Parameter(torch.tensor(start))
+    losses = []
+    for lib, p, optim in ((tensor, ours, nn.optim), (torch, theirs, torch.optim)):
+        opt = optim.LBFGS([p], max_iter=3)
+
+        def closure(opt=opt, p=p, lib=lib):
+            opt.zero_grad()
+            loss = (lib.view_as_real(p) ** 4).sum()
+            loss.backward()
+            return loss
+
+        losses.append([float(opt.step(closure)) for _ in range(3)])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-8)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["Adafactor"])
+def test_complex_refused_like_torch(name):
+    import tensor
+
+    p = nn.Parameter(tensor.tensor([1 + 1j]))
+    p.grad = tensor.tensor([1 + 2j])
+    with pytest.raises(RuntimeError, match="complex"):
+        getattr(nn.optim, name)([p]).step()
+    with pytest.raises(RuntimeError, match="complex"):
+        nn.optim.Adagrad([p], fused=True).step()
+
+
+def test_rprop_nan_gradient_entry_leaves_parameter(torch):
+    import tensor
+
+    ours, theirs = nn.Parameter(tensor.tensor([1.0, 2.0])), torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    for p, optim, lib in ((ours, nn.optim, tensor), (theirs, torch.optim, torch)):
+        p.grad = lib.tensor([float("nan"), 1.0])
+        optim.Rprop([p]).step()
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize(("name", "error"), [("SGD", RuntimeError), ("Adam", NotImplementedError),
+                                             ("AdamW", RuntimeError), ("Adagrad", RuntimeError)])
+def test_integer_parameter_error_type_matches_torch(name, error):
+    import tensor
+
+    p = tensor.ones(2, dtype=tensor.int64)
+    p.grad = tensor.ones(2, dtype=tensor.int64)
+    with pytest.raises(error) as info:
+        getattr(nn.optim, name)([p], lr=0.1).step()
+    assert type(info.value) is error
+
+
+def test_tensor_lr_must_have_one_element_and_tensor_betas_work(torch):
+    import tensor
+
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        nn.optim.SGD([nn.Parameter(tensor.ones(1))], lr=tensor.tensor([0.1, 0.2]))
+    with pytest.raises(ValueError, match="both floats or both Tensors"):
+        nn.optim.Adam([nn.Parameter(tensor.ones(1))], betas=(0.9, tensor.tensor(0.999)))
+    ours, theirs = nn.Parameter(tensor.ones(2)), torch.nn.Parameter(torch.ones(2))
+    for p, optim, lib in ((ours, nn.optim, tensor), (theirs, torch.optim, torch)):
+        opt = optim.Adam([p], lr=0.1, betas=(lib.tensor(0.8), lib.tensor(0.9)))
+        for _ in range(3):
+            p.grad = lib.tensor([1.0, -2.0])
+            opt.step()
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)

@@ -305,3 +305,100 @@ def test_param_groups_have_torchs_keys_and_values(torch, name):
     assert strip(ours.param_groups[0]) == strip(theirs.param_groups[0])
     with pytest.raises(NotImplementedError, match="differentiable=True"):
         getattr(nn.optim, name)([tensor.ones(2, requires_grad=True)], lr=0.1, differentiable=True)
+
+
+# ---------------------------------------------------------------- state-dict hooks, global step hooks, LBFGS state
+def test_state_dict_and_load_hooks_run_in_order_and_may_replace():
+    p = nn.Parameter(tensor.ones(1))
+    opt = nn.optim.SGD([p], lr=0.1)
+    calls = []
+    opt.register_state_dict_pre_hook(lambda o: calls.append("pre"))
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+    opt.register_state_dict_pre_hook(lambda o: calls.append("first"), prepend=True)
+    assert opt.state_dict()["extra"] == 1 and calls == ["first", "pre"]
+
+    def drop_extra(o, sd):
+        sd = dict(sd)
+        sd.pop("extra")
+        sd["param_groups"][0]["lr"] = 0.5
+        return sd
+
+    opt.register_load_state_dict_pre_hook(drop_extra)
+    handle = opt.register_load_state_dict_post_hook(lambda o: calls.append("loaded"))
+    opt.load_state_dict(opt.state_dict())
+    assert opt.param_groups[0]["lr"] == 0.5 and calls[-1] == "loaded"
+    handle.remove()
+    opt.load_state_dict(opt.state_dict())
+    assert calls.count("loaded") == 1
+
+
+def test_global_optimizer_step_hooks():
+    from nn.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    p = nn.Parameter(tensor.ones(1))
+    p.grad = tensor.ones(1)
+    opt = nn.optim.SGD([p], lr=0.1)
+    calls = []
+    opt.register_step_pre_hook(lambda o, a, k: calls.append("own pre"))
+    opt.register_step_post_hook(lambda o, a, k: calls.append("own post"))
+    with register_optimizer_step_pre_hook(lambda o, a, k: calls.append("global pre")), \
+            register_optimizer_step_post_hook(lambda o, a, k: calls.append("global post")):
+        opt.step()
+    opt.step()
+    assert calls == ["global pre", "own pre", "own post", "global post", "own pre", "own post"]
+
+
+def test_adagrad_share_memory():
+    opt = nn.optim.Adagrad([nn.Parameter(tensor.ones(2))])
+    opt.share_memory()
+    assert opt.state[opt.param_groups[0]["params"][0]]["sum"].is_shared()
+
+
+def _lbfgs_run(params, lbfgs):
+    def closure():
+        lbfgs.zero_grad()
+        loss = (params[0] ** 4).sum()
+        loss.backward()
+        return loss
+
+    return closure
+
+
+@pytest.mark.parametrize("fmt", [None, "torch"])
+def test_lbfgs_state_is_tensors_and_round_trips(fmt):
+    x = nn.Parameter(tensor.tensor([1.0, -2.0], dtype=tensor.float64))
+    opt = nn.optim.LBFGS([x], max_iter=4)
+    opt.step(_lbfgs_run([x], opt))
+    state = opt.state_dict()["state"][0]
+    assert all(isinstance(state[k], tensor.Tensor) for k in ("d", "prev_flat_grad", "H_diag"))
+    assert all(isinstance(v, tensor.Tensor) for k in ("old_dirs", "old_stps", "ro") for v in state[k])
+    assert "al" in state
+    buf = io.BytesIO()
+    tensor.save(opt.state_dict(), buf, **({} if fmt is None else {"format": fmt}))
+    buf.seek(0)
+    y = nn.Parameter(x.detach().clone())
+    resumed = nn.optim.LBFGS([y], max_iter=4)
+    resumed.load_state_dict(tensor.load(buf))
+    opt.step(_lbfgs_run([x], opt))
+    resumed.step(_lbfgs_run([y], resumed))
+    np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
+
+
+def test_lbfgs_resumes_torch_state(torch):
+    xt = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+    ot = torch.optim.LBFGS([xt], max_iter=4)
+    ot.step(_lbfgs_run([xt], ot))
+
+    def convert(v):
+        if isinstance(v, torch.Tensor):
+            return tensor.tensor(v.numpy())
+        return [convert(i) for i in v] if isinstance(v, list) else v
+
+    sd = ot.state_dict()
+    state = {0: {k: convert(v) for k, v in sd["state"][0].items()}}
+    x = nn.Parameter(tensor.tensor(xt.detach().numpy()))
+    opt = nn.optim.LBFGS([x], max_iter=4)
+    opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+    ot.step(_lbfgs_run([xt], ot))
+    opt.step(_lbfgs_run([x], opt))
+    np.testing.assert_allclose(x.detach().numpy(), xt.detach().numpy(), rtol=1e-10)

@@ -7,6 +7,7 @@ import pytest
 
 import nn
 import tensor
+from nn.optim import swa_utils as swa
 from tests.helpers import assert_close
 from tests.nn.optim.test_lr_scheduler import _assert_sequences_equal, _optimizers, _run
 from tests.nn.oracle import copy_state, to_torch
@@ -85,5 +86,21 @@ def test_bad_arguments_raise():
         nn.optim.swa_utils.get_ema_avg_fn(1.5)
     with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear'"):
         nn.optim.swa_utils.SWALR(_optimizers(nn), 0.1, anneal_strategy="step")
-    with pytest.raises(ValueError, match="Only one of avg_fn and multi_avg_fn"):
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
         nn.optim.swa_utils.AveragedModel(nn.Linear(2, 2), avg_fn=lambda *a: a[0], multi_avg_fn=lambda *a: None)
+
+
+@pytest.mark.parametrize("kind", ["ema", "swa"])
+def test_multi_avg_fn_with_integer_buffers(kind):
+    """The EMA recipe with BatchNorm: ``num_batches_tracked`` (int64) is averaged as torch's EMA does."""
+    fn = swa.get_ema_multi_avg_fn(0.9) if kind == "ema" else swa.get_swa_multi_avg_fn()
+    net = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    averaged = swa.AveragedModel(net, multi_avg_fn=fn, use_buffers=True)
+    net(tensor.ones(4, 2))
+    averaged.update_parameters(net)
+    for _ in range(3):
+        net(tensor.ones(4, 2))
+    averaged.update_parameters(net)
+    tracked = averaged.module[1].num_batches_tracked
+    assert tracked.dtype == tensor.int64
+    assert int(tracked) == (1 if kind == "ema" else 2)  # trunc(0.9 * 1 + 0.1 * 4), trunc((1 + 4) / 2)
