@@ -57,8 +57,8 @@ class _Encoder:
             return obj
         if isinstance(obj, int):
             return obj if abs(obj) < 2 ** 53 else {"t": "int", "v": str(obj)}
-        if isinstance(obj, float):
-            return {"t": "float", "v": repr(obj)}
+        if isinstance(obj, float):  # (numpy's float64 too, whose repr is "np.float64(...)")
+            return {"t": "float", "v": repr(float(obj))}
         if _dispatch.is_tensor(obj):
             return {"t": "tensor", "i": self._add_tensor(obj)}
         if isinstance(obj, np.ndarray):

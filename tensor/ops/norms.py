@@ -16,6 +16,8 @@ __all__ = ["norm", "dist", "renorm", "cdist"]  # vector_norm, matrix_norm: tenso
 
 @defop("vector_norm", saves=(0,), saves_output=True)
 def _vector_norm(xp, a, ord, dims, keepdim):
+    if a.dtype.kind in "fV" and a.dtype.itemsize == 2:  # float16/bfloat16: accumulated in float32, as torch
+        return _vector_norm.kernel(xp, a.astype("float32"), ord, dims, keepdim).astype(a.dtype)
     if a.dtype.kind == "c":
         a = xp.abs(a)
     if ord == 2:

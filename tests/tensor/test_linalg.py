@@ -534,3 +534,12 @@ def test_cdist_inf_gives_every_tie_the_whole_gradient(torch):
     fn = lambda L, a: L.cdist(a, L.tensor([[1.0, -1.0], [0.5, 2.0]], dtype=L.float64), p=math.inf)  # noqa: E731
     assert_close(_grad(tensor, fn, [[0.0, 0.0]]), _grad(torch, fn, [[0.0, 0.0]]))
     assert tensor.cdist(tensor.zeros(2, 0), tensor.zeros(3, 0), p=math.inf).tolist() == [[0.0] * 3] * 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_vector_norm_of_half_precision_accumulates_in_float32_as_torch(dtype, torch):
+    """Squares of float16 values above 256 overflow and tiny ones underflow: torch sums in float32."""
+    for values, ord in (([300.0, 300.0], 2), ([1e-4, 1e-4], 2), ([3e4] * 3, 3)):
+        got = [lib.linalg.vector_norm(lib.tensor(values, dtype=getattr(lib, dtype)), ord) for lib in (tensor, torch)]
+        assert str(got[0].dtype).split(".")[-1] == dtype
+        assert got[0].float().item() == got[1].float().item()

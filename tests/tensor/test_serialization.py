@@ -416,3 +416,10 @@ def test_torch_reads_the_metadata_we_write(torch):
     tensor.save(nn.BatchNorm1d(2).state_dict(), buffer, format="torch")
     buffer.seek(0)
     assert torch.load(buffer, weights_only=True)._metadata == OrderedDict([("", {"version": 2})])
+
+
+def test_numpy_scalars_round_trip_in_the_default_format(tmp_path):
+    """numpy's float64 is a Python float whose repr is ``np.float64(1.5)``: it was written so."""
+    path = tmp_path / "scalars.pt"
+    tensor.save({"f64": np.float64(1.5), "f32": np.float32(2.0), "i64": np.int64(3), "c": np.complex128(1 + 2j)}, path)
+    assert tensor.load(path) == {"f64": 1.5, "f32": 2.0, "i64": 3, "c": 1 + 2j}
