@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import _creation, _dispatch
+from .elementwise import where
 from .layout import tril
 from .lu import check_float_matrix, conj_transpose
 from .registry import defop
@@ -99,6 +100,8 @@ def householder_product(A, tau):
         )
     _check_tau("torch.linalg.householder_product", A, tau, m, n)
     eye = _creation.eye(m, n, dtype=A.dtype, device=A.device).expand(A.shape[:-2] + (m, n))
+    if tau.shape[-1] == 0:  # no reflector: the identity, still on A's graph (a zero gradient), as torch
+        return where(eye == eye, eye, A)
     return _apply(eye, _reflectors(A, tau.shape[-1]), tau, left=True, adjoint=False)
 
 

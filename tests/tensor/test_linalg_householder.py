@@ -73,3 +73,14 @@ def test_householder_errors():
         with pytest.raises(NotImplementedError, match="Expected a floating point"):  # torch's LAPACK kernels' error
             integer_input()
     assert np.isfinite(tensor.geqrf(tensor.zeros(3, 3)).a.numpy()).all()
+
+
+def test_no_reflectors_give_the_identity_on_the_graph(torch):
+    """An empty ``tau``: the identity's first columns, which backward goes through (it raised)."""
+    A = tensor.randn(3, 2, dtype=tensor.float64, requires_grad=True)
+    Q = tensor.linalg.householder_product(A, tensor.zeros(0, dtype=tensor.float64))
+    assert Q.requires_grad
+    Q.sum().backward()
+    np.testing.assert_array_equal(Q.detach().numpy(), torch.linalg.householder_product(
+        torch.zeros(3, 2, dtype=torch.float64), torch.zeros(0, dtype=torch.float64)).numpy())
+    np.testing.assert_array_equal(A.grad.numpy(), np.zeros((3, 2)))
