@@ -18,6 +18,7 @@ import math
 
 import tensor
 from tensor import Tensor
+from tensor.ops.activation import log1pexp
 
 from . import constraints
 
@@ -207,8 +208,9 @@ class Located(Distribution):
 
 
 def softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))`` without overflow."""
-    return x.clamp(min=0) + (-x.abs()).exp().log1p()
+    """``log(1 + exp(x))`` without overflow, with derivative ``sigmoid(x)`` (0.5 at 0, as torch's;
+    the form ``relu(x) + log1p(exp(-|x|))`` gives 0 there)."""
+    return log1pexp(x)
 
 
 def clamp_to_unit_interval(x: Tensor) -> Tensor:

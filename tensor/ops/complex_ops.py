@@ -140,17 +140,43 @@ def complex(real, imag):  # noqa: A001 - PyTorch's name
     """The complex tensor ``real + i imag`` (float32 parts give complex64, float64 complex128).
 
     Raises:
-        RuntimeError: unless both parts are float tensors of the same dtype.
+        RuntimeError: unless both parts are float32 or float64 tensors of the same dtype
+            (complex32, of float16 parts, is not supported).
     """
-    if real.dtype is not imag.dtype or real.dtype not in (_dtype.float32, _dtype.float64):
-        raise RuntimeError(
-            f"Expected both inputs to be Float or Double tensors but got {real.dtype.name} and {imag.dtype.name}"
-        )
+    _check_parts(real, imag)
+    if real.dtype is _dtype.float16:
+        raise RuntimeError("complex(): complex32 (ComplexHalf) is not supported: give float32 or float64 parts")
     out = _dispatch.apply(_complex, (real, imag))
     target = _dtype.to_complex(real.dtype).numpy
     return out if out._data.dtype == target else out.to(_dtype.to_complex(real.dtype))
 
 
 def polar(abs, angle):  # noqa: A002 - PyTorch's names
-    """The complex tensor with modulus ``abs`` and argument ``angle``."""
+    """The complex tensor with modulus ``abs`` and argument ``angle``.
+
+    Raises:
+        RuntimeError: unless both are float tensors of the same dtype.
+        NotImplementedError: for float16 ones, as PyTorch.
+    """
+    _check_parts(abs, angle)
+    if abs.dtype is _dtype.float16:
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     return complex(abs * angle.cos(), abs * angle.sin())
+
+
+_PART_DTYPES = (_dtype.float16, _dtype.float32, _dtype.float64)
+
+
+def _check_parts(first, second) -> None:
+    """PyTorch's checks of the two real tensors that ``complex`` and ``polar`` combine.
+
+    Raises:
+        RuntimeError: unless both are float16, float32 or float64 tensors of the same dtype.
+    """
+    first_name, second_name = _dtype.scalar_type_name(first.dtype), _dtype.scalar_type_name(second.dtype)
+    if first.dtype not in _PART_DTYPES or second.dtype not in _PART_DTYPES:
+        raise RuntimeError(
+            f"Expected both inputs to be Half, Float or Double tensors but got {first_name} and {second_name}")
+    if first.dtype is not second.dtype:
+        raise RuntimeError(
+            f"Expected object of scalar type {first_name} but got scalar type {second_name} for second argument")

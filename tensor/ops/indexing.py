@@ -6,7 +6,7 @@ import operator
 import warnings
 
 from .. import _backend, _dispatch
-from .elementwise import where
+from .elementwise import scalar_in_dtype, where
 from .index_normalize import normalize_index
 from .reduction import wrap_dim
 from .registry import defop
@@ -174,9 +174,11 @@ def _check_gather_scatter_shapes(op: str, input, d: int, index, src=None) -> Non
 
 
 def _prepared(op: str, input, dim: int, index, src=None) -> tuple:
-    """Check the arguments of gather or a scatter op (a tensor ``src``); return the dim, wrapped,
-    and the index made at least 1-d."""
+    """Check the arguments of gather or a scatter op (a tensor ``src``, of the input's dtype);
+    return the dim, wrapped, and the index made at least 1-d."""
     _check_index_tensor(op, index)
+    if src is not None and src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     d = wrap_dim(dim, input.ndim)
     _check_gather_scatter_shapes(op, input, d, index, src)
     _check_range(op, input, d, index)
@@ -252,10 +254,10 @@ def _scatter(op, input, dim, index, src, reduce):
         return input.clone()
     if _dispatch.is_tensor(src):
         d, flat_index = _prepared(op, input, dim, index, src)
-        src = _at_least_1d(src if src.dtype is input.dtype else src.to(input.dtype))
+        src = _at_least_1d(src)
     else:
         d, flat_index = _prepared(op, input, dim, index)
-        src = _dispatch.scalar_tensor(src, input.dtype, input._device)
+        src = _dispatch.scalar_tensor(scalar_in_dtype(src, input.dtype), input.dtype, input._device)
     out = _dispatch.apply(_scatter_op, (_at_least_1d(input), src, flat_index), (d, reduce))
     return out if input.ndim else out.reshape(())
 
@@ -266,8 +268,9 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce: str | None 
     one place, and the input's, by that operation.
 
     Raises:
-        RuntimeError: for an unknown ``reduce``, index values outside ``[0, size)``, or an index
-            larger than the input (outside ``dim``) or ``src``.
+        RuntimeError: for an unknown ``reduce``, index values outside ``[0, size)``, an index
+            larger than the input (outside ``dim``) or ``src``, a ``src`` tensor of another dtype,
+            or a number out of the input dtype's range (see ``scalar_in_dtype``).
         TypeError: unless exactly one of ``src`` and ``value`` is given.
     """
     if (src is None) == (value is None):
@@ -368,7 +371,12 @@ def index_add(input, dim: int, index, source, *, alpha=1):
 
 
 def masked_fill(input, mask, value):
-    """``value`` where the bool ``mask`` (broadcast to the input) is True, else the input."""
+    """``value`` where the bool ``mask`` (broadcast to the input) is True, else the input.
+
+    Raises:
+        RuntimeError: for a value tensor with dimensions, or a number out of the input dtype's
+            range (``-1e9`` for float16; see ``scalar_in_dtype``).
+    """
     if _dispatch.is_tensor(value) and value.ndim != 0:
         raise RuntimeError(
             "masked_fill only supports a 0-dimensional value tensor, but got tensor with "
@@ -377,5 +385,5 @@ def masked_fill(input, mask, value):
     if _dispatch.is_tensor(value):
         value = value.to(input.dtype)
     else:
-        value = _dispatch.scalar_tensor(value, input.dtype, input._device)
+        value = _dispatch.scalar_tensor(scalar_in_dtype(value, input.dtype), input.dtype, input._device)
     return where(mask, value, input)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _dispatch, _dtype
-from .elementwise import refuse_complex_kernel, where
+from .elementwise import refuse_complex_kernel, scalar_in_dtype, where
 from .indexing import (
     _along_dim,
     _at_least_1d,
@@ -259,7 +259,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
 
     Raises:
         RuntimeError: for an unknown ``reduce``, a non-integer index, index values outside
-            ``[0, size)``, or an index larger than the input (outside ``dim``) or ``src``.
+            ``[0, size)``, an index larger than the input (outside ``dim``) or ``src``, or a
+            ``src`` of another dtype.
     """
     if reduce not in ("sum", "mean", *_IDENTITY):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
@@ -267,7 +268,6 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bo
     if index.numel() == 0:
         return input.clone()
     d, index = _prepared("scatter_reduce", input, dim, index, src)
-    src = src.to(input.dtype) if src.dtype is not input.dtype else src
     out = _scatter_reduce_checked(_at_least_1d(input), d, index, _at_least_1d(src), reduce, include_self)
     return out if input.ndim else out.reshape(())
 
@@ -328,7 +328,8 @@ def index_fill(input, dim: int, index, value):
 
     Raises:
         IndexError: for a non-int64 index, or index values outside ``[-size, size)``.
-        RuntimeError: for a complex ``value`` with a real input.
+        RuntimeError: for a complex ``value`` with a real input, or a number out of the input
+            dtype's range (see ``scalar_in_dtype``).
     """
     _check_long_index("index_fill", index, IndexError)
     d = wrap_dim(dim, input.ndim)
@@ -337,7 +338,7 @@ def index_fill(input, dim: int, index, value):
     else:  # in the input's dtype, which a Python number would otherwise promote (bool with 7)
         if isinstance(value, complex) and not input.dtype.is_complex:
             raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not supported")
-        value = _dispatch.scalar_tensor(value, input.dtype, input._device)
+        value = _dispatch.scalar_tensor(scalar_in_dtype(value, input.dtype), input.dtype, input._device)
     flat = _at_least_1d(input)
     out = where(_index_mask(flat, d, index.reshape(-1)), value, flat)
     return out if input.ndim else out.reshape(())
@@ -392,9 +393,17 @@ def take(input, index):
 
 
 def put(input, index, source, accumulate: bool = False):
-    """``input`` with its flattened elements at ``index`` set to (or, ``accumulate``, increased by) ``source``."""
+    """``input`` with its flattened elements at ``index`` set to (or, ``accumulate``, increased by) ``source``.
+
+    Raises:
+        RuntimeError: for a non-integer index, or a ``source`` of another dtype.
+    """
     _check_index_tensor("put", index)
-    flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1).to(input.dtype), accumulate)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_dtype.scalar_type_name(input.dtype)} and source.dtype = "
+                           f"{_dtype.scalar_type_name(source.dtype)}")
+    flat = index_put(input.reshape(-1), (index.reshape(-1),), source.reshape(-1), accumulate)
     return flat.reshape(input.shape)
 
 

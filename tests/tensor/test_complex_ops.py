@@ -28,3 +28,18 @@ def test_angle_of_real_inputs_has_a_zero_gradient():
     x = tensor.tensor([-1.0, 2.0, math.inf], requires_grad=True)
     tensor.angle(x).sum().backward()
     assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("abs_dtype,angle_dtype", [
+    ("int64", "float32"), ("float32", "int64"), ("float32", "float64"), ("float64", "float32"),
+    ("float16", "float16"), ("bfloat16", "bfloat16"), ("float64", "float64"),
+])
+def test_polar_refuses_dtypes_as_torch(torch, abs_dtype, angle_dtype):
+    results = []
+    for lib in (tensor, torch):
+        try:
+            out = lib.polar(lib.ones(2, dtype=getattr(lib, abs_dtype)), lib.ones(2, dtype=getattr(lib, angle_dtype)))
+            results.append(out.dtype.name if lib is tensor else str(out.dtype).removeprefix("torch."))
+        except Exception as exc:  # noqa: BLE001 - the class is the result compared
+            results.append(type(exc).__name__)
+    assert results[0] == results[1]

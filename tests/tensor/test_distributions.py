@@ -548,3 +548,24 @@ def test_uniform_mode_is_differentiable():
     mode = tensor.distributions.Uniform(tensor.zeros(2), high).mode
     mode.sum().backward()
     assert np.isnan(mode.tolist()).all() and high.grad is not None
+
+
+# Functions of logits built on softplus, whose derivative must be sigmoid (0.5 at a logit of 0)
+SOFTPLUS_USERS = {
+    "bernoulli_log_prob": lambda D, t, x: D.Bernoulli(logits=x).log_prob(t([1.0, 0.0, 1.0, 0.0])),
+    "bernoulli_entropy": lambda D, t, x: D.Bernoulli(logits=x).entropy(),
+    "geometric_entropy": lambda D, t, x: D.Geometric(logits=x).entropy(),
+    "geometric_log_prob": lambda D, t, x: D.Geometric(logits=x).log_prob(t([2.0, 0.0, 1.0, 3.0])),
+    "bernoulli_kl": lambda D, t, x: D.kl_divergence(D.Bernoulli(logits=x), D.Bernoulli(logits=t([0.5] * 4))),
+    "sigmoid_log_det": lambda D, t, x: D.transforms.SigmoidTransform().log_abs_det_jacobian(x, x.sigmoid()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTPLUS_USERS))
+def test_softplus_based_gradients_match_torch_at_zero_logits(torch, name):
+    grads = []
+    for lib in (tensor, torch):
+        x = lib.tensor([0.0, 0.0, 3.0, -3.0], dtype=lib.float64, requires_grad=True)
+        SOFTPLUS_USERS[name](lib.distributions, lambda v, lib=lib: lib.tensor(v, dtype=lib.float64), x).sum().backward()
+        grads.append(x.grad.tolist())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12, atol=1e-12)

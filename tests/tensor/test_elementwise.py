@@ -540,3 +540,26 @@ def test_relu_and_clamp_double_backward_match_torch(dtype, torch):
         got.append(row)
     for ours, theirs in zip(*got):
         np.testing.assert_array_equal(ours, theirs)
+
+
+# (dtype, min, max): number bounds in and out of the input dtype's range
+CLAMP_NUMBER_BOUNDS = [
+    ("uint8", -1, None), ("uint8", None, -3), ("uint8", -255, 254), ("uint8", None, 300), ("uint8", -256, None),
+    ("uint8", -1.5, 300.5), ("int8", -200, None), ("int8", None, 127), ("int64", None, 2**63),
+    ("float16", None, 1e6), ("float16", None, 10**6), ("float16", -65504.0, float("inf")),
+    ("float64", -1e300, 1e300), ("bool", None, 2),
+]
+
+
+@pytest.mark.parametrize("dtype,low,high", CLAMP_NUMBER_BOUNDS, ids=[str(c) for c in CLAMP_NUMBER_BOUNDS])
+def test_clamp_reads_number_bounds_in_the_input_dtype_as_torch(torch, dtype, low, high):
+    """A bound is converted as PyTorch converts numbers: ``-1`` is 255 for uint8, and a bound out of
+    the dtype's range is a RuntimeError (not numpy's OverflowError)."""
+    results = []
+    for lib in (tensor, torch):
+        x = lib.tensor([1, 2], dtype=getattr(lib, dtype))
+        try:
+            results.append(lib.clamp(x, low, high).tolist())
+        except Exception as exc:  # noqa: BLE001 - the class is the result compared
+            results.append(type(exc).__name__)
+    assert results[0] == results[1]

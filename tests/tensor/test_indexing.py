@@ -577,3 +577,58 @@ def test_bincount_weights_dtype_as_torch(torch, weights_dtype):
     ours = tensor.ones(3, dtype=tensor.int32).bincount(tensor.ones(3, dtype=getattr(tensor, weights_dtype)))
     theirs = torch.ones(3, dtype=torch.int32).bincount(torch.ones(3, dtype=getattr(torch, weights_dtype)))
     assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.") and ours.tolist() == theirs.tolist()
+
+
+def _outcome(call):
+    """What ``call()`` gives, comparable across libraries: its values, or its exception's class."""
+    try:
+        return call().tolist()
+    except Exception as exc:  # noqa: BLE001 - the class is the result compared
+        return type(exc).__name__
+
+
+# (dtype, number): numbers just inside and outside what each dtype takes; an unsigned dtype takes
+# negative ints down to minus its maximum, wrapped (-1 is 255 for uint8)
+FILL_NUMBERS = [
+    ("uint8", -1), ("uint8", -255), ("uint8", -256), ("uint8", 255), ("uint8", 300), ("uint8", -1.0),
+    ("uint8", 300.5), ("int8", 127), ("int8", 200), ("int8", -129), ("int8", float("nan")),
+    ("int64", 2**63 - 1), ("int64", 2**63), ("float16", 65504.0), ("float16", 1e6), ("float16", -1e9),
+    ("float16", float("-inf")), ("float32", 1e39), ("bool", 300),
+]
+FILL_OPS = {
+    "masked_fill": lambda lib, t, v: t.masked_fill(lib.tensor([True, False]), v),
+    "index_fill": lambda lib, t, v: t.index_fill(0, lib.tensor([1]), v),
+    "scatter": lambda lib, t, v: t.scatter(0, lib.tensor([0]), v),
+    "scatter_": lambda lib, t, v: t.clone().scatter_(0, lib.tensor([1]), v),
+}
+
+
+@pytest.mark.parametrize("op", sorted(FILL_OPS))
+@pytest.mark.parametrize("dtype,number", FILL_NUMBERS, ids=[f"{d}-{n}" for d, n in FILL_NUMBERS])
+def test_fill_numbers_out_of_the_dtypes_range_wrap_or_raise_as_torch(torch, op, dtype, number):
+    """PyTorch's checked conversion: a RuntimeError, never numpy's OverflowError or a silent wrap."""
+    results = [_outcome(lambda lib=lib: FILL_OPS[op](lib, lib.tensor([1, 0], dtype=getattr(lib, dtype)), number))
+               for lib in (tensor, torch)]
+    assert results[0] == results[1]
+
+
+MIXED_SOURCES = {
+    "scatter": lambda lib, a, i, s: a.scatter(0, i, s),
+    "scatter_": lambda lib, a, i, s: a.clone().scatter_(0, i, s),
+    "scatter_add": lambda lib, a, i, s: a.scatter_add(0, i, s),
+    "scatter_add_": lambda lib, a, i, s: a.clone().scatter_add_(0, i, s),
+    "scatter_reduce": lambda lib, a, i, s: a.scatter_reduce(0, i, s, "amax"),
+    "put": lambda lib, a, i, s: a.put(i, s),
+    "put_": lambda lib, a, i, s: a.clone().put_(i, s, accumulate=True),
+}
+
+
+@pytest.mark.parametrize("op", sorted(MIXED_SOURCES))
+@pytest.mark.parametrize("source_dtype", ["float64", "int64", "float32"])
+def test_sources_of_another_dtype_are_refused_as_torch(torch, op, source_dtype):
+    results = []
+    for lib in (tensor, torch):
+        a, i = lib.zeros(3), lib.tensor([1])
+        source = lib.ones(1, dtype=getattr(lib, source_dtype))
+        results.append(_outcome(lambda: MIXED_SOURCES[op](lib, a, i, source)))
+    assert results[0] == results[1]

@@ -113,7 +113,8 @@ INPLACE_CASES = [
                                              accumulate=True), lambda a: _set(a, 0, a[0] + 2)),
     ("scatter_", lambda t: t.scatter_(1, *_on(t, [[3], [0], [1]]), 8.0),
      lambda a: _set(a, ([0, 1, 2], [3, 0, 1]), 8.0)),
-    ("scatter_add_", lambda t: t.scatter_add_(0, *_on(t, [[2, 2, 2, 2]]), tensor.ones(1, 4, device=t.device)),
+    ("scatter_add_", lambda t: t.scatter_add_(0, *_on(t, [[2, 2, 2, 2]]),
+                                              tensor.ones(1, 4, dtype=t.dtype, device=t.device)),
      lambda a: _set(a, 2, a[2] + 1)),
 ]
 
