@@ -129,7 +129,9 @@ def setitem(tensor, index, value) -> None:
         commit(tensor, ops.index_put, (index, value), {})
         return
     normalized, _ = ops.normalize_index(tensor, index)
-    if _dispatch.is_tensor(value):
+    if type(value) in (int, float) and tensor._data.dtype.kind in "iu":  # -1 is 255 for uint8, as torch
+        value = ops.elementwise.scalar_in_dtype(value, tensor.dtype)
+    elif _dispatch.is_tensor(value):
         if value._device is not tensor._device:
             _dispatch.check_same_device("setitem", (tensor, value))
         value = value._data
@@ -153,7 +155,11 @@ def fill_(tensor, value):
     if _dispatch.is_tensor(value) and value.ndim:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if not _recording(tensor, (value,)):
-        _store(tensor, Ellipsis, value._data if _dispatch.is_tensor(value) else value)
+        if _dispatch.is_tensor(value):
+            value = value._data
+        elif type(value) in (int, float):
+            value = ops.elementwise.scalar_in_dtype(value, tensor.dtype)
+        _store(tensor, Ellipsis, value)
         return tensor
     return commit(tensor, _filled, (value,), {})
 

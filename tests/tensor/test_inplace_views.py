@@ -361,3 +361,23 @@ def test_copy_and_fill_shape_errors_are_runtime_errors_as_torch(torch, call):
 
 def test_copy_still_broadcasts():
     assert tensor.zeros(2, 3).copy_(tensor.tensor([1.0, 2.0, 3.0])).tolist() == [[1.0, 2.0, 3.0]] * 2
+
+
+@pytest.mark.parametrize(
+    "dtype, value", [("uint8", -1), ("uint8", 300), ("int8", 200), ("float16", 1e6), ("int32", -1.0)]
+)
+def test_setitem_and_fill_read_numbers_in_the_dtype_as_torch(dtype, value, torch):
+    """-1 wraps to 255 for uint8; other out-of-range numbers raise RuntimeError (numpy's error was
+    OverflowError); setitem keeps float16's inf as torch does."""
+    outcomes = []
+    for lib in (tensor, torch):
+        row = []
+        for write in (lambda t: t.__setitem__(0, value), lambda t: t.fill_(value)):
+            t = lib.zeros(2, dtype=getattr(lib, dtype))
+            try:
+                write(t)
+                row.append(t.tolist())
+            except RuntimeError:
+                row.append("RuntimeError")
+        outcomes.append(row)
+    assert outcomes[0] == outcomes[1]
