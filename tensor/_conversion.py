@@ -53,7 +53,7 @@ def parse_to(args, kwargs) -> tuple:
     for arg in args:
         if _dispatch.is_tensor(arg):
             device, dtype = arg.device, arg.dtype
-        elif isinstance(arg, _dtype.dtype) or arg in (float, int, bool):
+        elif isinstance(arg, _dtype.dtype) or arg in (float, int, bool, complex):
             dtype = arg
         elif isinstance(arg, bool):
             flags.append(arg)

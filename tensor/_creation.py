@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 from . import _backend, _dispatch, _dtype
 from . import _memory_format as _formats
 from ._device import as_device, device_of_array
-from ._factory import factory
+from ._factory import Size, as_ints, factory, is_int
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
@@ -36,12 +37,18 @@ def _place(host_array, dtype, device):
 
 
 def _sizes(size) -> tuple:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
+    """The sizes of a ``*size`` argument (``2, 3`` or one sequence), as a tuple of ints; numpy
+    integers and other ``__index__`` objects are read as ints, as PyTorch does.
+
+    Raises:
+        TypeError: for a size that is no int (a float, a bool).
+        RuntimeError: for a negative size.
+    """
+    size = as_ints(size[0] if len(size) == 1 and not is_int(size[0]) else size)
     for s in size:
-        if not isinstance(s, int) or isinstance(s, bool) or s < 0:
+        if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension or bad size: {list(size)}")
-    return tuple(size)
+    return size
 
 
 @factory()
@@ -52,8 +59,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
     tensors keep theirs, also inside lists (a float64 one makes the result float64).
 
     Raises:
-        TypeError: for data of an unsupported type (strings, objects, complex numbers).
-        ValueError: for ragged nested lists.
+        TypeError: for data of an unsupported type (strings, objects), or Python complex numbers
+            with a real ``dtype``.
+        ValueError: for ragged nested lists, or Python ints beyond int64 without a ``dtype``.
         RuntimeError: for numbers (not numpy arrays) that an integer ``dtype`` cannot hold.
     """
     if _dispatch.is_tensor(data):
@@ -71,11 +79,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
         raise TypeError(f"Could not infer dtype of {type(data).__name__} (numpy parsed it as {host.dtype})")
     if dtype is not None:
         target = _dtype.as_dtype(dtype)
-        if target.numpy.kind in "iu" and host.dtype != target.numpy and not isinstance(data, np.ndarray):
-            _check_fits(host, target)
+        if not isinstance(data, np.ndarray):
+            _check_python_numbers(host, target, isinstance(data, np.generic))
     elif isinstance(data, (np.ndarray, np.generic)) or (host.dtype.char in "dD" and _holds_wide(data)):
         target = _dtype.from_numpy_dtype(host.dtype)
     else:
+        _check_int64(host)
         target = _dtype.infer_dtype(host.dtype)
     array, dev = _place(host.astype(target.numpy, copy=False), None, device)
     return _finish(array, dev, requires_grad)
@@ -92,9 +101,23 @@ def _holds_wide(data) -> bool:
     return getattr(getattr(data, "dtype", None), "name", None) in ("float64", "complex128")
 
 
+def _check_python_numbers(host: np.ndarray, target, numpy_scalar: bool) -> None:
+    """PyTorch's checks of numbers (parsed by numpy into ``host``) converted to ``target``.
+
+    Raises:
+        TypeError: for complex numbers (not a numpy scalar) and a real (not bool) ``target``.
+        RuntimeError: for numbers an integer ``target`` cannot hold, as ``_check_fits``.
+    """
+    if host.dtype.kind == "c" and not (target.is_complex or target is _dtype.bool_ or numpy_scalar):
+        raise TypeError(f"must be real number, not complex (for dtype {target.name})")
+    if target.numpy.kind in "iu" and host.dtype != target.numpy:
+        _check_fits(host, target)
+
+
 def _check_fits(host: np.ndarray, target) -> None:
-    """PyTorch's check of Python numbers converted to an integer dtype (an unsigned one also
-    takes negatives down to minus its maximum, which wrap around).
+    """PyTorch's check of Python numbers converted to an integer dtype: floats must lie within
+    its range (before truncation: -0.7 does not fit uint8); ints may also be negative down to
+    minus an unsigned dtype's maximum, and wrap around.
 
     Raises:
         RuntimeError: for NaN, infinities or values outside the dtype's range.
@@ -102,16 +125,32 @@ def _check_fits(host: np.ndarray, target) -> None:
     if host.dtype.kind not in "iuf" or not host.size:
         return
     info = np.iinfo(target.numpy)
-    low = -info.max if info.min == 0 else info.min
-    if ((host < low) | (host >= info.max + 1) | (host != host)).any():
+    if host.dtype.kind == "f":
+        outside = (host < info.min) | (host > info.max) | (host != host)
+    else:
+        low = -info.max if info.min == 0 else info.min
+        outside = (host < low) | (host > info.max)
+    if outside.any():
         raise RuntimeError(f"value cannot be converted to type {target.name} without overflow")
 
 
+def _check_int64(host: np.ndarray) -> None:
+    """Python ints beyond int64, which numpy parses as uint64, are refused as in PyTorch.
+
+    Raises:
+        ValueError: for such a number.
+    """
+    if host.dtype == np.uint64 and host.size and host.max() > np.iinfo(np.int64).max:
+        raise ValueError("Overflow when unpacking long long")
+
+
 def as_tensor(data, dtype=None, device=None):
-    """Like ``tensor`` but shares memory with a numpy array or tensor when it can."""
+    """Like ``tensor`` but shares memory with a numpy array or tensor when it can (no other
+    ``dtype`` or device is asked for)."""
     if _dispatch.is_tensor(data):
         return data.to(device or data.device, dtype or data.dtype)
-    if isinstance(data, np.ndarray) and dtype is None and as_device(device).type == "cpu":
+    if isinstance(data, np.ndarray) and as_device(device).type == "cpu" and (
+            dtype is None or _dtype.as_dtype(dtype).numpy == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
@@ -123,6 +162,8 @@ def _filled(size, fill, dtype, device, requires_grad, order=None):
     device = as_device(device)
     xp = device.backend.xp
     device.backend.check_dtype(d.numpy)
+    if fill is not None and type(fill) not in _PYTHON_NUMBERS:
+        fill = _fill_number(fill)
     stored = size if order is None else tuple(size[k] for k in order)
     with device.backend.device_guard(device.index):
         if fill is None:
@@ -132,6 +173,12 @@ def _filled(size, fill, dtype, device, requires_grad, order=None):
     if order is not None:
         array = xp.transpose(array, [order.index(k) for k in range(len(order))])
     return _finish(array, device_of_array(array) if device.type != "cpu" else device, requires_grad)
+
+
+def _fill_number(value):
+    """A fill value as PyTorch reads it, a Python number: a 0-d tensor or numpy scalar gives its
+    ``item()`` (``full((2,), tensor(1.5, dtype=float16))`` is float32, as a Python float's)."""
+    return value.item() if hasattr(value, "item") and type(value) not in _PYTHON_NUMBERS else value
 
 
 @factory(sizes_from=0)
@@ -162,9 +209,10 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_fo
 @factory()
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """A tensor filled with ``fill_value``; the dtype follows the value, as in PyTorch."""
+    fill_value = _fill_number(fill_value)
     if dtype is None:
         dtype = _dtype.infer_dtype(np.asarray(fill_value).dtype)
-    return _filled(_sizes((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+    return _filled(_sizes((size,)), fill_value,
                    dtype, device, requires_grad)
 
 
@@ -243,8 +291,31 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False)
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
     """``fill_value`` of ``size`` with this tensor's dtype and device."""
     dtype, device = _like(self, dtype, device)
-    return _filled(_sizes((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+    return _filled(_sizes((size,)), fill_value,
                    dtype, device, requires_grad)
+
+
+def legacy_new(args: tuple, dtype, device):
+    """What PyTorch's legacy constructors (``torch.Tensor(...)``, ``FloatTensor(...)``,
+    ``x.new(...)``) make of arguments other than one tensor: nothing gives an empty tensor; ints
+    (numpy ones too) or one ``Size`` an uninitialised tensor of those sizes; one sequence or array
+    a copy in ``dtype`` (a plain tuple is data, as in PyTorch).
+
+    Raises:
+        TypeError: for one number that is no size (a float, a bool: data must be a sequence), or
+            several arguments that are not all ints.
+        RuntimeError: for a negative size.
+    """
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if len(args) > 1 or isinstance(args[0], Size):
+        return empty(*args, dtype=dtype, device=device)
+    (data,) = args
+    if type(data) is int or (is_int(data) and np.ndim(data) == 0 and not isinstance(data, (bool, np.bool_))):
+        return empty(data, dtype=dtype, device=device)
+    if isinstance(data, (numbers.Number, np.bool_)):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    return tensor(data, dtype=dtype, device=device)
 
 
 @factory()

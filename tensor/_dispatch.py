@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _autograd_hooks as hooks
 from . import _backend, _dtype, _tensor
+from ._device import CPU as _CPU
 from ._grad_state import grad_enabled, inference_enabled
 from ._tensor_base import TensorBase
 
@@ -183,6 +184,8 @@ def apply_binary(op, a, b, float_result=False):
     else:
         if type(b) is not float and type(b) is not int:
             b = _check_scalar(op, b)
+            if isinstance(b, TensorBase):  # an ndarray operand
+                check_same_device(op.name, (a, b))
         b_grad = False
     backend = device._backend or device.backend
     if device.index is None:  # as in apply_unary
@@ -350,10 +353,22 @@ def _retry_binary(op, xp, ad, bd, exc):
 
 
 def _check_scalar(op, value):
-    if isinstance(value, (bool, int, float, complex)):
+    """The second operand of a binary op that is not a Python int or float, as the op takes it:
+    numpy scalars (and other 0-d arrays) as Python numbers (``t * np.float64(2)`` stays float32,
+    as in PyTorch), numpy arrays as CPU tensors of their dtype (``t + array``).
+
+    Raises:
+        TypeError: for anything else.
+    """
+    if type(value) is bool or type(value) is complex:
         return value
     if hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:  # numpy scalar
         return value.item()
+    if type(value) is _HOST_ARRAY:
+        _dtype.from_numpy_dtype(value.dtype)  # TypeError for dtypes tensors cannot hold
+        return make(value, _CPU)
+    if isinstance(value, (int, float, complex)):
+        return value
     raise TypeError(
         f"{op.name}(): expected a Tensor or a Python number as the second operand, got {type(value).__name__}"
     )

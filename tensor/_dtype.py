@@ -178,20 +178,23 @@ def set_default_dtype(d: dtype) -> None:
     _defaults.float_dtype = d
 
 
+# PyTorch's dtypes of the Python number types (``dtype=float`` is float64, whatever the default)
+_PYTHON_TYPES = {float: float64, int: int64, bool: bool_, complex: complex128}
+
+
 def as_dtype(d) -> dtype:
-    """Convert a dtype, numpy dtype, Python type or name to a ``tensor.dtype``.
+    """Convert a dtype, numpy dtype, Python type or name to a ``tensor.dtype`` (the Python types
+    ``float``, ``int``, ``bool`` and ``complex`` are float64, int64, bool and complex128, as in
+    PyTorch).
 
     Raises:
         TypeError: naming the value when it is not a supported dtype.
     """
     if isinstance(d, dtype):
         return d
-    if d is float:
-        return get_default_dtype()
-    if d is int:
-        return int64
-    if d is bool:
-        return bool_
+    found = _PYTHON_TYPES.get(d) if isinstance(d, type) else None
+    if found is not None:
+        return found
     if isinstance(d, str):
         found = _NAMES.get(d) or ALIASES.get(d)
         if found is not None:
@@ -224,8 +227,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     complex type wide enough for both (``complex64`` with ``float64`` gives ``complex128``).
 
     Raises:
-        TypeError: if ``a`` or ``b`` is not a dtype.
+        TypeError: if ``a`` or ``b`` is neither a dtype nor a Python type (``float``: float64).
     """
+    a, b = _PYTHON_TYPES.get(a, a), _PYTHON_TYPES.get(b, b)
     check_dtype_argument("promote_types", "type1", 1, a)
     check_dtype_argument("promote_types", "type2", 2, b)
     if a is b:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from . import _creation, _dtype, _legacy_types
 from ._tensor import Tensor
-from ._torch_misc import Size
 
 
 class _LegacyType(type):
@@ -19,19 +18,11 @@ class _LegacyType(type):
     dtype: _dtype.dtype
 
     def __call__(cls, *args) -> Tensor:
-        if not args:
-            return _creation.empty(0, dtype=cls.dtype)
-        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            return _creation.empty(*args, dtype=cls.dtype)
-        if len(args) == 1 and isinstance(args[0], Size):
-            return _creation.empty(*args[0], dtype=cls.dtype)
         if len(args) == 1 and isinstance(args[0], Tensor):
             if args[0].dtype is not cls.dtype or args[0].device.type != "cpu":
                 raise TypeError(f"expected {cls.__name__} (got {args[0].type()})")
             return args[0]
-        if len(args) == 1:
-            return _creation.tensor(args[0], dtype=cls.dtype)
-        raise TypeError(f"{cls.__name__}(): expected sizes (ints), a Size, a tensor or data, got {args!r}")
+        return _creation.legacy_new(args, cls.dtype, None)
 
     def __instancecheck__(cls, obj) -> bool:
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"

@@ -17,20 +17,41 @@ from ._tensor_base import TensorBase
 __all__ = ["Tensor"]
 
 
+def _cast_method(dtype: _dtype.dtype):
+    """``Tensor.float`` and its kin: a cast to ``dtype`` (laid out as ``memory_format`` asks)."""
+
+    def cast(self, memory_format=_formats.preserve_format):
+        return self.to(dtype, memory_format=memory_format)
+
+    cast.__doc__ = f"Cast to {dtype.name} (``self`` itself if it is already), laid out as ``memory_format`` asks."
+    return cast
+
+
 class Tensor(TensorBase):
     """A multi-dimensional array on a device, with autograd support.
 
-    Create tensors with ``tensor.tensor(data)``, ``tensor.zeros(...)`` and friends;
-    ``Tensor(data)`` also works and gives the default float dtype, as in PyTorch.
+    Create tensors with ``tensor.tensor(data)``, ``tensor.zeros(...)`` and friends; the legacy
+    ``Tensor(data)`` (the default float dtype) and ``Tensor(2, 3)`` (uninitialised) work too.
     """
 
     # The fields (_data, _device, _version_box, _requires_grad, _grad_fn, ..., grad) and their
     # defaults are TensorBase's (Note [Compiled Tensor fields] in tensor/_tensor_base.py): a
     # class attribute of the same name here would hide them.
 
-    def __init__(self, data=(), *, device=None) -> None:
-        t = _creation.tensor(data, dtype=_dtype.get_default_dtype(), device=device)
-        self._data, self._device, self._version_box = t._data, t._device, [0]
+    def __init__(self, *args, device=None) -> None:
+        """The legacy constructor, as ``torch.Tensor``: ``Tensor()`` is empty, ``Tensor(2, 3)``
+        and ``Tensor(Size)`` uninitialised of those sizes, ``Tensor(data)`` a copy of a sequence
+        or array in the default dtype, and ``Tensor(t)`` shares ``t``'s storage (and dtype).
+
+        Raises:
+            TypeError: for a number that is no size (``Tensor(2.5)``), as ``legacy_new``.
+            RuntimeError: for a negative size.
+        """
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            t = args[0]
+        else:
+            t = _creation.legacy_new(args, _dtype.get_default_dtype(), device)
+        self._data, self._device, self._version_box = t._data, t._device, t._version_box
 
     # ------------------------------------------------------------ attributes
     @property
@@ -241,7 +262,20 @@ class Tensor(TensorBase):
                 return traced
         return self._device.backend.to_numpy(self._data)
 
+    # numpy's operators on a Tensor defer to the Tensor's own (``np.float64(2) * t`` is a Tensor),
+    # and its ufuncs wrap their results back into Tensors (``__array_wrap__``), as in PyTorch.
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
+        """The data as a numpy array (``np.asarray(t)``; a copy for GPU tensors).
+
+        Raises:
+            RuntimeError: for a tensor that requires grad, as ``numpy()``.
+        """
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
         # numpy 2 passes copy=True for np.array(t) and trusts us to honour it.
         if _dispatch.tracer is not None:
             _dispatch.tracer.on_read(self, "array")
@@ -252,6 +286,10 @@ class Tensor(TensorBase):
             array = array.astype(dtype, copy=False)
         on_host = self._device.type == "cpu"  # to_numpy already copied a GPU tensor
         return array.copy() if copy and on_host and np.may_share_memory(array, self._data) else array
+
+    def __array_wrap__(self, array, context=None, return_scalar=False) -> Tensor:
+        """A numpy ufunc's result on tensors (``np.exp(t)``) as a CPU Tensor (also a 0-d one)."""
+        return _creation.from_numpy(np.asarray(array))
 
     def __dlpack__(self, *args, **kwargs):
         if self._requires_grad:
@@ -277,63 +315,31 @@ class Tensor(TensorBase):
         return self.to("cuda" if device is None else _device_cls("cuda", device)
                        if isinstance(device, int) else device)
 
-    def float(self) -> Tensor:
-        """Cast to float32."""
-        return self.to(_dtype.float32)
-
-    def double(self) -> Tensor:
-        """Cast to float64."""
-        return self.to(_dtype.float64)
-
-    def half(self) -> Tensor:
-        """Cast to float16."""
-        return self.to(_dtype.float16)
-
-    def bfloat16(self) -> Tensor:
-        """Cast to bfloat16."""
-        return self.to(_dtype.bfloat16)
-
-    def cfloat(self) -> Tensor:
-        """Cast to complex64."""
-        return self.to(_dtype.complex64)
-
-    def cdouble(self) -> Tensor:
-        """Cast to complex128."""
-        return self.to(_dtype.complex128)
-
-    def long(self) -> Tensor:
-        """Cast to int64."""
-        return self.to(_dtype.int64)
-
-    def int(self) -> Tensor:
-        """Cast to int32."""
-        return self.to(_dtype.int32)
-
-    def char(self) -> Tensor:
-        """Cast to int8."""
-        return self.to(_dtype.int8)
-
-    def short(self) -> Tensor:
-        """Cast to int16."""
-        return self.to(_dtype.int16)
-
-    def byte(self) -> Tensor:
-        """Cast to uint8."""
-        return self.to(_dtype.uint8)
-
-    def bool(self) -> Tensor:
-        """Cast to bool."""
-        return self.to(_dtype.bool_)
+    float = _cast_method(_dtype.float32)
+    double = _cast_method(_dtype.float64)
+    half = _cast_method(_dtype.float16)
+    bfloat16 = _cast_method(_dtype.bfloat16)
+    cfloat = _cast_method(_dtype.complex64)
+    cdouble = _cast_method(_dtype.complex128)
+    long = _cast_method(_dtype.int64)
+    int = _cast_method(_dtype.int32)
+    char = _cast_method(_dtype.int8)
+    short = _cast_method(_dtype.int16)
+    byte = _cast_method(_dtype.uint8)
+    bool = _cast_method(_dtype.bool_)
 
     def type(self, dtype=None, non_blocking: bool = False) -> str | Tensor:
         """Without ``dtype``, the legacy type name ("torch.FloatTensor", "torch.cuda.LongTensor");
-        with one (a dtype or such a name), a cast (a name with ``cuda`` also moves to the GPU).
+        with one (a dtype, such a name or a legacy class such as ``tensor.DoubleTensor``), a
+        cast (a name with ``cuda`` also moves to the GPU).
 
         Raises:
             ValueError: for a string that is not a legacy type name.
         """
         if dtype is None:
             return _legacy_types.type_name(self.dtype, self._device.type)
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dtype.dtype):
+            dtype = _legacy_types.type_name(dtype.dtype, "cpu")  # a legacy class: tensor.DoubleTensor
         if isinstance(dtype, str):
             dtype, device_type = _legacy_types.parse(dtype)
             return self.to(device=device_type if device_type != self._device.type else self._device,
@@ -447,6 +453,14 @@ class Tensor(TensorBase):
             )
         return bool(self.item())
 
+    def __complex__(self) -> complex:
+        """The value of a one-element tensor as a complex number.
+
+        Raises:
+            ValueError: unless the tensor has one element.
+        """
+        return complex(self._one_item())
+
     def __float__(self) -> float:
         """The value of a one-element tensor as a float.
 
@@ -462,17 +476,30 @@ class Tensor(TensorBase):
 
     def _real_scalar(self, c_type: str):
         """``item()`` for ``float()`` and ``int()``, with PyTorch's errors."""
-        if self._data.size != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        value = self.item()
+        value = self._one_item()
         if isinstance(value, complex):
             if value.imag:
                 raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
             return value.real
         return value
 
+    def _one_item(self):
+        """``item()`` of a one-element tensor, for the number protocols.
+
+        Raises:
+            ValueError: unless the tensor has one element.
+        """
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __index__(self) -> int:
-        if self._data.dtype.kind not in "iu" or self._data.size != 1:
+        """The value of a one-element integer or bool tensor as an index (``lst[t]``).
+
+        Raises:
+            TypeError: for other dtypes or sizes.
+        """
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 

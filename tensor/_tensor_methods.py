@@ -16,6 +16,7 @@ import numpy as np
 from . import _creation, _dispatch, _dtype, _inplace, _pinned, _random, _storage, _torch_misc, linalg, ops
 from . import cuda as _cuda
 from ._device import as_device
+from ._factory import as_ints, is_int
 from ._tensor import Tensor
 
 __all__ = ["install"]
@@ -187,7 +188,7 @@ def fill_diagonal_(self, fill_value, wrap: bool = False):
 def resize_(self, *sizes, memory_format=None):
     """Resize in place to ``sizes`` (ints or one sequence), keeping the first elements in storage
     order; new ones are uninitialised. Raises as ``resize_as_``."""
-    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    shape = as_ints(sizes[0] if len(sizes) == 1 and not is_int(sizes[0]) else sizes)
     return ops.strided.resize_as_(self, _Shape(shape), memory_format)
 
 
@@ -207,18 +208,12 @@ def new(self, *args, **kwargs):
         TypeError: for a tensor of another dtype or device.
     """
     dtype, device = kwargs.pop("dtype", self.dtype), kwargs.pop("device", self.device)
-    if not args:
-        return _creation.empty(0, dtype=dtype, device=device)
-    if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return _creation.empty(*args, dtype=dtype, device=device)
-    (data,) = args
-    if _dispatch.is_tensor(data):
+    if len(args) == 1 and _dispatch.is_tensor(args[0]):
+        data = args[0]
         if data.dtype != dtype or data.device != as_device(device):
             raise TypeError(f"expected {dtype} on {device} (got {data.dtype} on {data.device})")
         return _dispatch.make(data._data, data._device, data._version_box)
-    if isinstance(data, _torch_misc.Size):  # sizes; a plain tuple is data, as in PyTorch
-        return _creation.empty(*data, dtype=dtype, device=device)
-    return _creation.tensor(data, dtype=dtype, device=device)
+    return _creation.legacy_new(args, dtype, device)
 
 
 def as_subclass(self, cls):

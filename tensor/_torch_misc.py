@@ -11,21 +11,9 @@ import numpy as np
 
 from . import _creation, _dispatch, _dtype, linalg, ops
 from ._autograd_hooks import grad_mode
-from ._factory import layout, strided  # noqa: F401 - tensor.layout, tensor.strided
+from ._factory import Size, layout, strided  # noqa: F401 - tensor.Size, tensor.layout, tensor.strided
 from ._memory_format import dense_strides
 from ._tensor import Tensor
-
-
-class Size(tuple):
-    """``torch.Size``: a tuple of dimension sizes. ``Tensor.shape`` here returns a plain tuple, which
-    compares equal to a ``Size`` of the same sizes; ``Size`` adds ``numel()``."""
-
-    def numel(self) -> int:
-        """The number of elements of a tensor of this shape."""
-        return math.prod(self)
-
-    def __repr__(self) -> str:
-        return f"tensor.Size({list(self)})"
 
 
 def adjoint(input: Tensor) -> Tensor:
@@ -91,8 +79,13 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple[Tensor, 
 
 def can_cast(from_: _dtype.dtype, to: _dtype.dtype) -> bool:
     """Whether the type-promotion rules allow casting ``from_`` to ``to`` (not to a lower kind:
-    complex to real, floating to integral, non-bool to bool)."""
-    return from_._category <= to._category
+    complex to real, floating to integral, non-bool to bool); either may be a Python type
+    (``float``: float64).
+
+    Raises:
+        TypeError: for an argument that is not a dtype.
+    """
+    return _dtype.as_dtype(from_)._category <= _dtype.as_dtype(to)._category
 
 
 def asarray(obj, *, dtype=None, device=None, copy: bool | None = None, requires_grad: bool = False) -> Tensor:

@@ -10,17 +10,38 @@ import numpy as np
 
 from . import _dtype
 
+_DEFAULT = object()  # finfo() without a type: the default dtype (None is refused, as in PyTorch)
 
-class finfo:  # noqa: N801 - PyTorch's name
+
+class _Info:
+    """What finfo and iinfo share: equality by dtype (unhashable, as PyTorch's) and the repr."""
+
+    dtype: str
+    _FIELDS: tuple
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.dtype == self.dtype
+
+    def __repr__(self) -> str:
+        # PyTorch prints the limits with 6 significant digits (``%g``)
+        fields = ", ".join(f"{name}={getattr(self, name):g}" for name in self._FIELDS)
+        return f"{type(self).__name__}({fields}, dtype={self.dtype})"
+
+
+class finfo(_Info):  # noqa: N801 - PyTorch's name
     """Limits of a floating (or complex: of its real part) dtype, the default dtype when not given:
     ``bits``, ``eps``, ``max``, ``min``, ``tiny`` (= ``smallest_normal``), ``resolution``, ``dtype``.
 
     Raises:
-        TypeError: for an integral or bool dtype.
+        TypeError: for an integral or bool dtype, or a type that is no dtype (None too).
     """
 
-    def __init__(self, type: _dtype.dtype | None = None) -> None:  # noqa: A002 - PyTorch's name
-        d = _dtype.get_default_dtype() if type is None else _dtype.as_dtype(type)
+    _FIELDS = ("resolution", "min", "max", "eps", "smallest_normal", "tiny")
+
+    def __init__(self, type: _dtype.dtype = _DEFAULT) -> None:  # noqa: A002 - PyTorch's name
+        if type is None:
+            raise TypeError("finfo(): argument 'type' (position 1) must be tensor.dtype, not NoneType")
+        d = _dtype.get_default_dtype() if type is _DEFAULT else _dtype.as_dtype(type)
         if d.is_complex:
             d = _dtype.to_real(d)
         if not d.is_floating_point:
@@ -33,17 +54,15 @@ class finfo:  # noqa: N801 - PyTorch's name
         # PyTorch's 10 ** -digits10: the decimal digits the mantissa holds (1.0 for float8).
         self.resolution = 10.0 ** -math.floor(info.nmant * math.log10(2))
 
-    def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
-                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")  # fmt: skip
 
-
-class iinfo:  # noqa: N801 - PyTorch's name
+class iinfo(_Info):  # noqa: N801 - PyTorch's name
     """Limits of an integral dtype: ``bits``, ``max``, ``min``, ``dtype``.
 
     Raises:
         TypeError: for a floating, complex or bool dtype.
     """
+
+    _FIELDS = ("min", "max")
 
     def __init__(self, type: _dtype.dtype) -> None:  # noqa: A002 - PyTorch's name
         d = _dtype.as_dtype(type)
@@ -53,6 +72,3 @@ class iinfo:  # noqa: N801 - PyTorch's name
         self.bits = d.itemsize * 8
         info = np.iinfo(d.numpy)
         self.min, self.max = int(info.min), int(info.max)
-
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -11,6 +11,7 @@ import itertools
 import math
 
 from .. import _backend, _dispatch, _dtype
+from .._factory import as_ints, is_int
 from .indexing import index_select
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
@@ -129,12 +130,12 @@ def roll(input, shifts, dims=None):
     Raises:
         RuntimeError: if ``shifts`` and ``dims`` differ in length.
     """
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    shifts = as_ints((shifts,) if is_int(shifts) else shifts, "shift")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"roll: shifts {list(shifts)} need dims when more than one is given")
         return roll(input.reshape(-1), shifts, 0).reshape(input.shape)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = (dims,) if is_int(dims) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     dims = tuple(wrap_dim(d, input.ndim) for d in dims)
@@ -171,7 +172,7 @@ def repeat(input, *sizes):
     Raises:
         RuntimeError: if fewer sizes than dims are given.
     """
-    sizes = unpacked(sizes)
+    sizes = as_ints(unpacked(sizes))
     if len(sizes) < input.ndim:
         raise RuntimeError(
             "Number of dimensions of repeat dims can not be smaller than number of "
@@ -506,8 +507,8 @@ def moveaxis(input, source, destination):
     Raises:
         RuntimeError: if ``source`` and ``destination`` differ in length or repeat a dim.
     """
-    src = (source,) if isinstance(source, int) else tuple(source)
-    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    src = (source,) if is_int(source) else tuple(source)
+    dst = (destination,) if is_int(destination) else tuple(destination)
     if len(src) != len(dst):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({list(src)} dims) "

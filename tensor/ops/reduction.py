@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import _backend, _dispatch, _dtype
+from .._factory import as_int, as_ints, is_int
 from . import elementwise
 from .registry import defop, public
 
@@ -29,7 +30,7 @@ def normalize_dims(dim, ndim: int, op_name: str) -> tuple:
     """
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = (dim,) if is_int(dim) else tuple(dim)
     if not dims:
         return tuple(range(ndim))
     wrapped = [wrap_dim(d, ndim) for d in dims]
@@ -40,13 +41,15 @@ def normalize_dims(dim, ndim: int, op_name: str) -> tuple:
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
-    """Map a possibly negative dim into ``range(ndim)`` (0-d tensors accept -1 and 0).
+    """Map a possibly negative dim into ``range(ndim)`` (0-d tensors accept -1 and 0); ``dim``
+    may be any ``__index__`` object, such as a numpy integer.
 
     Raises:
+        TypeError: for a dim that is no int (a bool, a float).
         IndexError: "Dimension out of range (expected to be in range of [-n, n-1], but got d)".
     """
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if type(dim) is not int:
+        dim = as_int(dim)
     span = ndim if ndim > 0 else 1
     if not -span <= dim < span:
         raise IndexError(
@@ -100,7 +103,7 @@ def sum_to_size(input, *size):
     Raises:
         RuntimeError: if ``size`` does not broadcast to the input's shape.
     """
-    shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else tuple(size)
+    shape = as_ints(size[0] if len(size) == 1 and not is_int(size[0]) else size)
     if input.shape == shape:
         return input
     lead = input.ndim - len(shape)

@@ -7,6 +7,7 @@ import math
 from .. import _backend, _dispatch, _dtype
 from .. import _memory_format as _formats
 from .._dtype import promote_types
+from .._factory import as_int, as_ints, is_int
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
 from .strided import to_memory_format
@@ -24,7 +25,7 @@ def unpacked(given: tuple) -> tuple:
 
 def _sizes(op: str, given: tuple, name: str, keyword) -> tuple:
     """The sizes of a ``*sizes`` op, given as ``2, 3``, as ``(2, 3)`` or by keyword ``name=``
-    (PyTorch's parser takes all three).
+    (PyTorch's parser takes all three). Each op reads them as ints (``as_int``: numpy integers too).
 
     Raises:
         TypeError: if they are given both ways.
@@ -37,11 +38,21 @@ def _sizes(op: str, given: tuple, name: str, keyword) -> tuple:
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
+    """``shape`` (sizes as ``as_int`` reads them, one of them maybe -1) for ``numel`` elements.
+
+    Raises:
+        TypeError: for a size that is no int.
+        RuntimeError: for several -1, sizes below -1, or sizes that do not match ``numel``.
+    """
+    for s in shape:
+        if type(s) is not int or s < -1:
+            shape = as_ints(shape)
+            if min(shape, default=0) < -1:
+                raise RuntimeError(f"invalid shape dimension in {list(shape)}")
+            break
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
-    if any(not isinstance(s, int) or s < -1 for s in shape):
-        raise RuntimeError(f"invalid shape dimension in {list(shape)}")
     known = math.prod(s for s in shape if s != -1)
     if unknown:
         if known == 0 or numel % known:
@@ -220,7 +231,7 @@ def squeeze(input, dim=None):
     """
     if dim is None:
         dims = [i for i, s in enumerate(input.shape) if s == 1]
-    elif isinstance(dim, int):
+    elif is_int(dim):
         dims = (wrap_dim(dim, input.ndim),)
     else:  # (an empty sequence squeezes nothing, where normalize_dims would take every dim)
         dims = normalize_dims(dim, input.ndim, "squeeze") if len(dim) else ()
@@ -261,6 +272,8 @@ def expand(input, *sizes, size=None):
         )
     shape = []
     for i, s in enumerate(sizes):
+        if type(s) is not int:
+            s = as_int(s, "size")
         own = input.shape[i - lead] if i >= lead else None
         if s == -1:
             if own is None:
@@ -402,8 +415,8 @@ def split(input, split_size_or_sections=None, dim: int = 0, *, split_size=None):
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, input.ndim)
     size = input.shape[d]
-    if isinstance(split_size_or_sections, int):
-        sizes = _split_sizes(split_size_or_sections, size)
+    if is_int(split_size_or_sections):
+        sizes = _split_sizes(as_int(split_size_or_sections, "split_size"), size)
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != size:

@@ -257,3 +257,68 @@ def test_arange_step_truncated_to_zero_and_eye_sizes(torch):
             lib.arange(lib.tensor([5.0]))
         with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
             lib.eye(-1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.tensor([1, 2], dtype=float).dtype, lambda L: L.zeros(2, dtype=float).dtype,
+    lambda L: L.ones(2, dtype=L.int32).to(float).dtype, lambda L: L.ones(2).sum(dtype=float).dtype,
+    lambda L: L.zeros(2, dtype=complex).dtype, lambda L: L.ones(2).to(complex).dtype,
+    lambda L: L.promote_types(L.float32, float), lambda L: L.can_cast(L.float32, float), lambda L: L.finfo(float).bits,
+])
+def test_python_types_as_dtypes_are_torchs(torch, call):
+    assert str(call(tensor)).removeprefix("tensor.") == str(call(torch)).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: tuple(L.Tensor().shape), lambda L: tuple(L.Tensor(3).shape), lambda L: tuple(L.Tensor(2, 3).shape),
+    lambda L: tuple(L.Tensor(np.int64(3)).shape), lambda L: tuple(L.Tensor(L.Size([2, 3])).shape),
+    lambda L: L.Tensor((2, 3)).tolist(), lambda L: L.Tensor([1, 2]).dtype, lambda L: L.Tensor(np.ones(2)).dtype,
+    lambda L: L.Tensor(L.tensor([1, 2])).dtype, lambda L: L.ones(2).type(L.DoubleTensor).dtype,
+    lambda L: tuple(L.FloatTensor(np.int64(2), 3).shape), lambda L: tuple(L.ones(1).new(2, 3).shape),
+])
+def test_legacy_tensor_constructor_is_torchs(torch, call):
+    assert str(call(tensor)).removeprefix("tensor.") == str(call(torch)).removeprefix("torch.")
+
+
+def test_legacy_tensor_of_a_tensor_shares_its_storage():
+    t = tensor.zeros(2)
+    tensor.Tensor(t)[0] = 5
+    assert t.tolist() == [5.0, 0.0]
+
+
+@pytest.mark.parametrize("bad, error", [(2.5, TypeError), (True, TypeError), (-1, RuntimeError)])
+def test_legacy_tensor_constructor_refuses_what_torch_does(torch, bad, error):
+    for L in (tensor, torch):
+        with pytest.raises(error):
+            L.Tensor(bad)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor(2**63), lambda L: L.tensor([2**63, 2**64 - 1]), lambda L: L.tensor([1 + 2j], dtype=L.float32),
+    lambda L: L.tensor(1 + 2j, dtype=L.int64), lambda L: L.tensor([-0.7], dtype=L.uint8),
+    lambda L: L.tensor([255.5], dtype=L.uint8), lambda L: L.tensor([127.5], dtype=L.int8),
+])
+def test_tensor_refuses_numbers_the_dtype_cannot_take(torch, make):
+    with pytest.raises(Exception) as theirs:
+        make(torch)
+    with pytest.raises(theirs.type):
+        make(tensor)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.tensor([-0.7], dtype=L.int8), lambda L: L.tensor([-1], dtype=L.uint8),
+    lambda L: L.tensor([1 + 2j], dtype=L.bool), lambda L: L.tensor(np.complex128(1 + 2j), dtype=L.float32),
+    lambda L: L.tensor(2**63 - 1),
+])
+def test_tensor_takes_numbers_torch_takes(torch, make):
+    assert make(tensor).tolist() == make(torch).tolist()
+
+
+@pytest.mark.parametrize("fill", [
+    lambda L: L.tensor(1.5, dtype=L.float16), lambda L: L.tensor(1, dtype=L.int32), lambda L: L.tensor(1j),
+    lambda L: np.float16(1.5), lambda L: np.int32(3),
+])
+def test_full_reads_a_tensor_or_numpy_fill_as_a_python_number(torch, fill):
+    ours, theirs = tensor.full((2,), fill(tensor)), torch.full((2,), fill(torch))
+    assert str(ours.dtype).removeprefix("tensor.") == str(theirs.dtype).removeprefix("torch.")
+    assert ours.tolist() == theirs.tolist()

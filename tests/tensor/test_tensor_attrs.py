@@ -294,3 +294,47 @@ def test_int_and_float_raise_as_torch(torch, call):
 
 def test_int_and_float_of_one_element():
     assert int(tensor.tensor([2.7])) == 2 and float(tensor.tensor(1 + 0j)) == 1.0 and int(tensor.tensor(True)) == 1
+
+
+@pytest.mark.parametrize("value", [1 + 2j, [0.5j], 3.0])
+def test_complex_of_a_one_element_tensor(torch, value):
+    assert complex(tensor.tensor(value)) == complex(torch.tensor(value))
+
+
+def test_complex_of_many_elements_raises(torch):
+    for L in (tensor, torch):
+        with pytest.raises(ValueError):
+            complex(L.tensor([1j, 2j]))
+
+
+def test_a_bool_tensor_is_an_index(torch):
+    assert [10, 20][tensor.tensor(True)] == [10, 20][torch.tensor(True)] == 20
+
+
+@pytest.mark.parametrize("method", ["float", "double", "half", "int", "long", "bool", "cfloat", "byte"])
+def test_cast_methods_take_memory_format(torch, method):
+    x = tensor.ones(2, 3, 4, 5)
+    out = getattr(x, method)(memory_format=tensor.channels_last)
+    expected = getattr(torch.ones(2, 3, 4, 5), method)(memory_format=torch.channels_last)
+    assert out.stride() == expected.stride() and out.dtype.name == str(expected.dtype).removeprefix("torch.")
+
+
+@pytest.mark.parametrize("name", ["float32", "float16", "bfloat16", "float64"])
+def test_finfo_prints_and_compares_as_torch(torch, name):
+    ours, theirs = tensor.finfo(getattr(tensor, name)), torch.finfo(getattr(torch, name))
+    assert str(ours) == str(theirs) and repr(ours) == repr(theirs)
+    assert ours == tensor.finfo(getattr(tensor, name)) and ours != tensor.finfo(tensor.float8_e5m2)
+
+
+@pytest.mark.parametrize("name", ["int32", "int64", "uint8"])
+def test_iinfo_prints_and_compares_as_torch(torch, name):
+    ours, theirs = tensor.iinfo(getattr(tensor, name)), torch.iinfo(getattr(torch, name))
+    assert str(ours) == str(theirs)
+    assert ours == tensor.iinfo(getattr(tensor, name)) and ours != tensor.iinfo(tensor.int8)
+
+
+def test_finfo_of_none_raises_and_of_nothing_is_the_default(torch):
+    for L in (tensor, torch):
+        with pytest.raises(TypeError):
+            L.finfo(None)
+    assert tensor.finfo().dtype == "float32"
