@@ -9,7 +9,7 @@ import tensor
 from tensor import _autograd_hooks as _hooks
 
 from . import engine as _engine
-from . import functional, graph
+from . import forward_ad, functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .checkpoint import checkpoint, checkpoint_sequential
 from .engine import grad
@@ -28,8 +28,8 @@ from .variable import Variable
 __all__ = [
     "backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad", "set_grad_enabled",
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "gradcheck",
-    "gradgradcheck", "GradcheckError", "functional", "graph", "checkpoint", "checkpoint_sequential", "detect_anomaly",
-    "set_detect_anomaly", "Variable",
+    "gradgradcheck", "GradcheckError", "forward_ad", "functional", "graph", "checkpoint", "checkpoint_sequential",
+    "detect_anomaly", "set_detect_anomaly", "Variable",
 ]
 
 
