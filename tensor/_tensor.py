@@ -120,8 +120,10 @@ class Tensor(TensorBase):
 
     @property
     def data(self) -> Tensor:
-        """A detached alias of this tensor (same storage, no history)."""
-        return self.detach()
+        """A detached alias of this tensor (same storage, no history) with a version counter of its
+        own, as PyTorch's: in-place changes through ``.data`` (weight clipping between forward and
+        backward) do not invalidate the saved tensors of a recorded graph."""
+        return _dispatch.make(self._data, self._device)
 
     @data.setter
     def data(self, value: Tensor) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import tensor
 from tensor import Tensor, autocast, float32, get_autocast_dtype, is_autocast_enabled
+from tensor._factory import as_int, is_int
 from tensor.ops.precision import round_to_dtype
 from tensor.ops.window import fold_windows, im2col, unfold_windows, window_output_shape
 
@@ -27,8 +28,8 @@ def ntuple(value, n: int, name: str, op: str = "convolution") -> tuple:
     Raises:
         RuntimeError: if a sequence has the wrong length.
     """
-    if isinstance(value, int):
-        return (value,) * n
+    if is_int(value):
+        return (as_int(value, name),) * n
     value = tuple(int(v) for v in value)
     if len(value) == 1:
         return value * n

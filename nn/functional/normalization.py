@@ -6,6 +6,7 @@ import math
 
 import tensor
 from tensor import Tensor
+from tensor._factory import as_int, as_ints, is_int
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize"]
 
@@ -95,7 +96,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
     Raises:
         RuntimeError: if the input's trailing dims are not ``normalized_shape``.
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = (as_int(normalized_shape, "size"),) if is_int(normalized_shape) else as_ints(normalized_shape)
     k = len(shape)
     if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != shape:
         expected = ", ".join(str(s) for s in shape)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import tensor
 from tensor import Tensor
+from tensor._factory import as_int, as_ints, is_int
 
 from .normalization import _LOW_PRECISION
 from .padding import pad
@@ -23,7 +24,7 @@ def rms_norm(
     Raises:
         RuntimeError: if the trailing dims of ``input`` are not ``normalized_shape``.
     """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = (as_int(normalized_shape, "size"),) if is_int(normalized_shape) else as_ints(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape) :]) != shape or len(shape) > input.ndim:
         raise RuntimeError(
             f"Given normalized_shape={list(shape)}, expected input with shape [*, "

@@ -14,6 +14,7 @@ import numpy as np
 
 import tensor
 from tensor import Tensor
+from tensor._factory import is_int
 from tensor.ops.pool import take_windows, window_argmax, window_flat_indices
 from tensor.ops.window import unfold_windows
 
@@ -47,7 +48,7 @@ def _pool_output_size(size, k, s, p, d, ceil_mode) -> int:
 def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, nd, name):
     """Validate a pooling geometry; return (kernel, stride, padding, dilation, out_shape, pads)."""
     kernel = ntuple(kernel_size, nd, "kernel_size", name)
-    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+    stride = kernel if stride is None or (not is_int(stride) and len(stride) == 0) \
         else ntuple(stride, nd, "stride", name)
     padding, dilation = ntuple(padding, nd, "padding", name), ntuple(dilation, nd, "dilation", name)
     if any(k <= 0 for k in kernel):
@@ -207,7 +208,7 @@ def _adaptive_avg_poolnd(input, output_size, nd, name):
                            f"but input has sizes {list(input.shape)} with an empty spatial dimension")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"{name}" not implemented for \'{input.dtype.name}\'')
-    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    sizes = (output_size,) * nd if is_int(output_size) or output_size is None else tuple(output_size)
     if len(sizes) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")
     sizes = tuple(n if o is None else int(o) for n, o in zip(input.shape[-nd:], sizes))

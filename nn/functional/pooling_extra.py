@@ -10,6 +10,7 @@ import numpy as np
 
 import tensor
 from tensor import Tensor
+from tensor._factory import is_int
 
 from .conv import ntuple
 from .pooling import _batched, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
@@ -53,7 +54,7 @@ def _window_table(spatial: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarra
 def _adaptive_max_poolnd(input: Tensor, output_size, return_indices: bool, nd: int, name: str):
     x, unbatched = _batched(input, nd, name)
     spatial = tuple(x.shape[2:])
-    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    sizes = (output_size,) * nd if is_int(output_size) or output_size is None else tuple(output_size)
     if len(sizes) != nd:
         raise RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
     sizes = tuple(n if o is None else int(o) for n, o in zip(spatial, sizes))

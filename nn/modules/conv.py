@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import tensor
 from tensor import Tensor
+from tensor._factory import as_int, as_ints, is_int
 
 from .. import functional as F
 from ..functional.conv import transpose_output_shape
@@ -21,9 +22,9 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _tuple(value, n: int) -> tuple:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
+    if is_int(value):
+        return (as_int(value, "size"),) * n
+    value = as_ints(value)
     return value * n if len(value) == 1 else value
 
 

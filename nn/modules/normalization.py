@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tensor
 from tensor import Tensor
+from tensor._factory import as_int, as_ints, is_int
 
 from .. import functional as F
 from .. import init
@@ -137,9 +138,9 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        if is_int(normalized_shape):
+            normalized_shape = (as_int(normalized_shape, "size"),)
+        self.normalized_shape = as_ints(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         _register_affine(self, elementwise_affine, bias, self.normalized_shape, device, dtype)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import tensor
 from tensor import Tensor
+from tensor._factory import as_int, as_ints, is_int
 
 from .. import functional as F
 from ..parameter import Parameter
@@ -29,7 +30,7 @@ class RMSNorm(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        shape = (as_int(normalized_shape, "size"),) if is_int(normalized_shape) else as_ints(normalized_shape)
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(tensor.ones(shape, device=device, dtype=dtype))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tensor import Tensor
+from tensor._factory import as_int, is_int
 
 from .. import functional as F
 from .module import Module
@@ -42,7 +43,7 @@ class _PadNd(Module):
 
     def __init__(self, padding: int | Sequence[int], value: float = 0.0) -> None:
         super().__init__()
-        amounts = (padding,) * (2 * self.nd) if isinstance(padding, int) else tuple(padding)
+        amounts = (as_int(padding, "padding"),) * (2 * self.nd) if is_int(padding) else tuple(padding)
         if len(amounts) != 2 * self.nd:
             raise ValueError(f"{type(self).__name__} expects padding of {2 * self.nd} ints, got {padding}")
         self.padding = amounts

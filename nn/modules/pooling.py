@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tensor import Tensor
+from tensor._factory import as_int, is_int
 
 from .. import functional as F
 from .module import Module
@@ -68,7 +69,7 @@ class AvgPool1d(Module):
 def _ntuple(value, n: int) -> tuple:
     """An int repeated ``n`` times, or a sequence as a tuple (its length is the op's to check), as
     PyTorch's ``_single``/``_pair``/``_triple``."""
-    return (value,) * n if isinstance(value, int) else tuple(value)
+    return (as_int(value, "size"),) * n if is_int(value) else tuple(value)
 
 
 class AvgPool2d(Module):

@@ -584,7 +584,9 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    if not isinstance(min, _NUMBER_BOUNDS) or not isinstance(max, _NUMBER_BOUNDS):
+    if type(min) not in _NUMBER_BOUNDS or type(max) not in _NUMBER_BOUNDS:
+        if not _dispatch.is_tensor(min) and not _dispatch.is_tensor(max):  # numpy scalars, bools: Python numbers
+            return clamp(input, _python_number(min), _python_number(max))
         input, min, max = _promote_bounds(input, min, max)
     else:
         if input._data.dtype.kind not in "fV" and (isinstance(min, float) or isinstance(max, float)):
@@ -599,6 +601,24 @@ def clamp(input, min=None, max=None):
 
 # Bounds that clamp's kernel takes as they are (a Python number, or None for no bound).
 _NUMBER_BOUNDS = (int, float, type(None))
+
+
+def _python_number(value):
+    """A numpy scalar (or bool) bound as the Python number it holds: numpy's float64 would make
+    a float32 result float64.
+
+    Raises:
+        TypeError: for a bound that is no number, as PyTorch.
+    """
+    if hasattr(value, "item"):
+        value = value.item()
+    if type(value) is bool:
+        return int(value)
+    if type(value) not in _NUMBER_BOUNDS:
+        raise TypeError(f"clamp(): argument 'min'/'max' must be Number or Tensor, not {type(value).__name__}")
+    return value
+
+
 _WIDE_FLOATS = (_dtype.float32, _dtype.float64)
 
 
@@ -664,8 +684,6 @@ def _promote_bounds(input, min, max):  # noqa: A002 - clamp's names
     """``input`` and the bounds of ``clamp``, when a bound is a Tensor, in their promoted dtype,
     as PyTorch (``clamp(int_tensor, min=float_tensor)`` is a float tensor)."""
     bounds = [b for b in (min, max) if _dispatch.is_tensor(b)]
-    if not bounds:  # numpy scalars
-        return input, min, max
     target = input.dtype
     for bound in bounds:
         target = _dtype.result_type(target, input.ndim, bound.dtype, bound.ndim)

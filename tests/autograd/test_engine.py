@@ -363,3 +363,17 @@ def test_grad_accepts_only_inputs_and_warns_when_false(torch):
         assert g.tolist() == [2.0, 2.0]
         with pytest.warns(FutureWarning, match="only_inputs argument is deprecated"):
             mod.autograd.grad((x * 2).sum(), x, only_inputs=False)
+
+
+def test_in_place_changes_through_data_leave_saved_tensors_valid(torch):
+    """``.data`` has its own version counter, as PyTorch's: clipping weights through it between
+    forward and backward must not fail the saved-tensor check."""
+    grads = []
+    for lib in (tensor, torch):
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (w * w).sum()
+        w.data.clamp_(0, 1.5)
+        y.backward()
+        grads.append(w.grad.tolist())
+        assert w._version == 0
+    assert grads[0] == grads[1]

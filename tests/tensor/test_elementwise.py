@@ -563,3 +563,11 @@ def test_clamp_reads_number_bounds_in_the_input_dtype_as_torch(torch, dtype, low
         except Exception as exc:  # noqa: BLE001 - the class is the result compared
             results.append(type(exc).__name__)
     assert results[0] == results[1]
+
+
+def test_clamp_reads_numpy_scalar_bounds_as_python_numbers(torch):
+    """numpy's float64 is a float whose dtype numpy keeps: a float32 result stayed float64."""
+    for bounds in ((np.float64(0.5), np.float64(0.7)), (np.int64(0), None), (np.float32(-1.0), 2)):
+        ours, theirs = tensor.clamp(tensor.ones(2), *bounds), torch.clamp(torch.ones(2), *bounds)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
