@@ -62,12 +62,7 @@ class Embedding(Module):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += _norm_options_repr(self)
         if self.sparse is not False:
             s += ", sparse=True"
         return s
@@ -138,14 +133,20 @@ class EmbeddingBag(Module):
         return bag
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}" + _norm_options_repr(self)
         s += f", mode='{self.mode}'"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
         return s
+
+
+def _norm_options_repr(module) -> str:
+    """The max_norm, norm_type and scale_grad_by_freq part of an embedding's repr, where not default."""
+    s = ""
+    if module.max_norm is not None:
+        s += f", max_norm={module.max_norm}"
+    if module.norm_type != 2:
+        s += f", norm_type={module.norm_type}"
+    if module.scale_grad_by_freq is not False:
+        s += f", scale_grad_by_freq={module.scale_grad_by_freq}"
+    return s

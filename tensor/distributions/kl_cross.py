@@ -44,26 +44,15 @@ def _x_log_x(value: Tensor) -> Tensor:
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Uniform)
-def _kl_real_to_bounded(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Exponential, Beta)
 @register_kl(Exponential, Uniform)
-def _kl_exponential_to_bounded(p, q):
-    return _infinite_like(p.rate)
-
-
 @register_kl(Gamma, Beta)
 @register_kl(Gamma, Uniform)
-def _kl_gamma_to_bounded(p, q):
-    return _infinite_like(p.concentration)
-
-
 @register_kl(Poisson, Bernoulli)
 @register_kl(Poisson, Binomial)
-def _kl_poisson_to_bounded(p, q):
-    return _infinite_like(p.rate)
+def _kl_to_bounded_support(p, q):
+    """``p``'s support reaches beyond ``q``'s bounded one: infinite."""
+    return _infinite_like(p.mean)
 
 
 @register_kl(Bernoulli, Poisson)
