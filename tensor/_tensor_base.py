@@ -85,7 +85,7 @@ def check_assigned_grad(tensor, grad) -> None:
     if not isinstance(grad, TensorBase):
         raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
     a, b = grad._data, tensor._data
-    if grad._device is tensor._device and a is not None and b is not None:  # the common case, cheaply
+    if grad._device is tensor._device and a is not None and b is not None and a is not b:  # (a is b: maybe t itself)
         if a.shape == b.shape and a.dtype == b.dtype:
             return
     if grad is tensor:
