@@ -252,3 +252,18 @@ def test_hard_activation_gradients_select_as_torch(name, torch):
         got.append([y.detach().numpy(), x.grad.numpy(), z.grad.numpy()])
     for ours, theirs in zip(*got):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_softplus_of_half_precision_is_computed_in_float32_as_torch(dtype, torch):
+    """exp(15) overflows float16: softplus(15) was inf (torch 15)."""
+    values = [-30.0, -3.0, 0.0, 3.0, 11.0, 15.0, 19.0, 25.0]
+    got = []
+    for lib, fns in ((tensor, F), (torch, torch.nn.functional)):
+        x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+        y = fns.softplus(x)
+        y.sum().backward()
+        got.append((str(y.dtype).split(".")[-1], y.detach().float().numpy(), x.grad.float().numpy()))
+    assert got[0][0] == got[1][0] == dtype
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+    np.testing.assert_array_equal(got[0][2], got[1][2])
