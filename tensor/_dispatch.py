@@ -83,6 +83,8 @@ def scalar_tensor(value, dtype, device):
     np_dtype = None if dtype is None else dtype.numpy
     if dtype is None and isinstance(value, float):
         np_dtype = _dtype.get_default_dtype().numpy
+    elif dtype is None and isinstance(value, complex):  # complex64 beside float32, as tensor(1j)
+        np_dtype = _dtype.get_default_dtype().to_complex().numpy
     try:
         array = device.backend.asarray(value, np_dtype, device.index)
     except OverflowError:  # an int out of range of an integer dtype wraps around, as in PyTorch

@@ -571,3 +571,12 @@ def test_clamp_reads_numpy_scalar_bounds_as_python_numbers(torch):
         ours, theirs = tensor.clamp(tensor.ones(2), *bounds), torch.clamp(torch.ones(2), *bounds)
         assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_where_of_two_python_numbers_takes_torchs_default_dtypes(torch):
+    """A complex number beside a float is complex64 with the float32 default (was complex128)."""
+    for a, b in ((1j, 2.0), (1, 2.0), (1, 2), (True, 2), (2.0, 1j)):
+        ours = tensor.where(tensor.tensor([True, False]), a, b)
+        theirs = torch.where(torch.tensor([True, False]), a, b)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
