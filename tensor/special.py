@@ -16,7 +16,7 @@ from .ops.gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
 from .ops.math_extra import exp2
 from .ops.reduction import logsumexp
 from .ops.softmax import log_softmax, softmax
-from .ops.special import erf, erfc, erfcx
+from .ops.special import _as_float, erf, erfc, erfcx
 from .ops.special_extra import i0, i1
 from .ops.special_extra import igamma as gammainc
 from .ops.special_extra import igammac as gammaincc
@@ -72,7 +72,7 @@ def ndtr(input):
 def ndtri(input):
     """The inverse of ``ndtr`` (the standard normal quantile function), computed in float64
     (``2 p - 1`` would round small ``p`` away in float32)."""
-    dtype = input.dtype if input.dtype.is_floating_point else _dtype.get_default_dtype()
+    dtype = _as_float(input, "ndtri").dtype
     return (_SQRT2 * erfinv(2 * input.to(_dtype.float64) - 1)).to(dtype)
 
 

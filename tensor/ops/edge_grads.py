@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dispatch, _dtype
 from .elementwise import _unary, where
 from .registry import defop
+from .special import _as_float
 
 __all__ = ["sinc", "logit", "entr", "xlogy", "xlog1py"]
 
@@ -72,9 +73,7 @@ def logit(input, eps: float | None = None):
     """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given
     (integer and bool inputs in the default float dtype). Its gradient is NaN outside [0, 1]
     without ``eps``, 0 where ``eps`` clamps."""
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
-        input = input.to(_dtype.get_default_dtype())
-    return _dispatch.apply_unary(_logit, input, (eps,))
+    return _dispatch.apply_unary(_logit, _as_float(input, "logit"), (eps,))
 
 
 @defop("entr", saves=(0,))
@@ -90,8 +89,7 @@ _entr.derivative(lambda node, g: (g * -(1 + node.saved[0].log()),))  # PyTorch's
 def entr(input):
     """``-x log(x)`` for x > 0, 0 at 0 and -inf for x < 0 (integer and bool inputs in the default
     float dtype)."""
-    x = input if input.dtype.is_floating_point else input.to(_dtype.get_default_dtype())
-    return _dispatch.apply_unary(_entr, x)
+    return _dispatch.apply_unary(_entr, _as_float(input, "entr"))
 
 
 def _xlog_kernel(log):
@@ -128,13 +126,15 @@ _xlog1py.derivative(_xlog_derivative(lambda y: y.log1p(), -1.0))
 def xlogy(input, other):
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be a
     Python number. Its gradient for ``input`` is ``log(other)``, also where ``input`` is 0."""
-    return _dispatch.apply(_xlogy, _broadcast(*float_operands(input, other)))
+    x, y = float_operands(input, other)
+    return _dispatch.apply(_xlogy, _broadcast(_as_float(x, "xlogy"), y))
 
 
 def xlog1py(input, other):
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN); either may be a
     Python number. Its gradient for ``input`` is ``log1p(other)``, also where ``input`` is 0."""
-    return _dispatch.apply(_xlog1py, _broadcast(*float_operands(input, other)))
+    x, y = float_operands(input, other)
+    return _dispatch.apply(_xlog1py, _broadcast(_as_float(x, "xlog1py"), y))
 
 
 def _broadcast(a, b):

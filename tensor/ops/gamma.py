@@ -204,12 +204,12 @@ _erfinv.derivative(lambda node, g: (g * (math.sqrt(math.pi) / 2) * _ew.exp(node.
 
 def lgamma(input):
     """``log(|Gamma(x)|)``, elementwise (inf at the poles 0, -1, -2, ...)."""
-    return _dispatch.apply_unary(_lgamma, _as_float(input))
+    return _dispatch.apply_unary(_lgamma, _as_float(input, "lgamma"))
 
 
 def digamma(input):
     """The digamma function ``d/dx lgamma(x)`` (-inf at 0, NaN at negative integers)."""
-    return _dispatch.apply_unary(_digamma, _as_float(input))
+    return _dispatch.apply_unary(_digamma, _as_float(input, "digamma"))
 
 
 def polygamma(n: int, input):
@@ -220,12 +220,12 @@ def polygamma(n: int, input):
     """
     if not isinstance(n, int) or n < 0:
         raise RuntimeError(f"polygamma(n, x) does not support negative n (got {n}).")
-    return _dispatch.apply_unary(_polygamma, _as_float(input), (n,))
+    return _dispatch.apply_unary(_polygamma, _as_float(input, "polygamma"), (n,))
 
 
 def erfinv(input):
     """The inverse error function on (-1, 1) (+-inf at +-1, NaN outside)."""
-    return _dispatch.apply_unary(_erfinv, _as_float(input))
+    return _dispatch.apply_unary(_erfinv, _as_float(input, "erfinv"))
 
 
 def mvlgamma(input, p: int):
@@ -237,7 +237,7 @@ def mvlgamma(input, p: int):
     """
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1 (got {p})")
-    x = _as_float(input)
+    x = _as_float(input, "mvlgamma")
     terms = [lgamma(x - j / 2) for j in range(p)]
     total = terms[0]
     for t in terms[1:]:

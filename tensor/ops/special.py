@@ -133,11 +133,19 @@ def _(node, g):
     return (g * (-2.0 / math.sqrt(math.pi)) * _ew.exp(-(a * a)),)
 
 
-def _as_float(input):
+def _as_float(input, real_only: str | None = None):
     """``input``, or for an integer or bool tensor its copy in the default float dtype. bfloat16
-    (ml_dtypes, kind "V") is floating point too: it stays bfloat16, as in PyTorch."""
+    (ml_dtypes, kind "V") is floating point too: it stays bfloat16, as in PyTorch.
+
+    Raises:
+        NotImplementedError: for a complex ``input`` when ``real_only`` names the function (real
+            functions such as erf or lgamma, which PyTorch does not implement for complex).
+    """
     if input._data.dtype.kind == "f" or input.dtype.is_floating_point:
         return input
+    if real_only is not None and input._data.dtype.kind == "c":
+        kind = "ComplexFloat" if input._data.dtype.itemsize == 8 else "ComplexDouble"
+        raise NotImplementedError(f'"{real_only}" not implemented for \'{kind}\'')
     return input.to(_dtype.get_default_dtype())
 
 
@@ -151,12 +159,12 @@ def _via_float32(kernel, xp, a, *params):
 
 def erf(input):
     """The error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``, elementwise."""
-    return _dispatch.apply_unary(_erf, _as_float(input))
+    return _dispatch.apply_unary(_erf, _as_float(input, "erf"))
 
 
 def erfc(input):
     """The complementary error function ``1 - erf(x)``, accurate for large ``x``."""
-    return _dispatch.apply_unary(_erfc, _as_float(input))
+    return _dispatch.apply_unary(_erfc, _as_float(input, "erfc"))
 
 
 # erfcx(x) = exp(x*x) * erfc(x) directly below x = 3; from there on (where exp(x*x) overflows from
@@ -188,7 +196,7 @@ def _(node, g):
 def erfcx(input):
     """The scaled complementary error function ``exp(x**2) * erfc(x)``, accurate for large ``x``
     (it overflows to inf only below x = -26.6, where its value exceeds the float64 range)."""
-    return _dispatch.apply_unary(_erfcx, _as_float(input))
+    return _dispatch.apply_unary(_erfcx, _as_float(input, "erfcx"))
 
 
 # ---------------------------------------------------------------- GELU

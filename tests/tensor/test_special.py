@@ -122,3 +122,17 @@ def test_multigammaln_has_no_domain_check_but_needs_p_positive(torch):
                  torch.special.multigammaln(torch.tensor(x, dtype=torch.float64), 2).tolist())
     with pytest.raises(RuntimeError, match="p has to be"):
         tensor.mvlgamma(tensor.tensor([2.0]), 0)
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "erfinv", "digamma", "lgamma", "special.ndtr", "special.ndtri",
+                                  "special.log_ndtr", "special.erfcx", "special.entr", "logit", "special.gammaln",
+                                  "special.xlogy", "special.xlog1py"])
+def test_real_special_functions_refuse_complex_input_as_torch(name, torch):
+    """They returned a real result of the real part (the imaginary part silently dropped)."""
+    for lib in (tensor, torch):
+        fn = lib
+        for part in name.split("."):
+            fn = getattr(fn, part)
+        x = lib.tensor([0.5 + 0.1j, 0.2 + 0.3j])
+        with pytest.raises(NotImplementedError):
+            fn(x, x) if name.startswith("special.xlog") else fn(x)
