@@ -418,17 +418,14 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     if strict:
         _check_names(module, replacements)
     args = () if args is None else (args if isinstance(args, tuple) else (args,))
-    saved = []
+    restores = []
     try:
         for name, value in replacements.items():
-            saved.append(_swap(module, name, value))
+            restores.append(_swap(module, name, value))
         return module(*args, **(kwargs or {}))
     finally:
-        for owner, store, key, old in reversed(saved):
-            if store is None:
-                delattr(owner, key)
-            else:
-                store[key] = old
+        for restore in reversed(restores):
+            restore()
 
 
 def _named_tensors(module) -> list:
@@ -461,7 +458,9 @@ def _tied(module, replacements: dict) -> dict:
 
 
 def _swap(module, name: str, value):
-    """Put ``value`` at the dotted ``name``; returns what restores it: (owner, store, key, old value)."""
+    """Put ``value`` at the dotted ``name``; returns the function that puts back what was there.
+    A parametrized tensor (``nn.utils.parametrize``) is assigned as torch does, through its
+    parametrizations' ``right_inverse``, and its originals' values come back afterwards."""
     *path, key = name.split(".")
     owner = module
     for part in path:
@@ -469,9 +468,27 @@ def _swap(module, name: str, value):
     for store in (owner._parameters, owner._buffers):
         if key in store:
             old, store[key] = store[key], value
-            return owner, store, key, old
+            return functools.partial(store.__setitem__, key, old)
+    parametrization = _parametrization_of(owner, key)
+    if parametrization is not None:
+        originals = [(p, p.detach().clone()) for p in parametrization._parameters.values()]
+        setattr(owner, key, value)
+        return functools.partial(_copy_back, originals)
     object.__setattr__(owner, key, value)  # a name the module does not have: removed afterwards
-    return owner, None, key, None
+    return functools.partial(delattr, owner, key)
+
+
+def _parametrization_of(owner, key: str):
+    """The ``ParametrizationList`` of ``owner``'s parametrized tensor ``key``, or None (read from
+    the module's children: this layer does not import nn)."""
+    parametrizations = owner._modules.get("parametrizations")
+    return None if parametrizations is None else parametrizations._modules.get(key)
+
+
+def _copy_back(originals) -> None:
+    with _api.no_grad():
+        for original, value in originals:
+            original.copy_(value)
 
 
 def stack_module_state(models) -> tuple[dict, dict]:

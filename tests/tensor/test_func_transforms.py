@@ -322,3 +322,25 @@ def test_vmap_refuses_a_batched_output_with_out_dims_none():
         func.vmap(lambda x: x * 2, out_dims=None)(tensor.arange(6.0).reshape(2, 3))
     constant = func.vmap(lambda x: (x * 2, tensor.ones(2)), out_dims=(0, None))(tensor.ones(3, 2))
     assert constant[0].shape == (3, 2) and constant[1].tolist() == [1.0, 1.0]
+
+
+def test_functional_call_on_a_parametrized_tensor_leaves_the_module_as_it_was(torch):
+    """Assigned through right_inverse as torch, and the originals come back (it crashed in the
+    restore and left the passed value in the module)."""
+    results = []
+    for lib, nn_lib, call in ((tensor, nn, tensor.func.functional_call),
+                              (torch, torch.nn, torch.func.functional_call)):
+        class Double(nn_lib.Module):
+            def forward(self, x):
+                return 2 * x
+
+            def right_inverse(self, x):
+                return x / 2
+
+        layer = nn_lib.Linear(2, 2, bias=False)
+        nn_lib.utils.parametrize.register_parametrization(layer, "weight", Double())
+        before = layer.parametrizations.weight.original.detach().clone()
+        out = call(layer, {"weight": lib.ones(2, 2)}, (lib.ones(1, 2),))
+        assert lib.equal(layer.parametrizations.weight.original.detach(), before)
+        results.append(out.detach().numpy())
+    np.testing.assert_array_equal(*results)
