@@ -11,6 +11,7 @@ from . import _backend, _dispatch, _dtype
 from . import _memory_format as _formats
 from ._device import as_device, device_of_array
 from ._factory import Size, as_ints, factory, is_int
+from ._number_cast import scalar_in_dtype
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "eye",
@@ -164,6 +165,8 @@ def _filled(size, fill, dtype, device, requires_grad, order=None):
     device.backend.check_dtype(d.numpy)
     if fill is not None and type(fill) not in _PYTHON_NUMBERS:
         fill = _fill_number(fill)
+    if type(fill) in (int, float) and d is not _dtype.float32 and d is not _dtype.float64:
+        fill = scalar_in_dtype(fill, d)  # full(..., -1, dtype=uint8) is 255, as PyTorch
     stored = size if order is None else tuple(size[k] for k in order)
     with device.backend.device_guard(device.index):
         if fill is None:

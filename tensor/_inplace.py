@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _backend, _dispatch, ops
 from ._autograd_hooks import api, grad_mode
+from ._number_cast import scalar_in_dtype
 
 
 def _recording(tensor, args) -> bool:
@@ -130,7 +131,7 @@ def setitem(tensor, index, value) -> None:
         return
     normalized, _ = ops.normalize_index(tensor, index)
     if type(value) in (int, float) and tensor._data.dtype.kind in "iu":  # -1 is 255 for uint8, as torch
-        value = ops.elementwise.scalar_in_dtype(value, tensor.dtype)
+        value = scalar_in_dtype(value, tensor.dtype)
     elif _dispatch.is_tensor(value):
         if value._device is not tensor._device:
             _dispatch.check_same_device("setitem", (tensor, value))
@@ -158,7 +159,7 @@ def fill_(tensor, value):
         if _dispatch.is_tensor(value):
             value = value._data
         elif type(value) in (int, float):
-            value = ops.elementwise.scalar_in_dtype(value, tensor.dtype)
+            value = scalar_in_dtype(value, tensor.dtype)
         _store(tensor, Ellipsis, value)
         return tensor
     return commit(tensor, _filled, (value,), {})

@@ -6,7 +6,8 @@ import operator
 import warnings
 
 from .. import _backend, _dispatch
-from .elementwise import scalar_in_dtype, where
+from .._number_cast import scalar_in_dtype
+from .elementwise import where
 from .index_normalize import normalize_index
 from .reduction import wrap_dim
 from .registry import defop

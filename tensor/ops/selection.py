@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _dispatch, _dtype
-from .elementwise import refuse_complex_kernel, scalar_in_dtype, where
+from .._number_cast import scalar_in_dtype
+from .elementwise import refuse_complex_kernel, where
 from .indexing import (
     _along_dim,
     _at_least_1d,

@@ -144,8 +144,7 @@ def _as_float(input, real_only: str | None = None):
     if input._data.dtype.kind == "f" or input.dtype.is_floating_point:
         return input
     if real_only is not None and input._data.dtype.kind == "c":
-        kind = "ComplexFloat" if input._data.dtype.itemsize == 8 else "ComplexDouble"
-        raise NotImplementedError(f'"{real_only}" not implemented for \'{kind}\'')
+        raise _ew.not_implemented_for(real_only, input.dtype)
     return input.to(_dtype.get_default_dtype())
 
 

@@ -322,3 +322,23 @@ def test_full_reads_a_tensor_or_numpy_fill_as_a_python_number(torch, fill):
     ours, theirs = tensor.full((2,), fill(tensor)), torch.full((2,), fill(torch))
     assert str(ours.dtype).removeprefix("tensor.") == str(theirs.dtype).removeprefix("torch.")
     assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.full((2,), -1, dtype=lib.uint8),
+    lambda lib: lib.full((2,), 300, dtype=lib.uint8),
+    lambda lib: lib.full((2,), 1e6, dtype=lib.float16),
+    lambda lib: lib.full((2,), -1.0, dtype=lib.uint8),
+    lambda lib: lib.zeros(2, dtype=lib.uint8).new_full((2,), -2),
+    lambda lib: lib.full_like(lib.zeros(2, dtype=lib.int8), 200),
+])
+def test_full_reads_its_fill_in_the_dtype_as_torch(make, torch):
+    """-1 wraps to 255 for uint8 and out-of-range fills raise RuntimeError (numpy's OverflowError
+    before), as fill_ and setitem do."""
+    outcomes = []
+    for lib in (tensor, torch):
+        try:
+            outcomes.append(make(lib).tolist())
+        except RuntimeError:
+            outcomes.append("RuntimeError")
+    assert outcomes[0] == outcomes[1]
