@@ -82,6 +82,9 @@ float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, _FLOAT)
 float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, _FLOAT)
 FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)
 LOW_PRECISION_NUMPY = frozenset(d.numpy for d in (bfloat16, *FLOAT8_DTYPES))
+# The 16-bit floats that PyTorch's norms, softmax-like ops and losses compute in float32 (their
+# squares and exponentials overflow float16 long before the result would).
+HALF_FLOATS = (float16, bfloat16)
 FLOAT8_NUMPY = frozenset(d.numpy for d in FLOAT8_DTYPES)
 
 

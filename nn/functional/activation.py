@@ -6,6 +6,7 @@ import warnings
 
 import tensor
 from tensor import Tensor, _inplace
+from tensor._dtype import HALF_FLOATS
 from tensor.ops import activation, special
 
 __all__ = [
@@ -77,14 +78,11 @@ def sigmoid(input: Tensor) -> Tensor:
     return input.sigmoid()
 
 
-_HALF_DTYPES = (tensor.float16, tensor.bfloat16)
-
-
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``; the gradient is
     ``sigmoid(beta * x)`` (0.5 at 0). float16 and bfloat16 are computed in float32 (``exp`` of
     12 overflows float16), as PyTorch."""
-    if input.dtype in _HALF_DTYPES:
+    if input.dtype in HALF_FLOATS:
         return softplus(input.float(), beta, threshold).to(input.dtype)
     scaled = input * beta
     # PyTorch's formula. Clamping first keeps exp finite in the branch ``where`` discards, whose

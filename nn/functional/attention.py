@@ -7,13 +7,12 @@ from typing import NamedTuple
 
 import tensor
 from tensor import Tensor
+from tensor._dtype import HALF_FLOATS
 
 from .dropout import dropout
 from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
-
-_LOW_PRECISION = (tensor.float16, tensor.bfloat16)
 
 
 def _causal_allowed(target_len: int, source_len: int, device) -> Tensor:
@@ -82,7 +81,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             f"key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
     if attn_mask is not None:
         _check_mask_dtype(attn_mask, query)
-    if query.dtype in _LOW_PRECISION:  # q @ k^T overflows float16 long before the softmax scales it
+    if query.dtype in HALF_FLOATS:  # q @ k^T overflows float16 long before the softmax scales it
         mask = attn_mask.float() if attn_mask is not None and attn_mask.is_floating_point() else attn_mask
         out = scaled_dot_product_attention(query.float(), key.float(), value.float(), mask, dropout_p, is_causal,
                                            scale, enable_gqa)

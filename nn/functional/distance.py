@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import tensor
 from tensor import Tensor
+from tensor._dtype import HALF_FLOATS
 
 __all__ = ["pairwise_distance", "cosine_similarity", "pdist"]
 
-_LOW_PRECISION = (tensor.float16, tensor.bfloat16)
-
 
 def _widened(x: Tensor) -> Tensor:
-    return x.float() if x.dtype in _LOW_PRECISION else x
+    return x.float() if x.dtype in HALF_FLOATS else x
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
@@ -22,7 +21,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``x1 . x2 / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (broadcasting); float16 and
     bfloat16 are computed in float32 and rounded once (their squares overflow or underflow)."""
-    if x1.dtype in _LOW_PRECISION or x2.dtype in _LOW_PRECISION:
+    if x1.dtype in HALF_FLOATS or x2.dtype in HALF_FLOATS:
         dtype = tensor.promote_types(x1.dtype, x2.dtype)
         return cosine_similarity(_widened(x1), _widened(x2), dim, eps).to(dtype)
     n1 = tensor.clamp(tensor.linalg.vector_norm(x1, 2, dim, keepdim=True), min=eps)

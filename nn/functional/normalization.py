@@ -6,6 +6,7 @@ import math
 
 import tensor
 from tensor import Tensor
+from tensor._dtype import HALF_FLOATS
 from tensor._factory import as_int, as_ints, is_int
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize"]
@@ -15,8 +16,6 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "normalize
 # result rounded back to its dtype once, as PyTorch's CPU kernels do; they also keep that dtype
 # beside float32 weight and bias (the usual autocast case: a bfloat16 activation, float32
 # parameters), where plain type promotion would give float32.
-_LOW_PRECISION = (tensor.bfloat16, tensor.float16)
-
 
 def _in_float32(norm, input: Tensor, *args) -> Tensor:
     """``norm(input, *args)`` computed on ``input``'s float32 copy, rounded back to its dtype."""
@@ -51,7 +50,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     """
     if input.ndim < 2:
         raise ValueError(f"batch_norm expected 2D or more input (got {input.ndim}D input)")
-    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+    if input.dtype in HALF_FLOATS:  # Note [Low-precision normalization]
         return _in_float32(batch_norm, input, running_mean, running_var, weight, bias, training, momentum, eps)
     channels = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
@@ -104,7 +103,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
             f"Given normalized_shape={list(shape)}, expected input with shape [*, {expected}], but got "
             f"input of size{list(input.shape)}"
         )
-    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+    if input.dtype in HALF_FLOATS:  # Note [Low-precision normalization]
         return _in_float32(layer_norm, input, normalized_shape, weight, bias, eps)
     out, _, _ = _normalize_over(input, tuple(range(input.ndim - k, input.ndim)), eps)
     if weight is not None:
@@ -129,7 +128,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
             "Expected number of channels in input to be divisible by num_groups, but got input of shape "
             f"{list(input.shape)} and num_groups={num_groups}"
         )
-    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+    if input.dtype in HALF_FLOATS:  # Note [Low-precision normalization]
         return _in_float32(group_norm, input, num_groups, weight, bias, eps)
     grouped = input.reshape(n, num_groups, -1)
     out, _, _ = _normalize_over(grouped, (2,), eps)
@@ -145,7 +144,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each channel of each sample over its spatial dims."""
-    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+    if input.dtype in HALF_FLOATS:  # Note [Low-precision normalization]
         return _in_float32(instance_norm, input, running_mean, running_var, weight, bias, use_input_stats,
                            momentum, eps)
     if not use_input_stats:
@@ -180,7 +179,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     Raises:
         RuntimeError: for an integer input.
     """
-    if input.dtype in _LOW_PRECISION:  # a float32 norm, as PyTorch's reductions accumulate
+    if input.dtype in HALF_FLOATS:  # a float32 norm, as PyTorch's reductions accumulate
         norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True, dtype=tensor.float32).to(input.dtype)
     else:
         norm = tensor.linalg.vector_norm(input, p, dim, keepdim=True)

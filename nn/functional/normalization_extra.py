@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import tensor
 from tensor import Tensor
+from tensor._dtype import HALF_FLOATS
 from tensor._factory import as_int, as_ints, is_int
 
-from .normalization import _LOW_PRECISION
 from .padding import pad
 
 __all__ = ["rms_norm", "local_response_norm"]
@@ -30,7 +30,7 @@ def rms_norm(
             f"Given normalized_shape={list(shape)}, expected input with shape [*, "
             f"{', '.join(str(s) for s in shape)}], but got input of size{list(input.shape)}"
         )
-    if input.dtype in _LOW_PRECISION:  # Note [Low-precision normalization]
+    if input.dtype in HALF_FLOATS:  # Note [Low-precision normalization]
         return rms_norm(input.float(), shape, weight, eps).to(input.dtype)
     if eps is None:
         eps = float(tensor.finfo(input.dtype).eps)
@@ -51,7 +51,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     if input.numel() == 0:
         return input
     squares = (input * input).movedim(1, -1)
-    if input.dtype in _LOW_PRECISION:  # the window sum overflows; PyTorch's avg_pool sums in float32
+    if input.dtype in HALF_FLOATS:  # the window sum overflows; PyTorch's avg_pool sums in float32
         squares = squares.float()
     padded = pad(squares, (size // 2, (size - 1) // 2))
     channels = input.shape[1]

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 import tensor
 from tensor import Tensor
+from tensor._dtype import HALF_FLOATS
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_", "clip_grad_norm"]
 
@@ -57,12 +58,9 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0,
     return total
 
 
-_ACCUMULATE_IN_FLOAT32 = (tensor.float16, tensor.bfloat16)
-
-
 def _norm(t: Tensor, norm_type: float) -> Tensor:
     """The vector norm of ``t`` in its real dtype, summed in float32 for float16/bfloat16 (as torch)."""
-    if t.dtype in _ACCUMULATE_IN_FLOAT32:
+    if t.dtype in HALF_FLOATS:
         return tensor.linalg.vector_norm(t, norm_type, dtype=tensor.float32).to(t.dtype)
     return tensor.linalg.vector_norm(t, norm_type)
 
