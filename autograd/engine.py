@@ -35,7 +35,7 @@ def _make_root_grads(outputs, grad_outputs):
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = tensor.ones_like(out)
+            g = _implicit_grad(out)
         elif not _dispatch.is_tensor(g):
             g = tensor.tensor(g, dtype=out.dtype, device=out.device)
         if g.shape != out.shape:
@@ -45,6 +45,20 @@ def _make_root_grads(outputs, grad_outputs):
             )
         roots.append((out, g))
     return roots
+
+
+def _implicit_grad(out):
+    """Ones like the one-element ``out``: the gradient ``backward()`` starts from without one.
+
+    Every training step's backward makes one, after a forward that has streamed megabytes
+    through the cache, so the whole ``ones_like`` path ran cold: 50-75 us on a 2-core VM
+    where this path takes ~10. A traced call (``tensor.compile``) keeps ``ones_like``, so
+    that the capture records it."""
+    if _dispatch.tracer is not None:
+        return tensor.ones_like(out)
+    device = out._device
+    backend = device.backend
+    return _dispatch.make(backend.launch(device.index, backend.xp.ones_like, out._data), device)
 
 
 def _collect(root_nodes):

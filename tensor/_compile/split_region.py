@@ -366,7 +366,9 @@ class SplitRegion:
             arrays[node.id] = np.empty(node.shape, node.dtype)
         for node_id, source, dims, shape in self.views:  # views, never copies (see _is_view_in_region)
             arrays[node_id] = arrays[source].reshape(shape) if dims is None else arrays[source].transpose(dims)
-        parts = {n: np.empty((threads, *shape), dtype) for n, shape, dtype in self.partials}
+        # One buffer per thread, so that the sum into the first one owns its memory (an output the
+        # engine may adopt as a .grad uncopied).
+        parts = {n: [np.empty(shape, dtype) for _ in range(threads)] for n, shape, dtype in self.partials}
         if not self._ready:  # compile the kernels here, not on two threads at once
             self._slice(arrays, parts, 0, (0, 0))
             self._ready = True
@@ -376,9 +378,9 @@ class SplitRegion:
             return
         for node_id in self.nodes:
             if node_id in parts:
-                value = parts[node_id]
-                total = value[0] + value[1]
-                for t in range(2, threads):
+                value = parts[node_id]  # summed into the first thread's part: no fresh buffer
+                total = value[0]
+                for t in range(1, threads):
                     total += value[t]
                 arrays[node_id] = total
             env[node_id] = _dispatch.make(arrays[node_id], self.device)
