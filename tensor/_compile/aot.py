@@ -86,13 +86,18 @@ class AotSegment:
             self.fallback(env, leaves)
             return
         joint_env = [None] * len(self.joint.nodes)
-        with _autograd_hooks.api.no_grad():
+        grad_mode = _autograd_hooks.grad_mode  # no_grad without its Python (Note [Cold calls] in codegen_numba.py)
+        enabled, grad_mode.enabled = grad_mode.enabled, False
+        try:
             self.forward(joint_env, tensors + [None])
+        finally:
+            grad_mode.enabled = enabled
         out = joint_env[self.out_node]
         result = _dispatch.make(out._data, out._device)
-        needs = [t for t in tensors if t._requires_grad]
-        if needs:
-            _autograd_hooks.api.record(_SEGMENT, result, tensors, (_Call(self, joint_env, tensors),))
+        for t in tensors:
+            if t._requires_grad:
+                _autograd_hooks.api.record(_SEGMENT, result, tensors, (_Call(self, joint_env, tensors),))
+                break
         env[self.graph.outputs.node] = result
 
     def _tensors(self, leaves) -> list:

@@ -23,8 +23,10 @@ __all__ = ["emit_kernel", "Kernel", "column_reduction", "reduce_dims"]
 class Kernel:
     """The source of one fused group and what to call it with."""
 
-    def __init__(self, source, inputs, sizes, root, out_shape, out_order=None, in_orders=None, bounds=None) -> None:
+    def __init__(self, source, inputs, sizes, root, out_shape, out_order=None, in_orders=None, bounds=None,
+                 parallel=False) -> None:
         self.source, self.inputs, self.sizes, self.root = source, inputs, sizes, root
+        self.parallel = parallel  # whether the outer loop is a ``prange`` (numba's threads run it)
         self.bounds = bounds  # positions in ``sizes`` of the split loop's first and end index
         self.out_shape = out_shape  # the shape ``out`` is allocated with (the root's, or its reduction's)
         self.out_order = out_order  # the root's axes in ``out``'s memory order; None: C order
@@ -504,7 +506,9 @@ def emit_kernel(graph, root: int, members, split_dim: int | None = None) -> Kern
     decorator = f"@njit(parallel=True, {flags})" if parallel else f"@njit({flags})"
     header = [f"# {node.describe()}", decorator, f"def kernel({args}):"]
     source = "\n".join(header + body) + "\n"
-    return Kernel(source, em.inputs, tuple(em.sizes), root, out_shape or (1,), em.out_order, em.in_orders, em.bounds)
+    return Kernel(
+        source, em.inputs, tuple(em.sizes), root, out_shape or (1,), em.out_order, em.in_orders, em.bounds, parallel
+    )
 
 
 def _with_static_sizes(em) -> list[str]:
