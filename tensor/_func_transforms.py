@@ -399,7 +399,8 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     dict, or a tuple of dicts) in place of its own, which are restored afterwards.
 
     Raises:
-        ValueError: when the dicts name a key twice.
+        ValueError: when the dicts name a key twice, or (with ``tie_weights``) give different
+            tensors for names of one tied parameter or buffer.
         RuntimeError: with ``strict``, when they miss a parameter or buffer (a tied one counts as
             given with ``tie_weights``) or name one the module does not have.
         AttributeError: for a name with no submodule on its path.
@@ -444,16 +445,24 @@ def _check_names(module, replacements: dict) -> None:
 
 def _tied(module, replacements: dict) -> dict:
     """``replacements`` plus every other name of a replaced parameter or buffer that is the same
-    tensor (a tied weight), unless that name is replaced itself."""
+    tensor (a tied weight), given the replacement of that tensor.
+
+    Raises:
+        ValueError: when names of one tied tensor are given different tensors, as PyTorch.
+    """
     names_of: dict = {}
     for name, t in _named_tensors(module):
         names_of.setdefault(id(t), []).append(name)
     tied = dict(replacements)
     for names in names_of.values():
         given = [n for n in names if n in replacements]
+        if not given:
+            continue
+        if len({id(replacements[n]) for n in given}) > 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, which are tied. "
+                             "Consider using tie_weights=False")
         for name in names:
-            if given and name not in tied:
-                tied[name] = replacements[given[0]]
+            tied[name] = replacements[given[0]]
     return tied
 
 

@@ -135,6 +135,8 @@ def setitem(tensor, index, value) -> None:
     elif _dispatch.is_tensor(value):
         if value._device is not tensor._device:
             _dispatch.check_same_device("setitem", (tensor, value))
+        if value._data.dtype != tensor._data.dtype:  # index tensors refuse it, as the recorded path
+            ops.indexing.check_put_dtype(tensor, normalized, value, False)
         value = value._data
     try:
         _store(tensor, normalized, value)

@@ -3,7 +3,8 @@
 Gradients follow PyTorch's convention for a real loss ``L`` of complex ``z = x + iy``: the
 gradient is ``dL/dx + i dL/dy`` (the conjugate Wirtinger derivative, times 2). So ``real``'s
 derivative maps ``g`` to ``g + 0i``, ``imag``'s to ``i g``, and ``view_as_real`` and
-``view_as_complex`` are each other's derivative. Outputs are copies, not views.
+``view_as_complex`` are each other's derivative. ``view_as_real`` and ``view_as_complex`` return
+views sharing the input's memory; the others return copies.
 """
 
 from __future__ import annotations
@@ -86,46 +87,69 @@ def angle(input):
     return _dispatch.apply_unary(_angle_real, x)
 
 
-@defop("view_as_real")
+@defop("view_as_real", is_view=True)
 def _view_as_real(xp, a):
-    return xp.stack([a.real, a.imag], axis=-1)
+    # A new unit dim keeps the last dim contiguous whatever the strides, so the dtype view holds.
+    return a[..., None].view(a.real.dtype)
 
 
-_view_as_real.derivative(lambda node, g: (view_as_complex(g),))
+_view_as_real.derivative(lambda node, g: (view_as_complex(g.contiguous()),))
 
 
 def view_as_real(input):
-    """A complex tensor as real pairs in a new last dim of size 2 (a copy here).
+    """A view of a complex tensor as real pairs in a new last dim of size 2, sharing its memory.
 
     Raises:
         RuntimeError: for real dtypes.
     """
-    _check_complex("view_as_real", input)
+    if not input.dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
     return _dispatch.apply_unary(_view_as_real, input)
 
 
-@defop("view_as_complex")
+@defop("view_as_complex", is_view=True)
 def _view_as_complex(xp, a):
-    return a[..., 0] + 1j * a[..., 1]
+    return a.view(xp.result_type(a.dtype, xp.complex64))[..., 0]
 
 
-_view_as_complex.derivative(lambda node, g: (view_as_real(g),))
+_view_as_complex.derivative(lambda node, g: (view_as_real(g.contiguous()),))
 
 
 def view_as_complex(input):
-    """Real pairs in a last dim of size 2 as one complex tensor.
+    """A view of real pairs in a last dim of size 2 as one complex tensor, sharing their memory.
 
     Raises:
-        RuntimeError: unless the input is float32 or float64 with a last dim of size 2.
+        RuntimeError: unless the input is float32 or float64 with a last dim of size 2 and stride 1,
+            other strides and a storage offset that are even (PyTorch's messages; float16, which
+            would give complex32, is not supported).
     """
     if input.dtype not in (_dtype.float32, _dtype.float64):
         raise RuntimeError(
             f"view_as_complex is only supported for float and double tensors, but got a tensor "
-            f"of scalar type: {input.dtype.name}"
+            f"of scalar type: {_dtype.scalar_type_name(input.dtype)}"
         )
-    if input.ndim == 0 or input.shape[-1] != 2:
-        raise RuntimeError(f"Tensor must have a last dimension of size 2 (got shape {list(input.shape)})")
+    _check_complex_view(input)
     return _dispatch.apply_unary(_view_as_complex, input)
+
+
+def _check_complex_view(input) -> None:
+    """PyTorch's checks that real pairs can be read as complex elements in place.
+
+    Raises:
+        RuntimeError: for a 0-d input, a last dim not of size 2 or not of stride 1, another
+            dim's stride that is odd (dims of size 1 excepted), or an odd storage offset.
+    """
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if input.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    strides = input.stride()
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(stride % 2 and size != 1 for size, stride in zip(input.shape[:-1], strides[:-1])):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
 
 
 @defop("complex")

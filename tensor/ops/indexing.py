@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import warnings
 
-from .. import _backend, _dispatch
+from .. import _backend, _dispatch, _dtype
 from .._number_cast import scalar_in_dtype
 from .elementwise import where
 from .index_normalize import normalize_index
@@ -113,9 +113,37 @@ def _index_put_normalized(tensor, index, value, accumulate):
 
 
 def index_put(tensor, indices, values, accumulate: bool = False):
-    """Out-of-place ``tensor[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    """Out-of-place ``tensor[indices] = values`` (or ``+=`` with ``accumulate``).
+
+    Raises:
+        RuntimeError: for a ``values`` tensor of another dtype where PyTorch refuses it (see
+            ``check_put_dtype``).
+    """
     index, _ = normalize_index(tensor, indices)
+    if _dispatch.is_tensor(values) and values.dtype is not tensor.dtype:
+        check_put_dtype(tensor, index, values, accumulate)
     return _index_put_normalized(tensor, index, values, accumulate)
+
+
+def check_put_dtype(tensor, index, values, accumulate: bool) -> None:
+    """Refuse ``values`` of another dtype than ``tensor`` where PyTorch's ``index_put_`` does: with
+    index arrays, unless the one index array is a mask and ``values`` a single element on the CPU
+    (PyTorch then runs ``masked_fill_``, which casts). Basic indices copy, which casts too.
+
+    Raises:
+        RuntimeError: PyTorch's message, naming both dtypes.
+    """
+    arrays = [part for part in index if hasattr(part, "dtype")]
+    if not arrays:
+        return
+    one_mask = len(arrays) == 1 and arrays[0].dtype.kind == "b"
+    if one_mask and not accumulate and values.numel() == 1 and values._device.type == "cpu":
+        return
+    raise RuntimeError(
+        f"Index put requires the source and destination dtypes match, got "
+        f"{_dtype.scalar_type_name(tensor.dtype)} for the destination and "
+        f"{_dtype.scalar_type_name(values.dtype)} for the source."
+    )
 
 
 def _check_index_tensor(name, index):

@@ -485,14 +485,22 @@ def _(node, g):
     needs_base, needs_value = node.needs_input_grad
     g_base = g_value = None
     if needs_base:
-        g_base = view_scatter(g, g.new_zeros(()), chain)
+        g_base = view_scatter(g, g.new_zeros((), dtype=_region_dtype(g, chain)), chain)
     if needs_value:
         g_value = replay_view(g, chain)
     return g_base, g_value
 
 
 def view_scatter(base, value, chain):
-    """A copy of ``base`` whose region ``replay_view(base, chain)`` holds ``value``."""
+    """A copy of ``base`` whose region ``replay_view(base, chain)`` holds ``value`` (cast to the
+    region's dtype: ``view_as_real`` and ``view_as_complex`` change it)."""
     if value.dtype is not base.dtype:
-        value = value.to(base.dtype)
+        target = _region_dtype(base, chain)
+        if value.dtype is not target:
+            value = value.to(target)
     return _dispatch.apply(_view_scatter, (base, value), (chain,))
+
+
+def _region_dtype(base, chain):
+    """The dtype of ``replay_view(base, chain)``, found without recording anything."""
+    return replay_view(base.detach(), chain).dtype

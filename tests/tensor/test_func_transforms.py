@@ -344,3 +344,27 @@ def test_functional_call_on_a_parametrized_tensor_leaves_the_module_as_it_was(to
         assert lib.equal(layer.parametrizations.weight.original.detach(), before)
         results.append(out.detach().numpy())
     np.testing.assert_array_equal(*results)
+
+
+@pytest.mark.parametrize("given", ["first", "second", "both the same", "both different", "different, untied",
+                                   "different, in two dicts"])
+def test_functional_call_with_values_for_tied_names_matches_torch(torch, given):
+    results = []
+    for lib, nn_lib, call in ((tensor, nn, tensor.func.functional_call),
+                              (torch, torch.nn, torch.func.functional_call)):
+        model = nn_lib.Sequential(nn_lib.Linear(2, 2, bias=False), nn_lib.Linear(2, 2, bias=False))
+        model[1].weight = model[0].weight  # tied
+        ones, twos = lib.ones(2, 2), lib.full((2, 2), 2.0)
+        dicts, kwargs = {
+            "first": ({"0.weight": ones}, {}),
+            "second": ({"1.weight": twos}, {}),
+            "both the same": ({"0.weight": ones, "1.weight": ones}, {}),
+            "both different": ({"0.weight": ones, "1.weight": twos}, {}),
+            "different, untied": ({"0.weight": ones, "1.weight": twos}, {"tie_weights": False}),
+            "different, in two dicts": (({"0.weight": ones}, {"1.weight": twos}), {}),
+        }[given]
+        try:
+            results.append(call(model, dicts, (lib.ones(1, 2),), **kwargs).tolist())
+        except ValueError as exc:
+            results.append(str(exc))
+    assert results[0] == results[1]

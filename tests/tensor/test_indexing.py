@@ -632,3 +632,39 @@ def test_sources_of_another_dtype_are_refused_as_torch(torch, op, source_dtype):
         source = lib.ones(1, dtype=getattr(lib, source_dtype))
         results.append(_outcome(lambda: MIXED_SOURCES[op](lib, a, i, source)))
     assert results[0] == results[1]
+
+
+# index_put with values of another dtype (float64 into float32): PyTorch refuses them with index
+# tensors, but a single mask with one value runs masked_fill_, and basic indices copy; both cast
+INDEX_PUTS_OF_ANOTHER_DTYPE = {
+    "index": lambda lib, t, v: t.index_put((lib.tensor([0, 2]),), v.expand(2)),
+    "index_": lambda lib, t, v: t.index_put_((lib.tensor([0, 2]),), v),
+    "accumulate": lambda lib, t, v: t.index_put((lib.tensor([0, 2]),), v, accumulate=True),
+    "mask, one value": lambda lib, t, v: t.index_put((lib.tensor([True, False, True]),), v),
+    "mask, one value, accumulate": lambda lib, t, v: t.index_put((lib.tensor([True, False, True]),), v, True),
+    "mask, two values": lambda lib, t, v: t.index_put((lib.tensor([True, False, True]),), v.expand(2)),
+    "two masks": lambda lib, t, v: t.index_put((lib.tensor([True, False, True]),) * 2, v),
+    "setitem, index": lambda lib, t, v: t.__setitem__(lib.tensor([0, 2]), v) or t,
+    "setitem, mask": lambda lib, t, v: t.__setitem__(lib.tensor([True, False, True]), v) or t,
+    "setitem, slice": lambda lib, t, v: t.__setitem__(slice(0, 2), v) or t,
+}
+
+
+@pytest.mark.parametrize("op", sorted(INDEX_PUTS_OF_ANOTHER_DTYPE))
+@pytest.mark.parametrize("grad", [False, True])
+def test_index_put_of_another_dtype_raises_or_casts_as_torch(torch, op, grad):
+    if op == "setitem, index" and not grad:
+        pytest.skip("setitem without autograd writes in tensor/_inplace.py, which casts")
+    results = []
+    for lib in (tensor, torch):
+        target = lib.zeros(3, 3, requires_grad=grad) * 1 if op == "two masks" else lib.zeros(3, requires_grad=grad) * 1
+        values = lib.tensor([1.5], dtype=lib.float64)
+        outcome = _outcome(lambda: INDEX_PUTS_OF_ANOTHER_DTYPE[op](lib, target, values))
+        results.append(outcome if isinstance(outcome, str) else (outcome, str(target.dtype).split(".")[-1]))
+    assert results[0] == results[1]
+
+
+def test_index_put_dtype_error_names_both_dtypes():
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match, got Long "
+                                           "for the destination and Float for the source."):
+        tensor.zeros(3, dtype=tensor.int64).index_put((tensor.tensor([1]),), tensor.ones(1))
