@@ -75,7 +75,7 @@ def _analytical_jacobian(outputs, target):
         rows = []
         for unit in (1, 1j) if out.is_complex() else (1,):
             for k in range(out.numel()):
-                seed = tensor.zeros_like(out)
+                seed = tensor.zeros_like(out, memory_format=tensor.contiguous_format)  # written through a flat view
                 seed._data.reshape(-1)[k] = unit
                 (g,) = grad(out, target, seed, retain_graph=True, allow_unused=True)
                 rows.append(np.zeros(target.numel()) if g is None else _host(g))

@@ -156,9 +156,9 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-def _filled(size, fill, dtype, device, requires_grad, order=None):
-    """A new tensor; ``order`` (dims from outermost to innermost in memory) lays it out other than
-    row-major (``memory_format=``)."""
+def _filled(size, fill, dtype, device, requires_grad, strides=None):
+    """A new tensor; ``strides`` (in elements, dense) lay it out other than row-major
+    (``memory_format=``)."""
     d = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     device = as_device(device)
     xp = device.backend.xp
@@ -167,14 +167,15 @@ def _filled(size, fill, dtype, device, requires_grad, order=None):
         fill = _fill_number(fill)
     if type(fill) in (int, float) and d is not _dtype.float32 and d is not _dtype.float64:
         fill = scalar_in_dtype(fill, d)  # full(..., -1, dtype=uint8) is 255, as PyTorch
-    stored = size if order is None else tuple(size[k] for k in order)
+    stored = size if strides is None else math.prod(size)
     with device.backend.device_guard(device.index):
         if fill is None:
             array = xp.empty(stored, dtype=d.numpy)
         else:
             array = xp.full(stored, fill, dtype=d.numpy)
-    if order is not None:
-        array = xp.transpose(array, [order.index(k) for k in range(len(order))])
+    if strides is not None:  # dense: the strides span exactly the elements stored
+        byte_strides = tuple(s * array.itemsize for s in strides)
+        array = _backend.storage_view(xp, array, size, byte_strides, 0, d.numpy)
     return _finish(array, device_of_array(array) if device.type != "cpu" else device, requires_grad)
 
 
@@ -206,7 +207,7 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_fo
     size = _sizes(size)
     if _formats.check(memory_format, "empty") is _formats.preserve_format:
         raise RuntimeError("unsupported memory format Preserve")
-    return _filled(size, None, dtype, device, requires_grad, _order(memory_format, size))
+    return _filled(size, None, dtype, device, requires_grad, _strides(memory_format, size, "empty"))
 
 
 @factory()
@@ -223,14 +224,21 @@ def _like(input, dtype, device):
     return (input.dtype if dtype is None else dtype), (input.device if device is None else device)
 
 
-def _order(memory_format, shape, like=None, fn: str = "empty"):
-    """The dim order ``_filled`` takes for ``memory_format`` (``preserve_format``: ``like``'s), or
-    None for row-major."""
-    fmt = _formats.check(memory_format, fn)
-    if fmt is _formats.preserve_format:
-        fmt = _formats.preserved(like.shape, like.stride())
-    order = _formats.dim_order(fmt, len(shape))
-    return None if order == tuple(range(len(shape))) else order
+def _strides(memory_format, shape: tuple, fn: str):
+    """The strides ``_filled`` takes for ``memory_format`` (not ``preserve_format``), or None for
+    row-major; raises as ``_formats.check`` and ``_formats.dim_order``."""
+    order = _formats.dim_order(_formats.check(memory_format, fn), len(shape))
+    return None if order == tuple(range(len(shape))) else _formats.dense_strides(shape, order)
+
+
+def _like_strides(input, memory_format, fn: str):
+    """The strides ``_filled`` takes for a tensor like ``input`` laid out as ``memory_format``
+    asks (``preserve_format``: Note [Preserved strides]), or None for row-major."""
+    if memory_format is not _formats.preserve_format:
+        return _strides(memory_format, input.shape, fn)
+    if input._data.flags.c_contiguous and min(input._data.shape, default=2) > 1:
+        return None  # the common case, kept cheap: numpy fixes no stride of a size-0 or size-1 dim
+    return _formats.preserved_strides(input.shape, input.stride())
 
 
 @factory()
@@ -238,8 +246,8 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """Zeros with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    order = _order(memory_format, input.shape, input, "zeros_like")
-    return _filled(input.shape, 0, dtype, device, requires_grad, order)
+    strides = _like_strides(input, memory_format, "zeros_like")
+    return _filled(input.shape, 0, dtype, device, requires_grad, strides)
 
 
 @factory()
@@ -247,8 +255,8 @@ def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=_formats.preserve_format):
     """Ones with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    order = _order(memory_format, input.shape, input, "ones_like")
-    return _filled(input.shape, 1, dtype, device, requires_grad, order)
+    strides = _like_strides(input, memory_format, "ones_like")
+    return _filled(input.shape, 1, dtype, device, requires_grad, strides)
 
 
 @factory()
@@ -256,8 +264,8 @@ def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """An uninitialised tensor like ``input`` (shape, dtype, device and, by default, layout)."""
     dtype, device = _like(input, dtype, device)
-    order = _order(memory_format, input.shape, input, "empty_like")
-    return _filled(input.shape, None, dtype, device, requires_grad, order)
+    strides = _like_strides(input, memory_format, "empty_like")
+    return _filled(input.shape, None, dtype, device, requires_grad, strides)
 
 
 @factory()
@@ -265,8 +273,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool
               memory_format=_formats.preserve_format):
     """``fill_value`` with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    order = _order(memory_format, input.shape, input, "full_like")
-    return _filled(input.shape, fill_value, dtype, device, requires_grad, order)
+    strides = _like_strides(input, memory_format, "full_like")
+    return _filled(input.shape, fill_value, dtype, device, requires_grad, strides)
 
 
 @factory(sizes_from=1)

@@ -342,3 +342,56 @@ def test_full_reads_its_fill_in_the_dtype_as_torch(make, torch):
         except RuntimeError:
             outcomes.append("RuntimeError")
     assert outcomes[0] == outcomes[1]
+
+
+def _arange(m, *shape):
+    return m.arange(float(np.prod(shape)), dtype=m.float32).reshape(shape)
+
+
+# Inputs of the *_like factories (built the same way in both libraries), by their layout.
+LIKE_INPUTS = {
+    "transposed": lambda m: _arange(m, 3, 4).t(),
+    "permuted_3d": lambda m: _arange(m, 2, 3, 4).permute(2, 0, 1),
+    "permuted_4d": lambda m: _arange(m, 2, 3, 4, 5).permute(3, 2, 1, 0),
+    "channels_last": lambda m: _arange(m, 2, 3, 4, 5).permute(0, 3, 1, 2),
+    "expanded": lambda m: _arange(m, 3, 1).expand(3, 4),
+    "expanded_transposed": lambda m: _arange(m, 1, 4).expand(3, 4).t(),
+    "sliced": lambda m: _arange(m, 4, 6)[:, ::2],
+    "sliced_transposed": lambda m: _arange(m, 4, 6).t()[::2],
+    "sliced_channels_last": lambda m: _arange(m, 2, 3, 4, 10).permute(0, 3, 1, 2)[:, ::2],
+    "0d": lambda m: m.tensor(1.5),
+    "1d": lambda m: _arange(m, 5),
+    "1d_strided": lambda m: _arange(m, 10)[::2],
+    "size1_strided": lambda m: _arange(m, 10)[::5][:1],
+    "size1_transposed": lambda m: _arange(m, 1, 3).t(),
+    "unsqueezed_transposed": lambda m: _arange(m, 3, 4).t().unsqueeze(1),
+    "empty_transposed": lambda m: _arange(m, 0, 3).t(),
+    "contiguous": lambda m: _arange(m, 3, 4),
+}
+LIKE_FACTORIES = {
+    "empty_like": lambda m, x: m.empty_like(x),
+    "zeros_like": lambda m, x: m.zeros_like(x),
+    "ones_like": lambda m, x: m.ones_like(x, dtype=m.float64),
+    "full_like": lambda m, x: m.full_like(x, 2.5),
+}
+
+
+@pytest.mark.parametrize("factory", LIKE_FACTORIES.values(), ids=LIKE_FACTORIES.keys())
+@pytest.mark.parametrize("make", LIKE_INPUTS.values(), ids=LIKE_INPUTS.keys())
+def test_like_factories_preserve_strides_as_torch(torch, make, factory):
+    source, reference = make(tensor), make(torch)
+    assert source.stride() == reference.stride()
+    ours, theirs = factory(tensor, source), factory(torch, reference)
+    assert ours.stride() == theirs.stride()
+    assert ours.is_contiguous() == theirs.is_contiguous()
+    if factory is not LIKE_FACTORIES["empty_like"]:
+        assert_close(ours, theirs.numpy())
+
+
+def test_like_factories_take_an_explicit_memory_format_as_torch(torch):
+    for fmt in ("contiguous_format", "channels_last"):
+        ours = tensor.zeros_like(LIKE_INPUTS["permuted_4d"](tensor), memory_format=getattr(tensor, fmt))
+        theirs = torch.zeros_like(LIKE_INPUTS["permuted_4d"](torch), memory_format=getattr(torch, fmt))
+        assert ours.stride() == theirs.stride(), fmt
+    with pytest.raises(RuntimeError, match="required rank 4"):
+        tensor.empty_like(LIKE_INPUTS["transposed"](tensor), memory_format=tensor.channels_last)

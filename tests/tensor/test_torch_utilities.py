@@ -424,3 +424,28 @@ def test_range_bad_steps_raise_like_torch(torch):
         with pytest.raises(RuntimeError, match="step must be nonzero"):
             lib.range(0, 1, 0)
     assert tensor.range(tensor.tensor(0), 3).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+PRESERVING_CALLS = {
+    "clone": lambda m, x: x.clone(),
+    "rand_like": lambda m, x: m.rand_like(x),
+    "randn_like": lambda m, x: m.randn_like(x),
+    "randint_like": lambda m, x: m.randint_like(x, 5),
+}
+
+
+@pytest.mark.parametrize("call", PRESERVING_CALLS.values(), ids=PRESERVING_CALLS.keys())
+@pytest.mark.parametrize("make", [
+    lambda m: m.arange(12.0).reshape(3, 4).t(),
+    lambda m: m.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1),
+    lambda m: m.arange(120.0).reshape(2, 3, 4, 5).permute(3, 2, 1, 0),
+    lambda m: m.arange(24.0).reshape(4, 6).t()[::2],
+    lambda m: m.arange(240.0).reshape(2, 3, 4, 10).permute(0, 3, 1, 2)[:, ::2],
+], ids=["transposed", "permuted_3d", "permuted_4d", "sliced_transposed", "sliced_channels_last"])
+def test_preserve_format_keeps_the_dim_order_as_torch(torch, make, call):
+    """``preserve_format`` keeps a permuted input's dim order (a sliced one's densely)."""
+    out, ref = call(tensor, make(tensor)), call(torch, make(torch))
+    assert out.stride() == ref.stride()
+    assert out.is_contiguous() == ref.is_contiguous()
+    if call is PRESERVING_CALLS["clone"]:
+        np.testing.assert_array_equal(out.numpy(), ref.numpy())
