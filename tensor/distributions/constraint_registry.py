@@ -1,5 +1,7 @@
 """``biject_to`` and ``transform_to`` (PyTorch's ``torch.distributions.constraint_registry``): the
-transform from unconstrained reals onto a constraint's set, found by the constraint's type.
+transform from unconstrained reals onto a constraint's set, found by the constraint's type. Of the
+matrix constraints, both reach Cholesky factors of correlation matrices; only ``transform_to``
+reaches lower Cholesky and positive (semi)definite matrices, as in torch.
 ``biject_to`` gives bijections (for HMC); ``transform_to`` may give a cheaper non-bijective map
 (softmax onto the simplex)."""
 
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from numbers import Number
 
 from . import constraints
+from .cholesky_transforms import CorrCholeskyTransform, LowerCholeskyTransform, PositiveDefiniteTransform
 from .structured_transforms import IndependentTransform, SoftmaxTransform, StickBreakingTransform
 from .transform_base import ComposeTransform, Transform, identity_transform
 from .transforms import AffineTransform, ExpTransform, SigmoidTransform
@@ -104,3 +107,20 @@ def _biject_to_simplex(constraint):
 @transform_to.register(constraints.simplex)
 def _transform_to_simplex(constraint):
     return SoftmaxTransform()
+
+
+@transform_to.register(constraints.lower_cholesky)
+def _transform_to_lower_cholesky(constraint):
+    return LowerCholeskyTransform()  # not bijective onto all matrices: no biject_to, as torch
+
+
+@transform_to.register(constraints.positive_definite)
+@transform_to.register(constraints.positive_semidefinite)
+def _transform_to_positive_definite(constraint):
+    return PositiveDefiniteTransform()
+
+
+@biject_to.register(constraints.corr_cholesky)
+@transform_to.register(constraints.corr_cholesky)
+def _to_corr_cholesky(constraint):
+    return CorrCholeskyTransform()

@@ -6,10 +6,11 @@ from __future__ import annotations
 import tensor
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "greater_than", "greater_than_eq", "half_open_interval", "independent",
-    "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
-    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "real",
-    "real_vector", "simplex", "square", "symmetric", "unit_interval",
+    "Constraint", "boolean", "corr_cholesky", "dependent", "greater_than", "greater_than_eq", "half_open_interval",
+    "independent", "integer_interval", "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+    "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
+    "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "square", "symmetric",
+    "unit_interval",
 ]
 
 
@@ -184,6 +185,16 @@ class _LowerCholesky(_LowerTriangular):
         return super().check(value) & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
+class _CorrCholesky(_LowerCholesky):
+    """Cholesky factors of correlation matrices: lower Cholesky factors whose rows have unit norm
+    (to ``10 n eps`` for ``n`` columns, torch's tolerance)."""
+
+    def check(self, value):
+        tolerance = tensor.finfo(value.dtype).eps * value.shape[-1] * 10
+        unit_rows = ((tensor.linalg.vector_norm(value.detach(), dim=-1) - 1).abs() <= tolerance).all(-1)
+        return super().check(value) & unit_rows
+
+
 class _Square(Constraint):
     """Square matrices: one bool for the whole batch, from the shape."""
 
@@ -214,6 +225,16 @@ class _PositiveDefinite(_Symmetric):
         return symmetric & (tensor.linalg.cholesky_ex(value).info == 0)
 
 
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices with no negative eigenvalue."""
+
+    def check(self, value):
+        symmetric = super().check(value)
+        if value.shape[-2] != value.shape[-1]:
+            return symmetric
+        return symmetric & (tensor.linalg.eigvalsh(value) >= 0).all(-1)
+
+
 dependent = _Dependent()
 real = _Real()
 boolean = _Boolean()
@@ -225,10 +246,12 @@ positive_integer = _IntegerGreaterThanEq(1)
 simplex = _Simplex()
 one_hot = _OneHot()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 lower_triangular = _LowerTriangular()
 square = _Square()
 symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
 real_vector = _IndependentConstraint(real, 1)
 multinomial = _Multinomial
 independent = _IndependentConstraint

@@ -16,6 +16,7 @@ from .discrete import Bernoulli, Categorical, OneHotCategorical, Poisson
 from .distribution import Distribution, Independent, softplus, sum_rightmost
 from .gamma import Beta, Dirichlet, Gamma
 from .location_scale import EULER_GAMMA, Cauchy, Gumbel, HalfCauchy, HalfNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal, trace_of_square
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import LogNormal, TransformedDistribution
 
@@ -134,6 +135,21 @@ def _kl_mvn_mvn(p, q):
     mahalanobis = tensor.linalg.solve_triangular(lq, diff, upper=False).pow(2).sum((-2, -1))
     log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     return 0.5 * (trace + mahalanobis - n) + log_det
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    """``(log det Sq - log det Sp + tr(Sq^-1 Sp) + mahalanobis - n) / 2``, with ``Sq^-1`` by the
+    Woodbury identity (Note [Capacitance matrix] in lowrank_multivariate_normal.py), as torch."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Low Rank Multivariate Normals with different event shapes "
+                         "cannot be computed")
+    p_factor, p_diag = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    q_diag, a = q._unbroadcasted_cov_diag, q._woodbury_factor()
+    # tr([Dq^-1 - A^T A] (Dp + Wp Wp^T)), term by term
+    trace = ((p_diag / q_diag).sum(-1) + trace_of_square(p_factor * q_diag.rsqrt().unsqueeze(-1))
+             - trace_of_square(a * p_diag.sqrt().unsqueeze(-2)) - trace_of_square(a @ p_factor))
+    return 0.5 * (q._log_det() - p._log_det() + trace + q._mahalanobis(q.loc - p.loc) - p.event_shape[0])
 
 
 @register_kl(LogNormal, LogNormal)

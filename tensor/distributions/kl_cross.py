@@ -16,6 +16,8 @@ from .discrete import Bernoulli, Poisson
 from .gamma import Beta, Gamma
 from .kl import register_kl
 from .location_scale import EULER_GAMMA, Gumbel
+from .lowrank_multivariate_normal import LowRankMultivariateNormal, batch_mahalanobis, trace_of_square
+from .multivariate_normal import MultivariateNormal
 
 __all__: list = []
 
@@ -190,3 +192,42 @@ def _kl_normal_laplace(p, q):
     expected_abs = (math.sqrt(2 / math.pi) * p.scale * (-0.5 * z.pow(2)).exp()
                     + loc_diff * tensor.erf(math.sqrt(0.5) * z))
     return -(p.scale / q.scale).log() + expected_abs / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+def _check_same_event_shape(p, q) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+
+
+def _half_log_det(scale_tril: Tensor) -> Tensor:
+    return scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    """torch's closed form, with ``q``'s inverse covariance by the Woodbury identity."""
+    _check_same_event_shape(p, q)
+    p_tril = p._unbroadcasted_scale_tril
+    # tr([Dq^-1 - A^T A] Lp Lp^T)
+    trace = (trace_of_square(p_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+             - trace_of_square(q._woodbury_factor() @ p_tril))
+    log_det_ratio = q._log_det() - 2 * _half_log_det(p_tril)
+    return 0.5 * (log_det_ratio + trace + q._mahalanobis(q.loc - p.loc) - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p, q):
+    """torch's closed form: ``tr(Sq^-1 Sp)`` as the squares of ``Lq^-1 Wp`` and ``Lq^-1 Dp^1/2``
+    (with ``Dp``'s batch dims in the broadcast too, which torch's leaves out, failing to expand)."""
+    _check_same_event_shape(p, q)
+    q_tril, p_factor = q._unbroadcasted_scale_tril, p._unbroadcasted_cov_factor
+    n, rank = p.event_shape[0], p_factor.shape[-1]
+    batch = tuple(tensor.broadcast_shapes(q_tril.shape[:-2], p_factor.shape[:-2],
+                                          p._unbroadcasted_cov_diag.shape[:-1]))
+    q_tril = q_tril.expand(batch + (n, n))
+    p_sqrt_diag = p._unbroadcasted_cov_diag.sqrt().diag_embed().expand(batch + (n, n))
+    trace = (trace_of_square(tensor.linalg.solve_triangular(q_tril, p_factor.expand(batch + (n, rank)), upper=False))
+             + trace_of_square(tensor.linalg.solve_triangular(q_tril, p_sqrt_diag, upper=False)))
+    log_det_ratio = 2 * _half_log_det(q._unbroadcasted_scale_tril) - p._log_det()
+    return 0.5 * (log_det_ratio + trace + batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc) - n)

@@ -1,9 +1,10 @@
 """Transforms of random variables (PyTorch's ``torch.distributions.transforms``): the elementwise
 ``ExpTransform``, ``SigmoidTransform``, ``TanhTransform`` (a squashed Normal, as soft actor-critic
 policies use), ``SoftplusTransform``, ``PowerTransform``, ``AbsTransform`` and ``AffineTransform``
-here; ``Transform``, ``ComposeTransform`` and ``identity_transform`` from transform_base.py; and the
+here; ``Transform``, ``ComposeTransform`` and ``identity_transform`` from transform_base.py; the
 event-coupling ``IndependentTransform``, ``SoftmaxTransform`` and ``StickBreakingTransform`` from
-structured_transforms.py (Note [Transform event dims]).
+structured_transforms.py; and ``LowerCholeskyTransform``, ``PositiveDefiniteTransform`` and
+``CorrCholeskyTransform`` onto matrices from cholesky_transforms.py (Note [Transform event dims]).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import tensor
 from tensor import Tensor
 
 from . import constraints
+from .cholesky_transforms import CorrCholeskyTransform, LowerCholeskyTransform, PositiveDefiniteTransform
 from .distribution import broadcast_all, clamp_to_unit_interval, softplus, sum_rightmost
 from .structured_transforms import IndependentTransform, SoftmaxTransform, StickBreakingTransform
 from .transform_base import ComposeTransform, Transform, identity_transform
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform", "PowerTransform",
+    "AbsTransform", "AffineTransform", "ComposeTransform", "CorrCholeskyTransform", "ExpTransform",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform", "PowerTransform",
     "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "TanhTransform",
     "Transform", "identity_transform",
 ]
