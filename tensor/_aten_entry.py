@@ -11,7 +11,7 @@ import importlib
 
 from . import _creation, _dtype, _random
 from ._tensor import Tensor
-from .ops.elementwise import where
+from .ops.comparison import where
 from .ops.sorting import searchsorted
 
 __all__ = [

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 
 from ._tensor import Tensor
-from .ops import elementwise, recurrent, recurrent_layers
+from .ops import clamping, recurrent, recurrent_layers, unary
 from .ops.shape import cat, stack
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
@@ -189,5 +189,5 @@ def _elman_cell(name: str, nonlinearity):
     return cell
 
 
-rnn_tanh_cell = _elman_cell("rnn_tanh_cell", elementwise.tanh)
-rnn_relu_cell = _elman_cell("rnn_relu_cell", elementwise.relu)
+rnn_tanh_cell = _elman_cell("rnn_tanh_cell", unary.tanh)
+rnn_relu_cell = _elman_cell("rnn_relu_cell", clamping.relu)

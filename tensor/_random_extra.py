@@ -11,7 +11,7 @@ from . import _dtype
 from ._random import Generator, _sample
 from ._tensor import Tensor
 from ._typeinfo import finfo
-from .ops.elementwise import where
+from .ops.comparison import where
 from .ops.special_extra import reparameterized_gamma
 
 __all__ = ["binomial", "poisson", "standard_gamma"]

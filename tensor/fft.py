@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from . import _dispatch, _dtype
 from ._creation import arange
+from .ops.comparison import where
 from .ops.complex_ops import complex, conj, real
-from .ops.elementwise import where
-from .ops.layout import roll
+from .ops.flips import roll
 from .ops.reduction import wrap_dim
 from .ops.registry import defop
 from .ops.shape import cat

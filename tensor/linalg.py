@@ -17,6 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _autocast, _backend, _dispatch, _dtype
+from .ops.comparison import where
 from .ops.decomp import (
     LinAlgError,
     _checked,
@@ -34,10 +35,9 @@ from .ops.decomp import (
     svd,
     svdvals,
 )
-from .ops.elementwise import where
+from .ops.diagonals import diag_embed
+from .ops.diagonals import diagonal as _diagonal
 from .ops.householder import householder_product
-from .ops.layout import diag_embed
-from .ops.layout import diagonal as _diagonal
 from .ops.ldl import ldl_factor, ldl_factor_ex, ldl_solve
 from .ops.linalg import matmul
 from .ops.lu import check_float_matrix, conj_transpose, lu, lu_factor, lu_factor_ex, solve_triangular

@@ -11,7 +11,6 @@ import math
 
 from . import _dtype
 from .ops.edge_grads import entr, logit, sinc, xlog1py, xlogy
-from .ops.elementwise import expm1, log, log1p, round, sigmoid
 from .ops.gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
 from .ops.math_extra import exp2
 from .ops.reduction import logsumexp
@@ -20,6 +19,7 @@ from .ops.special import _as_float, erf, erfc, erfcx
 from .ops.special_extra import i0, i1
 from .ops.special_extra import igamma as gammainc
 from .ops.special_extra import igammac as gammaincc
+from .ops.unary import expm1, log, log1p, round, sigmoid
 
 __all__ = [
     "erf",

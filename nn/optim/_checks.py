@@ -1,8 +1,20 @@
-"""Option checks shared by the optimizers, with ``torch.optim``'s messages."""
+"""Options shared by the optimizers: the ``required`` marker of an option every parameter group
+must set, and checks with ``torch.optim``'s messages."""
 
 from __future__ import annotations
 
 from tensor import Tensor
+
+
+class _RequiredParameter:
+    """Singleton marking an option that every parameter group must set."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
 
 _LABELS = {
     "lr": "learning rate",

@@ -11,7 +11,8 @@ import numpy as np
 import tensor
 from tensor import Tensor
 
-from .optimizer import Optimizer, ParamsT, lerp_
+from ._update_helpers import lerp_
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["Adafactor"]
 

@@ -8,7 +8,8 @@ from typing import Any
 import tensor
 
 from ._checks import check_nonnegative, torch_flags
-from .optimizer import Optimizer, ParamsT, addcdiv_, effective_grad, increment_step, new_step, real_view
+from ._update_helpers import addcdiv_, effective_grad, increment_step, new_step, real_view
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["Adagrad"]
 

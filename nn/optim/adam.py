@@ -12,9 +12,7 @@ from tensor import Tensor
 
 from . import _fused
 from ._checks import check_betas, check_nonnegative, torch_flags
-from .optimizer import (
-    Optimizer,
-    ParamsT,
+from ._update_helpers import (
     addcdiv_,
     effective_grad,
     for_blocks,
@@ -24,6 +22,7 @@ from .optimizer import (
     real_view,
     square_avg_,
 )
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["Adam", "AdamW"]
 

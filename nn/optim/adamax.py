@@ -8,7 +8,8 @@ import tensor
 from tensor import Tensor
 
 from ._checks import torch_flags
-from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, effective_grad, lerp_
+from ._update_helpers import adam_defaults, addcdiv_, effective_grad, lerp_
+from .optimizer import ParamsT, ParamwiseOptimizer
 
 __all__ = ["Adamax"]
 

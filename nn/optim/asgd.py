@@ -8,7 +8,8 @@ import tensor
 from tensor import Tensor
 
 from ._checks import check_nonnegative, torch_flags
-from .optimizer import ParamsT, ParamwiseOptimizer, effective_grad
+from ._update_helpers import effective_grad
+from .optimizer import ParamsT, ParamwiseOptimizer
 
 __all__ = ["ASGD"]
 

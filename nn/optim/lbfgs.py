@@ -10,7 +10,8 @@ from tensor import Tensor, _dispatch
 
 from ._checks import check_nonnegative
 from ._line_search import strong_wolfe
-from .optimizer import Optimizer, ParamsT, real_view
+from ._update_helpers import real_view
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["LBFGS"]
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import tensor
 
-from .optimizer import Optimizer, ParamsT, lerp_
+from ._update_helpers import lerp_
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["Muon"]
 

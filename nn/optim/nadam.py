@@ -8,7 +8,8 @@ import tensor
 from tensor import Tensor
 
 from ._checks import check_nonnegative, torch_flags
-from .optimizer import ParamsT, ParamwiseOptimizer, adam_defaults, addcdiv_, decayed_grad, lerp_, square_avg_
+from ._update_helpers import adam_defaults, addcdiv_, decayed_grad, lerp_, square_avg_
+from .optimizer import ParamsT, ParamwiseOptimizer
 
 __all__ = ["NAdam"]
 

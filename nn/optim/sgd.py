@@ -10,7 +10,8 @@ import tensor
 
 from . import _fused
 from ._checks import check_nonnegative, torch_flags
-from .optimizer import Optimizer, ParamsT, effective_grad, for_blocks
+from ._update_helpers import effective_grad, for_blocks
+from .optimizer import Optimizer, ParamsT
 
 __all__ = ["SGD"]
 

@@ -21,7 +21,8 @@ from tensor import Tensor
 from ..modules.module import Module
 from ..modules.normalization import _BatchNorm
 from ._lr_base import LRScheduler, _format_param
-from .optimizer import Optimizer, lerp_
+from ._update_helpers import lerp_
+from .optimizer import Optimizer
 
 __all__ = [
     "AveragedModel",

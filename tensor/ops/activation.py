@@ -20,10 +20,10 @@ Note [In-place activations]
 from __future__ import annotations
 
 from .. import _backend, _dispatch
-from . import elementwise as _ew
-from .elementwise import _sigmoid_kernel
+from . import clamping, comparison, unary
 from .registry import defop
 from .special import _as_float, _via_float32
+from .unary import _sigmoid_kernel
 
 __all__: list[str] = []
 
@@ -39,7 +39,7 @@ def _leaky_relu(xp, a, negative_slope):
 def _(node, g):
     (a,) = node.saved
     (negative_slope,) = node.params
-    return (_ew.where(a > 0, g, g * negative_slope),)
+    return (comparison.where(a > 0, g, g * negative_slope),)
 
 
 @defop("hardsigmoid", saves=(0,))
@@ -52,7 +52,7 @@ def _hardsigmoid(xp, a):
 @_hardsigmoid.derivative
 def _(node, g):
     (a,) = node.saved
-    return (_ew.where((a > -3) & (a < 3), g / 6, 0.0),)  # 0 at the bounds and at NaN, as PyTorch
+    return (comparison.where((a > -3) & (a < 3), g / 6, 0.0),)  # 0 at the bounds and at NaN, as PyTorch
 
 
 def hardsigmoid(input):
@@ -71,7 +71,7 @@ def _hardswish(xp, a):
 def _(node, g):
     (a,) = node.saved
     # PyTorch's hardswish_backward: 0 up to -3, ``x / 3 + 1/2`` inside, g from 3 on and at NaN.
-    return (_ew.where(a <= -3, 0.0, _ew.where(a < 3, g * (a / 3 + 0.5), g)),)
+    return (comparison.where(a <= -3, 0.0, comparison.where(a < 3, g * (a / 3 + 0.5), g)),)
 
 
 def hardswish(input):
@@ -96,7 +96,7 @@ def _(node, g):
     (a,) = node.saved
     (alpha,) = node.params
     # exp of the clamped input: the discarded branch must not overflow to inf (inf * 0 = nan).
-    return (_ew.where(a > 0, g, g * alpha * _ew.exp(_ew.clamp(a, max=0))),)
+    return (comparison.where(a > 0, g, g * alpha * unary.exp(clamping.clamp(a, max=0))),)
 
 
 def elu(input, alpha: float = 1.0):
@@ -105,7 +105,7 @@ def elu(input, alpha: float = 1.0):
 
 
 # clamp's kernel; only the derivative differs.
-_hardtanh = defop("hardtanh", saves=(0,))(_ew._clamp.kernel)
+_hardtanh = defop("hardtanh", saves=(0,))(clamping._clamp.kernel)
 
 
 @_hardtanh.derivative
@@ -123,7 +123,7 @@ def _hardtanh_backward(xp, g, a, min_val, max_val):
     (the bounds themselves included, where clamp passes it), ``g`` elsewhere and at NaN."""
     outside = _backend.in_float32(xp.less_equal, a, min_val)
     xp.logical_or(outside, _backend.in_float32(xp.greater_equal, a, max_val), out=outside)
-    return _ew.select_bits(xp, g, xp.logical_not(outside, out=outside))
+    return clamping.select_bits(xp, g, xp.logical_not(outside, out=outside))
 
 
 @_hardtanh_backward.derivative
@@ -146,7 +146,7 @@ def _silu(xp, a):
 @_silu.derivative
 def _(node, g):
     (a,) = node.saved
-    s = _ew.sigmoid(a)
+    s = unary.sigmoid(a)
     return (g * s * (1 + a * (1 - s)),)
 
 
@@ -165,8 +165,8 @@ def _mish(xp, a):
 @_mish.derivative
 def _(node, g):
     (a,) = node.saved
-    t = _ew.tanh(log1pexp(a))
-    return (g * (t + a * _ew.sigmoid(a) * (1 - t * t)),)
+    t = unary.tanh(log1pexp(a))
+    return (g * (t + a * unary.sigmoid(a) * (1 - t * t)),)
 
 
 def log1pexp(input):
@@ -179,8 +179,8 @@ def log1pexp(input):
     with ``abs'(0) = relu'(0) = 0``, a derivative of 0 at ``x = 0``; clamp's derivative is 1 at
     its bound, which gives ``1 + sigmoid(0) * (1 - 2) = 0.5`` there, and 0.25 the second.
     """
-    positive = _ew.clamp(input, min=0)
-    return positive + _ew.log1p(_ew.exp(input - 2 * positive))
+    positive = clamping.clamp(input, min=0)
+    return positive + unary.log1p(unary.exp(input - 2 * positive))
 
 
 def mish(input):

@@ -18,8 +18,8 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _autocast, _dispatch
-from .elementwise import where
-from .layout import diag_embed, tril
+from .comparison import where
+from .diagonals import diag_embed, tril
 from .registry import defop
 from .shape import cat
 

@@ -11,9 +11,10 @@ import math
 import numpy as np
 
 from .. import _dispatch, _dtype
-from .elementwise import _unary, where
+from .comparison import where
 from .registry import defop
 from .special import _as_float
+from .unary import _unary
 
 __all__ = ["sinc", "logit", "entr", "xlogy", "xlog1py"]
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import _dispatch
-from . import elementwise as _ew
+from . import unary
 from .registry import defop
 from .special import _as_float, _erf_parts
 
@@ -199,7 +199,7 @@ def _erfinv(xp, a):
     return xp.where((ay > 1) | xp.isnan(y), xp.nan, out).astype(a.dtype)
 
 
-_erfinv.derivative(lambda node, g: (g * (math.sqrt(math.pi) / 2) * _ew.exp(node.output * node.output),))
+_erfinv.derivative(lambda node, g: (g * (math.sqrt(math.pi) / 2) * unary.exp(node.output * node.output),))
 
 
 def lgamma(input):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import _creation, _dispatch
-from .elementwise import where
-from .layout import tril
+from .comparison import where
+from .diagonals import tril
 from .lu import check_float_matrix, conj_transpose
 from .registry import defop
 

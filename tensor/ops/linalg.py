@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _autocast, _backend, _dispatch, _dtype
-from .elementwise import conj_if_complex
+from .derivative_helpers import conj_if_complex
 from .registry import defop
 
 __all__ = ["matmul", "mm", "bmm", "dot", "einsum"]

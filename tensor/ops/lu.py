@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _backend, _creation, _dispatch, _dtype
 from .decomp import LinAlgError, check_float_matrix, conj_transpose
-from .layout import tril, triu
+from .diagonals import tril, triu
 from .registry import defop
 from .shape import cat
 

@@ -12,12 +12,15 @@ import math
 
 from .. import _autocast, _backend, _dispatch, _dtype
 from .._typeinfo import finfo
+from . import derivative_helpers, dtype_checks
 from . import elementwise as _ew
+from .comparison import where
+from .diagonals import diagonal
 from .edge_grads import float_operands, logit, sinc, xlogy
-from .elementwise import _unary, where
-from .layout import broadcast_tensors, diagonal
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop, public
+from .repeats import broadcast_tensors
+from .unary import _unary
 
 __all__ = [
     "asin",
@@ -94,7 +97,7 @@ exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: (g * n.output * _LN
 
 def _frac(xp, a):
     if a.dtype.kind not in "fV":  # V: bfloat16 (ml_dtypes)
-        raise _ew.not_implemented_for("frac_cpu", _dtype.from_numpy_dtype(a.dtype))
+        raise dtype_checks.not_implemented_for("frac_cpu", _dtype.from_numpy_dtype(a.dtype))
     return a - xp.trunc(a)
 
 
@@ -152,7 +155,7 @@ def _copysign(xp, a, b):
 def _(node, g):
     (a,) = node.saved
     # d/da |a| sign(b) = out / a, and 0 at a == 0, as in PyTorch; ``b`` has a zero gradient.
-    return where(a == 0, 0.0, g * node.output / where(a == 0, 1.0, a)), _ew.zeros_like_grad(g)
+    return where(a == 0, 0.0, g * node.output / where(a == 0, 1.0, a)), derivative_helpers.zeros_like_grad(g)
 
 
 copysign = public(_dispatch.binary_function(_copysign, True), "copysign",
@@ -363,7 +366,7 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):
     Raises:
         RuntimeError: for a complex input, as PyTorch.
     """
-    _ew.refuse_complex(input, "nansum on CPU does not support complex inputs")
+    dtype_checks.refuse_complex(input, "nansum on CPU does not support complex inputs")
     x = where(input.isnan(), 0, input) if input.dtype.is_floating_point else input
     return x.sum(dim, keepdim, dtype=dtype)
 

@@ -7,12 +7,14 @@ import operator
 from collections import namedtuple
 
 from .. import _dispatch, _dtype
+from . import clamping, comparison, dtype_checks, unary
 from . import elementwise as _ew
 from . import reduction as _red
 from . import shape as _shape
+from .comparison import where
 from .complex_ops import imag
-from .elementwise import where
-from .layout import _diagonal_scatter, atleast_1d, atleast_2d, atleast_3d, diag_embed, diagonal
+from .diagonals import _diagonal_scatter, diag_embed, diagonal
+from .layout import atleast_1d, atleast_2d, atleast_3d
 from .math_extra import float_operands
 from .reduction import wrap_dim
 from .registry import defop, public
@@ -82,10 +84,11 @@ __all__ = [
     "diagonal_scatter",
 ]
 
-absolute, clip, divide, multiply, subtract, negative = _ew.abs, _ew.clamp, _ew.div, _ew.mul, _ew.sub, _ew.neg
-sgn = _ew.sgn
-greater, greater_equal, less, less_equal, not_equal = _ew.gt, _ew.ge, _ew.lt, _ew.le, _ew.ne
-fix, concat, concatenate = _ew.trunc, _shape.cat, _shape.cat
+absolute, clip, divide, multiply, subtract, negative = unary.abs, clamping.clamp, _ew.div, _ew.mul, _ew.sub, unary.neg
+sgn = unary.sgn
+greater, greater_equal, less, less_equal, not_equal = (
+    comparison.gt, comparison.ge, comparison.lt, comparison.le, comparison.ne)
+fix, concat, concatenate = unary.trunc, _shape.cat, _shape.cat
 _aminmax = namedtuple("aminmax", ["min", "max"])
 
 
@@ -156,12 +159,12 @@ def ravel(input):
 
 def clamp_min(input, min):  # noqa: A002 - PyTorch's name
     """``clamp(input, min=min)``."""
-    return _ew.clamp(input, min=min)
+    return clamping.clamp(input, min=min)
 
 
 def clamp_max(input, max):  # noqa: A002
     """``clamp(input, max=max)``."""
-    return _ew.clamp(input, max=max)
+    return clamping.clamp(input, max=max)
 
 
 def aminmax(input, *, dim=None, keepdim: bool = False):
@@ -170,7 +173,7 @@ def aminmax(input, *, dim=None, keepdim: bool = False):
     Raises:
         NotImplementedError: for a complex input, as PyTorch.
     """
-    _ew.refuse_complex_kernel(input, "aminmax_cpu")
+    dtype_checks.refuse_complex_kernel(input, "aminmax_cpu")
     dims = () if dim is None else dim
     return _aminmax(_red.amin(input, dims, keepdim), _red.amax(input, dims, keepdim))
 
@@ -212,7 +215,7 @@ def take_along_dim(input, indices, dim=None):
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
     dim = wrap_dim(dim, input.ndim)
-    indices = _ew.where(indices < 0, indices + input.shape[dim], indices)
+    indices = comparison.where(indices < 0, indices + input.shape[dim], indices)
     shape = [max(a, b) if i != dim else b for i, (a, b) in enumerate(zip(input.shape, indices.shape))]
     source = input.expand([s if i != dim else input.shape[dim] for i, s in enumerate(shape)])
     return source.gather(dim, indices.expand(shape))
@@ -321,8 +324,8 @@ def heaviside(input, values):
     Raises:
         RuntimeError: for complex inputs, as PyTorch.
     """
-    _ew.refuse_complex(input, "heaviside is not yet implemented for complex tensors.")
-    _ew.refuse_complex(values, "heaviside is not yet implemented for complex tensors.")
+    dtype_checks.refuse_complex(input, "heaviside is not yet implemented for complex tensors.")
+    dtype_checks.refuse_complex(values, "heaviside is not yet implemented for complex tensors.")
     return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype))
 
 
@@ -346,7 +349,7 @@ def fmin(input, other):
 
 def _refuse_complex_operands(name, input, other):
     for operand in (input, other):
-        _ew.refuse_complex(operand, f"{name} not implemented for complex tensors.")
+        dtype_checks.refuse_complex(operand, f"{name} not implemented for complex tensors.")
 
 
 def ldexp(input, other):
@@ -380,7 +383,7 @@ def isneginf(input):
     Raises:
         RuntimeError: for a complex input, as PyTorch.
     """
-    _ew.refuse_complex(input, "isneginf does not support complex inputs.")
+    dtype_checks.refuse_complex(input, "isneginf does not support complex inputs.")
     return input.isinf() & (input < 0)
 
 
@@ -390,7 +393,7 @@ def isposinf(input):
     Raises:
         RuntimeError: for a complex input, as PyTorch.
     """
-    _ew.refuse_complex(input, "isposinf does not support complex inputs.")
+    dtype_checks.refuse_complex(input, "isposinf does not support complex inputs.")
     return input.isinf() & (input > 0)
 
 
@@ -473,22 +476,22 @@ def _integer_binary(name, kernel):
 
 
 def _gcd_kernel(xp, a, b):
-    _ew.check_integral("gcd", a)
+    dtype_checks.check_integral("gcd", a)
     return xp.gcd(a, b)
 
 
 def _lcm_kernel(xp, a, b):
-    _ew.check_integral("lcm", a)
+    dtype_checks.check_integral("lcm", a)
     return xp.lcm(a, b)
 
 
 def _left_shift_kernel(xp, a, b):
-    _ew.check_integral("lshift", a)
+    dtype_checks.check_integral("lshift", a)
     return xp.left_shift(a, b)
 
 
 def _right_shift_kernel(xp, a, b):
-    _ew.check_integral("rshift", a)
+    dtype_checks.check_integral("rshift", a)
     return xp.right_shift(a, b)
 
 

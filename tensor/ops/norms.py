@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from .. import _dispatch, _dtype
+from .comparison import where
 from .decomp import svdvals
-from .elementwise import where
 from .more_ops import sgn
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop

@@ -7,11 +7,12 @@ import math
 from collections import namedtuple
 
 from .. import _autocast, _creation, _dispatch, _dtype
+from . import clamping, dtype_checks
 from . import elementwise as _ew
 from . import shape as _shape
+from .comparison import where
 from .complex_ops import complex, conj, imag, real
-from .elementwise import where
-from .layout import diagonal
+from .diagonals import diagonal
 from .linalg import dot
 from .norms import matrix_norm
 from .numeric_extra import histogramdd
@@ -181,7 +182,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     mean = (x * w).sum(1, keepdim=True) / total
     norm = total - correction if aweights is None else total - correction * (w * aweights).sum() / total
     centered = x - mean
-    out = (centered * w) @ conj(centered.mT) / _ew.clamp(real(norm), min=0)
+    out = (centered * w) @ conj(centered.mT) / clamping.clamp(real(norm), min=0)
     return out.squeeze() if 1 in out.shape else out  # one variable gives a 0-d result, as PyTorch
 
 
@@ -211,8 +212,8 @@ def corrcoef(input):
     d = real(diagonal(c)).sqrt()
     c = c / d.unsqueeze(1) / d.unsqueeze(0)
     if c.dtype.is_complex:
-        return complex(_ew.clamp(real(c), -1, 1), _ew.clamp(imag(c), -1, 1))
-    return _ew.clamp(c, -1, 1)
+        return complex(clamping.clamp(real(c), -1, 1), clamping.clamp(imag(c), -1, 1))
+    return clamping.clamp(c, -1, 1)
 
 
 def trapezoid(y, x=None, *, dx=None, dim: int = -1):
@@ -270,7 +271,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density: bool = False
     if _dispatch.is_tensor(bins) and range is not None:
         raise TypeError("histogram(): range cannot be given with a tensor of bin edges")
     if not input.dtype.is_floating_point:
-        raise _ew.not_implemented_for("histogram", input.dtype)
+        raise dtype_checks.not_implemented_for("histogram", input.dtype)
     flat_weight = None if weight is None else weight.reshape(-1)
     hist, edges = histogramdd(input.reshape(-1, 1), [bins], range=range, weight=flat_weight, density=density)
     return _histogram_result(hist, edges[0])

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 from .. import _backend, _dispatch, _dtype
 from .._factory import as_int, as_ints, is_int
-from . import elementwise
+from . import derivative_helpers, dtype_checks, elementwise, unary
 from .registry import defop, public
 
 __all__ = [
@@ -148,10 +148,10 @@ def _(node, g):
     g = _expand_back(g, a.shape, dims, keepdim)
     out = _expand_back(node.output, a.shape, dims, keepdim)
     if not bool((a == 0).any()):
-        return (g * elementwise.conj_if_complex(out / a),)
+        return (g * derivative_helpers.conj_if_complex(out / a),)
     # With zeros, the product of the other elements cannot come from out / a.
     others = _dispatch.make(_prod_of_others(a._device.backend.xp, a._data, dims), a._device)
-    return (g * elementwise.conj_if_complex(others),)
+    return (g * derivative_helpers.conj_if_complex(others),)
 
 
 def _prod_of_others(xp, a, dims):
@@ -172,7 +172,7 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):
 def _extremum(name, reducer, kernel_name):
     def kernel(xp, a, dims, keepdim):
         if a.dtype.kind == "c":
-            raise elementwise.not_implemented_for(kernel_name, _dtype.from_numpy_dtype(a.dtype))
+            raise dtype_checks.not_implemented_for(kernel_name, _dtype.from_numpy_dtype(a.dtype))
         return getattr(xp, reducer)(a, axis=dims, keepdims=keepdim)
 
     op = defop(name, saves=(0,), saves_output=True)(kernel)
@@ -215,7 +215,7 @@ def _arg_reduction(name, reducer):
         lambda xp, a, dim, keepdim: getattr(xp, reducer)(a, axis=dim, keepdims=keepdim))
 
     def run(input, dim=None, keepdim: bool = False):
-        elementwise.refuse_complex(input, f"{name}(): does not support complex input")
+        dtype_checks.refuse_complex(input, f"{name}(): does not support complex input")
         if dim is None:
             if input.numel() == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
@@ -239,10 +239,10 @@ def _max_or_min(amaxmin, argmaxmin, binary, name):
             return amaxmin(input)
         if _dispatch.is_tensor(dim):
             return binary(input, dim)
-        elementwise.refuse_complex(input, f"{name}(): does not support complex input")
+        dtype_checks.refuse_complex(input, f"{name}(): does not support complex input")
         if input.ndim == 0:
             wrap_dim(dim, 0)
-            return values_indices(elementwise.clone(input), argmaxmin(input, dim))
+            return values_indices(unary.clone(input), argmaxmin(input, dim))
         check_nonempty_reduction(name, input, dim, (wrap_dim(dim, input.ndim),))
         indices = argmaxmin(input, dim, keepdim=True)
         values = input.gather(dim, indices)

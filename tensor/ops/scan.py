@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _backend, _dispatch, _dtype
 from .._typeinfo import finfo
-from . import elementwise
+from . import comparison, derivative_helpers
 from .indexing import gather
 from .reduction import _accumulator_dtype, values_indices, wrap_dim
 from .registry import defop
@@ -60,7 +60,7 @@ def _cumprod(xp, a, dim, np_dtype):
 @_cumprod.derivative
 def _(node, g):
     (a,) = node.saved
-    conj = elementwise.conj_if_complex  # a holomorphic op's derivative is conjugated (PyTorch's convention)
+    conj = derivative_helpers.conj_if_complex  # a holomorphic op's derivative is conjugated (PyTorch's convention)
     return (_cumprod_grad(g, conj(a), conj(node.output), node.params[0]),)
 
 
@@ -72,7 +72,7 @@ def _cumprod_grad(g, a, out, dim):
     moved = a.movedim(dim, -1)
     n = moved.shape[-1]
     eye = _dispatch.make(a._device.backend.xp.eye(n, dtype=bool), a._device)
-    others = elementwise.where(eye, 1.0, moved.unsqueeze(-2).expand(moved.shape[:-1] + (n, n)))
+    others = comparison.where(eye, 1.0, moved.unsqueeze(-2).expand(moved.shape[:-1] + (n, n)))
     others = others.cumprod(-1) * eye.long().cumsum(-1).to(a.dtype)  # only k >= i contributes
     grad = (others * g.movedim(dim, -1).unsqueeze(-2)).sum(-1)
     return grad.movedim(-1, dim)
@@ -142,8 +142,8 @@ def _(node, g):
     lowest = finfo(g.dtype).min
     with np.errstate(divide="ignore", over="ignore"):  # log(0) where g is 0; lowest - out (CuPy does not warn)
         log_abs = g.abs().log()
-        positive = _exp_scaled_reverse_sum(elementwise.where(g > 0, log_abs, lowest), a, out, dim)
-        negative = _exp_scaled_reverse_sum(elementwise.where(g < 0, log_abs, lowest), a, out, dim)
+        positive = _exp_scaled_reverse_sum(comparison.where(g > 0, log_abs, lowest), a, out, dim)
+        negative = _exp_scaled_reverse_sum(comparison.where(g < 0, log_abs, lowest), a, out, dim)
     return (positive - negative,)
 
 

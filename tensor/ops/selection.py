@@ -11,7 +11,8 @@ import math
 
 from .. import _backend, _dispatch, _dtype
 from .._number_cast import scalar_in_dtype
-from .elementwise import refuse_complex_kernel, where
+from .comparison import where
+from .dtype_checks import refuse_complex_kernel
 from .indexing import (
     _along_dim,
     _at_least_1d,
@@ -25,9 +26,9 @@ from .indexing import (
     scatter,
     scatter_add,
 )
-from .layout import broadcast_tensors
 from .reduction import normalize_dims, wrap_dim
 from .registry import defop
+from .repeats import broadcast_tensors
 
 __all__ = [
     "nonzero",

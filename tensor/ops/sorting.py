@@ -7,7 +7,7 @@ gathers the values with ``gather``: the derivative (and double backward) is gath
 from __future__ import annotations
 
 from .. import _backend, _dispatch, _dtype
-from .elementwise import refuse_complex, refuse_complex_kernel
+from .dtype_checks import refuse_complex, refuse_complex_kernel
 from .indexing import gather
 from .reduction import values_indices, wrap_dim
 from .registry import defop

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .. import _autocast, _backend, _dispatch, _dtype
-from . import elementwise as _ew
+from . import dtype_checks, unary
 from .reduction import wrap_dim
 from .registry import defop
 
@@ -119,7 +119,7 @@ def _erf(xp, a):
 @_erf.derivative
 def _(node, g):
     (a,) = node.saved
-    return (g * (2.0 / math.sqrt(math.pi)) * _ew.exp(-(a * a)),)
+    return (g * (2.0 / math.sqrt(math.pi)) * unary.exp(-(a * a)),)
 
 
 @defop("erfc", saves=(0,))
@@ -130,7 +130,7 @@ def _erfc(xp, a):
 @_erfc.derivative
 def _(node, g):
     (a,) = node.saved
-    return (g * (-2.0 / math.sqrt(math.pi)) * _ew.exp(-(a * a)),)
+    return (g * (-2.0 / math.sqrt(math.pi)) * unary.exp(-(a * a)),)
 
 
 def _as_float(input, real_only: str | None = None):
@@ -144,7 +144,7 @@ def _as_float(input, real_only: str | None = None):
     if input._data.dtype.kind == "f" or input.dtype.is_floating_point:
         return input
     if real_only is not None and input._data.dtype.kind == "c":
-        raise _ew.not_implemented_for(real_only, input.dtype)
+        raise dtype_checks.not_implemented_for(real_only, input.dtype)
     return input.to(_dtype.get_default_dtype())
 
 
@@ -223,11 +223,11 @@ def _(node, g):
     (a,) = node.saved
     (approximate,) = node.params
     if approximate == "tanh":
-        t = _ew.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a * a * a))
+        t = unary.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a * a * a))
         d_inner = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * a * a)
         return (g * (0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * d_inner),)
     cdf = 0.5 * (1.0 + erf(a * (1 / math.sqrt(2.0))))
-    pdf = _ew.exp(-0.5 * a * a) * _INV_SQRT_2PI
+    pdf = unary.exp(-0.5 * a * a) * _INV_SQRT_2PI
     return (g * (cdf + a * pdf),)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dispatch, _dtype
-from . import elementwise as _ew
+from . import comparison, unary
 from .gamma import _digamma_kernel, _float64, _lgamma_positive, lgamma
 from .math_extra import xlogy
 from .registry import defop
@@ -77,7 +77,7 @@ def _i1(xp, a):
 def _(node, g):
     (x,) = node.saved
     # I1'(x) = I0(x) - I1(x) / x, and 1/2 at 0
-    ratio = _ew.where(x == 0, 0.5, node.output / _ew.where(x == 0, 1.0, x))
+    ratio = comparison.where(x == 0, 0.5, node.output / comparison.where(x == 0, 1.0, x))
     return (g * (i0(x) - ratio),)
 
 
@@ -205,7 +205,7 @@ def _igammac(xp, a, x):
 
 def _density(a, x):
     """``x^(a-1) e^-x / Gamma(a)``: the derivative of P(a, x) with respect to ``x``."""
-    return _ew.exp(xlogy(a - 1, x) - x - lgamma(a))
+    return unary.exp(xlogy(a - 1, x) - x - lgamma(a))
 
 
 def _incomplete_gamma_derivative(name: str, sign: float):

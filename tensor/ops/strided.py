@@ -24,8 +24,8 @@ import math
 from .. import _backend, _creation, _dispatch
 from .. import _memory_format as formats
 from .._autograd_hooks import grad_mode
-from .elementwise import clone
 from .registry import defop
+from .unary import clone
 
 __all__ = ["as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "resize_as_", "slice_inverse"]
 # ``to_memory_format`` is used by ``contiguous``, ``clone``, ``to`` and the creation ops' ``memory_format=``

@@ -1,5 +1,5 @@
 """Optimizer updates of large parameters are split into element blocks across the intra-op
-threads (``nn.optim.optimizer.for_blocks``): the result must be bitwise the same as one
+threads (``nn.optim._update_helpers.for_blocks``): the result must be bitwise the same as one
 thread's, for every update formula that takes that path."""
 
 from __future__ import annotations
