@@ -9,9 +9,11 @@ opt-out and a forked child.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -130,3 +132,35 @@ def test_describe_names_the_blas_and_who_threads_it():
     assert ("split by tensor across" in text) == _threads._splitting
     if _threads._openblas is not None:
         assert "OpenBLAS" in text and "kernels" in text
+
+
+def test_run_parallel_runs_every_job_on_its_own_thread_and_reraises_a_workers_error(two_threads):
+    seen = []
+
+    def job(k):
+        seen.append((k, threading.get_ident()))
+
+    assert _threads.run_parallel([functools.partial(job, k) for k in range(2)])
+    assert _threads.run_parallel([functools.partial(job, k) for k in range(2, 5)])  # more jobs than threads
+    assert sorted(k for k, _ in seen) == [0, 1, 2, 3, 4]
+    ran_on = dict(seen)
+    assert ran_on[0] == ran_on[2] == threading.get_ident() != ran_on[1]  # the first job runs in the caller
+
+    def fail():
+        raise ValueError("from a worker")
+
+    with pytest.raises(ValueError, match="from a worker"):
+        _threads.run_parallel([lambda: None, fail])
+    done = []
+    assert _threads.run_parallel([lambda: done.append(0), lambda: done.append(1)])  # the pool still works
+    assert sorted(done) == [0, 1]
+
+
+def test_a_busy_pool_refuses_a_second_caller(two_threads):
+    inner = []
+
+    def nested():
+        inner.append(_threads.run_parallel([lambda: None, lambda: None]))
+
+    assert _threads.run_parallel([nested, lambda: None])
+    assert inner == [False]
