@@ -25,7 +25,6 @@ from .. import _backend, _creation, _dispatch
 from .. import _memory_format as formats
 from .._autograd_hooks import grad_mode
 from .registry import defop
-from .unary import clone
 
 __all__ = ["as_strided", "as_strided_", "as_strided_copy", "as_strided_scatter", "resize_as_", "slice_inverse"]
 # ``to_memory_format`` is used by ``contiguous``, ``clone``, ``to`` and the creation ops' ``memory_format=``
@@ -269,6 +268,6 @@ def clone_as(input, memory_format=formats.preserve_format):
     (``preserve_format``: channels_last(_3d) tensors stay so, others keep their dims' order)."""
     if formats.check(memory_format, "clone") is formats.preserve_format:
         memory_format = formats.preserved(input.shape, input.stride())
-        if memory_format is formats.contiguous_format:
-            return clone(input)
+    # Row-major copies of non-dense inputs too: ``clone``'s order-K copy made an expanded
+    # (3, 3) input column-major, where PyTorch's is row-major.
     return to_memory_format(input, memory_format, copy=True)

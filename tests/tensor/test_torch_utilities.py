@@ -441,7 +441,10 @@ PRESERVING_CALLS = {
     lambda m: m.arange(120.0).reshape(2, 3, 4, 5).permute(3, 2, 1, 0),
     lambda m: m.arange(24.0).reshape(4, 6).t()[::2],
     lambda m: m.arange(240.0).reshape(2, 3, 4, 10).permute(0, 3, 1, 2)[:, ::2],
-], ids=["transposed", "permuted_3d", "permuted_4d", "sliced_transposed", "sliced_channels_last"])
+    lambda m: m.arange(3.0).expand(3, 3),
+    lambda m: m.arange(4.0).reshape(1, 4).expand(2, 4)[:, ::2],
+], ids=["transposed", "permuted_3d", "permuted_4d", "sliced_transposed", "sliced_channels_last", "expanded",
+        "expanded_sliced"])
 def test_preserve_format_keeps_the_dim_order_as_torch(torch, make, call):
     """``preserve_format`` keeps a permuted input's dim order (a sliced one's densely)."""
     out, ref = call(tensor, make(tensor)), call(torch, make(torch))
