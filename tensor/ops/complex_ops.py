@@ -3,8 +3,8 @@
 Gradients follow PyTorch's convention for a real loss ``L`` of complex ``z = x + iy``: the
 gradient is ``dL/dx + i dL/dy`` (the conjugate Wirtinger derivative, times 2). So ``real``'s
 derivative maps ``g`` to ``g + 0i``, ``imag``'s to ``i g``, and ``view_as_real`` and
-``view_as_complex`` are each other's derivative. ``view_as_real`` and ``view_as_complex`` return
-views sharing the input's memory; the others return copies.
+``view_as_complex`` are each other's derivative. ``real``, ``imag``, ``view_as_real`` and
+``view_as_complex`` return views sharing the input's memory, as in PyTorch; the others return copies.
 """
 
 from __future__ import annotations
@@ -22,29 +22,29 @@ def _check_complex(name, input):
         raise RuntimeError(f"{name} is not implemented for tensors with non-complex dtypes (got {input.dtype.name}).")
 
 
-@defop("real")
+@defop("real", is_view=True)
 def _real(xp, a):
-    return a.real.copy()
+    return a.real  # numpy's and CuPy's: a writable view of the real parts
 
 
 _real.derivative(lambda node, g: (complex(g, g.new_zeros(g.shape)),))
 
 
-@defop("imag")
+@defop("imag", is_view=True)
 def _imag(xp, a):
-    return a.imag.copy()
+    return a.imag
 
 
 _imag.derivative(lambda node, g: (complex(g.new_zeros(g.shape), g),))
 
 
 def real(input):
-    """The real part (the input itself for real dtypes)."""
+    """The real part, a view (the input itself for real dtypes)."""
     return _dispatch.apply_unary(_real, input) if input.dtype.is_complex else input
 
 
 def imag(input):
-    """The imaginary part.
+    """The imaginary part, a view.
 
     Raises:
         RuntimeError: for real dtypes, as PyTorch.

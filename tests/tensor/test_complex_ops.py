@@ -152,3 +152,20 @@ def test_in_place_writes_through_view_as_real_and_view_as_complex_train_as_torch
         results.append([t.detach().numpy() for t in (w, z.grad, y, x.grad)])
     for ours, theirs in zip(*results):
         assert_close(ours, theirs, rtol=1e-6)
+
+
+def test_real_and_imag_are_views_that_train_as_torch(torch):
+    results = []
+    for lib in (tensor, torch):
+        z = lib.tensor([1 + 2j, 3 - 1j], dtype=lib.complex64)
+        z.real[0] = 9.0
+        z.imag.mul_(2)
+        a = lib.tensor([1 + 2j, 3 - 1j], dtype=lib.complex64, requires_grad=True)
+        b = a * 1
+        b.real.mul_(lib.tensor([2.0, 3.0]))
+        b.imag.add_(lib.tensor([1.0, 1.0]))
+        (b.abs() ** 2).sum().backward()
+        results.append([t.detach().numpy() for t in (z, b, a.grad)] + [z.real.stride(), z.imag.stride()])
+    for ours, theirs in zip(results[0][:3], results[1][:3]):
+        assert_close(ours, theirs, rtol=1e-6)
+    assert results[0][3:] == results[1][3:]  # the strides: views of the pairs
