@@ -6,15 +6,30 @@ allow-listed unpickler of ``_torch_pickle``), and ``.safetensors`` files (``_saf
 
 Unlike ``torch.save``, the format is not a pickle. A file is::
 
-    b"DISTRIBT" | u32 version | u64 header length | header (JSON) | tensor bytes | u32 crc32 | b"TBIRTSID"
+    b"DISTRIBT" | u32 version | u64 header length | header (JSON) | storage bytes | u32 crc32 | b"TBIRTSID"
 
 The JSON header describes the object tree (dicts, lists, tuples, sets, sizes, numbers,
-strings, bytes, None, dtypes, devices: what ``torch.load(weights_only=True)`` accepts) and,
-for each tensor, its dtype, shape, byte range and whether it is an ``nn.Parameter``. Loading
-it can never run code. Objects of any other type are stored as pickles; loading a file that
+strings, bytes, None, dtypes, devices: what ``torch.load(weights_only=True)`` accepts), each
+storage's byte range, and for each tensor its storage, storage offset, shape and strides (in
+elements), dtype, device, ``requires_grad`` and whether it is an ``nn.Parameter``. Loading it
+can never run code. Objects of any other type are stored as pickles; loading a file that
 contains one needs ``weights_only=False``, an explicit statement that the caller trusts the
 file. Integrity is checked with the length fields and a CRC-32, so a truncated or corrupt
 file is an error, not garbage.
+
+Note [Views in checkpoints]
+---------------------------
+As ``torch.save`` does, version 2 writes each storage (the memory a tensor is a view of,
+``_backend.storage_of``) once, whole, however little of it the saved tensors use: a small slice
+of a huge array takes the huge array with it (``clone()`` it before saving to write only the
+slice). Loading rebuilds one array per storage and each tensor (and numpy array) as a view of
+it, so views, transposes, expanded tensors and tied parameters share memory again, with their
+saved offsets and strides; a view with a zero stride comes back read-only, as ``expand``'s
+does. Tensors moved to another device by ``map_location`` are copied one by one, so they no
+longer share memory. The geometry read from the file is checked against its storage's length
+before any view is made. A tensor the header cannot place in its storage (a negative stride,
+an offset that is not a whole number of elements) is written as its own storage. Version 1
+(each tensor's elements on their own, no sharing) is still read.
 """
 
 from __future__ import annotations
@@ -29,7 +44,7 @@ import zlib
 
 import numpy as np
 
-from . import _checkpoint_io, _creation, _dispatch, _dtype, _safetensors, _torch_format
+from . import _backend, _checkpoint_io, _creation, _dispatch, _dtype, _safetensors, _torch_format, ops
 from ._device import device as _device_cls
 from ._torch_misc import Size
 from ._torch_pickle import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
@@ -40,7 +55,7 @@ __all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals
 read_safetensors_metadata = _safetensors.read_metadata
 
 MAGIC, END_MAGIC = b"DISTRIBT", b"TBIRTSID"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _HEAD = struct.Struct("<8sIQ")
 _TAIL = struct.Struct("<I8s")
 
@@ -48,9 +63,11 @@ _TAIL = struct.Struct("<I8s")
 class _Encoder:
     def __init__(self) -> None:
         self.tensors: list = []
-        self.blobs: list[bytes] = []
+        self.storages: list = []
+        self.blobs: list[np.ndarray] = []  # each storage's memory, as bytes (uint8), in file order
         self.offset = 0
         self._tensor_ids: dict = {}
+        self._storage_ids: dict = {}
 
     def encode(self, obj):
         if obj is None or isinstance(obj, (bool, str)):
@@ -62,7 +79,7 @@ class _Encoder:
         if _dispatch.is_tensor(obj):
             return {"t": "tensor", "i": self._add_tensor(obj)}
         if isinstance(obj, np.ndarray):
-            return {"t": "ndarray", "i": self._add_array(obj)}
+            return {"t": "ndarray", "i": self._add_array(obj, _backend.cpu_backend, "cpu")}
         if isinstance(obj, np.generic):
             return self.encode(obj.item())
         if type(obj) in (bytes, bytearray):
@@ -84,20 +101,41 @@ class _Encoder:
         return {"t": "pickle", "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
                 "v": base64.b64encode(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)).decode()}
 
-    def _add_array(self, array: np.ndarray) -> int:
+    def _add_array(self, array, backend, device: str) -> int:
+        """Record ``array`` (of ``backend``, on ``device``) as a view of its storage (Note [Views in
+        checkpoints]); the index of its entry."""
         _dtype.from_numpy_dtype(array.dtype)
-        data = np.ascontiguousarray(array).tobytes()
-        self.tensors.append({"dtype": _dtype.storage_name(array.dtype), "shape": list(array.shape),
-                             "offset": self.offset, "nbytes": len(data)})
-        self.blobs.append(data)
-        self.offset += len(data)
+        storage, start = _backend.storage_of(backend.xp, array)
+        placement = _placement(array, storage, start)
+        if placement is None:
+            array = np.array(backend.to_numpy(array), order="C")  # keeps 0-d arrays 0-d
+            storage_index = self._new_storage(array)
+            placement = (0, tuple(s // array.itemsize for s in array.strides))
+        else:
+            storage_index = self._storage_index(storage, backend, device)
+        self.tensors.append({"dtype": _dtype.storage_name(array.dtype), "storage": storage_index,
+                             "storage_offset": placement[0], "shape": list(array.shape),
+                             "stride": list(placement[1])})
         return len(self.tensors) - 1
+
+    def _storage_index(self, storage, backend, device: str) -> int:
+        key = (device, backend.data_ptr(storage), storage.nbytes)
+        if key not in self._storage_ids:
+            self._storage_ids[key] = self._new_storage(backend.to_numpy(storage))
+        return self._storage_ids[key]
+
+    def _new_storage(self, host: np.ndarray) -> int:
+        memory = host.reshape(-1, order="A").view(np.uint8)  # its bytes in memory order (C or F)
+        self.storages.append({"offset": self.offset, "nbytes": memory.nbytes})
+        self.blobs.append(memory)
+        self.offset += memory.nbytes
+        return len(self.storages) - 1
 
     def _add_tensor(self, t) -> int:
         found = self._tensor_ids.get(id(t))
         if found is not None:
             return found
-        index = self._add_array(t._device.backend.to_numpy(t._data))
+        index = self._add_array(t._data, t._device.backend, str(t._device))
         self.tensors[index].update(device=str(t._device), requires_grad=t.requires_grad)
         if _checkpoint_io.is_parameter(t):
             self.tensors[index]["parameter"] = True
@@ -105,13 +143,35 @@ class _Encoder:
         return index
 
 
-def _serialize(obj) -> bytes:
+def _placement(array, storage, start: int) -> tuple[int, tuple[int, ...]] | None:
+    """``(offset, strides)`` in elements of ``array`` in ``storage``, whose memory it views from
+    ``start`` bytes in; None when the header cannot describe it so (Note [Views in checkpoints])."""
+    item = array.itemsize
+    if not (storage.flags.c_contiguous or storage.flags.f_contiguous):
+        return None
+    if start < 0 or start % item or any(s < 0 or s % item for s in array.strides):
+        return None
+    offset, strides = start // item, tuple(s // item for s in array.strides)
+    extent = 0 if array.size == 0 else 1 + sum((n - 1) * s for n, s in zip(array.shape, strides))
+    return (offset, strides) if (offset + extent) * item <= storage.nbytes else None
+
+
+def _serialize(obj) -> list:
+    """The file's bytes for ``obj``, as pieces to write in order (the storages are not copied)."""
     encoder = _Encoder()
     tree = encoder.encode(obj)
-    header = json.dumps({"tree": tree, "tensors": encoder.tensors,
+    header = json.dumps({"tree": tree, "storages": encoder.storages, "tensors": encoder.tensors,
                          "payload_bytes": encoder.offset}).encode()
-    body = header + b"".join(encoder.blobs)
-    return _HEAD.pack(MAGIC, FORMAT_VERSION, len(header)) + body + _TAIL.pack(zlib.crc32(body), END_MAGIC)
+    body = [header, *map(memoryview, encoder.blobs)]
+    crc = 0
+    for piece in body:
+        crc = zlib.crc32(piece, crc)
+    return [_HEAD.pack(MAGIC, FORMAT_VERSION, len(header)), *body, _TAIL.pack(crc, END_MAGIC)]
+
+
+def _write_pieces(out, pieces: list) -> None:
+    for piece in pieces:
+        out.write(piece)
 
 
 FORMATS = ("distrib", "torch", "safetensors")
@@ -153,10 +213,10 @@ def save(obj, f, format: str | None = None, *, metadata: dict[str, str] | None =
     elif format == "safetensors":
         _safetensors.save(obj, f, metadata)
     elif hasattr(f, "write"):
-        f.write(_serialize(obj))
+        _write_pieces(f, _serialize(obj))
     else:
-        data = _serialize(obj)
-        _checkpoint_io.write_atomically(f, lambda out: out.write(data))
+        pieces = _serialize(obj)
+        _checkpoint_io.write_atomically(f, lambda out: _write_pieces(out, pieces))
 
 
 def _read_all(f) -> tuple[bytes, str]:
@@ -171,7 +231,7 @@ def _parse(data: bytes, name: str):
     if len(data) < _HEAD.size or data[:8] != MAGIC:
         raise RuntimeError(f"{name}: not a distrib checkpoint (bad magic bytes)")
     _, version, header_len = _HEAD.unpack_from(data)
-    if version != FORMAT_VERSION:
+    if version not in (1, FORMAT_VERSION):
         raise RuntimeError(f"{name}: unsupported checkpoint format version {version}")
     body_start = _HEAD.size
     try:
@@ -188,20 +248,23 @@ def _parse(data: bytes, name: str):
     crc, end_magic = _TAIL.unpack_from(data, body_end)
     if end_magic != END_MAGIC or crc != zlib.crc32(data[body_start:body_end]):
         raise RuntimeError(f"{name}: checkpoint is corrupt (checksum mismatch)")
-    return header, memoryview(data)[body_start + header_len:body_end]
+    return header, version, memoryview(data)[body_start + header_len:body_end]
 
 
 _SEQUENCES = {"list": list, "tuple": tuple, "set": set, "size": Size}
 
 
 class _Decoder:
-    def __init__(self, header, payload, map_location, weights_only, name) -> None:
+    def __init__(self, header, version, payload, map_location, weights_only, name) -> None:
         self.entries = header["tensors"]
+        self.storage_entries = header.get("storages", [])
+        self.version = version
         self.payload = payload
         self.map_location = map_location
         self.weights_only = weights_only
         self.name = name
         self.cache: dict = {}
+        self.storages: dict[int, np.ndarray] = {}
 
     def decode(self, node):
         if not isinstance(node, dict):
@@ -244,8 +307,55 @@ class _Decoder:
         entry = self.entries[i]
         dtype = _dtype.from_storage_name(entry["dtype"])
         _dtype.from_numpy_dtype(dtype)
-        chunk = self.payload[entry["offset"]:entry["offset"] + entry["nbytes"]]
-        return np.frombuffer(chunk, dtype=dtype).reshape(entry["shape"]).copy()
+        if self.version == 1:  # each array's own elements
+            chunk = self.payload[entry["offset"]:entry["offset"] + entry["nbytes"]]
+            return np.frombuffer(chunk, dtype=dtype).reshape(entry["shape"]).copy()
+        return self._view(entry, dtype)
+
+    def _view(self, entry: dict, dtype: np.dtype) -> np.ndarray:
+        """The array ``entry`` describes, as a view of its storage (Note [Views in checkpoints]).
+
+        Raises:
+            RuntimeError: naming the file when the geometry is malformed or reaches outside the storage.
+        """
+        storage = self._storage(entry["storage"])
+        shape, stride = self._ints(entry["shape"], "shape"), self._ints(entry["stride"], "stride")
+        (offset,) = self._ints([entry["storage_offset"]], "storage offset")
+        item = dtype.itemsize
+        try:
+            ops.strided.check_geometry(shape, stride, offset, item, storage.nbytes)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt ({exc})") from None
+        if offset * item > storage.nbytes:  # (an empty tensor, which check_geometry lets through)
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt (storage offset {offset} is past the end "
+                               f"of a storage of {storage.nbytes} bytes)")
+        view = _backend.storage_view(np, storage, shape, tuple(s * item for s in stride), offset * item, dtype)
+        if any(s == 0 and n > 1 for n, s in zip(shape, stride)):
+            view.flags.writeable = False  # an expanded tensor: in-place writes raise, as after expand
+        return view
+
+    def _storage(self, index) -> np.ndarray:
+        """Storage ``index``: its bytes, copied out of the file once.
+
+        Raises:
+            RuntimeError: naming the file for an unknown storage or a byte range outside the payload.
+        """
+        (index,) = self._ints([index], "storage index")
+        if index not in self.storages:
+            if not 0 <= index < len(self.storage_entries):
+                raise RuntimeError(f"{self.name}: checkpoint is corrupt (no storage {index})")
+            start, nbytes = self._ints([self.storage_entries[index][key] for key in ("offset", "nbytes")],
+                                       "storage byte range")
+            if start < 0 or nbytes < 0 or start + nbytes > len(self.payload):
+                raise RuntimeError(f"{self.name}: checkpoint is corrupt (storage {index}: {nbytes} bytes at "
+                                   f"{start} do not fit in the {len(self.payload)} bytes of storages)")
+            self.storages[index] = np.frombuffer(self.payload[start:start + nbytes], np.uint8).copy()
+        return self.storages[index]
+
+    def _ints(self, values, what: str) -> tuple[int, ...]:
+        if not isinstance(values, list) or any(type(v) is not int for v in values):
+            raise RuntimeError(f"{self.name}: checkpoint is corrupt ({what} {values!r} is not a list of integers)")
+        return tuple(values)
 
     def _tensor(self, i):
         if i in self.cache:
@@ -299,8 +409,8 @@ def load(f, map_location=None, weights_only: bool = True, mmap: bool = False):
     data, name = _read_all(f)
     if _torch_format.is_pickle(head):
         return _torch_format.load_legacy(data, name, map_location, weights_only, mmap)
-    header, payload = _parse(data, name)
-    decoder = _Decoder(header, payload, map_location, weights_only, name)
+    header, version, payload = _parse(data, name)
+    decoder = _Decoder(header, version, payload, map_location, weights_only, name)
     try:
         return decoder.decode(header["tree"])
     except (KeyError, IndexError, TypeError, ValueError) as exc:

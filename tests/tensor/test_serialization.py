@@ -3,11 +3,14 @@ atomic writes, file objects, and clear errors for corrupt, truncated, foreign an
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import math
 import os
 import pickle
 import zipfile
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -423,3 +426,182 @@ def test_numpy_scalars_round_trip_in_the_default_format(tmp_path):
     path = tmp_path / "scalars.pt"
     tensor.save({"f64": np.float64(1.5), "f32": np.float32(2.0), "i64": np.int64(3), "c": np.complex128(1 + 2j)}, path)
     assert tensor.load(path) == {"f64": 1.5, "f32": 2.0, "i64": 3, "c": 1 + 2j}
+
+
+# ------------------------------------------------------------ shared memory (Note [Views in checkpoints])
+def _views(lib):
+    """A tensor and the views a state dict may hold of it, built alike in ``lib`` (torch or tensor)."""
+    base = lib.arange(12.0).reshape(3, 4)
+    return {"base": base, "t": base.t(), "row": base[1], "col": base[:, 2], "flat": base.view(-1)[5:9],
+            "expanded": base[:, :1].expand(3, 5)}
+
+
+def _torch_round_trip(torch, obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+def test_views_share_memory_after_loading_as_in_torch(tmp_path, torch):
+    ours, theirs = _round_trip(_views(tensor), tmp_path / "views.pt"), _torch_round_trip(torch, _views(torch))
+    for key, t in theirs.items():
+        assert ours[key].shape == tuple(t.shape), key
+        assert ours[key].stride() == t.stride() and ours[key].storage_offset() == t.storage_offset(), key
+        assert ours[key].tolist() == t.tolist(), key
+        shared = ours[key].untyped_storage().data_ptr() == ours["base"].untyped_storage().data_ptr()
+        assert shared == (t.untyped_storage().data_ptr() == theirs["base"].untyped_storage().data_ptr()), key
+    ours["t"][3, 1] = -1.0
+    theirs["t"][3, 1] = -1.0
+    assert ours["base"][1, 3].item() == theirs["base"][1, 3].item() == -1.0
+    assert ours["row"][3].item() == ours["flat"][2].item() == -1.0
+
+
+def test_views_of_one_storage_as_another_dtype_share_memory(tmp_path, torch):
+    base = torch.ones(2)
+    with pytest.raises(RuntimeError, match="view the same data as different types"):
+        torch.save([base, base.view(torch.int32)], io.BytesIO())  # torch refuses; we can keep them
+    base = tensor.ones(2)
+    floats, bits = _round_trip([base, base.view(tensor.int32)], tmp_path / "bits.pt")
+    floats[1] = 2.0
+    assert bits[1].item() == tensor.tensor(2.0).view(tensor.int32).item()
+
+
+def test_expanded_tensor_comes_back_read_only_as_in_torch(tmp_path, torch):
+    ours, theirs = _round_trip(_views(tensor), tmp_path / "e.pt"), _torch_round_trip(torch, _views(torch))
+    for loaded in (theirs["expanded"], ours["expanded"]):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            loaded.add_(1)
+
+
+def test_tied_parameters_over_one_array_share_memory_again(tmp_path, torch):
+    import nn
+
+    weight = tensor.randn(3, 2)
+    loaded = _round_trip({"a": nn.Parameter(weight), "b": nn.Parameter(weight)}, tmp_path / "tied.pt")
+    theirs = _torch_round_trip(torch, {"a": torch.nn.Parameter(torch.ones(1)), "b": torch.nn.Parameter(torch.ones(1))})
+    assert type(loaded["a"]) is type(loaded["b"]) is nn.Parameter and loaded["a"] is not loaded["b"]
+    assert loaded["a"].requires_grad is loaded["b"].requires_grad is theirs["a"].requires_grad
+    with tensor.no_grad():
+        loaded["a"][0, 0] = 42.0
+    assert loaded["b"][0, 0].item() == 42.0
+
+
+def test_each_storage_is_written_once_and_whole_as_in_torch(tmp_path, torch):
+    base = tensor.randn(1000)
+    path = tmp_path / "once.pt"
+    tensor.save([base] + [base[i:i + 10] for i in range(10)], path)
+    assert base.nbytes < os.path.getsize(path) < 2 * base.nbytes
+    tensor.save({"slice": base[10:12]}, path)
+    ours = tensor.load(path)["slice"]
+    theirs = _torch_round_trip(torch, {"slice": torch.arange(1000.0)[10:12]})["slice"]
+    assert ours.untyped_storage().nbytes() == theirs.untyped_storage().nbytes() == 4000
+    assert ours.storage_offset() == theirs.storage_offset() == 10
+    assert ours.tolist() == base[10:12].tolist()
+
+
+def test_numpy_views_share_memory_and_unplaceable_arrays_are_copied(tmp_path):
+    fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    misaligned = np.frombuffer(bytes(2) + np.arange(3, dtype=np.float32).tobytes(), np.uint8)[2:].view(np.float32)
+    obj = {"f": fortran, "col": tensor.from_numpy(fortran)[:, 1], "reversed": np.arange(4)[::-1],
+           "misaligned": misaligned}
+    back = _round_trip(obj, tmp_path / "np.pt")
+    assert back["f"].strides == fortran.strides and np.array_equal(back["f"], fortran)
+    back["f"][0, 1] = -1.0
+    assert back["col"].tolist() == [-1.0, 4.0]
+    assert back["reversed"].tolist() == [3, 2, 1, 0] and back["misaligned"].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_mmap_load_of_our_format_reads_it(tmp_path):
+    path = tmp_path / "m.pt"
+    tensor.save({"w": tensor.arange(3.0)}, path)
+    assert tensor.load(path, mmap=True)["w"].tolist() == [0.0, 1.0, 2.0]
+
+
+# A file of format version 1 (each tensor's elements on their own), as the version-1 encoder wrote
+# {"w": nn.Parameter(arange(6.0).reshape(2, 3)), "w_t": w.detach().t(), "steps": tensor([7, -8]),
+#  "half": tensor([1.5], dtype=bfloat16), "a": np.arange(3, dtype=int16), "again": w}.
+VERSION_1_FILE = base64.b64decode(
+    "RElTVFJJQlQBAAAA8wIAAAAAAAB7InRyZWUiOiB7InQiOiAiZGljdCIsICJrIjogWyJ3IiwgIndfdCIsICJzdGVwcyIsICJoYWxm"
+    "IiwgImEiLCAiYWdhaW4iXSwgInYiOiBbeyJ0IjogInRlbnNvciIsICJpIjogMH0sIHsidCI6ICJ0ZW5zb3IiLCAiaSI6IDF9LCB7"
+    "InQiOiAidGVuc29yIiwgImkiOiAyfSwgeyJ0IjogInRlbnNvciIsICJpIjogM30sIHsidCI6ICJuZGFycmF5IiwgImkiOiA0fSwg"
+    "eyJ0IjogInRlbnNvciIsICJpIjogMH1dfSwgInRlbnNvcnMiOiBbeyJkdHlwZSI6ICI8ZjQiLCAic2hhcGUiOiBbMiwgM10sICJv"
+    "ZmZzZXQiOiAwLCAibmJ5dGVzIjogMjQsICJkZXZpY2UiOiAiY3B1IiwgInJlcXVpcmVzX2dyYWQiOiB0cnVlLCAicGFyYW1ldGVy"
+    "IjogdHJ1ZX0sIHsiZHR5cGUiOiAiPGY0IiwgInNoYXBlIjogWzMsIDJdLCAib2Zmc2V0IjogMjQsICJuYnl0ZXMiOiAyNCwgImRl"
+    "dmljZSI6ICJjcHUiLCAicmVxdWlyZXNfZ3JhZCI6IGZhbHNlfSwgeyJkdHlwZSI6ICI8aTgiLCAic2hhcGUiOiBbMl0sICJvZmZz"
+    "ZXQiOiA0OCwgIm5ieXRlcyI6IDE2LCAiZGV2aWNlIjogImNwdSIsICJyZXF1aXJlc19ncmFkIjogZmFsc2V9LCB7ImR0eXBlIjog"
+    "ImJmbG9hdDE2IiwgInNoYXBlIjogWzFdLCAib2Zmc2V0IjogNjQsICJuYnl0ZXMiOiAyLCAiZGV2aWNlIjogImNwdSIsICJyZXF1"
+    "aXJlc19ncmFkIjogZmFsc2V9LCB7ImR0eXBlIjogIjxpMiIsICJzaGFwZSI6IFszXSwgIm9mZnNldCI6IDY2LCAibmJ5dGVzIjog"
+    "Nn1dLCAicGF5bG9hZF9ieXRlcyI6IDcyfQAAAAAAAIA/AAAAQAAAQEAAAIBAAACgQAAAAAAAAEBAAACAPwAAgEAAAABAAACgQAcA"
+    "AAAAAAAA+P/////////APwAAAQACAM+oWdBUQklSVFNJRA=="
+)
+
+
+def test_version_1_files_load_as_before(tmp_path):
+    import nn
+
+    path = tmp_path / "v1.pt"
+    path.write_bytes(VERSION_1_FILE)
+    back = tensor.load(path)
+    assert list(back) == ["w", "w_t", "steps", "half", "a", "again"]
+    assert type(back["w"]) is nn.Parameter and back["w"].requires_grad and back["again"] is back["w"]
+    assert back["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert back["w_t"].tolist() == back["w"].detach().t().tolist() and not back["w_t"].requires_grad
+    assert back["steps"].dtype is tensor.int64 and back["steps"].tolist() == [7, -8]
+    assert back["half"].dtype is tensor.bfloat16 and back["half"].tolist() == [1.5]
+    assert back["a"].dtype == np.int16 and back["a"].tolist() == [0, 1, 2]
+    back["w_t"][0, 1] = -1.0  # version 1 did not share memory
+    assert back["w"][1, 0].item() == 3.0
+
+
+def test_save_writes_version_2():
+    buffer = io.BytesIO()
+    tensor.save({"w": tensor.ones(1)}, buffer)
+    assert serialization._HEAD.unpack_from(buffer.getvalue())[1] == serialization.FORMAT_VERSION == 2
+
+
+def _with_header(data: bytes, edit) -> bytes:
+    """``data`` (a saved file) with its JSON header changed by ``edit(header)``, checksummed anew."""
+    head, tail = serialization._HEAD, serialization._TAIL
+    _, version, length = head.unpack_from(data)
+    header = json.loads(data[head.size:head.size + length])
+    edit(header)
+    new_header = json.dumps(header).encode()
+    body = new_header + data[head.size + length:-tail.size]
+    return (head.pack(serialization.MAGIC, version, len(new_header)) + body
+            + tail.pack(zlib.crc32(body), serialization.END_MAGIC))
+
+
+HOSTILE_HEADERS = {
+    "offset past the end": ({"storage_offset": 1}, "out of bounds for storage of size 16"),
+    "stride past the end": ({"stride": [2]}, "out of bounds for storage of size 16"),
+    "huge shape": ({"shape": [2 ** 70]}, "out of bounds"),
+    "negative stride": ({"stride": [-1]}, "Negative strides"),
+    "rank mismatch": ({"shape": [2, 2]}, "mismatch in length of strides and shape"),
+    "empty, offset past the end": ({"shape": [0], "storage_offset": 2 ** 70}, "past the end of a storage"),
+    "wider dtype": ({"dtype": "<f8"}, "out of bounds for storage of size 16"),
+    "float size": ({"shape": [1.5]}, "shape \\[1.5\\] is not a list of integers"),
+    "no such storage": ({"storage": 1}, "no storage 1"),
+    "negative storage": ({"storage": -1}, "no storage -1"),
+}
+
+
+@pytest.mark.parametrize("change", HOSTILE_HEADERS, ids=list(HOSTILE_HEADERS))
+def test_hostile_tensor_geometry_raises_before_making_a_view(tmp_path, change):
+    fields, message = HOSTILE_HEADERS[change]
+    buffer = io.BytesIO()
+    tensor.save({"w": tensor.ones(4)}, buffer)
+    path = tmp_path / "hostile.pt"
+    path.write_bytes(_with_header(buffer.getvalue(), lambda header: header["tensors"][0].update(fields)))
+    with pytest.raises(RuntimeError, match=f"hostile.pt: checkpoint is corrupt \\(.*{message}"):
+        tensor.load(path)
+
+
+@pytest.mark.parametrize("byte_range", [{"nbytes": 17}, {"offset": -4}, {"offset": 1}, {"nbytes": "16"}])
+def test_storage_byte_range_outside_the_file_raises(tmp_path, byte_range):
+    buffer = io.BytesIO()
+    tensor.save({"w": tensor.ones(4)}, buffer)
+    path = tmp_path / "hostile.pt"
+    path.write_bytes(_with_header(buffer.getvalue(), lambda header: header["storages"][0].update(byte_range)))
+    with pytest.raises(RuntimeError, match="hostile.pt: checkpoint is corrupt \\((storage 0|storage byte range)"):
+        tensor.load(path)
