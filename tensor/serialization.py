@@ -228,6 +228,8 @@ def _read_all(f) -> tuple[bytes, str]:
 
 
 def _parse(data: bytes, name: str):
+    if 0 < len(data) < _HEAD.size and MAGIC.startswith(bytes(data[: len(MAGIC)])):  # a write cut short
+        raise RuntimeError(f"{name}: checkpoint is truncated: {len(data)} bytes, shorter than its header")
     if len(data) < _HEAD.size or data[:8] != MAGIC:
         raise RuntimeError(f"{name}: not a distrib checkpoint (bad magic bytes)")
     _, version, header_len = _HEAD.unpack_from(data)

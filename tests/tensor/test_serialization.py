@@ -255,6 +255,15 @@ def test_truncated_file_raises_naming_it(tmp_path, keep):
         tensor.load(path)
 
 
+def test_a_file_cut_inside_its_magic_bytes_is_truncated(tmp_path):
+    # A writer killed after its first small write leaves a prefix of the magic (the file is
+    # written in pieces): that is a truncated checkpoint, not a foreign file.
+    path, data = _saved_bytes(tmp_path)
+    path.write_bytes(data[:4])
+    with pytest.raises(RuntimeError, match=f"{path.name}: checkpoint is truncated: 4 bytes"):
+        tensor.load(path)
+
+
 @pytest.mark.parametrize(("content", "message"), [
     (b"just some text, not a checkpoint\n" * 10, "not a distrib checkpoint \\(bad magic bytes\\)$"),
     (b"", "not a distrib checkpoint"),
