@@ -18,7 +18,7 @@ import importlib
 
 from ._tensor import Tensor
 from .ops import clamping, recurrent, recurrent_layers, unary
-from .ops.shape import cat, stack
+from .ops.join_split import cat, stack
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"]
 

@@ -30,7 +30,7 @@ from . import _dispatch, _dtype, _pytree
 from ._autograd_hooks import api as _api
 from ._autograd_hooks import grad_mode
 from ._creation import zeros, zeros_like
-from .ops.shape import stack
+from .ops.join_split import stack
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "functional_call",
            "stack_module_state"]

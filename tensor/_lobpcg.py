@@ -20,7 +20,7 @@ import itertools
 from . import _creation, _random
 from ._typeinfo import finfo
 from .ops.decomp import eigh, solve
-from .ops.shape import cat
+from .ops.join_split import cat
 
 __all__ = ["lobpcg"]
 

@@ -26,8 +26,8 @@ from . import _random
 from ._pytree import leaves as _leaves
 from ._pytree import rebuild as _rebuild
 from ._tensor import Tensor
+from .ops.join_split import stack
 from .ops.math_extra import equal
-from .ops.shape import stack
 
 __all__ = ["vmap"]
 

@@ -17,9 +17,9 @@ from ._creation import arange
 from .ops.comparison import where
 from .ops.complex_ops import complex, conj, real
 from .ops.flips import roll
+from .ops.join_split import cat
 from .ops.reduction import wrap_dim
 from .ops.registry import defop
-from .ops.shape import cat
 
 __all__ = [
     "fft",

@@ -9,6 +9,7 @@ from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .embedding_bag import *  # noqa: F401,F403
 from .fractional_pool import *  # noqa: F401,F403
+from .grid_sampling import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .loss_extra import *  # noqa: F401,F403
@@ -19,4 +20,5 @@ from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .pooling_extra import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
+from .shuffle import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403

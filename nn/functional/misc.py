@@ -9,7 +9,7 @@ from .activation import softmax
 from .conv import conv1d
 from .linear import linear
 from .loss import cross_entropy
-from .sampling import channel_shuffle
+from .shuffle import channel_shuffle
 
 __all__ = ["gumbel_softmax", "linear_cross_entropy", "conv_tbc", "native_channel_shuffle"]
 

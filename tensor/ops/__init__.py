@@ -12,6 +12,7 @@ from .elementwise import pow  # noqa: F401 - names that shadow builtins
 from .flips import *  # noqa: F401,F403
 from .gamma import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .join_split import *  # noqa: F401,F403
 from .layout import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .math_extra import *  # noqa: F401,F403

@@ -20,8 +20,8 @@ import numpy as np
 from .. import _autocast, _dispatch
 from .comparison import where
 from .diagonals import diag_embed, tril
+from .join_split import cat
 from .registry import defop
-from .shape import cat
 
 # The top-level (torch.*) names; the rest are reached through tensor.linalg.
 __all__ = ["det", "slogdet", "logdet", "inverse", "cholesky", "qr"]

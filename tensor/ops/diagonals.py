@@ -6,9 +6,9 @@ composition of ``cat``."""
 from __future__ import annotations
 
 from .. import _dispatch, _dtype
+from .join_split import cat
 from .reduction import wrap_dim
 from .registry import defop
-from .shape import cat
 
 __all__ = ["tril", "triu", "diag", "diagonal", "diag_embed", "block_diag"]
 

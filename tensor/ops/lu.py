@@ -24,8 +24,8 @@ import numpy as np
 from .. import _backend, _creation, _dispatch, _dtype
 from .decomp import LinAlgError, check_float_matrix, conj_transpose
 from .diagonals import tril, triu
+from .join_split import cat
 from .registry import defop
-from .shape import cat
 
 __all__ = ["lu", "lu_solve", "lu_unpack"]  # check_float_matrix, conj_transpose: re-exported from decomp
 

@@ -9,8 +9,8 @@ from collections import namedtuple
 from .. import _dispatch, _dtype
 from . import clamping, comparison, dtype_checks, unary
 from . import elementwise as _ew
+from . import join_split as _join_split
 from . import reduction as _red
-from . import shape as _shape
 from .comparison import where
 from .complex_ops import imag
 from .diagonals import _diagonal_scatter, diag_embed, diagonal
@@ -88,7 +88,7 @@ absolute, clip, divide, multiply, subtract, negative = unary.abs, clamping.clamp
 sgn = unary.sgn
 greater, greater_equal, less, less_equal, not_equal = (
     comparison.gt, comparison.ge, comparison.lt, comparison.le, comparison.ne)
-fix, concat, concatenate = unary.trunc, _shape.cat, _shape.cat
+fix, concat, concatenate = unary.trunc, _join_split.cat, _join_split.cat
 _aminmax = namedtuple("aminmax", ["min", "max"])
 
 
@@ -130,7 +130,7 @@ def _is_complex(operand) -> bool:
 
 def vstack(tensors):
     """Concatenate along dim 0 after making each input at least 2-d."""
-    return _shape.cat([atleast_2d(t) for t in tensors], 0)
+    return _join_split.cat([atleast_2d(t) for t in tensors], 0)
 
 
 row_stack = vstack
@@ -139,17 +139,17 @@ row_stack = vstack
 def hstack(tensors):
     """Concatenate along dim 1 (dim 0 for 1-d inputs)."""
     tensors = [atleast_1d(t) for t in tensors]
-    return _shape.cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+    return _join_split.cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def dstack(tensors):
     """Concatenate along dim 2 after making each input at least 3-d."""
-    return _shape.cat([atleast_3d(t) for t in tensors], 2)
+    return _join_split.cat([atleast_3d(t) for t in tensors], 2)
 
 
 def column_stack(tensors):
     """Stack 0-/1-d inputs as columns, and concatenate 2-d ones, along dim 1."""
-    return _shape.cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1)
+    return _join_split.cat([t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors], 1)
 
 
 def ravel(input):

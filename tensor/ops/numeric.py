@@ -9,7 +9,7 @@ from collections import namedtuple
 from .. import _autocast, _creation, _dispatch, _dtype
 from . import clamping, dtype_checks
 from . import elementwise as _ew
-from . import shape as _shape
+from . import join_split as _join_split
 from .comparison import where
 from .complex_ops import complex, conj, imag, real
 from .diagonals import diagonal
@@ -68,7 +68,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
         return input
     dim = wrap_dim(dim, input.ndim)
     parts = [t for t in (prepend, input, append) if t is not None]
-    x = _shape.cat(parts, dim) if len(parts) > 1 else input
+    x = _join_split.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(min(n, x.shape[dim])):
         size = x.shape[dim]
         x = (
@@ -338,7 +338,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         if not ignore_nan:
             out = where(x.isnan().any(d, keepdim=True), float("nan"), out)
         outs.append(out if keepdim and dim is not None else out.squeeze(d))
-    result = outs[0] if scalar_q else _shape.stack(outs, 0)
+    result = outs[0] if scalar_q else _join_split.stack(outs, 0)
     if keepdim and dim is None:
         result = result.reshape(((len(qs),) if not scalar_q else ()) + (1,) * input.ndim)
     return result

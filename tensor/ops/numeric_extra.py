@@ -7,7 +7,7 @@ import numbers
 from collections import namedtuple
 
 from .. import _creation, _dispatch, _dtype
-from . import shape as _shape
+from . import join_split as _join_split
 from .reduction import wrap_dim
 from .registry import defop
 
@@ -70,7 +70,7 @@ def _derivative_along(f, d: int, h, edge_order: int):
         a, b = steps[-2], steps[-1]
         last = (b / (a * (a + b)) * part(n - 3, n - 2) - (a + b) / (a * b) * part(n - 2, n - 1)
                 + (2 * b + a) / (b * (a + b)) * part(n - 1, n))  # fmt: skip
-    return _shape.cat([first, interior, last], d)
+    return _join_split.cat([first, interior, last], d)
 
 
 # The one-sided differences at the first element with a uniform step (times the step); the last
@@ -93,14 +93,14 @@ def _(node, g):
     def placed(t, before: int, after: int):
         """``t`` with ``before``/``after`` zeros along ``d``."""
         zeros = [t.new_zeros(t.shape[:d] + (k,) + t.shape[d + 1 :]) for k in (before, after)]
-        return _shape.cat([zeros[0], t, zeros[1]], d)
+        return _join_split.cat([zeros[0], t, zeros[1]], d)
 
     inner = g.narrow(d, 1, n - 2) / (2 * h)
     coefficients = _EDGE_COEFFICIENTS[edge_order]
     k = len(coefficients)
     first, last = g.narrow(d, 0, 1) / h, g.narrow(d, n - 1, 1) / h
-    head = _shape.cat([first * c for c in coefficients], d)
-    tail = _shape.cat([last * -c for c in reversed(coefficients)], d)
+    head = _join_split.cat([first * c for c in coefficients], d)
+    tail = _join_split.cat([last * -c for c in reversed(coefficients)], d)
     return (placed(inner, 2, 0) - placed(inner, 0, 2) + placed(head, 0, n - k) + placed(tail, n - k, 0),)
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _autograd_hooks, _dispatch
+from .join_split import cat
 from .registry import defop
-from .shape import cat
 
 __all__ = ["lstm_cell", "gru_cell"]
 

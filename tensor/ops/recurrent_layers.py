@@ -38,9 +38,9 @@ import os
 import numpy as np
 
 from .. import _autograd_hooks, _backend, _dispatch
+from .join_split import cat, stack
 from .recurrent import gru_grads, lstm_grads, sigmoid_
 from .registry import defop
-from .shape import cat, stack
 from .special import linear
 
 __all__ = ["lstm_layer", "lstm_input_layer", "gru_layer", "rnn_layer", "over_packed_runs"]

@@ -10,9 +10,10 @@ import itertools
 from .. import _dispatch
 from .._factory import as_ints
 from .indexing import index_select
+from .join_split import stack
 from .layout import on_device
 from .reduction import wrap_dim
-from .shape import _sizes, expand, reshape, stack, unpacked
+from .shape import _sizes, expand, reshape, unpacked
 
 __all__ = [
     "repeat",

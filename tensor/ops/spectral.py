@@ -13,8 +13,8 @@ import numpy as np
 from .. import _dispatch, fft
 from .complex_ops import real, view_as_complex, view_as_real
 from .indexing import index_add
+from .join_split import cat
 from .layout import on_device
-from .shape import cat
 
 __all__ = ["stft", "istft"]
 

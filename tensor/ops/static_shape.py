@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 from .. import _backend, _creation, _dispatch
+from .join_split import cat
 from .reduction import wrap_dim
 from .registry import defop
 from .selection import nonzero
-from .shape import cat
 
 __all__ = ["hash_tensor", "nonzero_static"]
 
