@@ -687,6 +687,15 @@ def as_strided(xp, array, shape, strides):
     return cupy.lib.stride_tricks.as_strided(array, shape, strides)
 
 
+def diagonal_view(xp, array, offset: int, dim1: int, dim2: int):
+    """The diagonal ``offset`` of the planes ``(dim1, dim2)`` as a view, writable where ``array``
+    is (numpy makes the diagonal's view read-only; CuPy's is writable)."""
+    view = array.diagonal(offset, dim1, dim2)
+    if xp is np and array.flags.writeable:
+        view.flags.writeable = True
+    return view
+
+
 def storage_of(xp, array):
     """``(storage, offset)``: an array spanning ``array``'s storage, and the byte offset of
     ``array``'s first element in it (``Tensor.storage_offset``, ``as_strided``).

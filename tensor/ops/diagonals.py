@@ -5,7 +5,7 @@ composition of ``cat``."""
 
 from __future__ import annotations
 
-from .. import _dispatch, _dtype
+from .. import _backend, _dispatch, _dtype
 from .join_split import cat
 from .reduction import wrap_dim
 from .registry import defop
@@ -42,11 +42,9 @@ def _diag_index(xp, shape, offset):
     return i - min(offset, 0), i + max(offset, 0)
 
 
-@defop("diagonal")
+@defop("diagonal", is_view=True)
 def _diagonal(xp, a, offset, dim1, dim2):
-    moved = xp.moveaxis(a, (dim1, dim2), (-2, -1))
-    r, c = _diag_index(xp, moved.shape, offset)
-    return moved[..., r, c]
+    return _backend.diagonal_view(xp, a, offset, dim1, dim2)
 
 
 @_diagonal.derivative
@@ -68,7 +66,8 @@ _diagonal_scatter.derivative(lambda node, g: (_dispatch.apply_unary(_diagonal, g
 
 
 def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):
-    """The diagonal ``offset`` of the planes ``(dim1, dim2)``, as a new last dim (a copy).
+    """The diagonal ``offset`` of the planes ``(dim1, dim2)``, as a new last dim: a view sharing
+    ``input``'s memory, as in PyTorch.
 
     Raises:
         RuntimeError: if ``dim1`` and ``dim2`` are the same dim.
@@ -98,15 +97,15 @@ def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):
 
 
 def diag(input, diagonal: int = 0):
-    """A 1-d input's square matrix with it on diagonal ``diagonal``, or a 2-d input's diagonal.
+    """A 1-d input's square matrix with it on diagonal ``diagonal``, or a copy of a 2-d input's diagonal.
 
     Raises:
         RuntimeError: for inputs that are neither 1-d nor 2-d.
     """
     if input.ndim == 1:
         return diag_embed(input, diagonal)
-    if input.ndim == 2:
-        return _dispatch.apply_unary(_diagonal, input, (diagonal, 0, 1))
+    if input.ndim == 2:  # a copy, as PyTorch's (its diagonal() is the view)
+        return _dispatch.apply_unary(_diagonal, input, (diagonal, 0, 1)).clone()
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 

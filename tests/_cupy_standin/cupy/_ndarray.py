@@ -256,8 +256,10 @@ class ndarray:
         return _kernels.view_of(self, self._a.squeeze(axis))
 
     def diagonal(self, offset=0, axis1=0, axis2=1):
-        """A view of a diagonal."""
-        return _kernels.view_of(self, self._a.diagonal(offset, axis1, axis2))
+        """A view of a diagonal, writable as CuPy's is (numpy's is read-only)."""
+        view = self._a.diagonal(offset, axis1, axis2)
+        view.flags.writeable = self._a.flags.writeable
+        return _kernels.view_of(self, view)
 
     # ------------------------------------------------------------ kernels
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
