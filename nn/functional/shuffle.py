@@ -8,19 +8,24 @@ from tensor import Tensor
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]
 
 
+def _checked_factor(fn: str, name: str, factor: int, input: Tensor) -> int:
+    """``factor``, after PyTorch's checks of it and of ``input``'s rank (RuntimeError)."""
+    if factor <= 0:
+        raise RuntimeError(f"{fn} expects a positive {name}, but got {factor}")
+    if input.ndim < 3:
+        raise RuntimeError(
+            f"{fn} expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
+        )
+    return factor
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """``(*, C * r**2, H, W)`` to ``(*, C, H * r, W * r)``.
 
     Raises:
         RuntimeError: for ``r < 1``, fewer than 3 dims or channels not divisible by ``r**2``.
     """
-    r = upscale_factor
-    if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
-    if input.ndim < 3:
-        raise RuntimeError(
-            f"pixel_shuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
-        )
+    r = _checked_factor("pixel_shuffle", "upscale_factor", upscale_factor, input)
     *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(
@@ -39,13 +44,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     Raises:
         RuntimeError: for ``r < 1``, fewer than 3 dims or spatial sizes not divisible by ``r``.
     """
-    r = downscale_factor
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
-    if input.ndim < 3:
-        raise RuntimeError(
-            f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
-        )
+    r = _checked_factor("pixel_unshuffle", "downscale_factor", downscale_factor, input)
     *lead, c, h, w = input.shape
     if h % r or w % r:
         raise RuntimeError(
