@@ -1,5 +1,5 @@
-"""More learning-rate schedulers: PolynomialLR, CosineAnnealingWarmRestarts, CyclicLR,
-ReduceLROnPlateau and ChainedScheduler, each computing PyTorch's sequence exactly.
+"""More learning-rate schedulers: PolynomialLR, CosineAnnealingWarmRestarts and CyclicLR, each
+computing PyTorch's sequence exactly.
 
 Public through ``nn.optim.lr_scheduler``.
 """
@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import math
 import types
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from ._lr_base import (
-    EPOCH_DEPRECATION_WARNING,
     LRScheduler,
     _Flag,
     _format_param,
@@ -23,27 +21,7 @@ from ._lr_base import (
 )
 from .optimizer import Optimizer
 
-__all__ = ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ReduceLROnPlateau", "ChainedScheduler"]
-
-
-class SchedulerOfSchedulers(LRScheduler):
-    """A scheduler driving the schedulers in ``self._schedulers``; its ``state_dict`` holds theirs."""
-
-    _schedulers: list[LRScheduler]
-
-    def state_dict(self) -> dict[str, Any]:
-        """The attributes, with each inner scheduler's ``state_dict``."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the attributes and every inner scheduler."""
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, state in zip(self._schedulers, inner):
-            scheduler.load_state_dict(state)
+__all__ = ["PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR"]
 
 
 class PolynomialLR(LRScheduler):
@@ -246,157 +224,6 @@ class CyclicLR(LRScheduler):
         if fn is not None:
             self._scale_fn_custom.__dict__.update(fn)
         self._init_scale_fn()
-
-
-class ReduceLROnPlateau(LRScheduler):
-    """Multiply the lr by ``factor`` once a metric (passed to ``step``) has not improved for
-    ``patience`` epochs, then wait ``cooldown`` epochs; never below ``min_lr``.
-
-    Raises:
-        ValueError: for ``factor >= 1``, an unknown ``mode``/``threshold_mode``, or a list of
-            ``min_lr`` without one per group.
-        TypeError: if ``optimizer`` is not an Optimizer.
-    """
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        mode: str = "min",
-        factor: float = 0.1,
-        patience: int = 10,
-        threshold: float = 1e-4,
-        threshold_mode: str = "rel",
-        cooldown: int = 0,
-        min_lr: list[float] | float = 0,
-        eps: float = 1e-8,
-    ) -> None:
-        if factor >= 1.0:
-            raise ValueError("Factor should be < 1.0.")
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.factor, self.optimizer = factor, optimizer
-        if isinstance(min_lr, (list, tuple)):
-            if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
-            self.default_min_lr, self.min_lrs = None, list(min_lr)
-        else:
-            self.default_min_lr, self.min_lrs = min_lr, [min_lr] * len(optimizer.param_groups)
-        self.patience, self.cooldown, self.eps = patience, cooldown, eps
-        self.last_epoch = 0
-        self._last_lr = _group_values(optimizer, "lr")
-        self._init_is_better(mode, threshold, threshold_mode)
-        self.best, self.cooldown_counter, self.num_bad_epochs = self.mode_worse, 0, 0
-
-    def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
-        if mode not in {"min", "max"}:
-            raise ValueError("mode " + mode + " is unknown!")
-        if threshold_mode not in {"rel", "abs"}:
-            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
-        self.mode_worse = math.inf if mode == "min" else -math.inf
-        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
-
-    def is_better(self, a: float, best: float) -> bool:
-        """Whether metric ``a`` improves on ``best`` by more than the threshold."""
-        if self.mode == "min":
-            return a < (best * (1.0 - self.threshold) if self.threshold_mode == "rel" else best - self.threshold)
-        return a > (best * (self.threshold + 1.0) if self.threshold_mode == "rel" else best + self.threshold)
-
-    @property
-    def in_cooldown(self) -> bool:
-        """True while waiting out the cooldown after a reduction."""
-        return self.cooldown_counter > 0
-
-    def step(self, metrics: float, epoch: int | None = None) -> None:  # type: ignore[override]
-        """Record this epoch's metric, reducing the lr after ``patience`` epochs without improvement."""
-        current = float(metrics)
-        if epoch is None:
-            epoch = self.last_epoch + 1
-        else:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
-        self.last_epoch = epoch
-        if self.is_better(current, self.best):
-            self.best, self.num_bad_epochs = current, 0
-        else:
-            self.num_bad_epochs += 1
-        if self.in_cooldown:
-            self.cooldown_counter -= 1
-            self.num_bad_epochs = 0
-        if self.num_bad_epochs > self.patience:
-            self._reduce_lr()
-            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
-        self._last_lr = _group_values(self.optimizer, "lr")
-
-    def _reduce_lr(self) -> None:
-        groups = self.optimizer.param_groups
-        if len(groups) != len(self.min_lrs):
-            if self.default_min_lr is None:
-                raise RuntimeError(
-                    f"The number of param groups in the `optimizer` ({len(groups)}) differs from when "
-                    f"`ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), usually due to a new param "
-                    "group being added to the optimizer. Please modify the `min_lrs` field to match the "
-                    "length of the `optimizer` param groups."
-                )
-            self.min_lrs = [self.default_min_lr] * len(groups)
-        for group, min_lr in zip(groups, self.min_lrs):
-            old_lr = float(group["lr"])
-            new_lr = max(old_lr * self.factor, min_lr)
-            if old_lr - new_lr > self.eps:
-                set_group_value(group, "lr", new_lr)
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the attributes."""
-        super().load_state_dict(state_dict)
-        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
-
-
-def check_schedulers(name: str, optimizer: Optimizer, schedulers: Sequence[LRScheduler]) -> None:
-    """Check the schedulers that ``name`` (ChainedScheduler, SequentialLR) is to drive.
-
-    Raises:
-        TypeError: if a scheduler has no ``optimizer``.
-        ValueError: for a ReduceLROnPlateau (its ``step`` needs a metric), or a scheduler of
-            another optimizer than ``optimizer``.
-    """
-    for idx, scheduler in enumerate(schedulers):
-        if not hasattr(scheduler, "optimizer"):
-            raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
-        if isinstance(scheduler, ReduceLROnPlateau):
-            raise ValueError(
-                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs "
-                f"to be specified when calling `step`, but got one at index {idx} in the given schedulers "
-                "sequence."
-            )
-        if optimizer is not scheduler.optimizer:
-            raise ValueError(
-                f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different "
-                f"from {type(optimizer).__name__}."
-            )
-
-
-class ChainedScheduler(SchedulerOfSchedulers):
-    """Step several schedulers of one optimizer together, each on the lr the previous left.
-
-    Raises:
-        ValueError: for no schedulers, a ReduceLROnPlateau, or schedulers of different optimizers.
-        TypeError: if a scheduler has no ``optimizer``.
-    """
-
-    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
-        name = type(self).__name__
-        if len(schedulers) < 1:
-            raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler.")
-        optimizer = optimizer or schedulers[0].optimizer
-        check_schedulers(name, optimizer, schedulers)
-        self._schedulers = list(schedulers)
-        self.optimizer = optimizer
-        self._last_lr = _group_values(optimizer, "lr")
-
-    def step(self) -> None:  # type: ignore[override]
-        """Step every chained scheduler, in order."""
-        for scheduler in self._schedulers:
-            scheduler.step()
-        self._last_lr = _group_values(self.optimizer, "lr")
 
 
 def _triangular(x: float) -> float:

@@ -1,4 +1,5 @@
-"""``SequentialLR``: schedulers run one after another, each taking over at its milestone.
+"""Schedulers of schedulers: ``SequentialLR`` (one after another, each taking over at its
+milestone) and ``ChainedScheduler`` (all together, each on the lr the previous left).
 
 Public through ``nn.optim.lr_scheduler``.
 """
@@ -6,12 +7,84 @@ Public through ``nn.optim.lr_scheduler``.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
 
-from ._lr_base import LRScheduler, set_group_value
-from ._lr_extra import SchedulerOfSchedulers, check_schedulers
+from ._lr_base import LRScheduler, _group_values, set_group_value
+from ._lr_plateau import ReduceLROnPlateau
 from .optimizer import Optimizer
 
-__all__ = ["SequentialLR"]
+__all__ = ["SequentialLR", "ChainedScheduler"]
+
+
+class SchedulerOfSchedulers(LRScheduler):
+    """A scheduler driving the schedulers in ``self._schedulers``; its ``state_dict`` holds theirs."""
+
+    _schedulers: list[LRScheduler]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The attributes, with each inner scheduler's ``state_dict``."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the attributes and every inner scheduler."""
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for scheduler, state in zip(self._schedulers, inner):
+            scheduler.load_state_dict(state)
+
+
+def check_schedulers(name: str, optimizer: Optimizer, schedulers: Sequence[LRScheduler]) -> None:
+    """Check the schedulers that ``name`` (ChainedScheduler, SequentialLR) is to drive.
+
+    Raises:
+        TypeError: if a scheduler has no ``optimizer``.
+        ValueError: for a ReduceLROnPlateau (its ``step`` needs a metric), or a scheduler of
+            another optimizer than ``optimizer``.
+    """
+    for idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs "
+                f"to be specified when calling `step`, but got one at index {idx} in the given schedulers "
+                "sequence."
+            )
+        if optimizer is not scheduler.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is different "
+                f"from {type(optimizer).__name__}."
+            )
+
+
+class ChainedScheduler(SchedulerOfSchedulers):
+    """Step several schedulers of one optimizer together, each on the lr the previous left.
+
+    Raises:
+        ValueError: for no schedulers, a ReduceLROnPlateau, or schedulers of different optimizers.
+        TypeError: if a scheduler has no ``optimizer``.
+    """
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        name = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        check_schedulers(name, optimizer, schedulers)
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = _group_values(optimizer, "lr")
+
+    def step(self) -> None:  # type: ignore[override]
+        """Step every chained scheduler, in order."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _group_values(self.optimizer, "lr")
 
 
 class SequentialLR(SchedulerOfSchedulers):

@@ -4,15 +4,16 @@ Each scheduler computes the learning rates exactly as PyTorch does: recursively 
 the current group lr on ``step()``, or in closed form when given an explicit epoch, so
 the sequences match PyTorch's to float precision. The base class is in ``_lr_base``; the
 schedulers, by kind, in ``_lr_multiplicative`` (factors per epoch), ``_lr_annealing``
-(cosine, 1cycle), ``_lr_sequential`` and ``_lr_extra`` (polynomial, warm restarts, cyclic,
-on plateau, chained). They are defined there and public (and pickled) from here.
+(cosine, 1cycle), ``_lr_extra`` (polynomial, warm restarts, cyclic), ``_lr_plateau`` (on
+plateau) and ``_lr_sequential`` (sequential, chained). They are defined there and public (and
+pickled) from here.
 """
 
 from __future__ import annotations
 
 from ._lr_annealing import CosineAnnealingLR, OneCycleLR
 from ._lr_base import LRScheduler
-from ._lr_extra import ChainedScheduler, CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR, ReduceLROnPlateau
+from ._lr_extra import CosineAnnealingWarmRestarts, CyclicLR, PolynomialLR
 from ._lr_multiplicative import (
     ConstantLR,
     ExponentialLR,
@@ -22,7 +23,8 @@ from ._lr_multiplicative import (
     MultiStepLR,
     StepLR,
 )
-from ._lr_sequential import SequentialLR
+from ._lr_plateau import ReduceLROnPlateau
+from ._lr_sequential import ChainedScheduler, SequentialLR
 from .optimizer import Optimizer  # noqa: F401 - importable from here, as from torch's lr_scheduler
 
 __all__ = [
