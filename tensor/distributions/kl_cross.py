@@ -16,8 +16,8 @@ from .discrete import Bernoulli, Poisson
 from .gamma import Beta, Gamma
 from .kl import register_kl
 from .location_scale import EULER_GAMMA, Gumbel
-from .lowrank_multivariate_normal import LowRankMultivariateNormal, batch_mahalanobis, trace_of_square
-from .multivariate_normal import MultivariateNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal, trace_of_square
+from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 
 __all__: list = []
 

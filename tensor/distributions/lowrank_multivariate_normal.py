@@ -21,18 +21,9 @@ from tensor import Tensor
 
 from . import constraints
 from .distribution import LOG_SQRT_2PI, Distribution, Located
+from .multivariate_normal import batch_mahalanobis
 
 __all__ = ["LowRankMultivariateNormal"]
-
-
-def batch_mahalanobis(tril: Tensor, x: Tensor) -> Tensor:
-    """``|tril^-1 x|^2`` over the vectors ``x``, for lower-triangular ``tril``; the batch dims of
-    both broadcast."""
-    shape = tuple(tensor.broadcast_shapes(x.shape[:-1], tril.shape[:-2]))
-    n = x.shape[-1]
-    solved = tensor.linalg.solve_triangular(tril.expand(shape + (n, n)), x.expand(shape + (n,)).unsqueeze(-1),
-                                            upper=False)
-    return solved.squeeze(-1).pow(2).sum(-1)
 
 
 def trace_of_square(x: Tensor) -> Tensor:

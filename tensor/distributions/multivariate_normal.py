@@ -19,6 +19,16 @@ from .distribution import LOG_SQRT_2PI, Located
 __all__ = ["MultivariateNormal"]
 
 
+def batch_mahalanobis(tril: Tensor, x: Tensor) -> Tensor:
+    """``|tril^-1 x|^2`` over the vectors ``x``, for lower-triangular ``tril``; the batch dims of
+    both broadcast."""
+    shape = tuple(tensor.broadcast_shapes(x.shape[:-1], tril.shape[:-2]))
+    n = x.shape[-1]
+    solved = tensor.linalg.solve_triangular(tril.expand(shape + (n, n)), x.expand(shape + (n,)).unsqueeze(-1),
+                                            upper=False)
+    return solved.squeeze(-1).pow(2).sum(-1)
+
+
 class MultivariateNormal(Located):
     """The normal distribution over vectors of mean ``loc`` and covariance ``covariance_matrix``
     (or ``precision_matrix``, its inverse, or ``scale_tril``, its Cholesky factor): exactly
@@ -97,14 +107,9 @@ class MultivariateNormal(Located):
         """
         if self._validate_args:
             self._validate_sample(value)
-        diff = value - self.loc
         tril = self._unbroadcasted_scale_tril
-        shape = tensor.broadcast_shapes(diff.shape[:-1], tril.shape[:-2])
-        n = self._event_shape[0]
-        z = tensor.linalg.solve_triangular(tril.expand(shape + (n, n)), diff.expand(shape + (n,)).unsqueeze(-1),
-                                           upper=False).squeeze(-1)
         half_log_det = tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        return -0.5 * z.pow(2).sum(-1) - n * LOG_SQRT_2PI - half_log_det
+        return -0.5 * batch_mahalanobis(tril, value - self.loc) - self._event_shape[0] * LOG_SQRT_2PI - half_log_det
 
     def entropy(self) -> Tensor:
         """``n / 2 (1 + log 2 pi) + log det L``."""
