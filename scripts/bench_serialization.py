@@ -9,7 +9,8 @@ The file is written once by ``torch.save``: a transformer-like state dict (``--s
 float32 weights in 4 MiB matrices with small bias vectors, or ``BENCH_SERIALIZATION_MB``), in
 the page cache for both readers. Each load is timed to the point where every tensor exists
 (with ``mmap=True`` the bytes are only mapped, in both libraries). Ours and torch's alternate;
-the median is reported. Saving is an informational row (ours writes and fsyncs atomically).
+the median is reported. Saving is an informational row (ours writes and fsyncs atomically), and
+so are saving and loading in our own format (against torch's own).
 """
 
 from __future__ import annotations
@@ -82,6 +83,12 @@ def bench(repeat: int, *_unused, size_mb: int | None = None) -> list:
         ours, peer = _median_pair(lambda: tensor.save(state, out, format="torch"), peer_save, min(repeat, 3))
         rows.append((f"save {label} in torch format (ms)", ours * 1e3, peer * 1e3 if peer else None,
                      "torch", "info"))
+        # Our own format (Note [Views in checkpoints] in tensor/serialization.py) against torch's own.
+        ours, peer = _median_pair(lambda: tensor.save(state, out), peer_save, min(repeat, 3))
+        rows.append((f"save {label} in our format (ms)", ours * 1e3, peer * 1e3 if peer else None, "torch", "info"))
+        peer_load = (lambda: torch.load(out + ".torch", weights_only=True)) if torch else None
+        ours, peer = _median_pair(lambda: tensor.load(out), peer_load, min(repeat, 3))
+        rows.append((f"load {label} in our format (ms)", ours * 1e3, peer * 1e3 if peer else None, "torch", "info"))
     return rows
 
 

@@ -248,9 +248,10 @@ def _parse(data: bytes, name: str):
         )
     body_end = body_start + header_len + payload_bytes
     crc, end_magic = _TAIL.unpack_from(data, body_end)
-    if end_magic != END_MAGIC or crc != zlib.crc32(data[body_start:body_end]):
+    view = memoryview(data)  # slices of it are not copies (a bytes slice of the payload was)
+    if end_magic != END_MAGIC or crc != zlib.crc32(view[body_start:body_end]):
         raise RuntimeError(f"{name}: checkpoint is corrupt (checksum mismatch)")
-    return header, version, memoryview(data)[body_start + header_len:body_end]
+    return header, version, view[body_start + header_len:body_end]
 
 
 _SEQUENCES = {"list": list, "tuple": tuple, "set": set, "size": Size}
