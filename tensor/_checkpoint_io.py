@@ -11,7 +11,17 @@ from collections.abc import Callable
 from . import _backend
 from ._device import device as _device_cls
 
-__all__ = ["write_atomically", "resolve_location", "place", "is_parameter", "parameter_type"]
+__all__ = ["write_atomically", "resolve_location", "place", "is_parameter", "parameter_type", "element_placement"]
+
+
+def element_placement(array, start: int) -> tuple[int, tuple[int, ...]] | None:
+    """``(offset, strides)`` in elements of ``array``, whose first element is ``start`` bytes into
+    its storage: what a checkpoint records of a view. None where they are not whole, non-negative
+    numbers of elements (a reversed view, a misaligned ``view(dtype)``), which no format records."""
+    item = array.itemsize
+    if start < 0 or start % item or any(s < 0 or s % item for s in array.strides):
+        return None
+    return start // item, tuple(s // item for s in array.strides)
 
 
 def write_atomically(path, write: Callable) -> None:

@@ -406,11 +406,8 @@ def _view_of(root: np.ndarray, array: np.ndarray):
     """(element offset, element strides) of ``array`` inside the contiguous ``root``, or None."""
     if root.dtype != array.dtype or not root.flags.c_contiguous or array.size == 0:
         return None
-    item = array.itemsize
     start = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    if start < 0 or start % item or any(s < 0 or s % item for s in array.strides):
-        return None
-    return start // item, tuple(s // item for s in array.strides)
+    return _checkpoint_io.element_placement(array, start)
 
 
 def _aligned_info(zf: zipfile.ZipFile, name: str, size: int) -> zipfile.ZipInfo:

@@ -146,14 +146,12 @@ class _Encoder:
 def _placement(array, storage, start: int) -> tuple[int, tuple[int, ...]] | None:
     """``(offset, strides)`` in elements of ``array`` in ``storage``, whose memory it views from
     ``start`` bytes in; None when the header cannot describe it so (Note [Views in checkpoints])."""
-    item = array.itemsize
-    if not (storage.flags.c_contiguous or storage.flags.f_contiguous):
+    placement = _checkpoint_io.element_placement(array, start)
+    if placement is None or not (storage.flags.c_contiguous or storage.flags.f_contiguous):
         return None
-    if start < 0 or start % item or any(s < 0 or s % item for s in array.strides):
-        return None
-    offset, strides = start // item, tuple(s // item for s in array.strides)
+    offset, strides = placement
     extent = 0 if array.size == 0 else 1 + sum((n - 1) * s for n, s in zip(array.shape, strides))
-    return (offset, strides) if (offset + extent) * item <= storage.nbytes else None
+    return placement if (offset + extent) * array.itemsize <= storage.nbytes else None
 
 
 def _serialize(obj) -> list:
