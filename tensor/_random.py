@@ -28,7 +28,6 @@ from . import _memory_format as _formats
 from ._device import as_device, device_of_array
 from ._factory import factory
 from .ops.sorting import searchsorted
-from .ops.strided import to_memory_format
 
 __all__ = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
@@ -312,11 +311,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 def _like(out, input, requires_grad: bool, memory_format, fn: str):
-    """``out`` laid out as ``memory_format`` asks (``preserve_format``: as ``input`` is)."""
-    fmt = _formats.check(memory_format, fn)
-    if fmt is _formats.preserve_format:
-        fmt = _formats.preserved(input.shape, input.stride())
-    return to_memory_format(out, fmt).requires_grad_(requires_grad)
+    """``out`` (row-major) laid out as the ``*_like`` factories lay out a tensor like ``input``
+    (``preserve_format``: Note [Preserved strides])."""
+    if _creation._like_strides(input, memory_format, fn) is not None:
+        laid = _creation.empty_like(input, dtype=out.dtype, device=out.device, memory_format=memory_format)
+        laid._data[...] = out._data
+        out = laid
+    return out.requires_grad_(requires_grad)
 
 
 @factory()

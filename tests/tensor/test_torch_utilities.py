@@ -452,3 +452,11 @@ def test_preserve_format_keeps_the_dim_order_as_torch(torch, make, call):
     assert out.is_contiguous() == ref.is_contiguous()
     if call is PRESERVING_CALLS["clone"]:
         np.testing.assert_array_equal(out.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("call", ["rand_like", "randn_like", "randint_like"])
+def test_random_like_factories_lay_out_as_empty_like_as_torch(torch, call):
+    """The random ``*_like`` factories take ``empty_like``'s strides, size-1 dims' strides too."""
+    for make in (lambda m: m.arange(3.0).reshape(1, 3).t(), lambda m: m.zeros(2, 1, 3).permute(2, 1, 0)):
+        out, ref = PRESERVING_CALLS[call](tensor, make(tensor)), PRESERVING_CALLS[call](torch, make(torch))
+        assert out.stride() == ref.stride() == tensor.empty_like(make(tensor)).stride()
