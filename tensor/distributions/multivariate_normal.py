@@ -64,27 +64,14 @@ class MultivariateNormal(Located):
             "precision_matrix" if precision_matrix is not None else "scale_tril")
         setattr(self, name, matrix.expand(batch + (n, n)))
         super().__init__(batch, (n,), validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = tensor.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = scale_tril_from(name, matrix)
 
     def __getattr__(self, name: str):
         # The matrices not given, derived on first use (PyTorch's lazy_property).
-        if name.startswith("_"):
-            raise AttributeError(name)
-        tril = self._unbroadcasted_scale_tril
-        shape = self._batch_shape + self._event_shape + self._event_shape
-        if name == "scale_tril":
-            value = tril.expand(shape)
-        elif name == "covariance_matrix":
-            value = (tril @ tril.mT).expand(shape)
-        elif name == "precision_matrix":
-            value = tensor.cholesky_inverse(tril).expand(shape)
-        else:
+        if name.startswith("_") or name not in MATRICES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = matrix_from(name, self._unbroadcasted_scale_tril).expand(
+            self._batch_shape + self._event_shape + self._event_shape)
         self.__dict__[name] = value
         return value
 
@@ -131,6 +118,28 @@ class MultivariateNormal(Located):
         given = [name for name in self.arg_constraints if name in self.__dict__]
         shown = [f"{name}: {tuple(self.__dict__[name].shape)}" for name in given]
         return f"MultivariateNormal({', '.join(shown)})"
+
+
+MATRICES = ("covariance_matrix", "precision_matrix", "scale_tril")
+
+
+def scale_tril_from(name: str, matrix: Tensor) -> Tensor:
+    """The lower Cholesky factor of the covariance that ``matrix``, given as ``name`` (one of
+    ``MATRICES``), stands for."""
+    if name == "scale_tril":
+        return matrix
+    if name == "covariance_matrix":
+        return tensor.linalg.cholesky(matrix)
+    return _precision_to_scale_tril(matrix)
+
+
+def matrix_from(name: str, tril: Tensor) -> Tensor:
+    """The matrix ``name`` (one of ``MATRICES``) of the covariance whose lower Cholesky factor is ``tril``."""
+    if name == "scale_tril":
+        return tril
+    if name == "covariance_matrix":
+        return tril @ tril.mT
+    return tensor.cholesky_inverse(tril)
 
 
 def _precision_to_scale_tril(precision: Tensor) -> Tensor:

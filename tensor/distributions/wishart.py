@@ -26,11 +26,9 @@ from tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .gamma import Chi2
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import MATRICES, matrix_from, scale_tril_from
 
 __all__ = ["Wishart"]
-
-_MATRICES = ("covariance_matrix", "precision_matrix", "scale_tril")
 
 
 def _mvdigamma(x: Tensor, p: int) -> Tensor:
@@ -61,7 +59,7 @@ class Wishart(Distribution):
                 "scale_tril": constraints.lower_cholesky, "df": constraints.greater_than(self._event_shape[-1] - 1)}
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None) -> None:
-        given = {name: m for name, m in zip(_MATRICES, (covariance_matrix, precision_matrix, scale_tril))
+        given = {name: m for name, m in zip(MATRICES, (covariance_matrix, precision_matrix, scale_tril))
                  if m is not None}
         if len(given) != 1:
             raise AssertionError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
@@ -82,25 +80,13 @@ class Wishart(Distribution):
                           "ndim - 1 < df < ndim.", stacklevel=2)
         setattr(self, name, matrix.expand(batch + (p, p)))
         super().__init__(batch, matrix.shape[-2:], validate_args)
-        if name == "scale_tril":
-            self._unbroadcasted_scale_tril = matrix
-        elif name == "covariance_matrix":
-            self._unbroadcasted_scale_tril = tensor.linalg.cholesky(matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
+        self._unbroadcasted_scale_tril = scale_tril_from(name, matrix)
 
     def __getattr__(self, name: str):
         # The matrices not given, derived on first use (PyTorch's lazy_property).
-        if name.startswith("_") or name not in _MATRICES:
+        if name.startswith("_") or name not in MATRICES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        tril = self._unbroadcasted_scale_tril
-        if name == "scale_tril":
-            value = tril
-        elif name == "covariance_matrix":
-            value = tril @ tril.mT
-        else:
-            value = tensor.cholesky_inverse(tril)
-        value = value.expand(self._batch_shape + self._event_shape)
+        value = matrix_from(name, self._unbroadcasted_scale_tril).expand(self._batch_shape + self._event_shape)
         self.__dict__[name] = value
         return value
 
@@ -111,7 +97,7 @@ class Wishart(Distribution):
         shape = batch_shape + tuple(self._event_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(shape)
         new.df = self.df.expand(batch_shape)
-        for name in _MATRICES:
+        for name in MATRICES:
             if name in self.__dict__:
                 setattr(new, name, self.__dict__[name].expand(shape))
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
