@@ -231,7 +231,7 @@ def _strides(memory_format, shape: tuple, fn: str):
     return None if order == tuple(range(len(shape))) else _formats.dense_strides(shape, order)
 
 
-def _like_strides(input, memory_format, fn: str):
+def like_strides(input, memory_format, fn: str):
     """The strides ``_filled`` takes for a tensor like ``input`` laid out as ``memory_format``
     asks (``preserve_format``: Note [Preserved strides]), or None for row-major."""
     if memory_format is not _formats.preserve_format:
@@ -246,7 +246,7 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """Zeros with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    strides = _like_strides(input, memory_format, "zeros_like")
+    strides = like_strides(input, memory_format, "zeros_like")
     return _filled(input.shape, 0, dtype, device, requires_grad, strides)
 
 
@@ -255,7 +255,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=_formats.preserve_format):
     """Ones with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    strides = _like_strides(input, memory_format, "ones_like")
+    strides = like_strides(input, memory_format, "ones_like")
     return _filled(input.shape, 1, dtype, device, requires_grad, strides)
 
 
@@ -264,7 +264,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=_formats.preserve_format):
     """An uninitialised tensor like ``input`` (shape, dtype, device and, by default, layout)."""
     dtype, device = _like(input, dtype, device)
-    strides = _like_strides(input, memory_format, "empty_like")
+    strides = like_strides(input, memory_format, "empty_like")
     return _filled(input.shape, None, dtype, device, requires_grad, strides)
 
 
@@ -273,7 +273,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool
               memory_format=_formats.preserve_format):
     """``fill_value`` with ``input``'s shape, dtype, device and (by default) layout."""
     dtype, device = _like(input, dtype, device)
-    strides = _like_strides(input, memory_format, "full_like")
+    strides = like_strides(input, memory_format, "full_like")
     return _filled(input.shape, fill_value, dtype, device, requires_grad, strides)
 
 

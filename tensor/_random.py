@@ -313,7 +313,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 def _like(out, input, requires_grad: bool, memory_format, fn: str):
     """``out`` (row-major) laid out as the ``*_like`` factories lay out a tensor like ``input``
     (``preserve_format``: Note [Preserved strides])."""
-    if _creation._like_strides(input, memory_format, fn) is not None:
+    if _creation.like_strides(input, memory_format, fn) is not None:
         laid = _creation.empty_like(input, dtype=out.dtype, device=out.device, memory_format=memory_format)
         laid._data[...] = out._data
         out = laid
