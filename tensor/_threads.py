@@ -35,8 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 __all__ = [
-    "blocks", "matmul", "matmul_pair", "parallel_for", "run_parallel", "splits_matmuls", "set_num_threads",
-    "get_num_threads",
+    "before_parallel_work", "blocks", "matmul", "matmul_pair", "parallel_for", "run_parallel", "splits_matmuls",
+    "split_lock", "set_num_threads", "get_num_threads",
 ]
 
 # Below this many multiply-adds a product is faster on one thread than the hand-off costs.
@@ -207,6 +207,17 @@ def splits_matmuls() -> bool:
     return _splitting
 
 
+def split_lock() -> threading.Lock:
+    """The lock whoever splits work across the intra-op threads holds (never blocking on it:
+    a busy pool means the cores are busy)."""
+    return _split_lock
+
+
+# Called before work goes to the pool: split regions' workers stop polling for their next
+# region and leave the cores to it (Note [Native regions] in tensor/_compile/native.py).
+before_parallel_work: list[Callable[[], None]] = []
+
+
 def run_parallel(jobs) -> bool:
     """Run the jobs, the first in this thread and the rest on the pool; False (nothing run)
     when another thread is already using the pool. Raises what a job raises, once all ran."""
@@ -214,6 +225,8 @@ def run_parallel(jobs) -> bool:
     if not _split_lock.acquire(blocking=False):  # another thread is splitting: the cores are busy
         return False
     try:
+        for hook in before_parallel_work:
+            hook()
         if _pool is None:
             _pool = ThreadPoolExecutor(_num_threads - 1, thread_name_prefix="distrib-intraop")
         futures = [_pool.submit(job) for job in jobs[1:]]

@@ -132,7 +132,7 @@ class AotSegment:
         if not self._linear_in_grad(tensors, forward_end, [t.grad for t in fresh]):
             self.fallback = eager_segment(self.graph.nodes)
             return
-        self.forward = self.lower_range(joint, 0, forward_end)
+        self.forward = self.lower_range(joint, 0, forward_end, regions_follow=True)
         self.backward_fused = self.lower_range(joint, forward_end, len(joint.nodes))
 
     def _linear_in_grad(self, tensors, forward_end, traced) -> bool:

@@ -57,7 +57,9 @@ def kernels_of(graph, start: int, stop: int) -> list:
     return [_fused_kernel(graph, s) for s in fusion.plan(graph, start, stop) if s.kind == "kernel"]
 
 
-def _fused_segment(graph, start, stop, split_regions=True):
+def _fused_segment(graph, start, stop, split_regions=True, regions_follow=False):
+    """The runner of a segment's fusion plan. ``regions_follow``: more split regions run soon
+    after this segment's last one (a forward's, then its backward's: Note [Native regions])."""
     outputs = fusion.live_after(graph, len(graph.nodes))  # returned, read at a break, or written back
     checked, direct = [], []  # the steps through the dispatcher, and through Note [Library calls]
     reads = []  # per step: the node ids it reads from env (None: not known), for _pair_products
@@ -75,7 +77,7 @@ def _fused_segment(graph, start, stop, split_regions=True):
             direct.append(_library_call(node, step.node in outputs) or slow)
             reads.append(None if has_ref(node.params) else set(node.args))
     if split_regions:
-        plan, direct, reads = _with_split_regions(graph, plan, direct, reads)
+        plan, direct, reads = _with_split_regions_lingering(graph, plan, direct, reads, regions_follow)
     direct = _pair_products(graph, plan, direct, reads)
 
     def run(env, leaves):
@@ -84,6 +86,18 @@ def _fused_segment(graph, start, stop, split_regions=True):
             step(env, leaves)
 
     return run
+
+
+def _with_split_regions_lingering(graph, plan, runners: list, reads: list, regions_follow: bool) -> tuple:
+    """``_with_split_regions``, each region told whether another follows soon: all but the
+    last, and the last too with ``regions_follow`` (Note [Native regions])."""
+    from . import split_region  # noqa: PLC0415 - numba loads with the first region
+
+    plan, runners, reads = _with_split_regions(graph, plan, runners, reads)
+    regions = [step for step in runners if isinstance(step, split_region.SplitRegion)]
+    for k, region in enumerate(regions):
+        region.linger = k + 1 < len(regions) or regions_follow
+    return plan, runners, reads
 
 
 def _with_split_regions(graph, plan, runners: list, reads: list) -> tuple:

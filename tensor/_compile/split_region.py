@@ -39,12 +39,14 @@ Note [Split regions]
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, field
 from math import prod
 
 import numpy as np
 
 from .. import _dispatch, _threads
+from . import native_region, region_pool
 from .emitter import PARALLEL_WORK, column_reduction, reduce_dims
 from .fusion import POINTWISE, REDUCTIONS, Step, classify, refs
 
@@ -352,6 +354,8 @@ class SplitRegion:
         self.nodes = inside
         self._blocks: dict = {}
         self._ready = False
+        self.native = native_region.build(self, nodes)
+        self.linger = False  # another region follows soon (set by the lowering; Note [Native regions])
 
     def __call__(self, env, leaves) -> None:
         threads = _threads.get_num_threads()
@@ -369,11 +373,7 @@ class SplitRegion:
         # One buffer per thread, so that the sum into the first one owns its memory (an output the
         # engine may adopt as a .grad uncopied).
         parts = {n: [np.empty(shape, dtype) for _ in range(threads)] for n, shape, dtype in self.partials}
-        if not self._ready:  # compile the kernels here, not on two threads at once
-            self._slice(arrays, parts, 0, (0, 0))
-            self._ready = True
-        jobs = [functools.partial(self._slice, arrays, parts, t, block) for t, block in enumerate(blocks)]
-        if not _threads.run_parallel(jobs):
+        if not (self._run_native(arrays, parts, blocks) if self.native else self._run_python(arrays, parts, blocks)):
             self._run_fallback(env, leaves)
             return
         for node_id in self.nodes:
@@ -384,6 +384,25 @@ class SplitRegion:
                     total += value[t]
                 arrays[node_id] = total
             env[node_id] = _dispatch.make(arrays[node_id], self.device)
+
+    def _run_native(self, arrays, parts, blocks) -> bool:
+        args = self.native.arguments(arrays, parts, blocks)
+        if not self._ready:  # compile here, not on two threads at once: an empty slice
+            try:
+                self.native.function()(np.zeros(1, np.int64), False, 0, 0, 0, True, *args[0][3:])
+            except Exception as error:  # noqa: BLE001 - numba could not build it: the Python path can
+                warnings.warn(f"tensor.compile: a split region runs op by op: {error}", RuntimeWarning, stacklevel=2)
+                self.native = None
+                return self._run_python(arrays, parts, blocks)
+            self._ready = True
+        return region_pool.run(self.native.function(), args, self.linger)
+
+    def _run_python(self, arrays, parts, blocks) -> bool:
+        if not self._ready:  # compile the kernels here, not on two threads at once
+            self._slice(arrays, parts, 0, (0, 0))
+            self._ready = True
+        jobs = [functools.partial(self._slice, arrays, parts, t, block) for t, block in enumerate(blocks)]
+        return _threads.run_parallel(jobs)
 
     def _slice(self, arrays, parts, t, block) -> None:
         lo, hi = block

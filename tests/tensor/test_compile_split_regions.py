@@ -1,7 +1,8 @@
 """tensor.compile's split regions (tensor/_compile/split_region.py, Note [Split regions]):
 products sharing a dim, and the kernels between them, run one slice per thread. Values and
 gradients are compared with eager (and torch where installed); which thread ran which slice
-is recorded by wrapping the region's per-thread body."""
+is recorded by wrapping the region's per-thread body: the generated native slice function
+(Note [Native regions] in native.py) or, with that turned off, the op-by-op Python one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import nn.functional as F
 import tensor
 from tensor import _threads
-from tensor._compile import split_region
+from tensor._compile import native, native_region, region_pool, split_region
 from tests.helpers import assert_close, needs_split
 
 pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
@@ -35,18 +36,42 @@ def gelu_block(x):
     return ((F.gelu(x @ W1, approximate="tanh") @ W2 + x) ** 2).mean()
 
 
-@pytest.fixture
-def slices(monkeypatch):
-    """Records ``(region, thread, block)`` for every slice a split region runs."""
+@pytest.fixture(params=["native", "python"])
+def slices(request, monkeypatch):
+    """Records ``(region, thread, block)`` for every slice a split region runs, natively where
+    it can (products of 3 dims run op by op) or, with the param ``python``, op by op only."""
     runs = []
-    real = split_region.SplitRegion._slice
+    real_slice = split_region.SplitRegion._slice
 
     def spy(self, arrays, parts, t, block):
         if block[1] > block[0]:  # the first call's empty slice compiles the kernels
             runs.append((self, threading.get_ident(), block))
-        real(self, arrays, parts, t, block)
+        real_slice(self, arrays, parts, t, block)
 
     monkeypatch.setattr(split_region.SplitRegion, "_slice", spy)
+    if request.param == "python":
+        monkeypatch.setattr(native_region, "build", lambda region, nodes: None)
+        return runs
+    if not native.AVAILABLE:
+        pytest.skip("native regions need numpy's OpenBLAS symbols and Linux futexes")
+    real_native, real_run, current = split_region.SplitRegion._run_native, region_pool.run, []
+
+    def run_native(self, arrays, parts, blocks):
+        current[:] = [self]
+        return real_native(self, arrays, parts, blocks)
+
+    def run(fn, args, linger):
+        region = current[0]
+
+        def traced(flags, post, seq, lo, hi, *rest):
+            if hi > lo:
+                runs.append((region, threading.get_ident(), (lo, hi)))
+            fn(flags, post, seq, lo, hi, *rest)
+
+        return real_run(traced, args, linger)
+
+    monkeypatch.setattr(split_region.SplitRegion, "_run_native", run_native)
+    monkeypatch.setattr(region_pool, "run", run)
     return runs
 
 
@@ -284,6 +309,7 @@ def test_a_transformer_feed_forward_on_3d_inputs_splits(two_threads, slices):
 
     regions = _regions_of_training(feed_forward, _param(4, 64, 256, grad=False), (W1, W2, b1, b2), slices)
     assert len(regions) == 2
+    assert regions[0].native is None  # its products take 3-D inputs: they run op by op
     assert all(region.region.extent == HIDDEN for region in regions)
     forward, backward = regions
     assert [op.mode for op in forward.ops if isinstance(op, split_region._Product)] == ["columns", "partial"]
