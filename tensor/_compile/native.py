@@ -51,8 +51,8 @@ from numba.extending import intrinsic
 from .. import _openblas, _threads
 
 __all__ = [
-    "AVAILABLE", "BLAS", "GO", "QUIET", "add_bias", "asleep_flag", "blas_layout", "done_flag", "flag_count", "gemm",
-    "idle", "load_flag", "post", "wait_until",
+    "AVAILABLE", "BLAS", "GO", "QUIET", "add_bias", "asleep_flag", "blas_layout", "done_flag", "flag_count", "finish",
+    "gemm", "idle", "join", "load_flag", "post", "wait_until",
 ]
 
 
@@ -98,6 +98,11 @@ def flag_count(workers: int) -> int:
 
 
 _done_flag, _asleep_flag = njit(cache=True)(done_flag), njit(cache=True)(asleep_flag)
+
+
+@njit(cache=True)
+def _workers(flags):
+    return (flags.shape[0] // _LINE - 2) // 2
 
 
 def _flag_pointer(context, builder, signature, args):
@@ -206,7 +211,7 @@ def wait_until(flags, index, value, spins):
 
 @njit(nogil=True, cache=True)
 def _wake(flags):
-    for worker in range((flags.shape[0] // _LINE - 2) // 2):
+    for worker in range(_workers(flags)):
         if _load(flags, _asleep_flag(worker)) != 0:
             _futex(flags, GO, _FUTEX_WAKE, 1 << 30)
             return
@@ -242,6 +247,28 @@ def idle(flags, worker, seq, spins, wake_spins):
         if _load(flags, GO) > seq:
             return
         spins = wake_spins
+
+
+@njit(nogil=True, cache=True)
+def join(flags, seq, spins):
+    """Whether every worker reports region ``seq`` done within ``spins`` polls each."""
+    for worker in range(_workers(flags)):
+        if not wait_until(flags, _done_flag(worker), seq, spins):
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def finish(flags, post, seq, worker, spins):
+    """The end of a generated slice function: the caller's (``post``) polls ``spins`` times
+    for the workers and says whether all are done; a worker's (``worker`` >= 0) reports its
+    slice done and returns once the next region is posted (``idle``), so that the Python
+    between two of its slices never runs while the caller waits."""
+    if post:
+        return join(flags, seq, spins)
+    if worker >= 0:
+        idle(flags, worker, seq, spins, spins)
+    return True
 
 
 def blas_layout(row_stride: int, column_stride: int, rows: int, columns: int) -> tuple[int, int]:
