@@ -123,12 +123,12 @@ def _is_flags(flags, index) -> bool:
 
 @intrinsic
 def _load(typingctx, flags, index):
-    """``flags[index]``, read with acquire order (another thread's store)."""
+    """``flags[index]``, sequentially consistent with ``_store`` (see there)."""
     if not _is_flags(flags, index):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.load_atomic(_flag_pointer(context, builder, signature, args), "acquire", 8)
+        return builder.load_atomic(_flag_pointer(context, builder, signature, args), "seq_cst", 8)
 
     return types.int64(flags, index), codegen
 
@@ -139,7 +139,7 @@ def _load_word(typingctx, flags, index):
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.load_atomic(_word_pointer(context, builder, signature, args), "acquire", 4)
+        return builder.load_atomic(_word_pointer(context, builder, signature, args), "seq_cst", 4)
 
     return types.int32(flags, index), codegen
 
@@ -195,7 +195,7 @@ def _futex(typingctx, flags, index, op, value):
 
 @njit(nogil=True, cache=True)
 def load_flag(flags, index):
-    """``flags[index]`` (acquire order)."""
+    """``flags[index]``, read atomically."""
     return _load(flags, index)
 
 

@@ -28,6 +28,8 @@ Note [Split regions]
     before it move ahead, so one hand-off runs the whole region. Fused kernels in a region
     are generated with the split dim's loop bounds as arguments (``emitter.emit_kernel``'s
     ``split_dim``) and run on the whole arrays, so they stay C-contiguous and vectorised.
+    Where it can, each thread runs its whole slice as one generated function without the GIL
+    (Note [Native regions] in native.py); otherwise op by op from Python.
 
     Partial sums add a contraction in another order than one product does: the values
     differ from the unsplit ones by rounding, as BLAS's own blocking differs between sizes.
