@@ -121,27 +121,24 @@ def _is_flags(flags, index) -> bool:
     return isinstance(flags, types.Array) and flags.dtype == types.int64 and isinstance(index, types.Integer)
 
 
-@intrinsic
-def _load(typingctx, flags, index):
-    """``flags[index]``, sequentially consistent with ``_store`` (see there)."""
-    if not _is_flags(flags, index):
-        return None
+def _atomic_load(pointer, result, size: int):
+    """An intrinsic ``(flags, index)`` reading ``pointer``'s target atomically, sequentially
+    consistent with ``_store`` (see there)."""
 
-    def codegen(context, builder, signature, args):
-        return builder.load_atomic(_flag_pointer(context, builder, signature, args), "seq_cst", 8)
+    def typer(typingctx, flags, index):
+        if not _is_flags(flags, index):
+            return None
 
-    return types.int64(flags, index), codegen
+        def codegen(context, builder, signature, args):
+            return builder.load_atomic(pointer(context, builder, signature, args), "seq_cst", size)
+
+        return result(flags, index), codegen
+
+    return intrinsic(typer)
 
 
-@intrinsic
-def _load_word(typingctx, flags, index):
-    if not _is_flags(flags, index):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.load_atomic(_word_pointer(context, builder, signature, args), "seq_cst", 4)
-
-    return types.int32(flags, index), codegen
+_load = _atomic_load(_flag_pointer, types.int64, 8)  # flags[index]
+_load_word = _atomic_load(_word_pointer, types.int32, 4)  # the futex word of flags[index]
 
 
 @intrinsic
