@@ -24,8 +24,8 @@ Note [Native regions]
     * the caller posts a region from inside its own slice function, which has let the GIL
       go, and wakes the workers asleep;
     * a worker reports its slice done and then waits, polling with ``pause`` and then
-      asleep on a futex, all without the GIL; it takes the GIL only to start a slice,
-      while the caller runs its own slice natively;
+      asleep on a futex, all without the GIL; it takes the GIL only to start and end a
+      slice, while the caller runs its own slice or polls for the workers natively;
     * a worker polls after a region only when the caller says another follows soon (a
       forward region, whose backward region comes next; 2 ms at most) and otherwise for
       10 us, so that it never holds a core through the rest of the program as OpenMP's
@@ -256,15 +256,11 @@ def join(flags, seq, spins):
 
 
 @njit(nogil=True, cache=True)
-def finish(flags, post, seq, worker, spins):
-    """The end of a generated slice function: the caller's (``post``) polls ``spins`` times
-    for the workers and says whether all are done; a worker's (``worker`` >= 0) reports its
-    slice done and returns once the next region is posted (``idle``), so that the Python
-    between two of its slices never runs while the caller waits."""
+def finish(flags, post, seq, spins):
+    """The end of a generated slice function: the caller's (``post``) polls ``spins`` times for
+    the workers and says whether all are done, so that it returns to Python only then."""
     if post:
         return join(flags, seq, spins)
-    if worker >= 0:
-        idle(flags, worker, seq, spins, spins)
     return True
 
 

@@ -1,14 +1,13 @@
 """A split region's slice as one generated numba function (Note [Native regions] in native.py).
 
 ``build(region)`` writes, for a ``SplitRegion`` whose products are all matrices of float32 or
-float64, a function ``kernel(flags, post, seq, worker, spins, lo, hi, first, x0, ...)`` that computes
+float64, a function ``kernel(flags, post, seq, spins, lo, hi, first, x0, x1, ...)`` that computes
 one thread's slice ``[lo, hi)`` of every step: each product through ``native.gemm`` on
 slices of the whole arrays, each fused kernel called with its split bounds. ``x0, x1, ...``
 are the whole arrays the steps read and write, the same for every thread except each
 thread's own buffers of partial sums. With ``post`` (the caller's slice) the function first
 publishes the region's sequence number ``seq`` to the waiting workers (``region_pool.py``) and
-ends polling for them; a worker's (``worker`` >= 0) ends waiting for the next region
-(``native.finish``).
+ends polling ``spins`` times for them (``native.finish``).
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ class NativeRegion:
         return self._fn
 
     def arguments(self, arrays: dict, parts: dict, blocks: list) -> list:
-        """Per thread, the arguments after ``(flags, post, seq, worker, spins)``: ``(lo, hi, first, x0, ...)``."""
+        """Per thread, the arguments after ``(flags, post, seq, spins)``: ``(lo, hi, first, x0, ...)``."""
         common, kernel_operands = [], {}
         for kind, key in self._operands:
             if kind == "array":
@@ -135,9 +134,9 @@ def build(region, nodes) -> NativeRegion | None:
         + "\n".join(imports)
         + "\n\n\n"
         "@njit(nogil=True, error_model=\"numpy\", cache=True)\n"
-        f"def kernel(flags, post, seq, worker, spins, lo, hi, first, {params}):\n"
+        f"def kernel(flags, post, seq, spins, lo, hi, first, {params}):\n"
         "    if post:\n        post_region(flags, seq)\n"
         f"    {body}\n"
-        "    return finish(flags, post, seq, worker, spins)\n"
+        "    return finish(flags, post, seq, spins)\n"
     )
     return NativeRegion(source, operands, products)

@@ -6,9 +6,9 @@ Per region the caller stores each worker's arguments in ``jobs`` and calls its o
 function with ``post=True``: that function, without the GIL, publishes the region's
 sequence number and wakes the workers asleep (``native.post``). A worker in
 ``native.idle`` sees it, takes the GIL (free: the caller runs natively), calls its slice
-function, whose end (``native.finish``) reports it done and waits for the next region. The
-caller's slice function ends polling for the workers' reports; if one is late (preempted, or
-woken late) the caller then sleeps in short steps.
+function, drops its references to the region's arrays and reports it done in ``native.idle``
+again. The caller's slice function ends polling for the workers' reports (``native.finish``);
+if one is late (preempted, or woken late) the caller then sleeps in short steps.
 """
 
 from __future__ import annotations
@@ -35,40 +35,40 @@ class _Pool:
         self.jobs: list = [None] * workers
         self.errors: list = [None] * workers
         self.seq = 0
+        self.closed = False
         self.spins_per_us = _spins_per_us(self.flags)
         self.linger_spins = int(_LINGER_US * self.spins_per_us)
         for worker in range(workers):
             threading.Thread(target=self._work, args=(worker,), daemon=True, name=f"distrib-region-{worker}").start()
 
     def _work(self, worker: int) -> None:
-        flags, seq = self.flags, 0
-        native.idle(flags, worker, 0, 0, 0)
+        flags, seq, spins = self.flags, 0, 0
         while True:
+            native.idle(flags, worker, seq, spins, self.linger_spins)
             seq += 1
-            job = self.jobs[worker]
-            if job is None:  # the pool was replaced
+            if self.closed:
                 return
-            fn, args, spins = job
+            fn, args, spins = self.jobs[worker]
             try:
-                fn(*args)  # a generated slice returns once the next region is posted
+                fn(*args)
             except BaseException as error:  # noqa: BLE001 - raised in the caller's thread
                 self.errors[worker] = error
-            if native.load_flag(flags, native.done_flag(worker)) < seq:  # it did not report itself
-                native.idle(flags, worker, seq, spins, spins)
+            del fn, args  # the region's arrays must not outlive it while this thread waits
 
     def run(self, fn, args: list, linger: bool) -> None:
         self.seq += 1
         spins = self.linger_spins if linger else int(_TAIL_US * self.spins_per_us)
         for worker, worker_args in enumerate(args[1:]):
-            self.jobs[worker] = (fn, (self.flags, False, self.seq, worker, spins, *worker_args), spins)
+            self.jobs[worker] = (fn, (self.flags, False, self.seq, 0, *worker_args), spins)
         joined = False
         try:
-            joined = fn(self.flags, True, self.seq, -1, int(_JOIN_US * self.spins_per_us), *args[0])
+            joined = fn(self.flags, True, self.seq, int(_JOIN_US * self.spins_per_us), *args[0])
         finally:
             if native.load_flag(self.flags, native.GO) < self.seq:  # it failed before posting
                 native.post(self.flags, self.seq)
             if not joined:
                 self._join()
+            self.jobs = [None] * len(self.jobs)
         errors, self.errors = [e for e in self.errors if e is not None], [None] * len(self.jobs)
         if errors:
             raise errors[0]
@@ -82,7 +82,7 @@ class _Pool:
                     time.sleep(50e-6)
 
     def close(self) -> None:
-        self.jobs = [None] * len(self.jobs)
+        self.closed = True
         self.seq += 1
         native.post(self.flags, self.seq)
 
@@ -107,8 +107,9 @@ os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def run(fn, args: list, linger: bool) -> bool:
-    """Run ``fn(flags, post, seq, worker, spins, *args[t])`` for each thread ``t``, the first in
-    this thread (``worker`` -1: see ``native.finish``);
+    """Run ``fn(flags, post, seq, spins, *args[t])`` for each thread ``t``, the first in this
+    thread (``post`` True: it publishes the region, then polls ``spins`` times for the others
+    and returns whether all are done: ``native.finish``);
     False (nothing run) when another thread holds the cores. ``linger``: another region
     follows soon, so the workers poll for it (Note [Native regions]). Raises what a slice
     raises, once all have finished."""

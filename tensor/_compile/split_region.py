@@ -391,7 +391,7 @@ class SplitRegion:
         args = self.native.arguments(arrays, parts, blocks)
         if not self._ready:  # compile here, not on two threads at once: an empty slice
             try:
-                self.native.function()(np.zeros(1, np.int64), False, 0, -1, 0, 0, 0, True, *args[0][3:])
+                self.native.function()(np.zeros(1, np.int64), False, 0, 0, 0, 0, True, *args[0][3:])
             except Exception as error:  # noqa: BLE001 - numba could not build it: the Python path can
                 warnings.warn(f"tensor.compile: a split region runs op by op: {error}", RuntimeWarning, stacklevel=2)
                 self.native = None

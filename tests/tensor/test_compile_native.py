@@ -79,7 +79,7 @@ def test_blas_layout_names_the_transpose_and_leading_dimension(strides, shape, e
 def _slice_fn(record):
     """A Python slice function with the generated ones' signature: records its slice."""
 
-    def fn(flags, post, seq, worker, spins, lo, hi, *rest):
+    def fn(flags, post, seq, spins, lo, hi, *rest):
         if post:
             native.post(flags, seq)
         record.append((threading.get_ident(), lo, hi))
@@ -101,7 +101,7 @@ def test_the_pool_runs_one_slice_per_thread_and_the_first_in_the_caller():
 def test_an_error_in_a_worker_slice_is_raised_by_the_caller_after_the_join():
     finished = []
 
-    def fn(flags, post, seq, worker, spins, lo, hi):
+    def fn(flags, post, seq, spins, lo, hi):
         if post:
             native.post(flags, seq)
         if lo:
@@ -118,7 +118,7 @@ def test_an_error_in_a_worker_slice_is_raised_by_the_caller_after_the_join():
 
 
 def test_a_caller_slice_that_fails_before_posting_does_not_hang_the_join():
-    def fn(flags, post, seq, worker, spins, lo, hi):
+    def fn(flags, post, seq, spins, lo, hi):
         if post:
             raise TypeError("bad arguments")  # as a dispatcher that cannot type the call
         native.post(flags, seq)  # never reached by the caller
@@ -127,6 +127,16 @@ def test_a_caller_slice_that_fails_before_posting_does_not_hang_the_join():
         region_pool.run(fn, [(0, 1), (1, 2)], False)
     record = []
     assert region_pool.run(_slice_fn(record), [(0, 1), (1, 2)], False)
+
+
+def test_the_pool_keeps_no_region_array_alive_after_the_join():
+    import weakref
+
+    arrays = [np.ones(4) for _ in range(2)]
+    refs = [weakref.ref(a) for a in arrays]
+    assert region_pool.run(_slice_fn([]), [(0, 1, arrays[0]), (1, 2, arrays[1])], True)
+    del arrays
+    assert [ref() for ref in refs] == [None, None]  # neither the jobs nor a waiting worker hold them
 
 
 def test_a_busy_pool_runs_nothing():

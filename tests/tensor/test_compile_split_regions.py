@@ -63,10 +63,10 @@ def slices(request, monkeypatch):
     def run(fn, args, linger):
         region = current[0]
 
-        def traced(flags, post, seq, worker, spins, lo, hi, *rest):
+        def traced(flags, post, seq, spins, lo, hi, *rest):
             if hi > lo:
                 runs.append((region, threading.get_ident(), (lo, hi)))
-            return fn(flags, post, seq, worker, spins, lo, hi, *rest)
+            return fn(flags, post, seq, spins, lo, hi, *rest)
 
         return real_run(traced, args, linger)
 
