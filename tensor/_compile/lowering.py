@@ -91,10 +91,10 @@ def _fused_segment(graph, start, stop, split_regions=True, regions_follow=False)
 def _with_split_regions_lingering(graph, plan, runners: list, reads: list, regions_follow: bool) -> tuple:
     """``_with_split_regions``, each region told whether another follows soon: all but the
     last, and the last too with ``regions_follow`` (Note [Native regions])."""
-    from . import split_region  # noqa: PLC0415 - numba loads with the first region
+    from .region_runner import SplitRegion  # noqa: PLC0415 - numba loads with the first region
 
     plan, runners, reads = _with_split_regions(graph, plan, runners, reads)
-    regions = [step for step in runners if isinstance(step, split_region.SplitRegion)]
+    regions = [step for step in runners if isinstance(step, SplitRegion)]
     for k, region in enumerate(regions):
         region.linger = k + 1 < len(regions) or regions_follow
     return plan, runners, reads
@@ -105,7 +105,7 @@ def _with_split_regions(graph, plan, runners: list, reads: list) -> tuple:
     step (Note [Split regions] in split_region.py): the best region's class is chosen first,
     the steps it does not need move before it and the steps that read what it computes stay
     after it, and both sides are searched again (one region for each block of an MLP stack)."""
-    from . import split_region  # noqa: PLC0415 - it needs the emitter, whose import needs this module's
+    from . import region_runner, split_region  # noqa: PLC0415 - they need the emitter, whose import needs this module's
 
     region = split_region.find_region(graph, plan)
     if region is None:
@@ -113,7 +113,7 @@ def _with_split_regions(graph, plan, runners: list, reads: list) -> tuple:
     kernels = {
         k: _fused_kernel(graph, plan[k], region.axis[plan[k].node]) for k in region.steps if plan[k].kind == "kernel"
     }
-    runner = split_region.SplitRegion(graph, plan, region, kernels, [runners[k] for k in region.steps])
+    runner = region_runner.SplitRegion(graph, plan, region, kernels, [runners[k] for k in region.steps])
     moved = set(region.steps) | set(region.after)
     sides = []
     for side in ([k for k in range(len(plan)) if k not in moved], region.after):

@@ -86,10 +86,10 @@ def _readable(array):
 
 
 def build(region, nodes) -> NativeRegion | None:
-    """The native slice of ``region`` (a ``SplitRegion`` of the graph ``nodes``), or None where
-    it cannot have one: no BLAS symbols, a product of other than two matrices, or a dtype BLAS
-    lacks."""
-    from .split_region import _Product  # noqa: PLC0415 - split_region imports this module
+    """The native slice of ``region`` (a ``region_runner.SplitRegion`` of the graph ``nodes``),
+    or None where it cannot have one: no BLAS symbols, a product of other than two matrices,
+    or a dtype BLAS lacks."""
+    from .region_runner import _Product  # noqa: PLC0415 - region_runner imports this module
 
     if not native.AVAILABLE:
         return None

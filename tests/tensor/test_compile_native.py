@@ -17,7 +17,7 @@ from tests.helpers import assert_close, needs_split
 
 pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
 
-from tensor._compile import native, region_pool, split_region  # noqa: E402 - needs numba
+from tensor._compile import native, region_pool, region_runner  # noqa: E402 - needs numba
 
 pytestmark = pytest.mark.skipif(
     not native.AVAILABLE, reason="native regions need numpy's OpenBLAS symbols and Linux futexes"
@@ -204,13 +204,13 @@ def _gelu_block(w1, w2):
 
 def _native_regions(compiled_step, monkeypatch) -> list:
     seen = []
-    real = split_region.SplitRegion._run_native
+    real = region_runner.SplitRegion._run_native
 
     def spy(self, arrays, parts, blocks):
         seen.append(self)
         return real(self, arrays, parts, blocks)
 
-    monkeypatch.setattr(split_region.SplitRegion, "_run_native", spy)
+    monkeypatch.setattr(region_runner.SplitRegion, "_run_native", spy)
     compiled_step()
     return seen
 

@@ -14,7 +14,7 @@ import pytest
 import nn.functional as F
 import tensor
 from tensor import _threads
-from tensor._compile import native, native_region, region_pool, split_region
+from tensor._compile import native, native_region, region_pool, region_runner, split_region
 from tests.helpers import assert_close, needs_split
 
 pytest.importorskip("numba", reason="numba is not installed (pip install 'distrib[compile]')")
@@ -41,20 +41,20 @@ def slices(request, monkeypatch):
     """Records ``(region, thread, block)`` for every slice a split region runs, natively where
     it can (products of 3 dims run op by op) or, with the param ``python``, op by op only."""
     runs = []
-    real_slice = split_region.SplitRegion._slice
+    real_slice = region_runner.SplitRegion._slice
 
     def spy(self, arrays, parts, t, block):
         if block[1] > block[0]:  # the first call's empty slice compiles the kernels
             runs.append((self, threading.get_ident(), block))
         real_slice(self, arrays, parts, t, block)
 
-    monkeypatch.setattr(split_region.SplitRegion, "_slice", spy)
+    monkeypatch.setattr(region_runner.SplitRegion, "_slice", spy)
     if request.param == "python":
         monkeypatch.setattr(native_region, "build", lambda region, nodes: None)
         return runs
     if not native.AVAILABLE:
         pytest.skip("native regions need numpy's OpenBLAS symbols and Linux futexes")
-    real_native, real_run, current = split_region.SplitRegion._run_native, region_pool.run, []
+    real_native, real_run, current = region_runner.SplitRegion._run_native, region_pool.run, []
 
     def run_native(self, arrays, parts, blocks):
         current[:] = [self]
@@ -70,7 +70,7 @@ def slices(request, monkeypatch):
 
         return real_run(traced, args, linger)
 
-    monkeypatch.setattr(split_region.SplitRegion, "_run_native", run_native)
+    monkeypatch.setattr(region_runner.SplitRegion, "_run_native", run_native)
     monkeypatch.setattr(region_pool, "run", run)
     return runs
 
@@ -121,7 +121,7 @@ def test_the_gelu_block_splits_its_hidden_dim_across_threads(two_threads, slices
     forward, backward = regions
     assert len(forward.partials) == 1  # gelu(.) @ W2: each thread sums its half of the hidden dim
     assert not backward.partials  # the three backward products split their outputs
-    kernels = [op.args[0] for region in regions for op in region.ops if not isinstance(op, split_region._Product)]
+    kernels = [op.args[0] for region in regions for op in region.ops if not isinstance(op, region_runner._Product)]
     assert len(kernels) == 2  # GELU and its derivative, each on its slice
     for kernel in kernels:
         assert "range(np.uint64(sz[" in kernel.source and "nogil=True" in kernel.source
@@ -155,7 +155,7 @@ def test_linear_layers_with_biases_split_as_products_do(two_threads, slices):
 
     regions = _regions_of_training(block, _param(256, 256, grad=False), (W1, W2, b1, b2), slices)
     assert len(regions) == 2 and len(regions[0].partials) == 1
-    assert {op.mode for region in regions for op in region.ops if isinstance(op, split_region._Product)} == {
+    assert {op.mode for region in regions for op in region.ops if isinstance(op, region_runner._Product)} == {
         "columns", "partial", "rows"
     }
 
@@ -245,11 +245,11 @@ def test_a_value_with_two_dims_in_the_class_is_not_sliced(two_threads, slices):
 
 @pytest.mark.parametrize(("extent", "threads"), [(512, 2), (1000, 3), (130, 2), (64, 4)])
 def test_slices_cover_the_dim_and_start_on_vector_bounds(extent, threads):
-    blocks = split_region._blocks(extent, threads)
+    blocks = region_runner._blocks(extent, threads)
     assert len(blocks) == threads
     assert blocks[0][0] == 0 and blocks[-1][1] == extent
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
-    assert all(lo % split_region._ALIGN == 0 and lo <= hi for lo, hi in blocks)
+    assert all(lo % region_runner._ALIGN == 0 and lo <= hi for lo, hi in blocks)
 
 
 @needs_split
@@ -312,8 +312,8 @@ def test_a_transformer_feed_forward_on_3d_inputs_splits(two_threads, slices):
     assert regions[0].native is None  # its products take 3-D inputs: they run op by op
     assert all(region.region.extent == HIDDEN for region in regions)
     forward, backward = regions
-    assert [op.mode for op in forward.ops if isinstance(op, split_region._Product)] == ["columns", "partial"]
-    assert sum(isinstance(op, split_region._Product) for op in backward.ops) == 3  # w2's and w1's grads, dh
+    assert [op.mode for op in forward.ops if isinstance(op, region_runner._Product)] == ["columns", "partial"]
+    assert sum(isinstance(op, region_runner._Product) for op in backward.ops) == 3  # w2's and w1's grads, dh
 
 
 @pytest.mark.parametrize(
