@@ -25,8 +25,8 @@ from . import native
 __all__ = ["quiet", "run"]
 
 _LINGER_US = 2000  # a worker's poll for the next region when one follows soon
-_TAIL_US = 10  # after the last region: until the caller, polling for it, has taken the GIL
-_JOIN_US = 500
+_TAIL_US = 10  # after the last region: a short poll, then asleep on the futex
+_JOIN_US = 500  # the caller's poll for the workers, then short sleeps
 
 
 class _Pool:
